@@ -1,0 +1,56 @@
+"""thrifty: probabilistic programming whose MCMC spends computation only where it matters."""
+
+from thrifty import distributions as dist
+from thrifty.core.model import Model, Program, model
+from thrifty.core.primitives import (
+    call,
+    deterministic,
+    factor,
+    markov,
+    mem,
+    observe,
+    plate,
+    sample,
+)
+from thrifty.core.simulate import initialize, simulate
+from thrifty.core.trace import Trace
+from thrifty.inference.compose import cycle, mixture
+from thrifty.inference.gibbs import gibbs
+from thrifty.inference.mh import lmh, mh
+from thrifty.inference.proposals import drift, prior
+from thrifty.inference.selection import each, one, ordered_range, select
+from thrifty.runtime.infer import infer
+from thrifty.runtime.result import Result
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Model",
+    "Program",
+    "Result",
+    "Trace",
+    "call",
+    "cycle",
+    "deterministic",
+    "dist",
+    "drift",
+    "each",
+    "factor",
+    "gibbs",
+    "infer",
+    "initialize",
+    "lmh",
+    "markov",
+    "mem",
+    "mh",
+    "mixture",
+    "model",
+    "observe",
+    "one",
+    "ordered_range",
+    "plate",
+    "prior",
+    "sample",
+    "select",
+    "simulate",
+]

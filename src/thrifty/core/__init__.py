@@ -1,0 +1,1 @@
+"""Traces, program execution and the modeling language."""

@@ -1,0 +1,316 @@
+"""Finding choices in a trace: addresses → locations, plans, targets, and recorded values."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from thrifty.core.address import dotted
+from thrifty.core.run import Plan, VecTarget
+from thrifty.core.trace import DETERMINISTIC, LATENT, Block
+
+
+@dataclass
+class Location:
+    """Where a choice lives.
+
+    ``kind`` is ``"site"`` (in the model body or a markov step), ``"element"`` (a site of one
+    plate element, possibly inside a chain of that element) or ``"mem"`` (a memoized key).
+    ``steps`` lists the enclosing markov steps as (chain address, t), outermost first.
+    """
+
+    kind: str
+    addr: tuple
+    value: object
+    discrete: bool
+    steps: list = field(default_factory=list)
+    plate_addr: tuple | None = None
+    elem: int | None = None
+    rel: tuple | None = None
+    mem_addr: tuple | None = None
+    dist: object = None  # the distribution the choice was last scored under (sites, elements)
+
+
+def locate(trace, addr) -> Location | None:
+    """The :class:`Location` of the latent choice at ``addr``, or ``None``."""
+    addr = tuple(addr)
+    loc = _in_block(trace.root, (), addr, [])
+    if loc is not None:
+        return loc
+    table = trace.mems.get(addr[:-1])
+    if table is not None and addr[-1] in table.values:
+        return Location("mem", addr, table.values[addr[-1]], table.discrete, mem_addr=addr[:-1])
+    return None
+
+
+def _in_block(block: Block, prefix: tuple, addr: tuple, steps: list) -> Location | None:
+    rel = addr[len(prefix) :]
+    s = block.sites.get(rel)
+    if s is not None:
+        if s.kind != LATENT:
+            return None
+        return Location("site", addr, s.value, s.discrete, list(steps), dist=s.dist)
+    for k in range(1, len(rel)):
+        head = rel[:k]
+        node = block.plates.get(head)
+        if node is not None:
+            elem, inner = rel[k], rel[k + 1 :]
+            if not isinstance(elem, (int, np.integer)) or not 0 <= elem < node.size:
+                return None
+            site = node.site(inner)
+            if site is None or site.kind != LATENT:
+                return None
+            return Location(
+                "element",
+                addr,
+                site.values[elem],
+                site.discrete,
+                list(steps),
+                plate_addr=prefix + head,
+                elem=int(elem),
+                rel=inner,
+                dist=site.dist,
+            )
+        chain = block.chains.get(head)
+        if chain is not None:
+            t = rel[k]
+            if not isinstance(t, (int, np.integer)) or not 0 <= t < chain.length:
+                return None
+            return _in_block(
+                chain.steps[t], prefix + head + (int(t),), addr, [*steps, (prefix + head, int(t))]
+            )
+    return None
+
+
+def plan_for(trace, locations, plan: Plan | None = None) -> Plan:
+    """The plan that re-executes what a change at ``locations`` can affect."""
+    plan = plan if plan is not None else Plan()
+    for loc in locations:
+        for chain, t in loc.steps:
+            plan.add_step(chain, t)
+        if loc.kind == "element":
+            plan.add_elements(loc.plate_addr, [loc.elem])
+        elif loc.kind == "mem":
+            table = trace.mems[loc.mem_addr]
+            key = loc.addr[-1]
+            for plate, elems in table.readers(key).items():
+                plan.add_elements(plate, elems)
+                for chain, t in _enclosing_steps(trace, plate):
+                    plan.add_step(chain, t)
+            for chain, by_key in table.step_readers.items():
+                for t in by_key.get(key, ()):
+                    plan.add_step(chain, t)
+                    for c2, t2 in _enclosing_steps(trace, chain):
+                        plan.add_step(c2, t2)
+    return plan
+
+
+def _enclosing_steps(trace, addr) -> list:
+    """The markov steps (chain address, t) enclosing the node at ``addr``."""
+    out, block, prefix = [], trace.root, ()
+    rel = addr
+    while rel:
+        for k in range(1, len(rel)):
+            chain = block.chains.get(rel[:k])
+            if chain is not None and isinstance(rel[k], int) and rel[k] < chain.length:
+                out.append((prefix + rel[:k], rel[k]))
+                prefix = prefix + rel[: k + 1]
+                block, rel = chain.steps[rel[k]], rel[k + 1 :]
+                break
+        else:
+            break
+    return out
+
+
+def make_targets(locations, values) -> tuple[dict, dict]:
+    """Split (location, value) pairs into scalar targets and per-plate vector targets."""
+    targets, vec = {}, {}
+    grouped: dict = {}
+    for loc, v in zip(locations, values):
+        if loc.kind == "element":
+            grouped.setdefault((loc.plate_addr, loc.rel), []).append((loc.elem, v))
+        else:
+            targets[loc.addr] = v
+    for key, pairs in grouped.items():
+        pairs.sort(key=lambda p: p[0])
+        elems = np.array([p[0] for p in pairs], dtype=np.int64)
+        vals = [p[1] for p in pairs]
+        from thrifty.core.run import RESAMPLE
+
+        vec[key] = VecTarget(elems, RESAMPLE if vals[0] is RESAMPLE else np.asarray(vals))
+    return targets, vec
+
+
+# -- enumerating choices --------------------------------------------------------------------------
+def choice_at(trace, r: int) -> tuple:
+    """The address of latent choice number ``r`` (0 ≤ r < trace.n_latent), in a fixed order."""
+    found, r = _block_choice(trace.root, (), r)
+    if found is not None:
+        return found
+    for addr, table in trace.mems.items():
+        if r < len(table):
+            return addr + (list(table.values)[r],)
+        r -= len(table)
+    raise IndexError("choice index out of range")
+
+
+def _block_choice(block: Block, prefix: tuple, r: int):
+    names = block.latent_names()
+    if r < len(names):
+        return prefix + names[r], 0
+    r -= len(names)
+    for local, node in block.plates.items():
+        n = node.n_latent
+        if r < n:
+            elem, j = divmod(r, node.n_latent_elem)
+            return prefix + local + (elem,) + node.latent_names()[j], 0
+        r -= n
+    for local, chain in block.chains.items():
+        n = chain.n_latent
+        if r < n:
+            cum = chain.cumulative_latent()
+            t = int(np.searchsorted(cum, r, side="right"))
+            r2 = r - (int(cum[t - 1]) if t else 0)
+            return _block_choice(chain.steps[t], prefix + local + (t,), r2)
+        r -= n
+    return None, r
+
+
+def iter_latent(trace):
+    """Every latent choice address (plates yield one address per element: use sparingly)."""
+    for r in range(trace.n_latent):
+        yield choice_at(trace, r)
+
+
+def iter_block_addresses(block: Block, prefix: tuple):
+    for local in block.sites:
+        yield prefix + local
+    for local, chain in block.chains.items():
+        for t, b in enumerate(chain.steps):
+            yield from iter_block_addresses(b, prefix + local + (t,))
+
+
+# -- values -------------------------------------------------------------------------------------
+def get_value(trace, addr):
+    addr = tuple(addr) if isinstance(addr, tuple) else (addr,)
+    loc = locate(trace, addr)
+    if loc is not None:
+        return loc.value
+    s = trace.root.sites.get(addr)
+    if s is not None:
+        return s.value
+    raise KeyError(f"no choice at address {addr!r}")
+
+
+def collect_values(trace, include_deterministic: bool = True) -> dict:
+    """Latent (and deterministic) values keyed by dotted name; chains stack along steps."""
+    out: dict = {}
+    _collect_block(trace.root, (), out, include_deterministic)
+    for addr, table in trace.mems.items():
+        for key, value in table.values.items():
+            out[addr + (key,)] = value
+    return {dotted(k): v for k, v in out.items()}
+
+
+def _keep(kind, det) -> bool:
+    return kind == LATENT or (det and kind == DETERMINISTIC)
+
+
+def _collect_block(block: Block, prefix: tuple, out: dict, det: bool) -> None:
+    for local, s in block.sites.items():
+        if _keep(s.kind, det):
+            out[prefix + local] = s.value
+    for local, node in block.plates.items():
+        for k, s in node.sites.items():
+            if _keep(s.kind, det) and s.values is not None:
+                out[prefix + local + k] = s.values.copy()
+        for c, steps in node.chains.items():
+            names: dict = {}
+            for st in steps:
+                for k, s in st.items():
+                    if _keep(s.kind, det) and s.values is not None:
+                        names.setdefault(k, []).append(s.values)
+            for k, vals in names.items():
+                if len(vals) == len(steps):
+                    out[prefix + local + c + k] = np.stack(vals, axis=1)
+    for local, chain in block.chains.items():
+        steps = chain.steps
+        if steps and _flat_uniform(steps):  # the common case: the same sites in every step
+            for k, s in steps[0].sites.items():
+                if _keep(s.kind, det):
+                    out[prefix + local + k] = _stack([b.sites[k].value for b in steps])
+            continue
+        per_step = []
+        for b in steps:
+            d: dict = {}
+            _collect_block(b, (), d, det)
+            per_step.append(d)
+        keys = dict.fromkeys(k for d in per_step for k in d)
+        for k in keys:
+            vals = [d.get(k) for d in per_step]
+            out[prefix + local + k] = _stack(vals)
+
+
+def _flat_uniform(steps) -> bool:
+    """Every step block has no nested nodes and the same latent/deterministic sites."""
+    first = steps[0]
+    names = [k for k, s in first.sites.items() if s.kind in (LATENT, DETERMINISTIC)]
+    for b in steps:
+        if b.plates or b.chains:
+            return False
+        sites = b.sites
+        for k in names:
+            s = sites.get(k)
+            if s is None or s.kind != first.sites[k].kind:
+                return False
+        if len(sites) != len(first.sites) and sum(
+            1 for s in sites.values() if s.kind in (LATENT, DETERMINISTIC)
+        ) != len(names):
+            return False
+    return True
+
+
+def _stack(vals: list):
+    """Stack per-step values; steps without the value get NaN (or None for non-numbers)."""
+    t0 = type(vals[0]) if vals else None
+    if (t0 is int or t0 is float) and all(type(v) is t0 for v in vals):
+        return np.array(vals)
+    present = [v for v in vals if v is not None]
+    shapes = {np.shape(v) for v in present}
+    if len(shapes) == 1 and all(np.isscalar(v) or isinstance(v, np.ndarray) for v in present):
+        if len(present) == len(vals):
+            return np.asarray(vals)
+        shape = shapes.pop()
+        arr = np.full((len(vals),) + shape, np.nan)
+        for i, v in enumerate(vals):
+            if v is not None:
+                arr[i] = v
+        return arr
+    return np.array(vals, dtype=object)
+
+
+def find_plate(trace, plate_addr):
+    """The :class:`~thrifty.core.plate.PlateNode` at ``plate_addr``."""
+    block, prefix = trace.root, ()
+    for chain, t in _enclosing_steps(trace, plate_addr):
+        block, prefix = trace_chain(trace, chain).steps[t], chain + (t,)
+    node = block.plates.get(plate_addr[len(prefix) :])
+    if node is None:
+        raise KeyError(f"no plate at {plate_addr!r}")
+    return node
+
+
+def trace_chain(trace, chain_addr):
+    block, prefix = trace.root, ()
+    for c, t in _enclosing_steps(trace, chain_addr):
+        block, prefix = block.chains[c[len(prefix) :]].steps[t], c + (t,)
+    return block.chains[chain_addr[len(prefix) :]]
+
+
+def plan_elements(trace, plan: Plan, plate_addr, elems) -> Plan:
+    """Add plate elements (and the markov steps enclosing the plate) to ``plan``."""
+    plan.add_elements(plate_addr, elems)
+    for chain, t in _enclosing_steps(trace, plate_addr):
+        plan.add_step(chain, t)
+    return plan

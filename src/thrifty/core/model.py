@@ -1,0 +1,66 @@
+"""``@th.model`` and programs (a model applied to its arguments)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+
+class Model:
+    """A probabilistic model: a Python function that calls ``th.sample``, ``th.observe``, ….
+
+    Calling a model does not run it: ``model(*args)`` returns a :class:`Program`, which
+    ``th.infer`` and friends execute.
+
+    >>> import thrifty as th
+    >>> from thrifty import dist
+    >>> @th.model
+    ... def coin(flips):
+    ...     p = th.sample("p", dist.Beta(1.0, 1.0))
+    ...     with th.plate("flips", len(flips)) as i:
+    ...         th.observe("y", dist.Bernoulli(p), flips[i])
+    ...     return p
+    >>> coin([1, 0, 1])
+    Program(coin, 1 argument)
+    """
+
+    def __init__(self, fn: Callable):
+        self.fn = fn
+        functools.update_wrapper(self, fn)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Program:
+        return Program(self.fn, args, kwargs, self.__name__)
+
+    def __repr__(self) -> str:
+        return f"Model({self.__name__})"
+
+
+class Program:
+    """A model together with its arguments: what inference runs."""
+
+    def __init__(self, fn: Callable, args: tuple = (), kwargs: dict | None = None, name=None):
+        self.fn = fn
+        self.args = tuple(args)
+        self.kwargs = dict(kwargs or {})
+        self.name = name or getattr(fn, "__name__", "program")
+
+    def __repr__(self) -> str:
+        n = len(self.args) + len(self.kwargs)
+        return f"Program({self.name}, {n} argument{'s' if n != 1 else ''})"
+
+
+def model(fn: Callable) -> Model:
+    """Decorator turning a Python function into a :class:`Model`."""
+    return Model(fn)
+
+
+def as_program(program) -> Program:
+    """Accept a Program, or a Model / plain function of no arguments."""
+    if isinstance(program, Program):
+        return program
+    if isinstance(program, Model):
+        return program()
+    if callable(program):
+        return Program(program, (), {}, getattr(program, "__name__", None))
+    raise TypeError(f"expected a program (a @th.model applied to its arguments), got {program!r}")

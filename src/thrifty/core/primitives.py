@@ -1,0 +1,96 @@
+"""The modeling primitives: ``sample``, ``observe``, ``factor``, ``deterministic``, ``plate``,
+``markov``, ``mem`` and ``call``.  Each forwards to the frame of the active run."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from thrifty import _context
+from thrifty.core.address import as_name
+from thrifty.core.mem import Mem
+from thrifty.core.model import Model
+from thrifty.errors import ModelError
+
+RUNS = _context.RUNS
+
+
+def _frame(what: str):
+    if not RUNS:
+        raise RuntimeError(
+            f"th.{what}() was called outside a program run; apply the model to its arguments "
+            "and give the program to th.infer / th.simulate"
+        )
+    return RUNS[-1].frame
+
+
+def sample(name, d) -> Any:
+    """A random choice named ``name`` drawn from distribution ``d``; returns its value.
+
+    Inside a plate the value has one entry per executed element; inside markov step ``t`` of
+    chain ``c`` the address is ``(c, t, name)``.
+    """
+    if not RUNS:
+        _frame("sample")
+    return RUNS[-1].frame.sample(name, d)
+
+
+def observe(name, d, value) -> Any:
+    """Condition on ``value`` having been drawn from ``d``; returns ``value``."""
+    if not RUNS:
+        _frame("observe")
+    return RUNS[-1].frame.observe(name, d, value)
+
+
+def factor(name, log_weight) -> None:
+    """Add ``log_weight`` to the log-density of the trace."""
+    _frame("factor").factor(name, log_weight)
+
+
+def deterministic(name, value) -> Any:
+    """Record ``value`` (a function of the choices) in every sample; returns it."""
+    return _frame("deterministic").deterministic(name, value)
+
+
+def plate(name, size: int):
+    """Conditionally independent elements ``0..size-1``: ``with th.plate("data", N) as i:``.
+
+    ``i`` indexes the elements the engine executes: ``slice(0, size)`` for all of them (so
+    ``X[i]`` copies nothing), a sorted integer array for a subset.  Sites inside the body have
+    one value per executed element.  Values from inside the plate must not be used after it.
+    """
+    return _frame("plate").plate(name, size)
+
+
+def markov(name, step: Callable, length: int, init=None, *args) -> list:
+    """A state-space chain of ``length`` steps; returns the list of states.
+
+    ``step(t, prev, *args)`` samples/observes the choices of step ``t`` (addresses
+    ``(name, t, ...)``) and returns the new state; ``prev`` is ``init`` at ``t = 0``.
+    """
+    return _frame("markov").markov(name, step, length, init, args)
+
+
+def mem(name, fn: Callable) -> Mem:
+    """A memoized random function: ``f = th.mem("w", lambda k: dist.Normal(0, 1))``.
+
+    ``fn(key)`` must return a distribution; ``f(key)`` draws at address ``(name, key)`` once
+    per trace.  Inside a plate, ``f`` accepts an array of keys (one per element).
+    """
+    frame = _frame("mem")
+    prefix = getattr(frame, "prefix", None)
+    if prefix is None:
+        raise ModelError(f"th.mem({name!r}) must be defined outside plates")
+    return Mem(prefix + frame.scope + as_name(name), fn)
+
+
+def call(name, submodel, *args, **kwargs) -> Any:
+    """Run ``submodel`` (a ``@th.model`` or plain function) with its names under ``name``."""
+    frame = _frame("call")
+    fn = submodel.fn if isinstance(submodel, Model) else submodel
+    saved = frame.scope
+    frame.scope = saved + as_name(name)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        frame.scope = saved

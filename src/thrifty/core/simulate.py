@@ -1,0 +1,101 @@
+"""Running a program from scratch: prior simulation and initialisation with retries."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+
+from thrifty.core.address import as_name, as_pattern, fmt
+from thrifty.core.model import as_program
+from thrifty.core.run import Run
+from thrifty.core.trace import Trace
+from thrifty.errors import InitializationError
+
+
+def _rng(seed) -> np.random.Generator:
+    if isinstance(seed, np.random.Generator):
+        return seed
+    return np.random.default_rng(seed)
+
+
+def simulate(program, seed=None, init: dict | None = None) -> Trace:
+    """Run ``program`` once from its prior (choices in ``init`` are set) and return the trace.
+
+    The trace may have zero probability (an observation the draw cannot explain); use
+    :func:`initialize` to search for one with finite probability.
+
+    >>> import thrifty as th
+    >>> from thrifty import dist
+    >>> @th.model
+    ... def m():
+    ...     return th.sample("x", dist.Normal(0.0, 1.0))
+    >>> tr = th.simulate(m(), seed=0)
+    >>> tr.output == tr["x"]
+    True
+    """
+    return _simulate(program, seed, init)[0]
+
+
+def _simulate(program, seed=None, init: dict | None = None):
+    """Like :func:`simulate`, also returning the :class:`Run` (its log-density terms)."""
+    program = as_program(program)
+    trace = Trace(program)
+    targets = _init_targets(init)
+    run = Run(trace, _rng(seed), targets=targets).execute()
+    if targets:
+        run.check_targets(len(targets))
+    run.commit()
+    return trace, run
+
+
+def _init_targets(init) -> dict:
+    if not init:
+        return {}
+    out = {}
+    for k, v in init.items():
+        out[as_pattern(k) if isinstance(k, str) else as_name(k)] = v
+    return out
+
+
+def initialize(program, seed=None, init: dict | None = None, max_tries: int = 100) -> Trace:
+    """A trace with finite probability: prior simulation, retried up to ``max_tries`` times.
+
+    ``init`` maps addresses (``"w"``, ``("data", 3, "z")`` or ``"s.2.x"``) to initial values;
+    the other choices are drawn from the prior.  Raises
+    :class:`~thrifty.errors.InitializationError` naming the observation (or choice) that had
+    zero probability when no try succeeds.
+    """
+    rng = _rng(seed)
+    program = as_program(program)
+    failures: Counter = Counter()
+    examples: dict = {}
+    tries = 1 if init else max_tries
+    for _ in range(tries):
+        trace, run = _simulate(program, rng, init)
+        if run.lp_new + run.lp_fresh > -np.inf:
+            return trace
+        for addr, d, value in run.impossible:
+            failures[addr] += 1
+            examples.setdefault(addr, (d, value))
+        if not run.impossible:
+            for addr in _impossible_choices(trace):
+                failures[addr] += 1
+    if failures:
+        addr, count = failures.most_common(1)[0]
+        d, value = examples.get(addr, (None, None))
+        what = f" (value {value!r} under {d!r})" if d is not None else ""
+        if init:
+            head = "the initial values make the"
+        else:
+            head = f"in {count} of {tries} prior simulations the"
+        raise InitializationError(
+            f"no trace with finite probability: {head} observation at address {fmt(addr)} "
+            f"impossible{what}"
+        )
+    raise InitializationError(f"no trace with finite probability after {tries} tries")
+
+
+def _impossible_choices(trace) -> list:
+    """Addresses of sites with log-density -inf (given initial values outside the support)."""
+    return [a for a, s in trace.root.sites.items() if s.lp == -np.inf]

@@ -1,0 +1,55 @@
+"""thrifty's distributions (``from thrifty import dist``).
+
+Every family follows the conventions of :mod:`thrifty.distributions.base`: fast scalar paths,
+vectorized ``log_prob`` that broadcasts over plate elements, ``-inf`` outside the support, and
+errors that name the distribution (and, inside a program run, the address).
+"""
+
+from thrifty.distributions import constraints
+from thrifty.distributions.base import Distribution
+from thrifty.distributions.continuous import (
+    Beta,
+    Cauchy,
+    Exponential,
+    Gamma,
+    InverseGamma,
+    Laplace,
+    LogNormal,
+    Normal,
+    StudentT,
+    Uniform,
+)
+from thrifty.distributions.discrete import (
+    Bernoulli,
+    Binomial,
+    Categorical,
+    Delta,
+    DiscreteUniform,
+    Geometric,
+    Poisson,
+)
+from thrifty.distributions.multivariate import Dirichlet, MvNormal
+
+__all__ = [
+    "Bernoulli",
+    "Beta",
+    "Binomial",
+    "Categorical",
+    "Cauchy",
+    "Delta",
+    "Dirichlet",
+    "DiscreteUniform",
+    "Distribution",
+    "Exponential",
+    "Gamma",
+    "Geometric",
+    "InverseGamma",
+    "Laplace",
+    "LogNormal",
+    "MvNormal",
+    "Normal",
+    "Poisson",
+    "StudentT",
+    "Uniform",
+    "constraints",
+]

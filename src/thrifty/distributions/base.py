@@ -1,0 +1,184 @@
+"""The ``Distribution`` base class and the conventions every family follows.
+
+Conventions (every family in this package keeps them):
+
+* Parameters are stored as Python ``float`` when every parameter is a scalar (the fast path:
+  ``math`` functions, no NumPy dispatch) and as broadcast NumPy arrays otherwise.
+  ``batch_shape`` is the broadcast shape of the parameters; ``event_shape`` the shape of one value.
+* ``sample(rng, shape=())`` returns an array of shape ``shape + batch_shape + event_shape`` (a
+  Python ``float``/``int`` when that shape is ``()``).  ``rng`` is a ``numpy.random.Generator``.
+* ``log_prob(x)`` broadcasts ``x`` against the batch shape, returns a Python ``float`` for scalar
+  input and parameters and an array otherwise, and returns ``-inf`` (never raises, never NaN) for
+  values outside the support -- including NaN and infinite values, and non-integers for discrete
+  families.  The scalar path uses ``math``; the array path NumPy / ``scipy.special`` ufuncs; never
+  ``scipy.stats``.
+* Invalid parameters are reported through ``self._fail(message)``: outside a program run it raises
+  ``DistributionError`` at once; inside a run the error is kept and raised by ``th.sample`` /
+  ``th.observe``, which add the address.  Messages name the parameter and its value
+  (``"rate must be positive, got -1.0"``); build them only once a check has failed (the
+  ``_check_*`` helpers do), since constructors run in inference inner loops.
+* ``domain`` is the parameter-free support of the family (an observation outside it can never be
+  explained); ``support`` may depend on the parameters.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from thrifty import _context
+from thrifty.distributions import constraints
+from thrifty.errors import DistributionError
+
+LOG_2PI = math.log(2.0 * math.pi)
+HALF_LOG_2PI = 0.5 * LOG_2PI
+_SCALARS = (float, int)
+
+
+def is_scalar(x) -> bool:
+    """True for Python and NumPy scalars and 0-d arrays."""
+    t = type(x)
+    return t is float or t is int or np.ndim(x) == 0
+
+
+def as_params(*params, owner: Distribution | None = None):
+    """Convert parameters: all-scalar → Python floats and shape ``()``; else broadcast arrays.
+
+    Returns ``(params, batch_shape)``.  Shapes that do not broadcast are reported through
+    ``owner._fail`` when an owner is given (the parameters then fall back to scalars so that a
+    deferred error leaves a usable object), else raised as ``DistributionError``.
+    """
+    if all(type(p) is float or type(p) is int for p in params):
+        return tuple(float(p) for p in params), ()
+    arrays = [np.asarray(p, dtype=float) for p in params]
+    if all(a.ndim == 0 for a in arrays):
+        return tuple(float(a) for a in arrays), ()
+    try:
+        shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    except ValueError:
+        shapes = ", ".join(str(a.shape) for a in arrays)
+        message = f"parameter shapes {shapes} do not broadcast"
+        if owner is None:
+            raise DistributionError(message) from None
+        owner._fail(message)
+        return tuple(float(a.flat[0]) if a.size else math.nan for a in arrays), ()
+    return tuple(np.broadcast_to(a, shape) for a in arrays), shape
+
+
+def scalar_or_array(x):
+    """A Python ``float`` for a 0-d result (the convention for scalar input), else the array."""
+    return float(x) if np.ndim(x) == 0 else x
+
+
+def is_integral(x):
+    """Elementwise: finite and integer-valued (a Python ``bool`` for a Python ``float``)."""
+    if type(x) is float:
+        return x.is_integer()
+    x = np.asarray(x, dtype=float)
+    return np.isfinite(x) & (x == np.floor(x))
+
+
+def describe(x) -> str:
+    """A short text for a parameter value in an error message."""
+    if is_scalar(x):
+        return repr(float(x)) if not isinstance(x, (bool, np.bool_)) else repr(bool(x))
+    x = np.asarray(x)
+    if x.size <= 6:
+        return np.array2string(x, precision=4, separator=", ")
+    return f"array of shape {x.shape}"
+
+
+def all_true(cond) -> bool:
+    """``bool(np.all(cond))`` with a fast path for Python booleans."""
+    return cond if type(cond) is bool else bool(np.all(cond))
+
+
+class Distribution:
+    """Base class of thrifty's distributions (see the module docstring for the conventions)."""
+
+    event_shape: tuple = ()
+    batch_shape: tuple = ()
+    is_discrete: bool = False
+    has_enumerate_support: bool = False
+    domain: constraints.Constraint = constraints.real
+    _error: str | None = None
+
+    # -- validation ---------------------------------------------------------------------------
+    def _fail(self, message: str) -> None:
+        if _context.RUNS:
+            if self._error is None:
+                self._error = message
+            return
+        raise DistributionError(f"{type(self).__name__}: {message}")
+
+    def _check(self, ok, message: str) -> None:
+        if not all_true(ok):
+            self._fail(message)
+
+    def _check_positive(self, name: str, value) -> None:
+        """``value > 0`` and finite (NaN fails), elementwise."""
+        if not all_true(value > 0):
+            self._fail(f"{name} must be positive, got {describe(value)}")
+        elif not all_true(value < math.inf):
+            self._fail(f"{name} must be finite, got {describe(value)}")
+
+    def _check_nonnegative(self, name: str, value) -> None:
+        """``value >= 0`` and finite (NaN fails), elementwise."""
+        if not all_true(value >= 0):
+            self._fail(f"{name} must be non-negative, got {describe(value)}")
+        elif not all_true(value < math.inf):
+            self._fail(f"{name} must be finite, got {describe(value)}")
+
+    def _check_finite(self, name: str, value) -> None:
+        """``value`` finite (not NaN, not ±inf), elementwise."""
+        if not all_true(abs(value) < math.inf):
+            self._fail(f"{name} must be finite, got {describe(value)}")
+
+    def _raise_if_invalid(self) -> None:
+        if self._error is not None:
+            raise DistributionError(f"{type(self).__name__}: {self._error}")
+
+    # -- interface ------------------------------------------------------------------------------
+    @property
+    def support(self) -> constraints.Constraint:
+        return self.domain
+
+    @property
+    def shape(self) -> tuple:
+        return tuple(self.batch_shape) + tuple(self.event_shape)
+
+    def sample(self, rng: np.random.Generator, shape: tuple = ()):
+        raise NotImplementedError
+
+    def log_prob(self, value):
+        raise NotImplementedError
+
+    def enumerate_support(self) -> np.ndarray:
+        """The finite support as an array of shape ``(K,) + event_shape``.
+
+        For batched parameters the values cover the union of the supports; ``log_prob`` is
+        ``-inf`` where a value is outside one element's support.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no finite support to enumerate")
+
+    @property
+    def mean(self):
+        raise NotImplementedError(f"{type(self).__name__} has no closed-form mean")
+
+    @property
+    def variance(self):
+        raise NotImplementedError(f"{type(self).__name__} has no closed-form variance")
+
+    def in_domain(self, value) -> bool:
+        """Whether ``value`` lies in the family's parameter-free support (all elements)."""
+        try:
+            return bool(np.all(self.domain.check(value)))
+        except (TypeError, ValueError):
+            return False
+
+    def _params_repr(self) -> str:
+        return ""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._params_repr()})"

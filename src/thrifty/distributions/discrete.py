@@ -1,0 +1,589 @@
+"""Discrete families."""
+
+from __future__ import annotations
+
+import bisect
+import math
+
+import numpy as np
+from scipy.special import expit, gammaln, log_expit, logsumexp, xlog1py, xlogy
+
+from thrifty.distributions import _special as sm
+from thrifty.distributions import constraints
+from thrifty.distributions.base import (
+    Distribution,
+    all_true,
+    as_params,
+    describe,
+    is_integral,
+    is_scalar,
+    scalar_or_array,
+)
+
+INF = math.inf
+_ARRAY = object()  # sentinel of _scalar_count: not a scalar, take the array path
+
+
+def _is_int_scalar(value) -> bool:
+    t = type(value)
+    return t is int or t is bool or isinstance(value, np.integer)
+
+
+def _scalar_count(value):
+    """For a Python number or NumPy integer: the value if integral, NaN if not (every support
+    test then fails, so ``log_prob`` is -inf).  ``_ARRAY`` for anything else."""
+    t = type(value)
+    if t is int:
+        return value
+    if t is float:
+        return value if value.is_integer() else math.nan
+    if t is bool or isinstance(value, np.integer):
+        return int(value)
+    return _ARRAY
+
+
+def _xmul(a, y):
+    """``a * y`` elementwise with ``0 * y = 0`` even where ``y`` is infinite."""
+    return a * np.where(a == 0, 0.0, y)
+
+
+def _probs_or_logits(d: Distribution, probs, logits, *others):
+    """Shared constructor step of the probs/logits families: ``(others..., p or logits)``."""
+    if (probs is None) == (logits is None):
+        d._fail("give exactly one of probs or logits")
+        probs, logits = 0.5, None
+    params, d.batch_shape = as_params(*others, probs if logits is None else logits, owner=d)
+    if logits is None:
+        d._probs, d.logits = params[-1], None
+    else:
+        d._probs, d.logits = None, params[-1]
+    return params[:-1]
+
+
+class _ProbsLogits(Distribution):
+    """Mixin of the families parameterized by ``probs`` or ``logits`` (exactly one is stored)."""
+
+    _probs = None
+    logits = None
+
+    @property
+    def probs(self):
+        if self._probs is None:
+            if not self.batch_shape:
+                return sm.expit(self.logits)
+            self._probs = expit(self.logits)
+        return self._probs
+
+    def _check_probs(self, closed_at_zero=True):
+        if self.logits is not None:
+            lg = self.logits
+            if closed_at_zero:
+                if not all_true(lg == lg):
+                    self._fail(f"logits must not be NaN, got {describe(lg)}")
+            elif not all_true(lg > -INF):
+                self._fail(f"logits must not be NaN or -inf, got {describe(lg)}")
+            return
+        p = self._probs
+        if closed_at_zero:
+            if not all_true((p >= 0) & (p <= 1)):
+                self._fail(f"probs must be in [0, 1], got {describe(p)}")
+        elif not all_true((p > 0) & (p <= 1)):
+            self._fail(f"probs must be in (0, 1], got {describe(p)}")
+
+    def _log_p_q(self):
+        """``(log p, log(1 - p))`` as arrays (array path)."""
+        if self.logits is not None:
+            return log_expit(self.logits), log_expit(-self.logits)
+        with np.errstate(divide="ignore"):
+            return np.log(self._probs), np.log1p(-self._probs)
+
+    def _pq_repr(self):
+        if self.logits is not None:
+            return f"logits={describe(self.logits)}"
+        return f"probs={describe(self._probs)}"
+
+
+def _bernoulli_logits_lp(x: np.ndarray, z: np.ndarray) -> np.ndarray:
+    """``x·z − softplus(z)`` for values ``x`` in {0, 1} — the hot path of logistic likelihoods.
+
+    softplus(z) = max(z, 0) + log1p(exp(−|z|)) is evaluated in place (five passes over the
+    data); infinite logits and values outside {0, 1} fall back to the exact general formula.
+    """
+    sp = np.abs(z)
+    np.negative(sp, out=sp)
+    np.exp(sp, out=sp)
+    np.log1p(sp, out=sp)
+    sp += np.maximum(z, 0.0)
+    lp = x * z if x.dtype != np.bool_ else np.where(x, z, 0.0)
+    lp -= sp
+    if x.dtype.kind in "iu" and x.size and (x.min() < 0 or x.max() > 1):
+        lp[(x != 0) & (x != 1)] = -np.inf
+    elif x.dtype.kind == "f" and not np.all((x == 0) | (x == 1)):
+        lp[(x != 0) & (x != 1)] = -np.inf
+    if not np.all(np.isfinite(z)):  # ±inf logits: 0·inf and inf − inf need the exact form
+        pos = np.isposinf(z)
+        neg = np.isneginf(z)
+        lp[pos] = np.where(x[pos] == 1, 0.0, -np.inf)
+        lp[neg] = np.where(x[neg] == 0, 0.0, -np.inf)
+    return lp
+
+
+class Bernoulli(_ProbsLogits):
+    """Bernoulli distribution on {0, 1}, given ``probs`` or ``logits`` (exactly one).
+
+    >>> from thrifty import dist
+    >>> dist.Bernoulli(probs=0.25).log_prob(1) == __import__("math").log(0.25)
+    True
+    """
+
+    is_discrete = True
+    has_enumerate_support = True
+    domain = constraints.boolean
+
+    def __init__(self, probs=None, logits=None):
+        _probs_or_logits(self, probs, logits)
+        self._check_probs()
+
+    def sample(self, rng, shape=()):
+        p = self.probs
+        if not shape and not self.batch_shape:
+            return int(rng.random() < p)
+        return (rng.random(tuple(shape) + self.batch_shape) < p).astype(np.int64)
+
+    def log_prob(self, value):
+        if not self.batch_shape:
+            k = _scalar_count(value)
+            if k is not _ARRAY:
+                if k != 0 and k != 1:
+                    return -INF
+                if self.logits is not None:
+                    return sm.log_expit(self.logits if k else -self.logits)
+                p = self._probs
+                if k:
+                    return math.log(p) if p > 0 else -INF
+                return math.log1p(-p) if p < 1 else -INF
+        x = np.asarray(value)
+        lg = self.logits
+        if type(lg) is np.ndarray and lg.ndim and x.shape == lg.shape and x.dtype.kind in "biuf":
+            return _bernoulli_logits_lp(x, lg)
+        ok = (x == 0) | (x == 1)
+        log_p, log_q = self._log_p_q()
+        return scalar_or_array(np.where(ok, np.where(x == 1, log_p, log_q), -np.inf))
+
+    def enumerate_support(self):
+        return np.array([0, 1])
+
+    @property
+    def mean(self):
+        return self.probs
+
+    @property
+    def variance(self):
+        p = self.probs
+        return p * (1 - p)
+
+    def _params_repr(self):
+        return self._pq_repr()
+
+
+class Categorical(Distribution):
+    """Categorical distribution on {0, ..., K-1}, given ``probs`` or ``logits`` (last axis K).
+
+    >>> import numpy as np
+    >>> from thrifty import dist
+    >>> d = dist.Categorical(np.array([0.2, 0.8]))
+    >>> d.enumerate_support().tolist(), round(d.log_prob(1), 4)
+    ([0, 1], -0.2231)
+    """
+
+    is_discrete = True
+    has_enumerate_support = True
+    domain = constraints.nonnegative_integer
+    _cdf = None
+
+    def __init__(self, probs=None, logits=None):
+        if (probs is None) == (logits is None):
+            self._fail("give exactly one of probs or logits")
+            probs = np.ones(1)
+        if probs is not None:
+            p = probs if type(probs) is np.ndarray else np.asarray(probs, dtype=float)
+            if p.dtype != np.float64:
+                p = p.astype(float)
+            if p.ndim == 0:
+                self._fail(f"probs must have at least one dimension, got {describe(p)}")
+                p = p.reshape(1)
+            if p.ndim == 1 and p.shape[0] <= 16:  # the common small case: Python is faster
+                q = p.tolist()
+                ok = min(q) >= 0 and abs(sum(q) - 1.0) < 1e-6
+            else:
+                ok = all_true(p >= 0) and all_true(np.abs(p.sum(-1) - 1.0) < 1e-6)
+            if not ok:
+                self._fail(f"probs must be non-negative and sum to 1, got {describe(p)}")
+            self.probs = p
+            self._logp = None  # computed on first use
+        else:
+            lg = np.asarray(logits, dtype=float)
+            if lg.ndim == 0:
+                self._fail(f"logits must have at least one dimension, got {describe(lg)}")
+                lg = lg.reshape(1)
+            if not all_true(~np.isnan(lg)):
+                self._fail(f"logits must not be NaN, got {describe(lg)}")
+            self._logp = lg - logsumexp(lg, axis=-1, keepdims=True)
+            self.probs = np.exp(self._logp)
+        self.batch_shape = self.probs.shape[:-1]
+        self.num_categories = self.probs.shape[-1]
+
+    @property
+    def logits(self):
+        if self._logp is None:
+            with np.errstate(divide="ignore"):
+                self._logp = np.log(self.probs)
+        return self._logp
+
+    @property
+    def support(self):
+        return constraints.integer_interval(0, self.num_categories - 1)
+
+    def sample(self, rng, shape=()):
+        K = self.num_categories
+        if self._cdf is None:
+            self._cdf = np.cumsum(self.probs, axis=-1)
+        if not shape and not self.batch_shape:
+            return min(bisect.bisect_right(self._cdf, rng.random()), K - 1)
+        shape = tuple(shape) + tuple(self.batch_shape)
+        u = rng.random((*shape, 1))
+        return np.minimum((u >= self._cdf).sum(-1), K - 1).astype(np.int64)
+
+    def log_prob(self, value):
+        K = self.num_categories
+        if not self.batch_shape and _is_int_scalar(value):
+            if not 0 <= value < K:
+                return -INF
+            p = float(self.probs[int(value)])
+            return math.log(p) if p > 0 else -INF
+        x = np.asarray(value)
+        ok = (x >= 0) & (x < K) & (x == np.floor(x))
+        xi = np.where(ok, x, 0).astype(np.int64)
+        shape = np.broadcast_shapes(xi.shape, tuple(self.batch_shape))
+        logp = np.broadcast_to(self.logits, (*shape, K))
+        lp = np.take_along_axis(logp, np.broadcast_to(xi, shape)[..., None], axis=-1)[..., 0]
+        return scalar_or_array(np.where(ok, lp, -np.inf))
+
+    def enumerate_support(self):
+        return np.arange(self.num_categories)
+
+    @property
+    def mean(self):
+        return (self.probs * np.arange(self.num_categories)).sum(-1)
+
+    @property
+    def variance(self):
+        k = np.arange(self.num_categories)
+        m = self.mean
+        return (self.probs * k**2).sum(-1) - m**2
+
+    def _params_repr(self):
+        return f"probs={describe(self.probs)}"
+
+
+class Binomial(_ProbsLogits):
+    """Number of successes in ``total_count`` Bernoulli trials with success ``probs`` / ``logits``.
+
+    >>> from thrifty import dist
+    >>> d = dist.Binomial(2, probs=0.5)
+    >>> d.enumerate_support().tolist(), round(d.log_prob(1), 6)  # log(1/2)
+    ([0, 1, 2], -0.693147)
+    """
+
+    is_discrete = True
+    has_enumerate_support = True
+    domain = constraints.nonnegative_integer
+
+    def __init__(self, total_count, probs=None, logits=None):
+        (self.total_count,) = _probs_or_logits(self, probs, logits, total_count)
+        n = self.total_count
+        if not all_true(is_integral(n) & (n >= 0)):
+            self._fail(f"total_count must be a non-negative integer, got {describe(n)}")
+        self._check_probs()
+
+    @property
+    def support(self):
+        return constraints.integer_interval(0, self.total_count)
+
+    def sample(self, rng, shape=()):
+        if not shape and not self.batch_shape:
+            return rng.binomial(int(self.total_count), self.probs)
+        n = np.asarray(self.total_count).astype(np.int64)  # numpy refuses float arrays
+        return rng.binomial(n, self.probs, tuple(shape) + self.batch_shape)
+
+    def log_prob(self, value):
+        n = self.total_count
+        if not self.batch_shape:
+            k = _scalar_count(value)
+            if k is not _ARRAY:
+                if not 0 <= k <= n:
+                    return -INF
+                lp = math.lgamma(n + 1.0) - math.lgamma(k + 1.0) - math.lgamma(n - k + 1.0)
+                if self.logits is None:
+                    return lp + sm.xlogy(k, self._probs) + sm.xlog1my(n - k, self._probs)
+                lg = self.logits
+                return lp + sm.xmul(k, sm.log_expit(lg)) + sm.xmul(n - k, sm.log_expit(-lg))
+        x = np.asarray(value, dtype=float)
+        ok = is_integral(x) & (x >= 0) & (x <= n)
+        k = np.where(ok, x, 0.0)
+        lp = gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0)
+        if self.logits is None:
+            lp = lp + xlogy(k, self._probs) + xlog1py(n - k, -self._probs)
+        else:
+            lp = lp + _xmul(k, log_expit(self.logits)) + _xmul(n - k, log_expit(-self.logits))
+        return scalar_or_array(np.where(ok, lp, -np.inf))
+
+    def enumerate_support(self):
+        return np.arange(int(np.max(self.total_count)) + 1)
+
+    @property
+    def mean(self):
+        return self.total_count * self.probs
+
+    @property
+    def variance(self):
+        p = self.probs
+        return self.total_count * p * (1 - p)
+
+    def _params_repr(self):
+        return f"total_count={describe(self.total_count)}, {self._pq_repr()}"
+
+
+class Poisson(Distribution):
+    """Poisson distribution with mean ``rate`` (``rate >= 0``; ``rate = 0`` is a point mass at 0).
+
+    >>> from thrifty import dist
+    >>> dist.Poisson(2.0).log_prob(0) == -2.0, dist.Poisson(2.0).log_prob(1.5)
+    (True, -inf)
+    """
+
+    is_discrete = True
+    domain = constraints.nonnegative_integer
+
+    def __init__(self, rate):
+        (self.rate,), self.batch_shape = as_params(rate, owner=self)
+        self._check_nonnegative("rate", self.rate)
+
+    def sample(self, rng, shape=()):
+        if not shape and not self.batch_shape:
+            return rng.poisson(self.rate)
+        return rng.poisson(self.rate, tuple(shape) + self.batch_shape)
+
+    def log_prob(self, value):
+        rate = self.rate
+        if not self.batch_shape:
+            k = _scalar_count(value)
+            if k is not _ARRAY:
+                if not 0 <= k < INF:
+                    return -INF
+                return sm.xlogy(k, rate) - rate - math.lgamma(k + 1.0)
+        x = np.asarray(value, dtype=float)
+        ok = is_integral(x) & (x >= 0)
+        k = np.where(ok, x, 0.0)
+        lp = xlogy(k, rate) - rate - gammaln(k + 1.0)
+        return scalar_or_array(np.where(ok, lp, -np.inf))
+
+    @property
+    def mean(self):
+        return self.rate
+
+    @property
+    def variance(self):
+        return self.rate
+
+    def _params_repr(self):
+        return f"rate={describe(self.rate)}"
+
+
+class Geometric(_ProbsLogits):
+    """Number of failures before the first success in Bernoulli trials with success ``probs``.
+
+    Support {0, 1, 2, ...}; pmf ``p (1 - p)^k`` (``scipy.stats.geom(p, loc=-1)``).  ``probs`` must
+    be in (0, 1] (``logits`` not ``-inf``).
+
+    >>> from thrifty import dist
+    >>> d = dist.Geometric(probs=0.5)
+    >>> round(d.log_prob(0), 6), round(d.log_prob(2), 6), d.mean
+    (-0.693147, -2.079442, 1.0)
+    """
+
+    is_discrete = True
+    domain = constraints.nonnegative_integer
+
+    def __init__(self, probs=None, logits=None):
+        _probs_or_logits(self, probs, logits)
+        self._check_probs(closed_at_zero=False)
+
+    def sample(self, rng, shape=()):
+        if not shape and not self.batch_shape:
+            return rng.geometric(self.probs) - 1  # numpy counts trials, we count failures
+        return rng.geometric(self.probs, tuple(shape) + self.batch_shape) - 1
+
+    def log_prob(self, value):
+        if not self.batch_shape:
+            k = _scalar_count(value)
+            if k is not _ARRAY:
+                if not 0 <= k < INF:
+                    return -INF
+                if self.logits is None:
+                    return math.log(self._probs) + sm.xlog1my(k, self._probs)
+                return sm.log_expit(self.logits) + sm.xmul(k, sm.log_expit(-self.logits))
+        x = np.asarray(value, dtype=float)
+        ok = is_integral(x) & (x >= 0)
+        k = np.where(ok, x, 0.0)
+        if self.logits is None:
+            lp = np.log(self._probs) + xlog1py(k, -self._probs)
+        else:
+            lp = log_expit(self.logits) + _xmul(k, log_expit(-self.logits))
+        return scalar_or_array(np.where(ok, lp, -np.inf))
+
+    @property
+    def mean(self):  # (1 - p) / p, which is exp(-logits)
+        if self.logits is not None:
+            return np.exp(-self.logits) if self.batch_shape else math.exp(-self.logits)
+        return (1.0 - self._probs) / self._probs
+
+    @property
+    def variance(self):  # (1 - p) / p^2
+        return self.mean / self.probs
+
+    def _params_repr(self):
+        return self._pq_repr()
+
+
+class DiscreteUniform(Distribution):
+    """Uniform distribution on the integers ``low, low + 1, ..., high`` (both included).
+
+    >>> from thrifty import dist
+    >>> d = dist.DiscreteUniform(1, 4)
+    >>> d.enumerate_support().tolist(), d.log_prob(4) == -__import__("math").log(4), d.log_prob(5)
+    ([1, 2, 3, 4], True, -inf)
+    """
+
+    is_discrete = True
+    has_enumerate_support = True
+    domain = constraints.integer
+
+    def __init__(self, low=0, high=1):
+        (self.low, self.high), self.batch_shape = as_params(low, high, owner=self)
+        if not all_true(is_integral(self.low)):
+            self._fail(f"low must be an integer, got {describe(self.low)}")
+        elif not all_true(is_integral(self.high)):
+            self._fail(f"high must be an integer, got {describe(self.high)}")
+        elif not all_true(self.low <= self.high):
+            self._fail(
+                f"low must not exceed high, got low={describe(self.low)}, "
+                f"high={describe(self.high)}"
+            )
+
+    @property
+    def support(self):
+        return constraints.integer_interval(self.low, self.high)
+
+    def sample(self, rng, shape=()):
+        if not shape and not self.batch_shape:
+            return int(rng.integers(int(self.low), int(self.high) + 1))
+        low = np.asarray(self.low, dtype=np.int64)
+        high = np.asarray(self.high, dtype=np.int64)
+        return rng.integers(low, high + 1, tuple(shape) + self.batch_shape)
+
+    def log_prob(self, value):
+        if not self.batch_shape:
+            k = _scalar_count(value)
+            if k is not _ARRAY:
+                if self.low <= k <= self.high:
+                    return -math.log(self.high - self.low + 1.0)
+                return -INF
+        x = np.asarray(value, dtype=float)
+        ok = is_integral(x) & (x >= self.low) & (x <= self.high)
+        return scalar_or_array(np.where(ok, -np.log(self.high - self.low + 1.0), -np.inf))
+
+    def enumerate_support(self):
+        return np.arange(int(np.min(self.low)), int(np.max(self.high)) + 1)
+
+    @property
+    def mean(self):
+        return 0.5 * (self.low + self.high)
+
+    @property
+    def variance(self):
+        n = self.high - self.low + 1.0
+        return (n * n - 1.0) / 12.0
+
+    def _params_repr(self):
+        return f"low={describe(self.low)}, high={describe(self.high)}"
+
+
+class Delta(Distribution):
+    """Point mass at ``value`` with log-density ``log_density`` there (for deterministic sites).
+
+    ``event_shape`` is the shape of ``value``; ``log_prob(x)`` is ``log_density`` where ``x``
+    equals ``value`` (all of the event) and ``-inf`` elsewhere.
+
+    >>> import numpy as np
+    >>> from thrifty import dist
+    >>> d = dist.Delta(np.array([1.0, 2.0]))
+    >>> d.event_shape, d.log_prob(np.array([1.0, 2.0])), d.log_prob(np.array([1.0, 3.0]))
+    ((2,), 0.0, -inf)
+    """
+
+    is_discrete = True
+    has_enumerate_support = True
+    domain = constraints.any_value
+
+    def __init__(self, value, log_density=0.0):
+        t = type(value)
+        if t is float or t is int or t is bool:
+            nan = value != value
+        else:
+            if is_scalar(value):
+                value = value.item() if isinstance(value, (np.generic, np.ndarray)) else value
+            else:
+                value = np.array(value)
+                self.event_shape = value.shape
+            v = np.asarray(value)
+            nan = v.dtype.kind in "fc" and not all_true(~np.isnan(v))
+        self.value = value
+        if nan:
+            self._fail(f"value must not be NaN, got {describe(value)}")
+        t = type(log_density)
+        if t is not float and t is not int:
+            if not is_scalar(log_density):
+                self._fail(f"log_density must be a scalar, got {describe(log_density)}")
+                log_density = 0.0
+            log_density = float(log_density)
+        self.log_density = float(log_density)
+        self._check_finite("log_density", log_density)
+
+    def sample(self, rng, shape=()):
+        if not shape and not self.event_shape:
+            return self.value
+        return np.array(np.broadcast_to(self.value, tuple(shape) + self.event_shape))
+
+    def log_prob(self, value):
+        t = type(value)
+        if not self.event_shape and (t is float or t is int or t is bool):
+            return self.log_density if value == self.value else -INF
+        eq = np.asarray(value) == self.value
+        if self.event_shape:
+            eq = np.all(eq, axis=tuple(range(-len(self.event_shape), 0)))
+        return scalar_or_array(np.where(eq, self.log_density, -np.inf))
+
+    def enumerate_support(self):
+        return np.asarray(self.value)[None]
+
+    @property
+    def mean(self):
+        return self.value if not self.event_shape else self.value.copy()
+
+    @property
+    def variance(self):
+        return np.zeros(self.event_shape) if self.event_shape else 0.0
+
+    def _params_repr(self):
+        return f"value={describe(self.value)}, log_density={self.log_density!r}"

@@ -1,0 +1,1 @@
+"""Kernels and inference programs."""

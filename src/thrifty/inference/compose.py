@@ -1,0 +1,92 @@
+"""Inference programs: ``th.cycle`` and ``th.mixture`` (paper 000 Fig. 7)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from thrifty.inference.kernel import Kernel
+
+
+class Cycle(Kernel):
+    """Apply each kernel in order, ``repeats`` times per step."""
+
+    name = "cycle"
+
+    def __init__(self, kernels, repeats: int = 1):
+        super().__init__()
+        self.children = list(kernels)
+        if not self.children or not all(isinstance(k, Kernel) for k in self.children):
+            raise TypeError("cycle: expected a non-empty list of kernels")
+        if int(repeats) < 1:
+            raise ValueError(f"cycle: repeats must be >= 1, got {repeats}")
+        self.repeats = int(repeats)
+
+    def _step(self, trace, rng):
+        for _ in range(self.repeats):
+            for k in self.children:
+                trace = k.step(trace, rng)
+        return trace
+
+    def kernels(self):
+        out = [(self.label(), self)]
+        for k in self.children:
+            out += k.kernels()
+        return _unique(out)
+
+    def label(self) -> str:
+        inner = ", ".join(k.label() for k in self.children)
+        return f"cycle([{inner}]" + (f", repeats={self.repeats})" if self.repeats > 1 else ")")
+
+
+class Mixture(Kernel):
+    """Apply one kernel per step, chosen with the given probabilities."""
+
+    name = "mixture"
+
+    def __init__(self, weighted):
+        super().__init__()
+        pairs = list(weighted)
+        if not pairs:
+            raise TypeError("mixture: expected a non-empty list of (probability, kernel)")
+        p = np.array([float(w) for w, _ in pairs])
+        if np.any(p < 0) or not p.sum() > 0:
+            raise ValueError(f"mixture: probabilities must be >= 0 and not all 0, got {p}")
+        self.probs = p / p.sum()
+        self._cdf = np.cumsum(self.probs)
+        self.children = [k for _, k in pairs]
+
+    def _step(self, trace, rng):
+        i = min(int(np.searchsorted(self._cdf, rng.random(), side="right")), len(self.children) - 1)
+        return self.children[i].step(trace, rng)
+
+    def kernels(self):
+        out = [(self.label(), self)]
+        for k in self.children:
+            out += k.kernels()
+        return _unique(out)
+
+    def label(self) -> str:
+        inner = ", ".join(f"({p:.3g}, {k.label()})" for p, k in zip(self.probs, self.children))
+        return f"mixture([{inner}])"
+
+
+def _unique(pairs):
+    seen: dict = {}
+    out = []
+    for label, k in pairs:
+        if any(k is other for _, other in out):
+            continue
+        n = seen.get(label, 0)
+        seen[label] = n + 1
+        out.append((label if n == 0 else f"{label}#{n + 1}", k))
+    return out
+
+
+def cycle(kernels, repeats: int = 1) -> Cycle:
+    """Run ``kernels`` one after the other, ``repeats`` times, as one step."""
+    return Cycle(kernels, repeats)
+
+
+def mixture(weighted) -> Mixture:
+    """Each step, run one kernel of ``[(p1, k1), (p2, k2), ...]`` chosen with probability p_i."""
+    return Mixture(weighted)

@@ -1,0 +1,96 @@
+"""The kernel protocol and per-kernel statistics.
+
+A kernel is a Python object with ``step(trace, rng) -> trace`` that leaves the posterior
+invariant (or approximately, for the subsampling kernels) and counts its work in ``stats``.
+``th.infer`` deep-copies the kernel for each chain, so statistics are per chain.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+from thrifty.core.run import Run
+
+
+@dataclass
+class Stats:
+    """What a kernel did: steps, proposals, acceptances, and the work of its runs."""
+
+    steps: int = 0
+    proposed: int = 0
+    accepted: int = 0
+    elements: int = 0  # plate elements executed
+    chain_steps: int = 0  # markov steps executed
+    runs: int = 0  # program executions
+    seconds: float = 0.0
+
+    def add_run(self, run: Run) -> None:
+        self.runs += 1
+        self.elements += run.work_elements
+        self.chain_steps += run.work_steps
+
+    def as_dict(self) -> dict:
+        steps = max(self.steps, 1)
+        return {
+            "steps": self.steps,
+            "acceptance_rate": self.accepted / self.proposed if self.proposed else float("nan"),
+            "elements_per_step": self.elements / steps,
+            "chain_steps_per_step": self.chain_steps / steps,
+            "runs_per_step": self.runs / steps,
+            "seconds": self.seconds,
+            "seconds_per_step": self.seconds / steps,
+        }
+
+    def merge(self, other: Stats) -> Stats:
+        return Stats(*(getattr(self, f) + getattr(other, f) for f in self.__dataclass_fields__))
+
+
+class Kernel:
+    """Base class of the MCMC kernels."""
+
+    name = "kernel"
+
+    def __init__(self):
+        self.stats = Stats()
+
+    def step(self, trace, rng):
+        t0 = time.perf_counter()
+        trace = self._step(trace, rng)
+        self.stats.steps += 1
+        self.stats.seconds += time.perf_counter() - t0
+        return trace
+
+    def _step(self, trace, rng):
+        raise NotImplementedError
+
+    def kernels(self) -> list[tuple[str, Kernel]]:
+        """(label, kernel) for this kernel and those it is composed of (for ``Result.stats``)."""
+        return [(self.label(), self)]
+
+    def label(self) -> str:
+        return repr(self)
+
+    def __repr__(self) -> str:
+        return self.name
+
+    # -- helpers for subclasses ------------------------------------------------------------------
+    def execute(self, trace, rng, **kw) -> Run:
+        run = Run(trace, rng, **kw).execute()
+        self.stats.add_run(run)
+        return run
+
+    def accept(self, run: Run, log_alpha: float, rng) -> bool:
+        """Metropolis–Hastings: commit ``run`` with probability min(1, exp(log_alpha))."""
+        self.stats.proposed += 1
+        if log_alpha >= 0 or (log_alpha > -math.inf and math.log(rng.random()) < log_alpha):
+            run.commit()
+            self.stats.accepted += 1
+            return True
+        return False
+
+    def refresh(self, trace, rng) -> None:
+        """Rescore stale plate elements (left by subsampling kernels) before an exact step."""
+        if trace.maybe_stale:
+            self.execute(trace, rng, everything=True).commit()

@@ -1,0 +1,1 @@
+"""Running inference: chains, seeds, progress, interruption, checkpoints, results."""

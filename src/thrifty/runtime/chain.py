@@ -1,0 +1,258 @@
+"""One MCMC chain: initialisation, the sampling loop, what it records, and its resumable state.
+
+The same :class:`ChainRun` runs in the main process (``workers=1``) and in worker processes.
+It calls back ``tick(run)`` about every :data:`TICK` seconds — never per step — to hand over its
+new draws (:meth:`ChainRun.take`), report progress and ask whether to stop; between ticks the
+loop does one kernel step, one counter increment and one comparison per step.
+
+A *snapshot* (:meth:`ChainRun.snapshot`) is the state of the chain between two steps: the trace
+and the kernel (pickled together, the program replaced by a reference), the generator's
+``bit_generator.state``, the iteration and the number of draws recorded.  Restoring it and
+continuing produces exactly the draws the uninterrupted chain would have produced.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import io
+import math
+import pickle
+from dataclasses import dataclass
+from time import perf_counter
+
+import numpy as np
+
+from thrifty.core.output import current_output, probe
+from thrifty.core.simulate import initialize
+
+TICK = 0.1  # seconds between two calls of ``tick`` (progress, stop requests, checkpoints)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """The sampling schedule of every chain."""
+
+    num_samples: int
+    burn_in: int
+    thin: int
+
+    @property
+    def total(self) -> int:
+        """Kernel steps per chain."""
+        return self.burn_in + self.num_samples * self.thin
+
+
+# -- pickling a chain's state without its program ----------------------------------------------
+class _StatePickler(pickle.Pickler):
+    """Pickles objects with ``program`` replaced by a reference (programs hold closures and data)."""
+
+    def __init__(self, file, program):
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self._program = program
+
+    def persistent_id(self, obj):
+        return "program" if obj is self._program else None
+
+
+class _StateUnpickler(pickle.Unpickler):
+    def __init__(self, file, program):
+        super().__init__(file)
+        self._program = program
+
+    def persistent_load(self, pid):
+        if pid == "program":
+            return self._program
+        raise pickle.UnpicklingError(f"unknown persistent id {pid!r} in a thrifty chain state")
+
+
+def dumps_state(obj, program) -> bytes:
+    """Pickle ``obj`` (a trace, a kernel, ...) with ``program`` left out."""
+    f = io.BytesIO()
+    try:
+        _StatePickler(f, program).dump(obj)
+    except Exception as e:
+        raise TypeError(
+            f"cannot pickle the state of the chain (trace and kernel) for the checkpoint: "
+            f"{type(e).__name__}: {e}"
+        ) from e
+    return f.getvalue()
+
+
+def loads_state(data: bytes, program):
+    """Inverse of :func:`dumps_state`: the pickled objects with ``program`` reattached."""
+    return _StateUnpickler(io.BytesIO(data), program).load()
+
+
+# -- one chain -------------------------------------------------------------------------------------
+class ChainRun:
+    """A chain being run: its trace, generator, kernel and the draws not yet handed over.
+
+    With ``snapshot=None`` the chain starts afresh: ``rng = default_rng(seed)``, the kernel is
+    deep-copied, the trace initialised and probed.  Otherwise it continues from the snapshot.
+    """
+
+    def __init__(self, chain, program, kernel, seed, init, cfg: RunConfig, snapshot=None):
+        self.chain = chain
+        self.program = program
+        self.cfg = cfg
+        t0 = perf_counter()
+        if snapshot is None:
+            self.rng = np.random.default_rng(seed)
+            self.kernel = copy.deepcopy(kernel)
+            self.trace = initialize(program, self.rng, init)
+            self.needs_plates = probe(self.trace, self.rng)
+            self.iteration = 0
+            self.n_recorded = 0
+        else:
+            self.trace, self.kernel = loads_state(snapshot["state"], program)
+            self.rng = np.random.default_rng(seed)
+            self.rng.bit_generator.state = snapshot["rng_state"]
+            self.needs_plates = snapshot["needs_plates"]
+            self.iteration = snapshot["iteration"]
+            self.n_recorded = snapshot["n_recorded"]
+        self.init_seconds = perf_counter() - t0
+        self.seconds = 0.0  # wall time in the sampling loop
+        self.consistent = True  # False after an exception inside a step
+        self._kernels = self.kernel.kernels()
+        self._new()
+
+    def _new(self):
+        self.draws: list = []
+        self.outputs: list = []
+        self.lp: list = []
+        self.n_latent: list = []
+
+    # -- the loop ----------------------------------------------------------------------------------
+    def run(self, tick) -> bool:
+        """Step until the schedule is complete (returns True) or ``tick(self)`` returns True
+        (a stop request; returns whether the chain happens to be complete).
+
+        An exception inside a step (e.g. ``KeyboardInterrupt``) propagates; the draws recorded
+        before it are still available through :meth:`take`, but the state is no longer a
+        snapshot point (``consistent`` becomes False).
+        """
+        cfg = self.cfg
+        total, thin = cfg.total, cfg.thin
+        step = self.kernel.step
+        rng = self.rng
+        record = self._record
+        trace = self.trace
+        it = self.iteration
+        rec_next = cfg.burn_in + (self.n_recorded + 1) * thin
+        chunk = 1
+        t_start = perf_counter()
+        try:
+            while it < total:
+                t0 = perf_counter()
+                end = min(total, it + chunk)
+                while it < end:
+                    trace = step(trace, rng)
+                    it += 1
+                    if it == rec_next:
+                        record(trace)
+                        rec_next += thin
+                self.trace, self.iteration = trace, it
+                # aim at one tick per TICK seconds whatever the cost of a step
+                dt = perf_counter() - t0
+                ratio = TICK / dt if dt > 0 else 4.0
+                chunk = max(1, int(chunk * min(max(ratio, 0.5), 4.0)))
+                if tick(self):
+                    return it >= total
+            return True
+        except BaseException:
+            self.consistent = False
+            raise
+        finally:
+            self.trace, self.iteration = trace, it
+            self.seconds += perf_counter() - t_start
+
+    def _record(self, trace) -> None:
+        values = trace.values()
+        output = current_output(trace, self.rng, self.needs_plates)
+        try:
+            lp = trace.log_joint()
+        except RuntimeError:  # stale plate elements left by a subsampling kernel
+            lp = math.nan
+        n_latent = trace.n_latent
+        self.draws.append(values)
+        self.outputs.append(output)
+        self.lp.append(lp)
+        self.n_latent.append(n_latent)
+        self.n_recorded += 1
+
+    # -- handing over ------------------------------------------------------------------------------
+    def take(self) -> dict:
+        """The draws recorded since the last call (and forget them)."""
+        n = min(len(self.draws), len(self.outputs), len(self.lp), len(self.n_latent))
+        out = {
+            "draws": self.draws[:n],
+            "outputs": self.outputs[:n],
+            "lp": self.lp[:n],
+            "n_latent": self.n_latent[:n],
+        }
+        self._new()
+        return out
+
+    def stats(self) -> list:
+        """``[(label, Stats)]`` of the chain's kernels (copies)."""
+        return [(label, dataclasses.replace(k.stats)) for label, k in self._kernels]
+
+    def acceptance(self) -> tuple[int, int]:
+        """(accepted, proposed) summed over the chain's kernels."""
+        acc = prop = 0
+        for _, k in self._kernels:
+            acc += k.stats.accepted
+            prop += k.stats.proposed
+        return acc, prop
+
+    def snapshot(self) -> dict:
+        """The chain's state between two steps; call :meth:`take` first."""
+        if not self.consistent:
+            raise RuntimeError("the chain was interrupted inside a step; no snapshot possible")
+        if self.draws:
+            raise RuntimeError("snapshot() with draws not taken")
+        return {
+            "state": dumps_state((self.trace, self.kernel), self.program),
+            "rng_state": self.rng.bit_generator.state,
+            "needs_plates": self.needs_plates,
+            "iteration": self.iteration,
+            "n_recorded": self.n_recorded,
+            "stats": self.stats(),
+        }
+
+
+class ChainRecord:
+    """What the main process knows of a chain: its draws so far, progress, stats, snapshot."""
+
+    def __init__(self):
+        self.draws: list = []
+        self.outputs: list = []
+        self.lp: list = []
+        self.n_latent: list = []
+        self.iteration = 0
+        self.status = "pending"  # pending | running | done | stopped | interrupted | failed
+        self.stats: list | None = None
+        self.snapshot: dict | None = None  # last consistent state (for checkpoints)
+        self.init_seconds = 0.0
+        self.seconds = 0.0
+        self.new_draws = 0  # draws recorded by this call of th.infer
+        self.new_steps = 0
+        self.accepted = 0
+        self.proposed = 0
+
+    def extend(self, payload: dict) -> None:
+        self.draws.extend(payload["draws"])
+        self.outputs.extend(payload["outputs"])
+        self.lp.extend(payload["lp"])
+        self.n_latent.extend(payload["n_latent"])
+        self.new_draws += len(payload["draws"])
+
+    def set_stats(self, stats: list) -> None:
+        self.stats = stats
+        self.accepted = sum(s.accepted for _, s in stats)
+        self.proposed = sum(s.proposed for _, s in stats)
+
+    @property
+    def num_draws(self) -> int:
+        return min(len(self.draws), len(self.outputs), len(self.lp), len(self.n_latent))

@@ -1,0 +1,221 @@
+"""Bad input gets a clear error naming the address or argument at fault."""
+
+import numpy as np
+import pytest
+
+import thrifty as th
+from thrifty import dist
+from thrifty.errors import (
+    DistributionError,
+    InitializationError,
+    ModelError,
+    NumericalError,
+    SelectionError,
+)
+
+
+def run(program, kernel=None, **kw):
+    kw.setdefault("num_samples", 5)
+    kw.setdefault("progress", False)
+    kw.setdefault("seed", 0)
+    return th.infer(program, kernel or th.lmh(), **kw)
+
+
+def test_invalid_parameters_name_distribution_and_address():
+    @th.model
+    def m():
+        s = th.sample("s", dist.Normal(0.0, 1.0))
+        th.sample("x", dist.Normal(0.0, -abs(s) - 1.0))
+
+    with pytest.raises(DistributionError, match=r"Normal at address \('x',\): scale must be"):
+        run(m())
+
+
+def test_invalid_parameters_outside_a_run_raise_at_construction():
+    with pytest.raises(DistributionError, match="Gamma: rate must be positive"):
+        dist.Gamma(1.0, -2.0)
+
+
+def test_invalid_parameters_inside_a_plate_name_the_site():
+    @th.model
+    def m(y):
+        with th.plate("data", len(y)) as i:
+            th.observe("y", dist.Poisson(-np.abs(y[i]) - 1.0), y[i])
+
+    with pytest.raises(DistributionError, match=r"Poisson at address \('data', \*, 'y'\)"):
+        run(m(np.array([1, 2, 3])))
+
+
+def test_observed_value_outside_support():
+    @th.model
+    def m():
+        p = th.sample("p", dist.Beta(1.0, 1.0))
+        th.observe("flip", dist.Bernoulli(probs=p), 2)
+
+    with pytest.raises(
+        DistributionError,
+        match=r"observed value 2 at address \('flip',\) is "
+        r"outside the support of Bernoulli",
+    ):
+        run(m())
+
+
+def test_observed_value_outside_support_in_plate_names_element():
+    @th.model
+    def m(y):
+        lam = th.sample("lam", dist.Gamma(1.0, 1.0))
+        with th.plate("counts", len(y)) as i:
+            th.observe("y", dist.Poisson(lam), y[i])
+
+    with pytest.raises(DistributionError, match=r"\('counts', 2, 'y'\) is outside the support"):
+        run(m(np.array([1.0, 3.0, -1.0, 2.0])))
+
+
+def test_plate_shape_mismatch_names_plate_and_site():
+    @th.model
+    def m(y):
+        mu = th.sample("mu", dist.Normal(np.zeros(3), 1.0))  # a 3-vector
+        with th.plate("data", len(y)) as i:
+            th.observe("y", dist.Normal(mu, 1.0), y[i])  # 3 means for 5 elements
+
+    with pytest.raises(
+        ModelError,
+        match=r"shape mismatch in plate \('data',\) at observation.*"
+        r"batch shape \(3,\).*5 element",
+    ):
+        run(m(np.zeros(5)))
+
+
+def test_plate_data_not_indexed():
+    @th.model
+    def m(y):
+        mu = th.sample("mu", dist.Normal(0.0, 1.0))
+        with th.plate("data", len(y)):
+            th.observe("y", dist.Normal(mu, 1.0), y[:3])  # forgot the index
+
+    with pytest.raises(ModelError, match=r"plate \('data',\).*observed value of shape \(3,\)"):
+        run(m(np.zeros(5)))
+
+
+def test_unknown_selection_lists_the_names():
+    @th.model
+    def m():
+        th.sample("mu", dist.Normal(0.0, 1.0))
+
+    with pytest.raises(SelectionError, match=r"select\('sigma'\) selects no latent choice.*'mu'"):
+        run(m(), th.mh("sigma"))
+
+
+def test_unknown_init_address():
+    @th.model
+    def m():
+        th.sample("mu", dist.Normal(0.0, 1.0))
+
+    with pytest.raises(SelectionError, match=r"\('nu',\)"):
+        run(m(), init={"nu": 1.0})
+
+
+def test_impossible_initial_values_name_the_observation():
+    @th.model
+    def m():
+        x = th.sample("x", dist.Uniform(0.0, 1.0))
+        th.observe("y", dist.Uniform(0.0, x), 0.5)
+
+    with pytest.raises(
+        InitializationError,
+        match=r"initial values make the observation at "
+        r"address \('y',\) impossible",
+    ):
+        run(m(), init={"x": 0.2})
+
+
+def test_impossible_model_names_the_observation():
+    @th.model
+    def m():
+        x = th.sample("x", dist.Uniform(0.0, 1.0))
+        th.observe("y", dist.Uniform(0.0, x), 2.0)
+
+    with pytest.raises(InitializationError, match=r"observation at address \('y',\) impossible"):
+        run(m())
+
+
+def test_nan_log_density_is_an_error_not_a_sample():
+    @th.model
+    def m():
+        x = th.sample("x", dist.Normal(0.0, 1.0))
+        th.factor("bad", np.log(x) if x < -10 else float("nan"))
+
+    with pytest.raises(NumericalError, match=r"factor at address \('bad',\) is NaN"):
+        run(m())
+
+
+def test_duplicate_address():
+    @th.model
+    def m():
+        th.sample("x", dist.Normal(0.0, 1.0))
+        th.sample("x", dist.Normal(0.0, 1.0))
+
+    with pytest.raises(ModelError, match=r"address \('x',\) is used twice"):
+        run(m())
+
+
+def test_drift_on_discrete_choice():
+    @th.model
+    def m():
+        th.sample("k", dist.Poisson(3.0))
+
+    with pytest.raises(SelectionError, match=r"drift proposal needs a continuous choice.*\('k',\)"):
+        run(m(), th.mh("k", th.drift(1.0)))
+
+
+def test_gibbs_needs_finite_support():
+    @th.model
+    def m():
+        th.sample("mu", dist.Normal(0.0, 1.0))
+
+    with pytest.raises(SelectionError, match=r"gibbs.*\('mu',\).*no finite support"):
+        run(m(), th.gibbs("mu"))
+
+
+def test_gibbs_on_structure_changing_choice():
+    @th.model
+    def m():
+        b = th.sample("b", dist.Bernoulli(probs=0.5))
+        if b:
+            th.sample("x", dist.Normal(0.0, 1.0))
+
+    with pytest.raises(SelectionError, match=r"gibbs on \('b',\).*changes the program's structure"):
+        run(m(), th.gibbs("b"), num_samples=20)
+
+
+def test_values_from_a_plate_used_after_it():
+    @th.model
+    def m():
+        with th.plate("data", 4):
+            z = th.sample("z", dist.Normal(0.0, 1.0))
+        th.observe("total", dist.Normal(z.sum(), 1.0), 0.0)
+
+    with pytest.raises(ModelError, match=r"\('total',\) depends on values sampled inside a plate"):
+        run(m())
+
+
+def test_primitive_outside_a_run():
+    with pytest.raises(RuntimeError, match=r"th.sample\(\) was called outside a program run"):
+        th.sample("x", dist.Normal(0.0, 1.0))
+
+
+def test_bad_plate_size_and_name():
+    @th.model
+    def m():
+        with th.plate("data", 2.5):
+            pass
+
+    with pytest.raises(ModelError, match=r"plate \('data',\): size must be an int"):
+        run(m())
+
+    @th.model
+    def m2():
+        th.sample("a.b", dist.Normal(0.0, 1.0))
+
+    with pytest.raises(ModelError, match=r"'a.b'.*cannot be in a name"):
+        run(m2())

@@ -19,12 +19,14 @@ from thrifty.inference.gibbs import gibbs
 from thrifty.inference.mh import lmh, mh
 from thrifty.inference.proposals import drift, prior
 from thrifty.inference.selection import each, one, ordered_range, select
+from thrifty.runtime import InterruptedWarning, load_checkpoint
 from thrifty.runtime.infer import infer
 from thrifty.runtime.result import Result
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "InterruptedWarning",
     "Model",
     "Program",
     "Result",
@@ -40,6 +42,7 @@ __all__ = [
     "infer",
     "initialize",
     "lmh",
+    "load_checkpoint",
     "markov",
     "mem",
     "mh",
@@ -54,3 +57,5 @@ __all__ = [
     "select",
     "simulate",
 ]
+
+from thrifty import datasets, diagnostics  # noqa: E402  (subpackages users reach as th.*)

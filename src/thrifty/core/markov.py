@@ -36,13 +36,16 @@ class ChainNode:
         self.counts = np.zeros(0, dtype=np.int64)  # latent choices per step
         self.n_latent = 0
         self._cum: np.ndarray | None = None
+        self._lp: float | None = None  # cached total log-density (reset by every update)
 
     @property
     def length(self) -> int:
         return len(self.steps)
 
     def total_lp(self) -> float:
-        return sum(b.total_lp() for b in self.steps)
+        if self._lp is None:
+            self._lp = sum(b.total_lp() for b in self.steps)
+        return self._lp
 
     def latent_lp(self) -> float:
         return sum(block_latent_lp(b) for b in self.steps)
@@ -176,3 +179,4 @@ class _ChainUpdate:
             node.valid_from = clock
         node.states = self.states
         node.n_latent = int(node.counts.sum())
+        node._lp = None

@@ -30,17 +30,32 @@ class Model:
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Program:
-        return Program(self.fn, args, kwargs, self.__name__)
+        return Program(self, args, kwargs, self.__name__)
 
     def __repr__(self) -> str:
         return f"Model({self.__name__})"
+
+    def __reduce__(self):
+        # ``@th.model`` replaces the function in its module by the Model, so pickle the Model by
+        # reference (module and qualified name), as pickle does for functions.
+        return (_import, (self.__module__, self.__qualname__))
+
+
+def _import(module: str, qualname: str):
+    import importlib
+
+    obj = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
 
 
 class Program:
     """A model together with its arguments: what inference runs."""
 
     def __init__(self, fn: Callable, args: tuple = (), kwargs: dict | None = None, name=None):
-        self.fn = fn
+        self.model = fn if isinstance(fn, Model) else None
+        self.fn = fn.fn if isinstance(fn, Model) else fn
         self.args = tuple(args)
         self.kwargs = dict(kwargs or {})
         self.name = name or getattr(fn, "__name__", "program")
@@ -48,6 +63,9 @@ class Program:
     def __repr__(self) -> str:
         n = len(self.args) + len(self.kwargs)
         return f"Program({self.name}, {n} argument{'s' if n != 1 else ''})"
+
+    def __reduce__(self):
+        return (Program, (self.model or self.fn, self.args, self.kwargs, self.name))
 
 
 def model(fn: Callable) -> Model:

@@ -122,7 +122,7 @@ class Trace:
 
     def log_joint(self) -> float:
         """log p(x, y) of the trace.  Raises if some plate elements are stale (call refresh())."""
-        if self.has_stale():
+        if self.maybe_stale and self.has_stale():
             raise RuntimeError("the trace has stale plate elements; refresh them first")
         return self.root.total_lp() + sum(t.total_lp() for t in self.mems.values())
 

@@ -74,11 +74,17 @@ class _ProbsLogits(Distribution):
             self._probs = expit(self.logits)
         return self._probs
 
+    _finite = False  # all logits finite (lets the array log_prob skip the ±inf fix-up)
+
     def _check_probs(self, closed_at_zero=True):
         if self.logits is not None:
             lg = self.logits
             if closed_at_zero:
-                if not all_true(lg == lg):
+                if type(lg) is np.ndarray:
+                    self._finite = bool(np.isfinite(lg).all())
+                    if not self._finite and np.isnan(lg).any():
+                        self._fail(f"logits must not be NaN, got {describe(lg)}")
+                elif not lg == lg:
                     self._fail(f"logits must not be NaN, got {describe(lg)}")
             elif not all_true(lg > -INF):
                 self._fail(f"logits must not be NaN or -inf, got {describe(lg)}")
@@ -103,7 +109,7 @@ class _ProbsLogits(Distribution):
         return f"probs={describe(self._probs)}"
 
 
-def _bernoulli_logits_lp(x: np.ndarray, z: np.ndarray) -> np.ndarray:
+def _bernoulli_logits_lp(x: np.ndarray, z: np.ndarray, finite: bool = False) -> np.ndarray:
     """``x·z − softplus(z)`` for values ``x`` in {0, 1} — the hot path of logistic likelihoods.
 
     softplus(z) = max(z, 0) + log1p(exp(−|z|)) is evaluated in place (five passes over the
@@ -113,14 +119,14 @@ def _bernoulli_logits_lp(x: np.ndarray, z: np.ndarray) -> np.ndarray:
     np.negative(sp, out=sp)
     np.exp(sp, out=sp)
     np.log1p(sp, out=sp)
-    sp += np.maximum(z, 0.0)
+    sp += np.maximum(z, 0.0, out=np.empty_like(z))
     lp = x * z if x.dtype != np.bool_ else np.where(x, z, 0.0)
     lp -= sp
     if x.dtype.kind in "iu" and x.size and (x.min() < 0 or x.max() > 1):
         lp[(x != 0) & (x != 1)] = -np.inf
     elif x.dtype.kind == "f" and not np.all((x == 0) | (x == 1)):
         lp[(x != 0) & (x != 1)] = -np.inf
-    if not np.all(np.isfinite(z)):  # ±inf logits: 0·inf and inf − inf need the exact form
+    if not finite and not np.all(np.isfinite(z)):  # ±inf logits: 0·inf, inf − inf
         pos = np.isposinf(z)
         neg = np.isneginf(z)
         lp[pos] = np.where(x[pos] == 1, 0.0, -np.inf)
@@ -165,7 +171,7 @@ class Bernoulli(_ProbsLogits):
         x = np.asarray(value)
         lg = self.logits
         if type(lg) is np.ndarray and lg.ndim and x.shape == lg.shape and x.dtype.kind in "biuf":
-            return _bernoulli_logits_lp(x, lg)
+            return _bernoulli_logits_lp(x, lg, self._finite)
         ok = (x == 0) | (x == 1)
         log_p, log_q = self._log_p_q()
         return scalar_or_array(np.where(ok, np.where(x == 1, log_p, log_q), -np.inf))
@@ -246,6 +252,14 @@ class Categorical(Distribution):
 
     def sample(self, rng, shape=()):
         K = self.num_categories
+        if not shape and not self.batch_shape and K <= 16:
+            u = rng.random()
+            acc = 0.0
+            for k, p in enumerate(self.probs.tolist()):
+                acc += p
+                if u < acc:
+                    return k
+            return K - 1
         if self._cdf is None:
             self._cdf = np.cumsum(self.probs, axis=-1)
         if not shape and not self.batch_shape:

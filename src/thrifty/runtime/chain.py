@@ -43,9 +43,9 @@ class RunConfig:
         return self.burn_in + self.num_samples * self.thin
 
 
-# -- pickling a chain's state without its program ----------------------------------------------
+# -- pickling a chain's state without its program -------------------------------------------------
 class _StatePickler(pickle.Pickler):
-    """Pickles objects with ``program`` replaced by a reference (programs hold closures and data)."""
+    """Pickles with ``program`` replaced by a reference (programs hold closures and data)."""
 
     def __init__(self, file, program):
         super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
@@ -84,7 +84,7 @@ def loads_state(data: bytes, program):
     return _StateUnpickler(io.BytesIO(data), program).load()
 
 
-# -- one chain -------------------------------------------------------------------------------------
+# -- one chain ------------------------------------------------------------------------------------
 class ChainRun:
     """A chain being run: its trace, generator, kernel and the draws not yet handed over.
 
@@ -115,6 +115,8 @@ class ChainRun:
         self.seconds = 0.0  # wall time in the sampling loop
         self.consistent = True  # False after an exception inside a step
         self._kernels = self.kernel.kernels()
+        self._last_key = None
+        self._last = None
         self._new()
 
     def _new(self):
@@ -168,13 +170,23 @@ class ChainRun:
             self.seconds += perf_counter() - t_start
 
     def _record(self, trace) -> None:
-        values = trace.values()
-        output = current_output(trace, self.rng, self.needs_plates)
-        try:
-            lp = trace.log_joint()
-        except RuntimeError:  # stale plate elements left by a subsampling kernel
-            lp = math.nan
-        n_latent = trace.n_latent
+        # A trace changes only by a committed run, which advances its clock: when the clock is
+        # where it was at the last draw (rejected proposals), the draw is the same.
+        key = (id(trace), trace.clock)
+        if key == self._last_key:
+            values, output, lp, n_latent = self._last
+        else:
+            values = trace.values()
+            output = current_output(trace, self.rng, self.needs_plates)
+            if self.needs_plates:  # it holds plate values, which later commits update in place
+                output = copy.deepcopy(output)
+            try:
+                lp = trace.log_joint()
+            except RuntimeError:  # stale plate elements left by a subsampling kernel
+                lp = math.nan
+            n_latent = trace.n_latent
+            self._last_key = (id(trace), trace.clock)  # current_output may have committed
+            self._last = (values, output, lp, n_latent)
         self.draws.append(values)
         self.outputs.append(output)
         self.lp.append(lp)

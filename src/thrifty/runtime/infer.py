@@ -1,14 +1,27 @@
-"""``th.infer``: run MCMC chains and collect their draws."""
+"""``th.infer``: run MCMC chains — seeds, worker processes, progress, Ctrl-C, checkpoints."""
 
 from __future__ import annotations
 
-import copy
+import numbers
+import os
+import warnings
+from functools import reduce
+from time import perf_counter
 
 import numpy as np
 
 from thrifty.core.model import as_program
-from thrifty.core.simulate import initialize
-from thrifty.runtime.result import Result, stack_draws
+from thrifty.inference.kernel import Kernel
+from thrifty.runtime.chain import ChainRecord, ChainRun, RunConfig
+from thrifty.runtime.checkpoint import Checkpoint, read_checkpoint, seed_from_key, seed_key
+from thrifty.runtime.interrupt import StopRequest
+from thrifty.runtime.parallel import run_parallel, start_method
+from thrifty.runtime.progress import Progress
+from thrifty.runtime.result import Result, build_result
+
+
+class InterruptedWarning(UserWarning):
+    """``th.infer`` was interrupted (Ctrl-C) and returns the draws collected so far."""
 
 
 def infer(
@@ -21,23 +34,321 @@ def infer(
     seed=None,
     init: dict | None = None,
     progress: bool = True,
+    workers: int | None = None,
+    checkpoint=None,
+    checkpoint_every: float = 60.0,
 ) -> Result:
-    """Run ``chains`` MCMC chains of ``kernel`` on ``program`` (sequential first version)."""
-    program = as_program(program)
-    seeds = np.random.SeedSequence(seed).spawn(chains)
-    per_chain, outputs, kstats = [], [], {}
-    for c in range(chains):
-        rng = np.random.default_rng(seeds[c])
-        k = copy.deepcopy(kernel)
-        trace = initialize(program, rng, init)
-        draws, outs = [], []
-        for it in range(burn_in + num_samples * thin):
-            trace = k.step(trace, rng)
-            if it >= burn_in and (it - burn_in + 1) % thin == 0:
-                draws.append(trace.values())
-                outs.append(trace.output)
-        per_chain.append(draws)
-        outputs.append(outs)
-        for label, kk in k.kernels():
-            kstats.setdefault(label, []).append(kk.stats.as_dict())
-    return Result(stack_draws(per_chain), outputs, kstats, program=program)
+    """Run ``chains`` MCMC chains of ``kernel`` on ``program`` and return their draws.
+
+    Each chain does ``burn_in + num_samples * thin`` kernel steps and records, after the burn-in,
+    every ``thin``-th state: the latent values (``result[name]``, shape (chains, draws, ...)),
+    the program output (``result.output``) and the log joint density (``result.sample_stats``).
+
+    Parameters
+    ----------
+    program : a :class:`~thrifty.Program` (``model(*args)``), or a Model / function of no
+        arguments.
+    kernel : a kernel (``th.lmh()``, ``th.mh(...)``, ``th.cycle([...])``, ...); each chain runs
+        a deep copy, so its statistics are per chain.
+    seed : an int, None (fresh entropy) or a :class:`numpy.random.SeedSequence`.  Chain ``c``
+        uses ``default_rng(SeedSequence(seed).spawn(chains)[c])`` for its initialisation and all
+        its steps, so the draws do not depend on ``workers``.  (A Generator is not accepted.)
+    init : initial values ``{address: value}`` for every chain (or a list of such dicts, one
+        per chain); the other choices are drawn from the prior.
+    progress : show a progress bar (stderr): steps/s, acceptance rate, warmup / sampling.
+    workers : processes running chains in parallel (default ``min(chains, os.cpu_count())``);
+        ``1`` runs the chains one after the other in this process.  Worker processes are
+        forked where possible (closures work); with ``spawn`` the program must be picklable.
+    checkpoint : a file path.  The state of every chain (draws, trace, generator state, kernel)
+        is written there every ``checkpoint_every`` seconds, when interrupted and at the end;
+        calling ``th.infer`` again with the same path and settings resumes each chain where it
+        stopped and gives exactly the draws of an uninterrupted run (with ``seed=None`` the
+        checkpoint's seed is used).
+
+    Ctrl-C stops the chains after their current step (a second Ctrl-C aborts at once) and returns
+    the draws so far with ``result.interrupted = True``; chains of unequal lengths are truncated
+    to the shortest (chains without draws are left out) and ``result.chain_draws`` keeps them all.
+    """
+    t_start = perf_counter()
+    program = _check_program(program)
+    kernel = _check_kernel(kernel)
+    num_samples = _int_arg("num_samples", num_samples, 0)
+    burn_in = _int_arg("burn_in", burn_in, 0)
+    thin = _int_arg("thin", thin, 1)
+    chains = _int_arg("chains", chains, 1)
+    if workers is not None:
+        workers = _int_arg("workers", workers, 1)
+    if (
+        isinstance(checkpoint_every, bool)
+        or not isinstance(checkpoint_every, numbers.Real)
+        or not checkpoint_every >= 0
+    ):
+        raise ValueError(
+            f"checkpoint_every must be a number of seconds >= 0, got {checkpoint_every!r}"
+        )
+    if checkpoint is not None and not isinstance(checkpoint, (str, os.PathLike)):
+        raise TypeError(f"checkpoint must be a file path (str or os.PathLike), got {checkpoint!r}")
+    inits = _inits(init, chains)
+    ss = _seed_sequence(seed)
+    cfg = RunConfig(num_samples, burn_in, thin)
+    config = {
+        "num_samples": num_samples,
+        "burn_in": burn_in,
+        "thin": thin,
+        "chains": chains,
+        "seed": seed_key(ss),
+        "kernel": kernel.label(),
+        "program": program.name,
+    }
+    records = [ChainRecord() for _ in range(chains)]
+    notes: list[str] = []
+    ckpt = None
+    if checkpoint is not None:
+        ckpt = Checkpoint(checkpoint, checkpoint_every)
+        saved = read_checkpoint(checkpoint)
+        if saved is not None:
+            ckpt.check(saved, config, seed_given=seed is not None)
+            config["seed"] = saved["config"]["seed"]
+            ss = seed_from_key(config["seed"])
+            records = Checkpoint.records(saved)
+            done = sum(r.status == "done" for r in records)
+            notes.append(
+                f"resumed from checkpoint {ckpt.path!r} ({done} of {chains} chains complete, "
+                f"{sum(r.num_draws for r in records)} draws)"
+            )
+        ckpt.config = config
+    seeds = ss.spawn(chains)
+
+    start_iterations = [r.iteration for r in records]
+    todo = [c for c, r in enumerate(records) if r.status != "done"]
+    n_workers = min(workers or os.cpu_count() or 1, max(len(todo), 1))
+    parallel = n_workers > 1
+    stop = StopRequest()
+    completed = True
+    display = Progress(bool(progress) and bool(todo), chains, cfg, parallel, records)
+    try:
+        with stop.installed():
+            if parallel:
+                completed = run_parallel(
+                    program, kernel, seeds, inits, cfg, records, n_workers, stop, display, ckpt
+                )
+            elif todo:
+                completed = _run_sequential(
+                    program, kernel, seeds, inits, cfg, records, stop, display, ckpt
+                )
+    finally:
+        display.close()
+        if ckpt is not None and todo:
+            ckpt.write(records, cfg.total)
+
+    interrupted = stop.requested or not completed or any(r.status != "done" for r in records)
+    new_draws = sum(r.new_draws for r in records)
+    new_steps = sum(r.iteration - s for r, s in zip(records, start_iterations))
+    run_stats = {
+        "wall_time": None,  # set below, once the draws are stacked
+        "draws": new_draws,
+        "draws_per_second": None,
+        "steps": new_steps,
+        "steps_per_second": None,
+        "chains": chains,
+        "workers": n_workers,
+        "start_method": start_method() if parallel else "in-process",
+        "init_seconds": [r.init_seconds for r in records],
+        "chain_seconds": [r.seconds for r in records],
+        "interrupted": interrupted,
+    }
+    stats = _kernel_stats(records)
+    stats["run"] = run_stats
+    result = build_result(
+        records,
+        program=program,
+        stats=stats,
+        interrupted=interrupted,
+        notes=notes,
+        config={k: v for k, v in config.items() if k not in ("kernel", "program")},
+    )
+    wall = perf_counter() - t_start
+    run_stats["wall_time"] = wall
+    run_stats["draws_per_second"] = new_draws / wall if wall > 0 else float("nan")
+    run_stats["steps_per_second"] = new_steps / wall if wall > 0 else float("nan")
+    if interrupted:
+        msg = _interrupt_message(records, result, ckpt, completed, parallel)
+        warnings.warn(msg, InterruptedWarning, 2)
+    return result
+
+
+# -- running the chains in this process -----------------------------------------------------------
+def _run_sequential(program, kernel, seeds, inits, cfg, records, stop, display, ckpt) -> bool:
+    """Run the chains one after the other; False if a KeyboardInterrupt cut a step short."""
+    for c, rec in enumerate(records):
+        if rec.status == "done":
+            continue
+        if stop.requested:
+            break
+        run = None
+        try:
+            run = ChainRun(c, program, kernel, seeds[c], inits[c], cfg, rec.snapshot)
+            rec.init_seconds = run.init_seconds
+            rec.status = "running"
+            rec.set_stats(run.stats())
+            display.update(c, run.iteration, rec.accepted, rec.proposed, rec.num_draws)
+
+            def tick(r, rec=rec, c=c):
+                rec.extend(r.take())
+                rec.iteration = r.iteration
+                rec.set_stats(r.stats())
+                display.update(c, r.iteration, rec.accepted, rec.proposed, rec.num_draws)
+                if ckpt is not None and ckpt.due():
+                    rec.snapshot = r.snapshot()
+                    ckpt.write(records, cfg.total)
+                return stop.requested
+
+            done = run.run(tick)
+        except KeyboardInterrupt:
+            rec.status = "interrupted"
+            if run is not None:
+                rec.extend(run.take())
+                rec.iteration = run.iteration
+                rec.set_stats(run.stats())
+                rec.seconds = run.seconds
+            display.update(
+                c, rec.iteration, rec.accepted, rec.proposed, rec.num_draws, "interrupted"
+            )
+            return False
+        rec.extend(run.take())
+        rec.iteration = run.iteration
+        rec.set_stats(run.stats())
+        rec.seconds = run.seconds
+        rec.status = "done" if done else "stopped"
+        if ckpt is not None:
+            rec.snapshot = run.snapshot()
+        display.update(c, rec.iteration, rec.accepted, rec.proposed, rec.num_draws, rec.status)
+        if not done:
+            break
+    return True
+
+
+# -- statistics and messages ----------------------------------------------------------------------
+def _kernel_stats(records) -> dict:
+    """label → aggregate statistics over the chains, with the per-chain ones under "chains"."""
+    per: dict = {}
+    for c, r in enumerate(records):
+        for label, s in r.stats or ():
+            per.setdefault(label, {})[c] = s
+    out = {}
+    for label, by_chain in per.items():
+        agg = reduce(lambda a, b: a.merge(b), by_chain.values()).as_dict()
+        agg["chains"] = [
+            by_chain[c].as_dict() if c in by_chain else None for c in range(len(records))
+        ]
+        out[label] = agg
+    return out
+
+
+def _interrupt_message(records, result, ckpt, completed, parallel) -> str:
+    states = {
+        "done": "complete",
+        "pending": "not started",
+        "interrupted": "interrupted inside a step",
+    }
+    parts = [
+        f"chain {c}: {r.num_draws} draws ({states.get(r.status, 'stopped')})"
+        for c, r in enumerate(records)
+    ]
+    msg = "th.infer was interrupted; " + ", ".join(parts) + "."
+    if not completed and parallel:
+        msg += (
+            " A second Ctrl-C terminated the worker processes: the draws of their last "
+            "fraction of a second (after their last report) are lost."
+        )
+    if result.truncated:
+        ids = result.chain_ids
+        left_out = [c for c in range(len(records)) if c not in ids]
+        if not ids:
+            msg += " The result holds no draws"
+        elif any(records[c].num_draws != result.num_draws for c in ids):
+            msg += (
+                f" The result's arrays hold {_chains(ids)} truncated to the shortest, "
+                f"{result.num_draws} draws each"
+            )
+        else:
+            msg += f" The result's arrays hold {_chains(ids)} ({result.num_draws} draws each)"
+        if left_out:
+            msg += f"; {_chains(left_out)} without draws left out"
+        msg += (
+            ". Every draw of every chain is in result.chain_draws, result.chain_output and "
+            "result.chain_sample_stats."
+        )
+    if ckpt is not None:
+        if not completed:
+            msg += (
+                " The checkpoint holds each chain's state at its last snapshot (an interrupted "
+                "step cannot be resumed exactly)."
+            )
+        msg += (
+            f" Call th.infer again with checkpoint={ckpt.path!r} and the same settings to resume."
+        )
+    return msg
+
+
+def _chains(ids) -> str:
+    return ("chain " if len(ids) == 1 else "chains ") + ", ".join(str(c) for c in ids)
+
+
+# -- argument checks ------------------------------------------------------------------------------
+def _check_program(program):
+    if isinstance(program, Kernel):
+        raise TypeError(
+            "th.infer(program, kernel, ...): the first argument is a kernel; pass the program "
+            "(a @th.model applied to its arguments) first"
+        )
+    return as_program(program)
+
+
+def _check_kernel(kernel):
+    if isinstance(kernel, Kernel):
+        return kernel
+    hint = ""
+    if callable(kernel) and getattr(kernel, "__module__", "").startswith("thrifty"):
+        hint = f" (did you mean {getattr(kernel, '__name__', 'kernel')}(...)?)"
+    raise TypeError(
+        "kernel must be a thrifty kernel such as th.lmh(), th.mh(...), th.gibbs(...) or "
+        f"th.cycle([...]), got {kernel!r}{hint}"
+    )
+
+
+def _int_arg(name, value, minimum: int) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int >= {minimum}, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def _seed_sequence(seed) -> np.random.SeedSequence:
+    if isinstance(seed, np.random.SeedSequence):  # a copy: spawning must not change the caller's
+        return np.random.SeedSequence(
+            seed.entropy, spawn_key=seed.spawn_key, pool_size=seed.pool_size
+        )
+    if seed is None or (
+        isinstance(seed, numbers.Integral) and not isinstance(seed, (bool, np.bool_))
+    ):
+        if seed is not None and seed < 0:
+            raise ValueError(f"seed must be >= 0, got {seed}")
+        return np.random.SeedSequence(None if seed is None else int(seed))
+    raise TypeError(
+        f"seed must be an int, None or a numpy.random.SeedSequence, got {type(seed).__name__}"
+    )
+
+
+def _inits(init, chains) -> list:
+    if init is None or isinstance(init, dict):
+        return [init] * chains
+    if isinstance(init, (list, tuple)):
+        if len(init) != chains or not all(i is None or isinstance(i, dict) for i in init):
+            raise ValueError(
+                f"init: a list of initial values needs one dict (or None) per chain: {chains}, "
+                f"got {len(init)} items"
+            )
+        return list(init)
+    raise TypeError(f"init must be a dict {{address: value}} (or one per chain), got {init!r}")

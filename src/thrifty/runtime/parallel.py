@@ -1,0 +1,262 @@
+"""Chains in worker processes: one process per chain, at most ``workers`` at a time.
+
+Processes start with the ``fork`` method where it exists (Linux; not macOS): the program, kernel
+and any closures they hold are inherited, nothing is pickled on the way in.  Elsewhere ``spawn``
+is used; the program and kernel are then pickled (a ``@th.model`` function defined at the top
+level of a module pickles by reference to its module), and an unpicklable program raises a clear
+error.
+
+Workers ignore SIGINT and, at each tick (about ten times per second), send their new draws,
+iteration and kernel statistics to the main process through a queue and poll a shared stop
+Event; every ``checkpoint_every`` seconds they also send a snapshot.  When the Event is set
+(Ctrl-C in the main process) they stop after their current step and send what is left.
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import math
+import multiprocessing as mp
+import pickle
+import queue as queue_mod
+import signal
+import sys
+import traceback
+import types
+from time import perf_counter
+
+from thrifty.core.model import Model
+from thrifty.runtime.chain import ChainRun
+
+#: Start method override (tests); None = "fork" where available, else "spawn".
+START_METHOD: str | None = None
+
+
+def start_method() -> str:
+    if START_METHOD is not None:
+        return START_METHOD
+    # fork is unsafe with macOS system libraries (Python's default there is spawn)
+    if "fork" in mp.get_all_start_methods() and sys.platform != "darwin":
+        return "fork"
+    return "spawn"
+
+
+# -- pickling jobs for "spawn" --------------------------------------------------------------------
+def _model_function(module: str, qualname: str):
+    obj = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj.fn if isinstance(obj, Model) else obj
+
+
+class _JobPickler(pickle.Pickler):
+    """Pickles the function of a ``@th.model`` by reference to the Model that replaced it in
+    its module (plain pickle fails: the module attribute is the Model, not the function)."""
+
+    def reducer_override(self, obj):
+        if isinstance(obj, types.FunctionType):
+            mod = sys.modules.get(obj.__module__)
+            target = mod
+            for part in obj.__qualname__.split("."):
+                target = getattr(target, part, None)
+            if isinstance(target, Model) and target.fn is obj:
+                return _model_function, (obj.__module__, obj.__qualname__)
+        return NotImplemented
+
+
+def dumps_job(job) -> bytes:
+    f = io.BytesIO()
+    try:
+        _JobPickler(f, protocol=pickle.HIGHEST_PROTOCOL).dump(job)
+    except Exception as e:
+        raise TypeError(
+            "workers > 1 uses the 'spawn' start method here, which pickles the program and the "
+            f"kernel, and they cannot be pickled ({type(e).__name__}: {e}); define the model "
+            "and the functions it uses at the top level of a module, or use workers=1"
+        ) from e
+    return f.getvalue()
+
+
+# -- the worker process ---------------------------------------------------------------------------
+def _send(q, msg) -> None:
+    """Pickle here (not in the queue's feeder thread, where errors would be lost)."""
+    try:
+        data = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception as e:
+        raise TypeError(
+            f"a worker process cannot send its draws to the main process: {type(e).__name__}: "
+            f"{e} (the values and the output of the program must be picklable; or use workers=1)"
+        ) from e
+    q.put(data)
+
+
+def _worker(chain, job, q, stop, checkpoint_every):
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        if isinstance(job, bytes):
+            job = pickle.loads(job)
+        program, kernel, seed, init, cfg, snapshot = job
+        run = ChainRun(chain, program, kernel, seed, init, cfg, snapshot)
+        _send(q, ("started", chain, run.iteration, run.init_seconds, run.stats()))
+        last = -math.inf  # the first snapshot at the first tick: problems show at once
+
+        def tick(r):
+            nonlocal last
+            _send(q, ("tick", chain, r.iteration, r.take(), r.stats()))
+            if checkpoint_every is not None and perf_counter() - last >= checkpoint_every:
+                _send(q, ("snapshot", chain, r.snapshot()))
+                last = perf_counter()
+            return stop.is_set()
+
+        done = run.run(tick) if not stop.is_set() else run.iteration >= cfg.total
+        payload = run.take()
+        snap = run.snapshot() if checkpoint_every is not None else None
+        _send(q, ("final", chain, done, run.iteration, payload, run.stats(), snap, run.seconds))
+    except BaseException as e:
+        tb = traceback.format_exc()
+        try:
+            exc = pickle.dumps(e)
+            pickle.loads(exc)
+        except Exception:
+            exc = None
+        q.put(pickle.dumps(("error", chain, exc, tb)))
+
+
+def _receive(data):
+    msg = pickle.loads(data)
+    if msg[0] == "error" and msg[2] is not None:
+        msg = (*msg[:2], pickle.loads(msg[2]), msg[3])
+    return msg
+
+
+class RemoteTraceback(Exception):
+    def __init__(self, tb: str):
+        super().__init__(tb)
+        self.tb = tb
+
+    def __str__(self) -> str:
+        return "\n" + self.tb
+
+
+# -- the main process -----------------------------------------------------------------------------
+def run_parallel(
+    program, kernel, seeds, inits, cfg, records, workers, stop, progress, checkpoint
+) -> bool:
+    """Run the chains of ``records`` that are not done; returns False if the run was aborted
+    (second Ctrl-C: the workers are terminated; draws sent before are kept)."""
+    method = start_method()
+    ctx = mp.get_context(method)
+    q = ctx.Queue()
+    event = ctx.Event()
+    stop.event = event
+    if stop.requested:
+        event.set()
+    every = checkpoint.every if checkpoint is not None else None
+    pending = [c for c, r in enumerate(records) if r.status != "done"]
+    jobs = {}
+    for c in pending:
+        job = (program, kernel, seeds[c], inits[c], cfg, records[c].snapshot)
+        jobs[c] = dumps_job(job) if method != "fork" else job
+    active: dict = {}
+    errors: list = []
+
+    def handle(msg):
+        kind, c = msg[0], msg[1]
+        rec = records[c]
+        if kind == "started":
+            _, _, it, init_seconds, stats = msg
+            rec.init_seconds = init_seconds
+            rec.set_stats(stats)
+            rec.iteration = it
+        elif kind == "tick":
+            _, _, it, payload, stats = msg
+            rec.extend(payload)
+            rec.set_stats(stats)
+            rec.iteration = it
+        elif kind == "snapshot":
+            rec.snapshot = msg[2]
+            if checkpoint.due():
+                checkpoint.write(records, cfg.total)
+        elif kind == "final":
+            _, _, done, it, payload, stats, snap, seconds = msg
+            rec.extend(payload)
+            rec.set_stats(stats)
+            rec.iteration = it
+            rec.seconds = seconds
+            rec.status = "done" if done else "stopped"
+            if snap is not None:
+                rec.snapshot = snap
+            active.pop(c).join()
+        elif kind == "error":
+            _, _, exc, tb = msg
+            rec.status = "failed"
+            errors.append((c, exc, tb))
+            active.pop(c).join()
+            stop.request()  # the other chains stop; their draws are kept in the checkpoint
+        progress.update(c, rec.iteration, rec.accepted, rec.proposed, rec.num_draws, rec.status)
+
+    def check_dead():
+        """A worker that exited without its final message (killed, out of memory, ...)."""
+        for c, p in list(active.items()):
+            if p.is_alive() or c not in active:
+                continue
+            deadline = perf_counter() + 1.0  # its last messages may still be in the pipe
+            while c in active and perf_counter() < deadline:
+                try:
+                    handle(_receive(q.get(timeout=0.1)))
+                except queue_mod.Empty:
+                    pass
+            if c in active:
+                active.pop(c)
+                records[c].status = "failed"
+                tb = (
+                    f"the worker process of chain {c} exited with code {p.exitcode} without "
+                    "returning its draws (killed? out of memory?)"
+                )
+                errors.append((c, None, tb))
+                stop.request()
+
+    last_check = perf_counter()
+    try:
+        while True:
+            while pending and len(active) < workers and not stop.requested:
+                c = pending.pop(0)
+                p = ctx.Process(
+                    target=_worker,
+                    args=(c, jobs.pop(c), q, event, every),
+                    name=f"thrifty-chain-{c}",
+                    daemon=True,
+                )
+                p.start()
+                active[c] = p
+                records[c].status = "running"
+            if not active:
+                break
+            try:
+                msg = _receive(q.get(timeout=0.1))
+            except queue_mod.Empty:
+                check_dead()
+                last_check = perf_counter()
+                continue
+            handle(msg)
+            if perf_counter() - last_check > 1.0:
+                check_dead()
+                last_check = perf_counter()
+    except KeyboardInterrupt:
+        for p in active.values():
+            p.terminate()
+        for c, p in active.items():
+            p.join(1.0)
+            records[c].status = "interrupted"
+        return False
+    finally:
+        stop.event = None
+    if errors:
+        c, exc, tb = errors[0]
+        if checkpoint is not None:
+            checkpoint.write(records, cfg.total)
+        if exc is None:
+            raise RuntimeError(f"chain {c} failed in its worker process: {tb}")
+        raise exc from RemoteTraceback(tb)
+    return True

@@ -1,0 +1,21 @@
+"""The README's quick start runs as written."""
+
+import re
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+
+def test_quick_start_runs(tmp_path, monkeypatch):
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = re.search(r"## Quick start\n\n```python\n(.*?)```", text, re.S).group(1)
+    monkeypatch.chdir(tmp_path)
+    namespace: dict = {}
+    exec(compile(block.replace("progress=True", "progress=False"), "README", "exec"), namespace)
+    result = namespace["result"]
+    assert result["w"].shape == (4, 2000, 5)
+    assert (tmp_path / "trace.png").exists()
+    summary = result.summary()
+    assert summary["r_hat"].max() < 1.1

@@ -1,0 +1,296 @@
+"""Programs whose set of random choices changes (structure change), against exact posteriors.
+
+(a) Paper 000 Fig. 1: ``b ~ Bernoulli(0.5); mu = 1 if b else Gamma(1, 1); y ~ N(mu, 0.1) = 10``.
+    P(b = 1 | y) is astronomically small; E[mu | y, b = 0] is checked with a z-test and KS.
+(b) The same program with y ~ N(mu, 1) = 1.5, where P(b = 1 | y) ≈ 0.58: plain ``th.lmh()``
+    must get it right, which needs the |x| / |x'| factor and the fresh / stale terms of paper
+    001 Eq. 4.  Negative controls: an LMH without |x| / |x'| (it samples ∝ |x| p(x, y)) and an
+    LMH that scores fresh / stale choices are both detected.
+(c) Paper 003 §4.1: a recursive geometric ``geom(0.5)`` (flip k at address ("flip", k)) with
+    ``observe Poisson(geom) = 3``; the law of n against exact enumeration.
+
+Thresholds: see tests/stat_helpers.py (|z| < 4.5; Bonferroni at family-wise 1e-5 for several
+probabilities; KS / chi-square p > 1e-4).  Exact answers use scipy.integrate.quad.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+import thrifty as th
+from stat_helpers import (
+    P_MIN,
+    Z_MAX,
+    LMHWithoutSizeCorrection,
+    check_continuous,
+    check_discrete,
+    chisq_p,
+    discrete_posterior,
+    ks_p,
+    mean_z,
+    prob_z,
+    probs_z,
+    run,
+    z_threshold,
+)
+from thrifty import dist
+from thrifty.inference.mh import LMH
+
+
+@th.model
+def fig1(y=10.0, sd=0.1):
+    b = th.sample("b", dist.Bernoulli(probs=0.5))
+    mu = 1.0 if b else th.sample("mu", dist.Gamma(1.0, 1.0))
+    th.observe("y", dist.Normal(mu, sd), y)
+    return mu
+
+
+def fig1_exact(y: float, sd: float):
+    """log P(b = 1 | y), E[mu | y, b = 0], sd[mu | y, b = 0] by numerical integration.
+
+    p(y | b = 0) = ∫ Gamma(mu; 1, 1) N(y; mu, sd) dmu is integrated in log space: the
+    integrand is divided by its maximum (at the mode c) before quad, over c ± 40 sd (∩ mu > 0),
+    a range outside which it is below e^-800 of its peak.
+    """
+    prior = stats.gamma(1.0, scale=1.0)
+
+    def log_f(m):
+        return prior.logpdf(m) + stats.norm.logpdf(y, m, sd)
+
+    c = max(y - sd**2, 1e-9)  # mode of exp(-mu) N(y; mu, sd) on mu > 0
+    lo, hi = max(c - 40 * sd, 0.0), c + 40 * sd
+    peak = log_f(c)
+
+    def moment(k):
+        val, _ = integrate.quad(
+            lambda m: m**k * math.exp(log_f(m) - peak), lo, hi, points=[c], limit=200
+        )
+        return val
+
+    z0, m1, m2 = moment(0), moment(1), moment(2)
+    log_p0 = math.log(0.5) + peak + math.log(z0)
+    log_p1 = math.log(0.5) + stats.norm.logpdf(y, 1.0, sd)
+    log_post_b1 = log_p1 - np.logaddexp(log_p0, log_p1)
+    mean = m1 / z0
+    return float(log_post_b1), mean, math.sqrt(m2 / z0 - mean**2), (log_p0, log_p1)
+
+
+def truncnorm_mu(y, sd):
+    """mu | y, b = 0 exactly: exp(-mu) N(y; mu, sd) on mu > 0 is N(y − sd², sd) cut at 0."""
+    loc = y - sd**2
+    return stats.truncnorm((0.0 - loc) / sd, np.inf, loc=loc, scale=sd)
+
+
+# =============================================================================================
+# (a) Fig. 1 exactly
+# =============================================================================================
+def fig1_kernel(mh_first=False):
+    # prior proposals rarely reach mu ≈ 10: a random walk on mu, skipped while b = 1
+    lmh, mh = th.lmh(), th.mh("mu", th.drift(0.1))
+    return th.cycle([mh, lmh] if mh_first else [lmh, mh])
+
+
+@pytest.fixture(scope="module")
+def fig1_draws():
+    # init b = 0 and the mh step first, so th.mh("mu") sees "mu" in its first trace: see
+    # test_fig1_mh_skips_when_mu_absent_at_start for the engine bug this works around.
+    kernel = fig1_kernel(mh_first=True)
+    return run(fig1(10.0, 0.1), kernel, 20000, burn_in=3000, seed=21, init={"b": 0})
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="engine bug: th.mh('mu') raises SelectionError ('selects no latent choice') when "
+    "the first trace it sees has b = 1 (no 'mu'), instead of skipping the step as it does "
+    "once 'mu' has been seen; whether th.infer works depends on the random initial trace",
+)
+def test_fig1_mh_skips_when_mu_absent_at_start():
+    """Start in b = 1 (mu absent).  The mh step must be skipped until lmh creates mu."""
+    r = run(fig1(10.0, 0.1), fig1_kernel(), 2000, burn_in=3000, seed=21, init={"b": 1})
+    assert np.all(r["b"] == 0)
+
+
+def test_fig1_exact_values_are_consistent():
+    """The quadrature agrees with the closed form of mu | y, b = 0 (a check of the answer)."""
+    log_b1, mean, sd, _ = fig1_exact(10.0, 0.1)
+    exact = truncnorm_mu(10.0, 0.1)
+    assert log_b1 < -4000  # P(b = 1 | y) ≈ e^-4040
+    assert mean == pytest.approx(exact.mean(), rel=1e-9)
+    assert sd == pytest.approx(exact.std(), rel=1e-6)
+
+
+def test_fig1_b(fig1_draws):
+    """No draw may have b = 1: with P(b = 1 | y) ≈ e^-4040 the p-value of even one such draw
+    among n is at most n e^-4040 ≈ 0 (< 1e-4)."""
+    log_b1, *_ = fig1_exact(10.0, 0.1)
+    b = fig1_draws["b"]
+    assert b.size * math.exp(log_b1) < P_MIN
+    assert int(np.sum(b == 1)) == 0, f"{int(np.sum(b == 1))} draws with b = 1"
+
+
+def test_fig1_mu(fig1_draws):
+    _, mean, sd, _ = fig1_exact(10.0, 0.1)
+    mu = fig1_draws["mu"]
+    assert not np.any(np.isnan(mu))  # b = 0 in every draw, so mu always exists
+    check_continuous(mu, mean, sd, truncnorm_mu(10.0, 0.1).cdf, "fig1 mu | b=0")
+
+
+def test_fig1_negative_control(fig1_draws):
+    """E[mu | y, b = 0] is 9.99; the same check against 9.99 ± 0.25 sd must fail."""
+    _, mean, sd, _ = fig1_exact(10.0, 0.1)
+    mu = fig1_draws["mu"]
+    for wrong in (mean - 0.25 * sd, mean + 0.25 * sd):
+        assert abs(mean_z(mu, wrong, sd)) > Z_MAX
+    assert ks_p(mu, stats.norm(mean + 0.25 * sd, sd).cdf) < P_MIN
+
+
+# =============================================================================================
+# (b) Fig. 1 with a moderate observation: P(b = 1 | y) ≈ 0.58
+# =============================================================================================
+Y_MOD, SD_MOD = 1.5, 1.0
+
+
+def moderate_b1(size_factor: bool = True) -> float:
+    """P(b = 1 | y); with ``size_factor=False`` the law an LMH without |x| / |x'| samples:
+    ∝ |x| p(x, y), i.e. the b = 0 traces (two choices) weigh twice as much."""
+    _, _, _, (log_p0, log_p1) = fig1_exact(Y_MOD, SD_MOD)
+    if not size_factor:
+        log_p0 += math.log(2.0)
+    return float(math.exp(log_p1 - np.logaddexp(log_p0, log_p1)))
+
+
+class LMHCountingFreshStale(LMH):
+    """LMH that (wrongly) puts the densities of fresh and stale choices into the ratio."""
+
+    name = "lmh-fresh-stale"
+
+    def accept(self, run, log_alpha, rng):
+        return super().accept(run, log_alpha + run.lp_fresh - run.lp_stale, rng)
+
+
+@pytest.fixture(scope="module")
+def moderate_draws():
+    return {
+        "lmh": run(fig1(Y_MOD, SD_MOD), th.lmh(), 40000, burn_in=500, seed=22),
+        "no-size": run(
+            fig1(Y_MOD, SD_MOD), LMHWithoutSizeCorrection(), 40000, burn_in=500, seed=22
+        ),
+        "fresh-stale": run(
+            fig1(Y_MOD, SD_MOD), LMHCountingFreshStale(), 40000, burn_in=500, seed=22
+        ),
+    }
+
+
+def test_moderate_exact_values():
+    """Closed form: p(y | b=1) = φ(0.5), p(y | b=0) = e^-1 Φ(0.5)."""
+    l1, l0 = stats.norm.pdf(0.5), math.exp(-1.0) * stats.norm.cdf(0.5)
+    assert moderate_b1() == pytest.approx(l1 / (l1 + l0), rel=1e-8)
+    assert moderate_b1(size_factor=False) == pytest.approx(l1 / (l1 + 2 * l0), rel=1e-8)
+
+
+def test_moderate_lmh_b(moderate_draws):
+    p1 = moderate_b1()
+    check_discrete(moderate_draws["lmh"]["b"], {0: 1 - p1, 1: p1}, "lmh b")
+
+
+def test_moderate_lmh_mu_given_b0(moderate_draws):
+    """mu in the draws with b = 0 (the chain's subsequence) against N(0.5, 1) cut at 0."""
+    r = moderate_draws["lmh"]
+    mu = r["mu"][r["b"] == 0]
+    _, mean, sd, _ = fig1_exact(Y_MOD, SD_MOD)
+    check_continuous(mu, mean, sd, truncnorm_mu(Y_MOD, SD_MOD).cdf, "lmh mu | b=0")
+
+
+def test_moderate_negative_control_size_factor(moderate_draws):
+    """Without |x| / |x'| the answer differs detectably: the correct draws fail against the
+    uncorrected law, and the uncorrected kernel's draws fail against the exact one — and match
+    the law ∝ |x| p(x, y) they really sample."""
+    p1, p1_wrong = moderate_b1(), moderate_b1(size_factor=False)
+    assert abs(p1 - p1_wrong) > 0.15
+    b_ok = moderate_draws["lmh"]["b"]
+    b_bad = moderate_draws["no-size"]["b"]
+    assert abs(prob_z(b_ok, 1, p1_wrong)) > Z_MAX
+    assert abs(prob_z(b_bad, 1, p1)) > Z_MAX
+    check_discrete(b_bad, {0: 1 - p1_wrong, 1: p1_wrong}, "no-size b vs its own law")
+
+
+def test_moderate_negative_control_fresh_stale(moderate_draws):
+    """Scoring the fresh and stale choices (mu when b flips) is detected."""
+    p1 = moderate_b1()
+    r = moderate_draws["fresh-stale"]
+    assert abs(prob_z(r["b"], 1, p1)) > Z_MAX
+
+
+# =============================================================================================
+# (c) Recursive geometric (paper 003 §4.1)
+# =============================================================================================
+def geom(p, k=0):
+    flip = th.sample(("flip", k), dist.Bernoulli(probs=p))
+    return 1 if flip else 1 + geom(p, k + 1)
+
+
+@th.model
+def geometric_poisson(count=3):
+    n = geom(0.5)
+    th.deterministic("n", n)
+    th.observe("y", dist.Poisson(n), count)
+    return n
+
+
+N_MAX = 60  # 0.5^60 · Poisson(3; 60) < 1e-60: the truncated tail is negligible
+
+
+def geom_exact(size_factor: bool = True) -> dict:
+    """P(n | y) ∝ 0.5^n Poisson(3; n), n ≥ 1; without the size factor ∝ n · that (|x| = n)."""
+    n = np.arange(1, N_MAX + 1)
+    lw = n * math.log(0.5) + stats.poisson.logpmf(3, n)
+    if not size_factor:
+        lw = lw + np.log(n)
+    return discrete_posterior(dict(zip(n.tolist(), lw)))
+
+
+@pytest.fixture(scope="module")
+def geom_draws():
+    return {
+        "lmh": run(geometric_poisson(), th.lmh(), 40000, burn_in=500, seed=23),
+        "no-size": run(geometric_poisson(), LMHWithoutSizeCorrection(), 40000, 500, seed=23),
+    }
+
+
+def test_geometric_trace_structure(geom_draws):
+    """The number of flips in a trace is n: flips 0..n-2 are 0 and flip n-1 is 1."""
+    r = geom_draws["lmh"]
+    n = r["n"][0, :500].astype(int)
+    for d, k in enumerate(n):
+        flips = [r[f"flip.{j}"][0, d] for j in range(k)]
+        assert flips == [0] * (k - 1) + [1]
+        if f"flip.{k}" in r:
+            assert np.isnan(r[f"flip.{k}"][0, d])
+
+
+def test_geometric_posterior(geom_draws):
+    exact = geom_exact()
+    n = geom_draws["lmh"]["n"].astype(int)
+    # P(n) > 1e-3 gets its own z-test (n = 1..8); the rest is pooled by the chi-square.
+    main = {k: v for k, v in exact.items() if v > 1e-3}
+    check_discrete(n, main, "geom n")
+    assert chisq_p(n, exact) > P_MIN
+
+
+def test_geometric_negative_control(geom_draws):
+    """LMH without |x| / |x'| samples ∝ n P(n | y): it fails against the exact law, matches
+    the law it samples, and the correct draws fail against that law."""
+    exact, wrong = geom_exact(), geom_exact(size_factor=False)
+    main = {k: v for k, v in exact.items() if v > 1e-3}
+    n_ok = geom_draws["lmh"]["n"].astype(int)
+    n_bad = geom_draws["no-size"]["n"].astype(int)
+    thr = z_threshold(len(main))
+    assert max(abs(z) for z in probs_z(n_bad, main).values()) > thr
+    assert chisq_p(n_bad, exact) < P_MIN
+    wrong_main = {k: v for k, v in wrong.items() if v > 1e-3}
+    check_discrete(n_bad, wrong_main, "no-size n vs its own law")
+    assert max(abs(z) for z in probs_z(n_ok, wrong_main).values()) > z_threshold(len(wrong_main))

@@ -19,6 +19,7 @@ from thrifty.inference.gibbs import gibbs
 from thrifty.inference.mh import lmh, mh
 from thrifty.inference.proposals import drift, prior
 from thrifty.inference.selection import each, one, ordered_range, select
+from thrifty.inference.subsampled import subsampled_mh
 from thrifty.runtime import InterruptedWarning, load_checkpoint
 from thrifty.runtime.infer import infer
 from thrifty.runtime.result import Result
@@ -56,6 +57,7 @@ __all__ = [
     "sample",
     "select",
     "simulate",
+    "subsampled_mh",
 ]
 
 from thrifty import datasets, diagnostics  # noqa: E402  (subpackages users reach as th.*)

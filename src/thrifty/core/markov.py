@@ -50,8 +50,10 @@ class ChainNode:
     def latent_lp(self) -> float:
         return sum(block_latent_lp(b) for b in self.steps)
 
-    def has_stale(self) -> bool:
-        return bool(np.any(self.stamp < self.valid_from)) or any(b.has_stale() for b in self.steps)
+    def has_stale(self, mems=None) -> bool:
+        return bool(np.any(self.stamp < self.valid_from)) or any(
+            b.has_stale(mems) for b in self.steps
+        )
 
     def cumulative_latent(self) -> np.ndarray:
         """Cumulative numbers of latent choices per step (for uniform choice selection)."""
@@ -85,6 +87,8 @@ def run_chain(parent: BlockFrame, local, step, length, init, args):
         raise ModelError(f"markov chain {fmt(addr)}: step must be callable, got {step!r}")
     T = int(length)
     old = parent.old.chains.get(local)
+    if parent.dirty and run.plan.lazy and old is not None and old.length == T:
+        return _lazy_chain(parent, local, addr, old, step, init, args)
     if old is None or parent.dirty or old.length != T:
         blocks, states, prev = {}, [], init
         for t in range(T):
@@ -100,6 +104,7 @@ def run_chain(parent: BlockFrame, local, step, length, init, args):
             or not all(same_value(a, b) for a, b in zip(states, old.states))
         )
         node = ChainNode() if old is None else old
+        run.chain_frames[addr] = blocks
         run.chain_updates.append(_ChainUpdate(node, blocks, states, T, parent.dirty))
     else:
         planned = run.plan.steps.get(addr)
@@ -127,11 +132,39 @@ def run_chain(parent: BlockFrame, local, step, length, init, args):
             else:
                 prev_changed = False
                 t = todo[k] if k < len(todo) else None
+        run.chain_frames[addr] = blocks
         run.chain_updates.append(_ChainUpdate(node, blocks, states, T, False))
     parent.new.chains[local] = node
     if changed:
         parent.dirty = True
     return states
+
+
+def _lazy_chain(parent, local, addr, old, step, init, args):
+    """Something before the chain changed, and the run is lazy (subsampling): execute only the
+    planned steps, each from its stored previous state (states held fixed), and leave the other
+    steps stale.  The steps are the chain's local sections (paper 000 §3.1)."""
+    run = parent.run
+    run.sections.append(("chain", addr, old.length))
+    blocks = {}
+    for t in sorted(run.plan.steps.get(addr, ())):
+        prev = init if t == 0 else old.states[t - 1]
+        blocks[t], state = _exec_step(run, addr, t, step, prev, args, old.steps[t], True)
+        if not same_value(state, old.states[t]):
+            raise ModelError(
+                f"markov chain {fmt(addr)}: step {t} returned a different state when only the "
+                "values before the chain changed; its steps are not separable sections "
+                "(the state must be a sampled value, not computed from the changed choice)"
+            )
+    run.chain_frames[addr] = blocks
+    run.chain_updates.append(_ChainUpdate(old, blocks, old.states, old.length, True))
+    parent.new.chains[local] = old
+    return list(old.states)
+
+
+def stale_steps(node: ChainNode, steps) -> list:
+    """The steps among ``steps`` whose log-density is out of date."""
+    return [t for t in steps if node.stamp[t] < node.valid_from]
 
 
 class _BlockAsNode:

@@ -77,19 +77,26 @@ class PlateNode:
             out += sum(float(s.lp.sum()) for st in steps for s in st.values() if s.kind == LATENT)
         return out
 
-    def stale_elements(self, idx=None) -> np.ndarray:
-        """Indices (among ``idx``, default all) whose log-density is out of date."""
+    def stale_elements(self, idx=None, mems=None) -> np.ndarray:
+        """Indices (among ``idx``, default all) whose log-density is out of date: executed
+        before something that precedes the plate changed (``valid_from``), or before a mem
+        key they read changed (the key's clock in ``mems``)."""
         if not self.maybe_stale:
             return _EMPTY
         if isinstance(idx, slice):
             idx = None
-        stamp = self.stamp if idx is None else self.stamp[idx]
-        bad = np.maximum(stamp, self.full_clock) < self.valid_from
+        stamp = np.maximum(self.stamp if idx is None else self.stamp[idx], self.full_clock)
+        bad = stamp < self.valid_from
+        if mems:
+            for (maddr, _), keys in self.mem_keys.items():
+                table = mems.get(maddr)
+                if table is not None:
+                    bad |= stamp < key_clocks(table, keys if idx is None else keys[idx])
         where = np.flatnonzero(bad)
         return where if idx is None else np.asarray(idx)[where]
 
-    def has_stale(self) -> bool:
-        if self.maybe_stale and not len(self.stale_elements()):
+    def has_stale(self, mems=None) -> bool:
+        if self.maybe_stale and not len(self.stale_elements(None, mems)):
             self.maybe_stale = False
         return self.maybe_stale
 
@@ -116,6 +123,16 @@ class PlateNode:
             ):
                 return steps[rel[k]].get(rel[k + 1 :])
         return None
+
+
+def key_clocks(table, keys: np.ndarray) -> np.ndarray:
+    """The clock of the last change of each key (one lookup per distinct key)."""
+    if len(keys) == 0:
+        return np.zeros(0, dtype=np.int64)
+    uniq, inv = np.unique(keys, return_inverse=True)
+    clock = table.clock
+    c = np.array([clock.get(k, 0) for k in uniq.tolist()], dtype=np.int64)
+    return c[inv]
 
 
 class PlateContext:
@@ -152,6 +169,8 @@ class PlateContext:
                 idx = planned if len(planned) < N else None
         frame = PlateFrame(run, parent, addr, self.local, old, idx, N, fresh_node)
         run.plate_frames[addr] = frame
+        if parent.dirty and run.plan.lazy and not fresh_node:
+            run.sections.append(("plate", addr, N))
         self.frame = frame
         run.frame = frame
         return frame.user_index
@@ -345,6 +364,9 @@ class VecFrame:
             ) from None
         lp = self._elem_lp(lp, rel, "observation")
         acc.add(lp, self._check_finite(lp, rel, d, value, observed=True), owned=True)
+        if run.captured is not None:
+            elems = np.arange(acc.N)[acc.idx] if acc.full else acc.idx
+            run.captured.append((acc.addr + ("*",) + rel, d, value, elems))
         return value
 
     def factor(self, name, log_weight):
@@ -536,7 +558,7 @@ class PlateFrame(VecFrame):
                 old_lp = node.lp_sum
             else:
                 old_lp = float(node.elem_lp[self.idx].sum())
-            if node.maybe_stale and len(node.stale_elements(self.idx)):
+            if node.maybe_stale and len(node.stale_elements(self.idx, run.trace.mems)):
                 old_lp = float("nan")  # unknown: this run can rescore, not compare
             stale_sites = self._check_structure(n_latent_elem)
             for st_lp, count in stale_sites:

@@ -81,7 +81,9 @@ def mem(name, fn: Callable) -> Mem:
     prefix = getattr(frame, "prefix", None)
     if prefix is None:
         raise ModelError(f"th.mem({name!r}) must be defined outside plates")
-    return Mem(prefix + frame.scope + as_name(name), fn)
+    addr = prefix + frame.scope + as_name(name)
+    RUNS[-1].mem_fns[addr] = fn
+    return Mem(addr, fn)
 
 
 def call(name, submodel, *args, **kwargs) -> Any:

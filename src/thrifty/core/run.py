@@ -236,6 +236,8 @@ class BlockFrame:
         new.sites[local] = Site(value, lp, OBSERVED)
         new.lp += lp
         run.lp_new += lp
+        if run.captured is not None:
+            run.captured.append((self.prefix + local, d, value, None))
         return value
 
     def factor(self, name, log_weight):
@@ -310,6 +312,9 @@ class Run:
         and an out-of-support one scores ``-inf`` (enumerative Gibbs, PGAS rescoring).
     everything : re-execute every plate element and markov step (rescoring from scratch; this
         is how stale elements are refreshed).
+    capture : record every observation executed in ``run.captured`` as (address, distribution,
+        value, element indices) — how kernels that need the likelihood's structure (SMH's GLM
+        families) find it; plate observations have ``"*"`` for the element in the address.
     simulate_observations : draw every observed value afresh from its distribution (given the
         replayed latent choices) and keep it in ``trace.obs_values`` on commit — the
         "y ~ p(y | x)" half of a Geweke successive-conditional simulator.
@@ -325,8 +330,12 @@ class Run:
         strict: bool = False,
         everything: bool = False,
         simulate_observations: bool = False,
+        capture: bool = False,
     ):
         self.trace = trace
+        # (address, distribution, value) of every observation executed (plates: the plate
+        # address with ``"*"`` in place of the element and the executed index array appended)
+        self.captured: list | None = [] if capture else None
         self.everything = everything or simulate_observations
         self.new_obs: dict | None = {} if simulate_observations else None
         self.rng = rng
@@ -349,6 +358,10 @@ class Run:
         self.vec_seen: set = set()
         self.plate_updates: list = []
         self.plate_frames: dict = {}
+        self.chain_frames: dict = {}  # chain address → {t: new step block} (executed steps)
+        self.mem_fns: dict = {}  # mem address → its function, as defined in this execution
+        # the local sections a lazy run met: ("plate" | "chain", address, number of sections)
+        self.sections: list = []
         self.chain_updates: list = []
         self.mem_journals: dict = {}
         self.impossible: list = []
@@ -371,9 +384,25 @@ class Run:
             self.frame = None
         frame.finalize()
         self.root = frame.new
+        if self.targets and self.n_seen < len(self.targets):
+            self._resolve_unread_mem_targets()
         for journal in self.mem_journals.values():
             journal.finish(self)
         return self
+
+    def _resolve_unread_mem_targets(self) -> None:
+        """A proposed mem value whose readers were not executed (a lazy run): score it anyway."""
+        from thrifty.core.mem import Mem, journal
+
+        for addr in self.targets:
+            maddr, key = addr[:-1], addr[-1]
+            fn = self.mem_fns.get(maddr)
+            table = self.trace.mems.get(maddr)
+            if fn is None or table is None or key not in table.values:
+                continue
+            j = journal(self, maddr)
+            if key not in j.entries:
+                j.resolve(self, Mem(maddr, fn), key)
 
     @property
     def log_weight(self) -> float:
@@ -422,6 +451,20 @@ class Run:
             seen.update(addr + (k,) for k in journal.entries)
         return seen
 
+    def _mark_mem_readers_stale(self, trace) -> None:
+        """A lazy run changed mem keys: plates that read them may now have stale elements."""
+        from thrifty.core.locate import find_plate
+
+        for addr, journal in self.mem_journals.items():
+            table = trace.mems.get(addr)
+            if table is None or not any(e.changed for e in journal.entries.values()):
+                continue
+            for plate in table.plate_readers:
+                try:
+                    find_plate(trace, plate).maybe_stale = True
+                except KeyError:
+                    pass
+
     # -- commit ---------------------------------------------------------------------------------
     def commit(self) -> None:
         """Make this execution the trace's current state."""
@@ -445,5 +488,6 @@ class Run:
         trace.output_full = self.full
         if self.plan.lazy:
             trace.maybe_stale = True
+            self._mark_mem_readers_stale(trace)
         elif self.everything:
             trace.maybe_stale = False

@@ -75,9 +75,9 @@ class Block:
             + sum(c.n_latent for c in self.chains.values())
         )
 
-    def has_stale(self) -> bool:
-        return any(p.has_stale() for p in self.plates.values()) or any(
-            c.has_stale() for c in self.chains.values()
+    def has_stale(self, mems=None) -> bool:
+        return any(p.has_stale(mems) for p in self.plates.values()) or any(
+            c.has_stale(mems) for c in self.chains.values()
         )
 
 
@@ -127,7 +127,7 @@ class Trace:
         return self.root.total_lp() + sum(t.total_lp() for t in self.mems.values())
 
     def has_stale(self) -> bool:
-        return self.root.has_stale()
+        return self.root.has_stale(self.mems)
 
     # -- reading values -----------------------------------------------------------------------
     def __getitem__(self, addr):

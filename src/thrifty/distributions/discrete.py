@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import threading
 
 import numpy as np
 from scipy.special import expit, gammaln, log_expit, logsumexp, xlog1py, xlogy
@@ -109,17 +110,34 @@ class _ProbsLogits(Distribution):
         return f"probs={describe(self._probs)}"
 
 
+_SCRATCH = threading.local()
+
+
+def _scratch(shape: tuple, slot: int) -> np.ndarray:
+    """A reusable float work array per thread (fresh large arrays cost page faults)."""
+    bufs = getattr(_SCRATCH, "bufs", None)
+    if bufs is None:
+        bufs = _SCRATCH.bufs = {}
+    a = bufs.get(slot)
+    if a is None or a.shape != shape:
+        a = bufs[slot] = np.empty(shape)
+    return a
+
+
 def _bernoulli_logits_lp(x: np.ndarray, z: np.ndarray, finite: bool = False) -> np.ndarray:
     """``x·z − softplus(z)`` for values ``x`` in {0, 1} — the hot path of logistic likelihoods.
 
-    softplus(z) = max(z, 0) + log1p(exp(−|z|)) is evaluated in place (five passes over the
-    data); infinite logits and values outside {0, 1} fall back to the exact general formula.
+    softplus(z) = max(z, 0) + log1p(exp(−|z|)) is evaluated in two reused work arrays, so the
+    returned array is the only new allocation; infinite logits and values outside {0, 1} fall
+    back to the exact general formula.
     """
-    sp = np.abs(z)
+    sp, m = _scratch(z.shape, 0), _scratch(z.shape, 1)
+    np.abs(z, out=sp)
     np.negative(sp, out=sp)
     np.exp(sp, out=sp)
     np.log1p(sp, out=sp)
-    sp += np.maximum(z, 0.0, out=np.empty_like(z))
+    np.maximum(z, 0.0, out=m)
+    sp += m
     lp = x * z if x.dtype != np.bool_ else np.where(x, z, 0.0)
     lp -= sp
     if x.dtype.kind in "iu" and x.size and (x.min() < 0 or x.max() > 1):

@@ -59,6 +59,13 @@ def _tril_inverse(L):
     return _swap(_tril_solve(L[..., None, :, :], np.broadcast_to(eye, L.shape)))
 
 
+# Models rebuild the same small covariance at every execution (``0.1 * np.eye(d)``): cache the
+# validated Cholesky factors of recent small matrices, keyed by their bytes.
+_CACHE_MAX_SIZE = 32 * 32
+_CACHE_ENTRIES = 64
+_FACTORS: dict = {}
+
+
 class MvNormal(Distribution):
     """Multivariate normal with mean ``loc`` and one of ``cov``, ``precision`` or ``scale_tril``.
 
@@ -105,8 +112,18 @@ class MvNormal(Distribution):
         if not all_true(np.isfinite(loc)):
             self._fail(f"loc must be finite, got {describe(loc)}")
         self.loc = np.broadcast_to(loc, (*self.batch_shape, d))
+        key = (name, m.shape, m.tobytes()) if m.size <= _CACHE_MAX_SIZE else None
+        hit = _FACTORS.get(key) if key is not None else None
+        if hit is not None:  # the same small matrix as a recent construction: reuse its factor
+            self._L, self._half_log_det = hit
+            return
         self._L = self._factor(name, m)  # its own leading dims; broadcasts with batch_shape
         self._half_log_det = np.log(np.diagonal(self._L, axis1=-2, axis2=-1)).sum(-1)
+        if key is not None and self._error is None:
+            if len(_FACTORS) >= _CACHE_ENTRIES:
+                _FACTORS.clear()
+            self._L.setflags(write=False)
+            _FACTORS[key] = (self._L, self._half_log_det)
 
     def _factor(self, name, m):
         """The lower Cholesky factor of the covariance from ``m`` (identity after a failure)."""

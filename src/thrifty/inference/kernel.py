@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from thrifty.core.run import Run
 
@@ -25,6 +25,10 @@ class Stats:
     chain_steps: int = 0  # markov steps executed
     runs: int = 0  # program executions
     seconds: float = 0.0
+    extra: dict = field(default_factory=dict)  # kernel-specific counters (reported per step)
+
+    def __post_init__(self):
+        self.extra = dict(self.extra)  # copies (dataclasses.replace) must not share counters
 
     def add_run(self, run: Run) -> None:
         self.runs += 1
@@ -41,10 +45,20 @@ class Stats:
             "runs_per_step": self.runs / steps,
             "seconds": self.seconds,
             "seconds_per_step": self.seconds / steps,
+            **{f"{k}_per_step": v / steps for k, v in self.extra.items()},
         }
 
+    def count(self, name: str, amount: float = 1) -> None:
+        """Add to a kernel-specific counter (reported as ``<name>_per_step``)."""
+        self.extra[name] = self.extra.get(name, 0) + amount
+
     def merge(self, other: Stats) -> Stats:
-        return Stats(*(getattr(self, f) + getattr(other, f) for f in self.__dataclass_fields__))
+        extra = dict(self.extra)
+        for k, v in other.extra.items():
+            extra[k] = extra.get(k, 0) + v
+        values = [getattr(self, f) + getattr(other, f) for f in self.__dataclass_fields__
+                  if f != "extra"]
+        return Stats(*values, extra=extra)
 
 
 class Kernel:

@@ -1,0 +1,265 @@
+"""Subsampled MH: approximate MH whose cost is sublinear in the data (paper 000 §3, 004 §4).
+
+For a global choice θ the change θ → θ' splits into a *global* part — everything outside the
+plates and chains it reaches: its prior, the proposal ratio, other top-level sites — and N
+*local sections*, each one element of a plate, one step of a markov chain (states held fixed),
+or one reader of a memoized value.  The MH decision  log u < G + Σ_i l_i  is the test
+μ = mean(l_i) > μ0 = (log u − G)/N of :func:`~thrifty.inference.sequential.sequential_test`,
+decided from minibatches of sections (000 Alg. 2, 3):
+
+1. propose θ'; one *lazy* execution with no section planned gives G exactly and the section
+   containers (000 §3.1: the plates / chains that θ reaches, or θ's mem readers);
+2. draw u, set μ0 = (log u − G)/N;
+3. each minibatch: execute its sections under θ' (lazily: nothing else runs), and under θ where
+   the stored log-density is stale (000 §3.5: sections are rescored when next read, never by a
+   sweep); l_i = new − old;
+4. accept iff the test says μ > μ0; the sections evaluated under the chosen value are stored, the
+   others are left stale.
+
+When no section exists the kernel is exact MH (with a one-time warning).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from thrifty.core.address import fmt
+from thrifty.core.locate import find_plate, locate, plan_elements, trace_chain
+from thrifty.core.markov import stale_steps
+from thrifty.core.run import Plan
+from thrifty.errors import SelectionError
+from thrifty.inference.mh import _Selecting
+from thrifty.inference.proposals import Proposal, drift
+from thrifty.inference.selection import One
+from thrifty.inference.sequential import sequential_test
+
+
+@dataclass
+class Container:
+    """Local sections of one kind: elements of a plate or steps of a chain (``index`` lists
+    them when only some are sections — a mem key's readers — else all ``size``)."""
+
+    kind: str
+    addr: tuple
+    size: int
+    index: np.ndarray | None = None
+
+
+class Sections:
+    """The N local sections of a proposal, numbered 0..N-1 across containers."""
+
+    def __init__(self, containers: list[Container]):
+        self.containers = containers
+        self.bounds = np.cumsum([0] + [c.size for c in containers])
+        self.N = int(self.bounds[-1])
+
+    def split(self, idx: np.ndarray) -> list[tuple[Container, np.ndarray, np.ndarray]]:
+        """(container, section numbers within it, positions in ``idx``) for each container."""
+        which = np.searchsorted(self.bounds, idx, side="right") - 1
+        out = []
+        for k in np.unique(which):
+            pos = np.flatnonzero(which == k)
+            c = self.containers[k]
+            local = idx[pos] - self.bounds[k]
+            elems = local if c.index is None else c.index[local]
+            out.append((c, elems, pos))
+        return out
+
+
+class SubsampledMH(_Selecting):
+    """Approximate MH with the sequential test; see :func:`thrifty.subsampled_mh`."""
+
+    name = "subsampled_mh"
+
+    def __init__(self, selection, batch_size=100, epsilon=0.01, proposal=None, k0=1):
+        super().__init__(selection)
+        if int(batch_size) < 1:
+            raise ValueError(f"subsampled_mh: batch_size must be >= 1, got {batch_size}")
+        if not 0 <= epsilon < 1:
+            raise ValueError(f"subsampled_mh: epsilon must be in [0, 1), got {epsilon}")
+        if int(k0) < 1:
+            raise ValueError(f"subsampled_mh: k0 must be >= 1, got {k0}")
+        self.batch_size = int(batch_size)
+        self.epsilon = float(epsilon)
+        self.k0 = int(k0)
+        self.proposal = proposal if proposal is not None else drift(0.1)
+        if not isinstance(self.proposal, Proposal):
+            raise TypeError(f"subsampled_mh: proposal must be a proposal, got {proposal!r}")
+        self._warned = False
+
+    def label(self) -> str:
+        return (
+            f"subsampled_mh({self.selection!r}, batch_size={self.batch_size}, "
+            f"epsilon={self.epsilon}, {self.proposal!r})"
+        )
+
+    # -- one step ---------------------------------------------------------------------------
+    def _step(self, trace, rng):
+        cs = self.choices(trace)
+        if cs is None:
+            return trace
+        if isinstance(self.selection, One):
+            cs = cs.pick_block(rng)
+        if cs.groups:
+            g = cs.groups[0]
+            raise SelectionError(
+                f"subsampled_mh updates global choices; {fmt(g.plate_addr + ('*',) + g.rel)} "
+                "is local to plate elements (use th.mh or th.gibbs for those)"
+            )
+        locs = [locate(trace, a) for a in cs.scalars]
+        targets, log_q = self._propose(trace, locs, rng)
+
+        # 1. the global part, and which sections the change reaches (000 §3.1)
+        skeleton = self.execute(trace, rng, targets=targets, plan=Plan(lazy=True))
+        if skeleton.n_fresh or skeleton.n_stale:
+            raise SelectionError(
+                f"subsampled_mh on {self.selection!r}: the proposal changes which choices exist; "
+                "subsampling needs a fixed structure (use th.lmh or th.mh)"
+            )
+        global_lr = skeleton.log_weight + log_q
+        sections = self._sections(trace, skeleton, locs)
+        self.stats.proposed += 1
+        if sections.N == 0:
+            self._warn_exact()
+            log_u = math.log(rng.random())
+            if log_u < global_lr:
+                skeleton.commit()
+                self.stats.accepted += 1
+            return trace
+
+        # 2.–3. the sequential test on minibatches of sections (000 Alg. 2, 3)
+        log_u = math.log(rng.random())
+        mu0 = (log_u - global_lr) / sections.N
+        used: list = []
+
+        def evaluate(idx):
+            used.append(idx)
+            return self._log_ratios(trace, rng, targets, sections, idx)
+
+        out = sequential_test(
+            mu0, evaluate, sections.N, self.batch_size, self.epsilon, rng, self.k0, growth=2.0
+        )
+        self.stats.count("sections", out.n)
+        self.stats.count("sections_evaluated", out.evaluated)
+        self.stats.count("ran_to_N", int(out.exact))
+
+        # 4. keep the sections evaluated under the chosen value, the rest stale (000 §3.5)
+        if out.accept:
+            self.stats.accepted += 1
+            plan = self._plan(trace, sections, np.concatenate(used), lazy=True)
+            self.execute(trace, rng, targets=targets, plan=plan).commit()
+        return trace
+
+    def _propose(self, trace, locs, rng):
+        targets = {}
+        for loc in locs:
+            if loc.kind == "element":
+                raise SelectionError(f"subsampled_mh: {fmt(loc.addr)} is local to a plate")
+            targets[loc.addr] = self.proposal.propose(loc.addr, loc.value, loc.discrete, rng)
+        log_q = 0.0
+        correction = getattr(self.proposal, "log_ratio", None)
+        if correction is not None:  # asymmetric proposals (e.g. SGLD) give log q(θ|θ') − log q(θ'|θ)
+            log_q = correction(trace, locs, targets)
+        return targets, log_q
+
+    def _sections(self, trace, skeleton, locs) -> Sections:
+        containers = [Container(kind, addr, size) for kind, addr, size in skeleton.sections]
+        for loc in locs:
+            if loc.kind != "mem":
+                continue
+            for plate, elems in trace.mems[loc.mem_addr].readers(loc.addr[-1]).items():
+                containers.append(Container("plate", plate, len(elems), elems))
+        return Sections(containers)
+
+    def _plan(self, trace, sections, idx, lazy) -> Plan:
+        plan = Plan(lazy=lazy)
+        for c, elems, _ in sections.split(np.sort(idx)):
+            if c.kind == "plate":
+                plan_elements(trace, plan, c.addr, elems)
+            else:
+                for t in elems.tolist():
+                    plan.add_step(c.addr, t)
+        return plan
+
+    def _log_ratios(self, trace, rng, targets, sections, idx) -> np.ndarray:
+        """l_i = log-density of section i under θ' minus under θ (stale ones rescored)."""
+        parts = sections.split(idx)
+        old = np.empty(len(idx))
+        stale_plan = Plan()
+        stale: list = []
+        for c, elems, pos in parts:
+            if c.kind == "plate":
+                node = find_plate(trace, c.addr)
+                old[pos] = node.elem_lp[elems]
+                bad = node.stale_elements(elems, trace.mems)
+                if len(bad):
+                    plan_elements(trace, stale_plan, c.addr, bad)
+            else:
+                node = trace_chain(trace, c.addr)
+                old[pos] = [node.steps[t].total_lp() for t in elems.tolist()]
+                bad = np.array(stale_steps(node, elems.tolist()), dtype=np.int64)
+                for t in bad.tolist():
+                    stale_plan.add_step(c.addr, t)
+            if len(bad):
+                stale.append((c, bad, pos[np.isin(elems, bad)]))
+        if stale:  # rescore under θ what is out of date, and keep it (a refresh)
+            refresh = self.execute(trace, rng, plan=stale_plan)
+            refresh.commit()
+            for c, bad, pos in stale:
+                old[pos] = self._section_lp(refresh, c, bad)
+        plan = Plan(lazy=True)
+        for c, elems, _ in parts:
+            if c.kind == "plate":
+                plan_elements(trace, plan, c.addr, elems)
+            else:
+                for t in elems.tolist():
+                    plan.add_step(c.addr, t)
+        run = self.execute(trace, rng, targets=targets, plan=plan)
+        new = np.empty(len(idx))
+        for c, elems, pos in parts:
+            new[pos] = self._section_lp(run, c, elems)
+        return new - old
+
+    @staticmethod
+    def _section_lp(run, c: Container, elems: np.ndarray) -> np.ndarray:
+        if c.kind == "plate":
+            frame = run.plate_frames[c.addr]
+            return frame.elem_lp[frame.positions(np.asarray(elems))]
+        blocks = run.chain_frames[c.addr]
+        return np.array([blocks[t].total_lp() for t in elems.tolist()])
+
+    def _warn_exact(self) -> None:
+        if not self._warned:
+            self._warned = True
+            warnings.warn(
+                f"subsampled_mh on {self.selection!r}: what depends on it does not split into "
+                "plate elements, markov steps or mem readers; every step is an exact MH step",
+                stacklevel=4,
+            )
+
+
+def subsampled_mh(
+    selection, batch_size: int = 100, epsilon: float = 0.01, proposal=None, k0: int = 1
+) -> SubsampledMH:
+    """Approximate MH on a global choice, deciding from minibatches of its local sections.
+
+    ``batch_size`` sections per minibatch, ``epsilon`` the tolerance of the sequential test
+    (0: exact MH at full cost), ``proposal`` (default ``th.drift(0.1)``), ``k0`` minibatches
+    before the first test.  Sections are plate elements, markov steps (with the states held
+    fixed) or the readers of a memoized value; ``result.stats`` reports ``sections_per_step``
+    and ``ran_to_N_per_step``.
+
+    >>> import numpy as np, thrifty as th
+    >>> from thrifty.datasets import synthetic_logistic
+    >>> from thrifty.models.logistic import logistic_regression
+    >>> X, y, _ = synthetic_logistic(20_000, 2, seed=0)
+    >>> k = th.subsampled_mh("w", batch_size=100, epsilon=0.05, proposal=th.drift(0.02))
+    >>> r = th.infer(logistic_regression(X, y), k, num_samples=200, seed=0, progress=False)
+    >>> r.stats[k.label()]["sections_per_step"] < 20_000
+    True
+    """
+    return SubsampledMH(selection, batch_size, epsilon, proposal, k0)

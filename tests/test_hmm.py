@@ -6,8 +6,9 @@ sweep = 18 site updates) run for the same number of site updates does at least a
 
 Statistical test: z-tests of the 54 marginals with standard errors from the ESS of each
 indicator 1{z_t = k}; max |z| must stay below the Bonferroni threshold for 54 tests at
-family-wise level 1e-5 (5.22, see tests/stat_helpers.py).  Negative control: the same draws
-against the marginals of a slightly different model (emission sd 1.15 instead of 1) fail.
+family-wise level 1e-5 (5.22, see tests/stat_helpers.py).  Negative controls: the same draws
+against the marginals of a slightly different model (emission sd 1.3 instead of 1; 1.5 for the
+short runs) fail, and an MH kernel that ignores its proposal densities fails.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 
 import thrifty as th
-from stat_helpers import cell_z, run, z_threshold
+from stat_helpers import BrokenMH, cell_z, run, z_threshold
 from thrifty.models import forward_backward, hmm
 from thrifty.models.hmm import OBSERVATIONS
 
@@ -60,6 +61,21 @@ def gibbs_draws():
     return r["s.z"]
 
 
+def test_gibbs_sweep_is_one_update_per_state():
+    """One step of th.gibbs("s") redraws each of the 18 states once (18 site updates), which
+    is what the comparison with LMH per site update assumes."""
+    from thrifty.core.simulate import initialize
+
+    rng = np.random.default_rng(0)
+    k = th.gibbs("s")
+    trace = initialize(hmm(), rng)
+    for _ in range(5):
+        trace = k.step(trace, rng)
+    assert k.stats.steps == 5
+    assert k.stats.proposed == 5 * T
+
+
+@pytest.mark.slow
 def test_draw_shapes(lmh_draws, gibbs_draws):
     assert lmh_draws.shape == (1, LMH_STEPS, T)
     assert gibbs_draws.shape == (1, SWEEPS, T)
@@ -95,9 +111,9 @@ def test_marginals_z(kernel, lmh_draws, gibbs_draws, exact):
 @pytest.mark.slow
 @pytest.mark.parametrize("kernel", ["lmh", "gibbs"])
 def test_marginals_negative_control(kernel, lmh_draws, gibbs_draws):
-    """Against the marginals for emission sd 1.15 the same test fails."""
+    """Against the marginals for emission sd 1.3 the same test fails."""
     draws = lmh_draws if kernel == "lmh" else gibbs_draws
-    wrong = forward_backward(sd=1.15)
+    wrong = forward_backward(sd=1.3)
     assert np.max(np.abs(marginal_z(draws, wrong))) > Z54
 
 
@@ -115,5 +131,13 @@ def test_one_step_kernels(make, exact):
     zs = marginal_z(z, exact)
     assert np.max(np.abs(zs)) < Z54, f"max |z| = {np.max(np.abs(zs)):.2f}"
     assert np.abs(marginals(z) - exact).mean() < MAE_MAX
-    # negative control: with these draws the test still sees a wrong model
-    assert np.max(np.abs(marginal_z(z, forward_backward(sd=1.15)))) > Z54
+    # negative control: with these (5x fewer) draws the test still sees a wrong model; the
+    # perturbation is coarser than for the long runs (emission sd 1.5)
+    assert np.max(np.abs(marginal_z(z, forward_backward(sd=1.5)))) > Z54
+
+
+def test_mh_ignoring_q_terms_is_detected(exact):
+    """Negative control on the kernel: th.mh(th.one("s")) accepting with p(x', y) / p(x, y)
+    only (prior proposals, q terms dropped) samples ∝ p(z)² p(y | z) and fails the z-tests."""
+    z = run(hmm(), BrokenMH(th.one("s")), ONE_STEPS, burn_in=2000, seed=34)["s.z"]
+    assert np.max(np.abs(marginal_z(z, exact))) > Z54

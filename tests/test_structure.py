@@ -38,6 +38,7 @@ from stat_helpers import (
     z_threshold,
 )
 from thrifty import dist
+from thrifty.errors import SelectionError
 from thrifty.inference.mh import LMH
 
 
@@ -96,18 +97,12 @@ def fig1_kernel(mh_first=False):
 
 @pytest.fixture(scope="module")
 def fig1_draws():
-    # init b = 0 and the mh step first, so th.mh("mu") sees "mu" in its first trace: see
-    # test_fig1_mh_skips_when_mu_absent_at_start for the engine bug this works around.
+    # init b = 0 and the mh step first (starting with "mu" absent is tested separately:
+    # test_fig1_mh_skips_when_mu_absent_at_start).
     kernel = fig1_kernel(mh_first=True)
     return run(fig1(10.0, 0.1), kernel, 20000, burn_in=3000, seed=21, init={"b": 0})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine bug: th.mh('mu') raises SelectionError ('selects no latent choice') when "
-    "the first trace it sees has b = 1 (no 'mu'), instead of skipping the step as it does "
-    "once 'mu' has been seen; whether th.infer works depends on the random initial trace",
-)
 def test_fig1_mh_skips_when_mu_absent_at_start():
     """Start in b = 1 (mu absent).  The mh step must be skipped until lmh creates mu."""
     r = run(fig1(10.0, 0.1), fig1_kernel(), 2000, burn_in=3000, seed=21, init={"b": 1})

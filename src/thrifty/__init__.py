@@ -14,6 +14,7 @@ from thrifty.core.primitives import (
 )
 from thrifty.core.simulate import initialize, simulate
 from thrifty.core.trace import Trace
+from thrifty.inference.austerity import austerity_gibbs
 from thrifty.inference.compose import cycle, mixture
 from thrifty.inference.gibbs import gibbs
 from thrifty.inference.mh import lmh, mh
@@ -32,6 +33,7 @@ __all__ = [
     "Program",
     "Result",
     "Trace",
+    "austerity_gibbs",
     "call",
     "cycle",
     "deterministic",

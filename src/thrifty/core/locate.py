@@ -40,7 +40,14 @@ def locate(trace, addr) -> Location | None:
         return loc
     table = trace.mems.get(addr[:-1])
     if table is not None and addr[-1] in table.values:
-        return Location("mem", addr, table.values[addr[-1]], table.discrete, mem_addr=addr[:-1])
+        return Location(
+            "mem",
+            addr,
+            table.values[addr[-1]],
+            table.discrete,
+            mem_addr=addr[:-1],
+            dist=table.dist.get(addr[-1]),
+        )
     return None
 
 

@@ -48,6 +48,7 @@ class MemTable:
         self.lp: dict = {}
         self.refs: dict = {}
         self.clock: dict = {}
+        self.dist: dict = {}  # key → the distribution its value was last scored under
         self.discrete: bool = False
         self.plate_readers: dict = {}  # plate address → key → set of elements
         self.step_readers: dict = {}  # chain address → key → set of steps
@@ -72,7 +73,7 @@ class MemTable:
 
 
 class _Entry:
-    __slots__ = ("changed", "lp", "old_lp", "status", "value")
+    __slots__ = ("changed", "dist", "lp", "old_lp", "status", "value")
 
     def __init__(self, value, lp, status, changed, old_lp=0.0):
         self.value = value
@@ -80,6 +81,7 @@ class _Entry:
         self.status = status
         self.changed = changed
         self.old_lp = old_lp
+        self.dist = None
 
 
 class MemJournal:
@@ -147,6 +149,7 @@ class MemJournal:
             entry = _Entry(value, lp, FRESH, True)
         if lp != lp:
             raise nan_error(maddr, d, value)
+        entry.dist = d
         self.entries[key] = entry
         return entry
 
@@ -179,13 +182,14 @@ class MemJournal:
                 table.values[key] = e.value
                 table.clock[key] = clock
             table.lp[key] = e.lp
+            table.dist[key] = e.dist
         for key, delta in self.ref_delta.items():
             table.refs[key] = table.refs.get(key, 0) + delta
         for key in self.stale:
-            for d in (table.values, table.lp, table.refs, table.clock):
+            for d in (table.values, table.lp, table.refs, table.clock, table.dist):
                 d.pop(key, None)
         for key in [k for k, r in table.refs.items() if r <= 0]:
-            for d in (table.values, table.lp, table.refs, table.clock):
+            for d in (table.values, table.lp, table.refs, table.clock, table.dist):
                 d.pop(key, None)
         for plate, elems, old_keys, new_keys in self.plate_moves:
             if elems is None:  # the plate is gone
@@ -261,8 +265,10 @@ def read_vector(frame, mem, keys):
     callno = acc.mem_calls
     acc.mem_calls += 1
     acc.mem_keys[(mem.addr, callno)] = keys
-    if not vals:
-        return np.zeros((0,), dtype=float)
+    if not vals:  # no element executed: an empty array of the values' type
+        table = j.table
+        sample = next(iter(table.values.values()), 0.0) if table is not None else 0.0
+        return np.zeros((0,) + np.shape(sample), dtype=np.asarray(sample).dtype)
     return np.asarray(vals)[inv.reshape(keys.shape)]
 
 

@@ -35,10 +35,11 @@ def probe(trace, rng) -> bool:
         run = Run(trace, rng).execute()  # nothing planned: every plate runs zero elements
     except Exception as e:  # the code after a plate failed on empty plate values
         raise ModelError(
-            "the program uses values sampled inside a plate after the plate "
-            f"(it fails when the plate runs no element: {type(e).__name__}: {e}); "
-            "values from a plate must only be used inside it"
-        ) from None
+            "executing the program with its plates running no element failed "
+            f"({type(e).__name__}: {e}). thrifty runs plates on subsets of their elements, "
+            "so the program must work for any subset, including an empty one; the usual cause "
+            "is using values sampled inside a plate after it"
+        ) from e
     for local, site in trace.root.sites.items():
         new = run.root.sites.get(local)
         if new is None:

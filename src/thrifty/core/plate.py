@@ -307,6 +307,10 @@ class VecFrame:
                 else:
                     value[pos] = tgt.values
                     lp = self._elem_lp(d.log_prob(value), rel, "sample")
+                    bad = pos[~(lp[pos] > NEG_INF)]
+                    if len(bad):  # proposals outside the support: probability zero; the rest
+                        value[bad] = old.values[acc.idx][bad]  # of the body sees valid values
+                        lp[bad] = NEG_INF
                 changed = True
             else:
                 lp = self._elem_lp(d.log_prob(value), rel, "sample")

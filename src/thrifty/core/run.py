@@ -53,6 +53,15 @@ class _Resample:
 RESAMPLE = _Resample()
 
 
+class ZeroProbability(Exception):
+    """A proposed value outside its support: the proposal has probability zero, so the run
+    stops there (executing on would feed an impossible value to what depends on it)."""
+
+    def __init__(self, addr, d, value):
+        super().__init__(f"{value!r} at {fmt(addr)} is outside the support of {d!r}")
+        self.addr, self.dist, self.value = addr, d, value
+
+
 class StructureChange(Exception):
     """Raised in strict runs when a choice would have to be created (Gibbs, PGAS rescoring)."""
 
@@ -77,13 +86,28 @@ class Plan:
     def add_elements(self, plate_addr, elems) -> None:
         old = self.plates.get(plate_addr)
         elems = np.asarray(elems, dtype=np.int64).reshape(-1)
-        self.plates[plate_addr] = np.unique(elems if old is None else np.concatenate([old, elems]))
+        self.plates[plate_addr] = sorted_unique(
+            elems if old is None else np.concatenate([old, elems])
+        )
 
     def add_step(self, chain_addr, t) -> None:
         self.steps.setdefault(chain_addr, set()).add(int(t))
 
 
 EMPTY_PLAN = Plan()
+
+
+def sorted_unique(a: np.ndarray) -> np.ndarray:
+    """``np.unique`` for small integer arrays, by sorting (NumPy's hash path is slower here)."""
+    if len(a) < 2:
+        return a.copy()
+    a = np.sort(a)
+    if a[-1] == a[0] + len(a) - 1 and (len(a) < 3 or bool(np.all(a[1:] != a[:-1]))):
+        return a
+    keep = np.empty(len(a), dtype=bool)
+    keep[0] = True
+    np.not_equal(a[1:], a[:-1], out=keep[1:])
+    return a[keep]
 
 
 @dataclass
@@ -178,6 +202,8 @@ class BlockFrame:
             else:
                 value = target
                 lp = total(d.log_prob(value))
+                if not lp > NEG_INF:
+                    raise ZeroProbability(self.prefix + local, d, value)
             if old is not None:
                 self.matched += 1
             run.lp_new += lp
@@ -370,6 +396,7 @@ class Run:
         self.output = None
         self.lazy = self.plan.lazy
         self.full = True  # every plate ran all its elements (the output is the program's)
+        self.aborted: ZeroProbability | None = None
 
     # -- execution ------------------------------------------------------------------------------
     def execute(self) -> Run:
@@ -379,6 +406,10 @@ class Run:
         _context.RUNS.append(self)
         try:
             self.output = program.fn(*program.args, **program.kwargs)
+        except ZeroProbability as e:  # a proposal outside the support: weight 0, never committed
+            self.aborted = e
+            self.lp_new = NEG_INF
+            return self
         finally:
             _context.RUNS.pop()
             self.frame = None
@@ -429,6 +460,8 @@ class Run:
 
     def check_targets(self, n_scalar: int, vec_keys=()) -> None:
         """Raise if some targets were not met (an address the program did not reach)."""
+        if self.aborted is not None:  # stopped at an impossible proposal: nothing to check
+            return
         missing = []
         if self.n_seen < n_scalar:
             seen = self._seen_addresses()
@@ -468,6 +501,8 @@ class Run:
     # -- commit ---------------------------------------------------------------------------------
     def commit(self) -> None:
         """Make this execution the trace's current state."""
+        if self.aborted is not None:
+            raise RuntimeError(f"cannot commit a run with probability zero: {self.aborted}")
         trace = self.trace
         trace.clock += 1
         clock = trace.clock

@@ -43,6 +43,8 @@ def _simulate(program, seed=None, init: dict | None = None):
     trace = Trace(program)
     targets = _init_targets(init)
     run = Run(trace, _rng(seed), targets=targets).execute()
+    if run.aborted is not None:
+        return trace, run
     if targets:
         run.check_targets(len(targets))
     run.commit()
@@ -73,6 +75,12 @@ def initialize(program, seed=None, init: dict | None = None, max_tries: int = 10
     tries = 1 if init else max_tries
     for _ in range(tries):
         trace, run = _simulate(program, rng, init)
+        if run.aborted is not None:
+            e = run.aborted
+            raise InitializationError(
+                f"the initial value {e.value!r} at address {fmt(e.addr)} is outside the "
+                f"support of {e.dist!r}"
+            )
         if run.lp_new + run.lp_fresh > -np.inf:
             return trace
         for addr, d, value in run.impossible:

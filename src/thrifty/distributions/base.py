@@ -54,6 +54,9 @@ def as_params(*params, owner: Distribution | None = None):
     arrays = [np.asarray(p, dtype=float) for p in params]
     if all(a.ndim == 0 for a in arrays):
         return tuple(float(a) for a in arrays), ()
+    shape = arrays[0].shape
+    if all(a.shape == shape for a in arrays):  # nothing to broadcast (one array parameter, say)
+        return tuple(arrays), shape
     try:
         shape = np.broadcast_shapes(*(a.shape for a in arrays))
     except ValueError:

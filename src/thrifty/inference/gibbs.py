@@ -68,8 +68,6 @@ class Gibbs(_Selecting):
         loc = locate(trace, addr)
         if loc is None:
             raise SelectionError(f"gibbs: no latent choice at {fmt(addr)}")
-        if loc.kind == "mem":
-            raise SelectionError(f"gibbs: {fmt(addr)} is a memoized value; use th.mh")
         if loc.kind == "element":
             from thrifty.inference.selection import PlateGroup
 

@@ -52,11 +52,12 @@ class _Selecting(Kernel):
         if self._cache is None or self._cache[0] != key:
             cs = self.selection.resolve(trace)
             if not cs:
-                if not self._matched:
+                if not self._matched and not _exists_in_some_trace(self.selection, trace):
                     raise SelectionError(
                         f"{self.name}: {self.selection!r} selects no latent choice of the "
                         f"program; its latent choices are named {_names(trace)}"
                     )
+                self._matched = True  # a choice that exists only in some traces: skip
                 cs = None
             else:
                 self._matched = True
@@ -65,6 +66,23 @@ class _Selecting(Kernel):
 
     def label(self) -> str:
         return f"{self.name}({self.selection!r})"
+
+
+def _exists_in_some_trace(selection, trace, tries: int = 20) -> bool:
+    """Whether ``selection`` matches a choice of some prior simulation of the program (a
+    choice that exists only in some traces, rather than a wrong name).  Uses its own seeded
+    generator, so the chain's draws do not depend on it."""
+    from thrifty.core.simulate import _simulate
+
+    rng = np.random.default_rng(0)
+    for _ in range(tries):
+        try:
+            sim, _ = _simulate(trace.program, rng)
+        except Exception:
+            continue
+        if selection.resolve(sim):
+            return True
+    return False
 
 
 def _names(trace) -> str:

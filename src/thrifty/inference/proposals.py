@@ -53,6 +53,14 @@ class Drift(Proposal):
 
     def propose(self, addr, value, discrete, rng):
         self._check(addr, discrete)
+        if type(self.scale) is not float and np.shape(value) != np.broadcast_shapes(
+            np.shape(value), np.shape(self.scale)
+        ):
+            raise SelectionError(
+                f"drift: scale of shape {np.shape(self.scale)} does not fit the choice at "
+                f"{fmt(addr)} of shape {np.shape(value)} (give one scale per coordinate of "
+                "one choice; for several choices use a scalar scale or one kernel each)"
+            )
         if type(value) is float:
             return (
                 value + self.scale * rng.standard_normal()

@@ -41,44 +41,66 @@ class TestOutcome:
 
 
 class LazyPermutation:
-    """Sections drawn without replacement, a batch at a time, in O(batch · log) time and
-    O(drawn) memory: uniform candidates minus duplicates and those already drawn; once more than
-    half are drawn, the rest is permuted (small populations are permuted up front)."""
+    """Sections drawn without replacement, a batch at a time, in O(batch) time: uniform
+    candidates minus duplicates and those already drawn (a membership mask of size N that the
+    caller may reuse across tests — :meth:`release` clears only what was drawn); once more than
+    half are drawn, the rest is permuted; small populations are permuted up front.  With
+    ``unit``, draws happen in units of that size, so ``take(a + b)`` equals ``take(a)`` followed
+    by ``take(b)`` when a is a multiple of the unit."""
 
     SMALL = 4096
 
-    def __init__(self, N: int, rng: np.random.Generator):
+    def __init__(self, N: int, rng: np.random.Generator, unit: int | None = None, mask=None):
         self.N = N
         self.rng = rng
         self.k = 0
+        self.unit = unit
         self.perm = rng.permutation(N) if N <= self.SMALL else None
-        self.used = np.zeros(0, dtype=np.int64)  # sorted
+        self.mask = None
+        if self.perm is None:
+            self.mask = mask if mask is not None and len(mask) == N else np.zeros(N, dtype=bool)
+        self.drawn: list = []
 
     def take(self, m: int) -> np.ndarray:
+        if self.unit and m > self.unit:
+            parts = []
+            while m > 0 and self.k < self.N:
+                parts.append(self._take(min(self.unit, m)))
+                m -= len(parts[-1])
+            return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        return self._take(m)
+
+    def release(self) -> None:
+        """Clear the membership mask (O(drawn)) so it can be reused."""
+        if self.mask is not None:
+            for part in self.drawn:
+                self.mask[part] = False
+        self.drawn = []
+
+    def _take(self, m: int) -> np.ndarray:
         k, N = self.k, self.N
         m = min(m, N - k)
         self.k = k + m
         if self.perm is None and 2 * (k + m) > N:  # most will be drawn: permute the rest
-            rest = np.setdiff1d(np.arange(N), self.used, assume_unique=True)
+            rest = np.flatnonzero(~self.mask)
             self.perm = np.concatenate([np.zeros(k, dtype=np.int64), self.rng.permutation(rest)])
+            self.release()
         if self.perm is not None:
             return self.perm[k : k + m]
+        mask = self.mask
         out = np.zeros(0, dtype=np.int64)
-        used = self.used
         while len(out) < m:
             need = m - len(out)
-            cand = np.concatenate([out, self.rng.integers(0, N, size=need + 8 + need // 4)])
+            cand = self.rng.integers(0, N, size=need + 8 + need // 4)
+            cand = cand[~mask[cand]]
             order = np.argsort(cand, kind="stable")
             sc = cand[order]
             first = np.ones(len(sc), dtype=bool)
             first[1:] = sc[1:] != sc[:-1]
-            if len(used):  # drop what earlier batches drew
-                pos = np.minimum(np.searchsorted(used, sc), len(used) - 1)
-                first &= used[pos] != sc
-            out = cand[np.sort(order[first])][:m]  # distinct, in order of appearance
-        merged = np.concatenate([used, out])
-        merged.sort()
-        self.used = merged
+            cand = cand[np.sort(order[first])][:need]  # distinct, in order of appearance
+            mask[cand] = True
+            out = np.concatenate([out, cand])
+        self.drawn.append(out)
         return out
 
 
@@ -91,13 +113,15 @@ def sequential_test(
     rng: np.random.Generator,
     k0: int = 1,
     growth: float = 1.0,
+    mask: np.ndarray | None = None,
 ) -> TestOutcome:
     """Decide μ > μ0 from minibatches of the l_i (see the module docstring).
 
     ``evaluate(idx)`` returns l_i for the section indices ``idx`` (0 ≤ i < N).  With
     ``growth > 1`` the minibatches are evaluated in chunks of k0, k0·growth, … minibatches per
     call: the test sees the same minibatches and reaches the same decision, in O(log) calls
-    (worth it when a call has a fixed cost, like executing a program).
+    (worth it when a call has a fixed cost, like executing a program).  ``mask``: a reusable
+    all-False boolean array of length N (saves allocating one per test).
 
     >>> import numpy as np
     >>> l = np.random.default_rng(0).normal(0.3, 1.0, size=100_000)
@@ -112,7 +136,7 @@ def sequential_test(
         raise ValueError(f"sequential_test: batch_size must be >= 1, got {batch_size}")
     if not 0 <= epsilon < 1:
         raise ValueError(f"sequential_test: epsilon must be in [0, 1), got {epsilon}")
-    perm = LazyPermutation(N, rng)
+    perm = LazyPermutation(N, rng, unit=batch_size, mask=mask)
     n, mean, m2, batches = 0, 0.0, 0.0, 0
     buffer = np.zeros(0)
     chunk = float(k0)
@@ -137,6 +161,7 @@ def sequential_test(
         n = total
         batches += 1
         if n >= N:
+            perm.release()
             return TestOutcome(mean > mu0, n, batches, True, mean, 0.0, evaluated, calls)
         if batches < k0 or n < 2:
             continue
@@ -147,4 +172,5 @@ def sequential_test(
         t = (mean - mu0) / s
         p = float(stdtr(n - 1, -abs(t)))  # 1 − F_{n−1}(|t|)
         if p < epsilon:
+            perm.release()
             return TestOutcome(mean > mu0, n, batches, False, mean, p, evaluated, calls)

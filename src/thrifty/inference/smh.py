@@ -188,8 +188,9 @@ class SMH(_Selecting):
         proposal="reversible",
         theta_hat=None,
         bound: str = "local",
-        rho: float = 0.5,
+        rho: float = 0.0,
         scale: float | None = None,
+        fallback="auto",
     ):
         super().__init__(selection)
         self.stats = SMHStats()
@@ -213,6 +214,9 @@ class SMH(_Selecting):
         self.bound = bound
         self.rho = float(rho)
         self.scale = scale  # random walk: step = scale · P^{-1/2} ξ (default 2.38/√d)
+        if fallback != "auto" and not (isinstance(fallback, (int, float)) and fallback >= 0):
+            raise ValueError(f"smh: fallback must be 'auto' or a rate >= 0, got {fallback!r}")
+        self.fallback = fallback
         self._st: _Setup | None = None
         self._warned = False
 
@@ -452,8 +456,9 @@ class SMH(_Selecting):
             total = float(psi.sum())
             if total > 0:
                 st.comps.append((power, psi, AliasTable(psi), total))
-        st.d = d
+        st.powers = [c[0] for c in st.comps]
         st.n_rw = 2.38 / math.sqrt(d) if self.scale is None else float(self.scale)
+        st.threshold = self._threshold(st)
         self.stats.setups += 1
 
     def _fam_bound(self, st, k):
@@ -480,28 +485,8 @@ class SMH(_Selecting):
         site = trace.root.sites[st.addr]
         theta = site.value
         prop = self.proposal
-        if prop == "reversible":
-            rho = self.rho
-            xi = st.Rinv @ rng.standard_normal(st.d)
-            theta_new = st.m + rho * (theta - st.m) + math.sqrt(1.0 - rho * rho) * xi
-        elif prop == "random_walk":
-            theta_new = theta + st.n_rw * (st.Rinv @ rng.standard_normal(st.d))
-        else:
-            theta_new = np.asarray(prop.propose(st.addr, theta, False, rng), dtype=float)
-        dv = theta - st.theta_hat
-        dv_new = theta_new - st.theta_hat
-        u = st.R @ dv
-        u_new = st.R @ dv_new
-        # Poisson rates of the bound components (symmetric in θ, θ')
-        if st.bound == "l1":
-            r, r_new = float(np.abs(dv).sum()), float(np.abs(dv_new).sum())
-            phis = [r**p + r_new**p for p, _, _, _ in st.comps]
-        else:
-            r, r_new = math.sqrt(u @ u), math.sqrt(u_new @ u_new)
-            du = u_new - u
-            dist = math.sqrt(du @ du)
-            rmax = max(r, r_new)
-            phis = [min(r**p + r_new**p, p * dist * rmax ** (p - 1)) for p, _, _, _ in st.comps]
+        theta_new = self._propose(st, theta, rng)
+        dv, dv_new, u, u_new, phis_sw, phis = _geometry(st, theta, theta_new)
         rates = [phi * c[3] for phi, c in zip(phis, st.comps)]
         rate = sum(rates)
         stats.rate += rate
@@ -527,7 +512,8 @@ class SMH(_Selecting):
             a, b = u - st.c, u_new - st.c
             log_q = 0.5 * float(b @ b - a @ a)
 
-        if rate > st.N:  # fallback: full-data MH (symmetric switch, exact)
+        rate_sw = sum(phi * c[3] for phi, c in zip(phis_sw, st.comps))
+        if rate_sw > st.threshold:  # fallback: full-data MH (symmetric switch, exact)
             stats.fallbacks += 1
             stats.terms += st.N
             X = st.X
@@ -567,6 +553,38 @@ class SMH(_Selecting):
         stats.accepted += 1
         return True
 
+    def _propose(self, st, theta, rng):
+        prop = self.proposal
+        if prop == "reversible":
+            rho = self.rho
+            xi = st.Rinv @ rng.standard_normal(st.d)
+            return st.m + rho * (theta - st.m) + math.sqrt(1.0 - rho * rho) * xi
+        if prop == "random_walk":
+            return theta + st.n_rw * (st.Rinv @ rng.standard_normal(st.d))
+        return np.asarray(prop.propose(st.addr, theta, False, rng), dtype=float)
+
+    def _threshold(self, st) -> float:
+        """The Poisson rate above which a step is a full-data MH step.
+
+        ``fallback="auto"``: min(N, max(100, 10 × the 99th percentile of the rate over pairs
+        θ ~ N(m, P⁻¹), θ' ~ q(θ, ·))), from a fixed-seed simulation at set-up.  Far from θ̂
+        (burn-in from a prior draw) the bound, hence the rate, grows like ‖θ − θ̂‖^{k+1} while the
+        factorised acceptance decays like exp(−Σλ_i): full-data steps are then both cheaper per
+        accepted move and needed to make progress.  Any threshold gives an exact kernel.
+        """
+        if self.fallback != "auto":
+            return min(float(self.fallback), float(st.N))
+        if not st.comps:
+            return float(st.N)
+        rng0 = np.random.default_rng(7)
+        rates = []
+        for _ in range(400):
+            theta = st.m + st.Rinv @ rng0.standard_normal(st.d)
+            theta_new = self._propose(st, theta, rng0)
+            phis = _geometry(st, theta, theta_new)[4]  # the switch's rate
+            rates.append(sum(phi * c[3] for phi, c in zip(phis, st.comps)))
+        return float(min(st.N, max(100.0, 10.0 * np.quantile(rates, 0.99))))
+
     def _section_delta(self, st, idx, theta, theta_new):
         """Δ_i = R_i(θ') − R_i(θ) for the sections ``idx`` (λ_i = max(Δ_i, 0))."""
         Xs = st.X[idx]
@@ -601,19 +619,76 @@ class SMH(_Selecting):
             self._st = self._setup(trace)
         st = self._st
         lam = np.maximum(self._section_delta(st, np.arange(st.N), theta, theta_new), 0.0)
-        dv, dv_new = theta - st.theta_hat, theta_new - st.theta_hat
-        if st.bound == "l1":
-            r, r_new = np.abs(dv).sum(), np.abs(dv_new).sum()
-            phis = [r**p + r_new**p for p, _, _, _ in st.comps]
-        else:
-            u, u_new = st.R @ dv, st.R @ dv_new
-            r, r_new = np.linalg.norm(u), np.linalg.norm(u_new)
-            dist, rmax = np.linalg.norm(u_new - u), max(r, r_new)
-            phis = [min(r**p + r_new**p, p * dist * rmax ** (p - 1)) for p, _, _, _ in st.comps]
+        phis = _geometry(st, theta, theta_new)[5]
         lam_bar = np.zeros(st.N)
         for phi, c in zip(phis, st.comps):
             lam_bar += phi * c[1]
         return lam, lam_bar
+
+
+# the plane bound: a grid of directions in span(z, z'), symmetric under s → −s (period π)
+_K = 64
+_ANG = (np.arange(_K) + 0.5) * (math.pi / _K) - 0.5 * math.pi
+_COS, _SIN = np.cos(_ANG), np.sin(_ANG)
+_H = 0.5 * math.pi / _K  # every direction is within _H of a grid direction
+
+
+def _plane(u, u_new, r, r_new, powers, base):
+    """A tighter φ_m: the sup over unit directions w in span(z, z') of |ψ_m(w·z') − ψ_m(w·z)|.
+
+    For a section with ŵ_i = R⁻ᵀx_i/s_i (a unit vector), δ_i = s_i ŵ_i·z and δ'_i = s_i ŵ_i·z'
+    (z = R(θ−θ̂), z' = R(θ'−θ̂)), and J_m = |∫_δ^{δ'} |u|^{m−1} du| = |ψ_m(δ') − ψ_m(δ)|/m with
+    ψ_m(x) = sign(x)|x|^m.  So J_m = s_i^m g(ŵ_i)/m with g(w) = |ψ_m(w·z') − ψ_m(w·z)|, which
+    depends on w only through its projection p on the plane span(z, z'); g(p) ≤ g(p/|p|)·|p|^m,
+    so φ_m = sup over unit w in the plane of g is valid.  (g ≤ |w·z|^m + |w·z'|^m and g ≤
+    m|w·(z'−z)| max(|w·z|, |w·z'|)^{m−1}: it is never worse than the Cauchy–Schwarz forms.)
+    The sup is bounded from a grid of _K directions: along the circle, g = |G| with G' Lipschitz
+    of constant m²(r^m + r'^m) and G' = 0 where |G| is maximal, so the grid misses at most
+    m²(r^m + r'^m)_H²/2.  For nearly orthogonal z, z' (independent proposals, d ≥ 3) φ_m is
+    ≈ max(r, r')^m instead of r^m + r'^m.  ``base`` (Cauchy–Schwarz) caps it.
+    """
+    rmax = max(r, r_new)
+    if r <= 1e-12 * rmax or r_new <= 1e-12 * rmax:
+        return base
+    a = u / r
+    b = u_new / r_new
+    e1, e2 = a + b, a - b
+    n1, n2 = math.sqrt(e1 @ e1), math.sqrt(e2 @ e2)
+    if n1 < 1e-9 or n2 < 1e-9:  # collinear: Cauchy–Schwarz is attained
+        return base
+    # coordinates in the orthonormal basis (e1/n1, e2/n2): z = r(n1, n2)/2, z' = r'(n1, −n2)/2
+    pa = (0.5 * r) * (n1 * _COS + n2 * _SIN)
+    pb = (0.5 * r_new) * (n1 * _COS - n2 * _SIN)
+    aa, ab = np.abs(pa), np.abs(pb)
+    out = []
+    for m, cap in zip(powers, base):
+        g = np.abs(ab**m * np.sign(pb) - aa**m * np.sign(pa))
+        sup = float(g.max()) + 0.5 * m * m * (r**m + r_new**m) * _H * _H
+        out.append(min(cap, sup))
+    return out
+
+
+def _geometry(st, theta, theta_new):
+    """(θ−θ̂, θ'−θ̂, R(θ−θ̂), R(θ'−θ̂), φ for the fallback switch, φ for thinning).
+
+    The switch's φ (Cauchy–Schwarz) is symmetric in (θ, θ'), as the fallback rule needs; the
+    thinning φ may be any valid bound (it changes the cost of a step, not its law).
+    """
+    dv = theta - st.theta_hat
+    dv_new = theta_new - st.theta_hat
+    u = st.R @ dv
+    u_new = st.R @ dv_new
+    powers = st.powers
+    if st.bound == "l1":
+        r, r_new = float(np.abs(dv).sum()), float(np.abs(dv_new).sum())
+        phis = [r**p + r_new**p for p in powers]
+        return dv, dv_new, u, u_new, phis, phis
+    r, r_new = math.sqrt(u @ u), math.sqrt(u_new @ u_new)
+    du = u_new - u
+    dist = math.sqrt(du @ du)
+    rmax = max(r, r_new)
+    phis = [min(r**p + r_new**p, p * dist * rmax ** (p - 1)) for p in powers]
+    return dv, dv_new, u, u_new, phis, _plane(u, u_new, r, r_new, powers, phis)
 
 
 def smh(
@@ -622,8 +697,9 @@ def smh(
     proposal="reversible",
     theta_hat=None,
     bound: str = "local",
-    rho: float = 0.5,
+    rho: float = 0.0,
     scale: float | None = None,
+    fallback="auto",
 ) -> SMH:
     """Scalable Metropolis–Hastings (paper 002): exact MH on GLM weights, O(1) data per step.
 
@@ -657,7 +733,7 @@ def smh(
     >>> r.stats[list(r.stats)[0]]["terms_per_step"] < 5
     True
     """
-    return SMH(selection, order, proposal, theta_hat, bound, rho, scale)
+    return SMH(selection, order, proposal, theta_hat, bound, rho, scale, fallback)
 
 
 __all__ = ["SMH", "SMHStats", "smh"]

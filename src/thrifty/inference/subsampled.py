@@ -90,6 +90,7 @@ class SubsampledMH(_Selecting):
         if not isinstance(self.proposal, Proposal):
             raise TypeError(f"subsampled_mh: proposal must be a proposal, got {proposal!r}")
         self._warned = False
+        self._mask = None  # reused membership mask of the sequential test
 
     def label(self) -> str:
         return (
@@ -112,9 +113,18 @@ class SubsampledMH(_Selecting):
             )
         locs = [locate(trace, a) for a in cs.scalars]
         targets, log_q = self._propose(trace, locs, rng)
+        self.stats.proposed += 1
+        if self.decide(trace, rng, locs, targets, log_q, math.log(rng.random())):
+            self.stats.accepted += 1
+        return trace
 
+    def decide(self, trace, rng, locs, targets, log_q, log_u) -> bool:
+        """The MH decision for the proposal ``targets`` and uniform ``exp(log_u)``; commits the
+        proposal when it is accepted.  (Separate from ``_step`` so tests can fix u.)"""
         # 1. the global part, and which sections the change reaches (000 §3.1)
         skeleton = self.execute(trace, rng, targets=targets, plan=Plan(lazy=True))
+        if skeleton.aborted is not None:  # a proposal outside the support
+            return False
         if skeleton.n_fresh or skeleton.n_stale:
             raise SelectionError(
                 f"subsampled_mh on {self.selection!r}: the proposal changes which choices exist; "
@@ -122,17 +132,14 @@ class SubsampledMH(_Selecting):
             )
         global_lr = skeleton.log_weight + log_q
         sections = self._sections(trace, skeleton, locs)
-        self.stats.proposed += 1
         if sections.N == 0:
             self._warn_exact()
-            log_u = math.log(rng.random())
             if log_u < global_lr:
                 skeleton.commit()
-                self.stats.accepted += 1
-            return trace
+                return True
+            return False
 
         # 2.–3. the sequential test on minibatches of sections (000 Alg. 2, 3)
-        log_u = math.log(rng.random())
         mu0 = (log_u - global_lr) / sections.N
         used: list = []
 
@@ -140,8 +147,18 @@ class SubsampledMH(_Selecting):
             used.append(idx)
             return self._log_ratios(trace, rng, targets, sections, idx)
 
+        if self._mask is None or len(self._mask) != sections.N:
+            self._mask = np.zeros(sections.N, dtype=bool)
         out = sequential_test(
-            mu0, evaluate, sections.N, self.batch_size, self.epsilon, rng, self.k0, growth=2.0
+            mu0,
+            evaluate,
+            sections.N,
+            self.batch_size,
+            self.epsilon,
+            rng,
+            self.k0,
+            growth=2.0,
+            mask=self._mask,
         )
         self.stats.count("sections", out.n)
         self.stats.count("sections_evaluated", out.evaluated)
@@ -149,10 +166,10 @@ class SubsampledMH(_Selecting):
 
         # 4. keep the sections evaluated under the chosen value, the rest stale (000 §3.5)
         if out.accept:
-            self.stats.accepted += 1
             plan = self._plan(trace, sections, np.concatenate(used), lazy=True)
             self.execute(trace, rng, targets=targets, plan=plan).commit()
-        return trace
+        self.last_outcome = out
+        return out.accept
 
     def _propose(self, trace, locs, rng):
         targets = {}
@@ -162,17 +179,19 @@ class SubsampledMH(_Selecting):
             targets[loc.addr] = self.proposal.propose(loc.addr, loc.value, loc.discrete, rng)
         log_q = 0.0
         correction = getattr(self.proposal, "log_ratio", None)
-        if correction is not None:  # asymmetric proposals (e.g. SGLD) give log q(θ|θ') − log q(θ'|θ)
+        if correction is not None:  # asymmetric proposals: log q(θ|θ') − log q(θ'|θ)
             log_q = correction(trace, locs, targets)
         return targets, log_q
 
     def _sections(self, trace, skeleton, locs) -> Sections:
         containers = [Container(kind, addr, size) for kind, addr, size in skeleton.sections]
+        whole = {c.addr for c in containers}  # containers all of whose elements are sections
         for loc in locs:
             if loc.kind != "mem":
                 continue
             for plate, elems in trace.mems[loc.mem_addr].readers(loc.addr[-1]).items():
-                containers.append(Container("plate", plate, len(elems), elems))
+                if plate not in whole:  # else its readers are counted already
+                    containers.append(Container("plate", plate, len(elems), elems))
         return Sections(containers)
 
     def _plan(self, trace, sections, idx, lazy) -> Plan:

@@ -1,0 +1,257 @@
+"""The sequential test (000 Alg. 2 / 004 Alg. 1) and subsampled MH."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import thrifty as th
+from thrifty import dist
+from thrifty.core.locate import locate
+from thrifty.core.simulate import initialize
+from thrifty.datasets import synthetic_logistic
+from thrifty.errors import SelectionError
+from thrifty.inference.sequential import LazyPermutation, sequential_test
+from thrifty.models.logistic import logistic_regression
+
+# -- the sequential test on fixed vectors --------------------------------------------------------
+
+
+def fixed(values):
+    values = np.asarray(values, dtype=float)
+    return lambda idx: values[idx]
+
+
+def test_clear_decisions_stop_early():
+    rng = np.random.default_rng(0)
+    l = rng.normal(0.5, 1.0, size=50_000)
+    up = sequential_test(0.0, fixed(l), len(l), 100, 0.01, np.random.default_rng(1))
+    down = sequential_test(1.0, fixed(l), len(l), 100, 0.01, np.random.default_rng(1))
+    assert up.accept and not down.accept
+    assert up.n <= 500 and down.n <= 500 and not up.exact
+
+
+def test_epsilon_zero_is_the_exact_decision():
+    rng = np.random.default_rng(2)
+    for trial in range(50):
+        l = rng.normal(0.0, 1.0, size=int(rng.integers(2, 3000)))
+        mu0 = float(l.mean() + rng.normal(0.0, 0.02))
+        out = sequential_test(mu0, fixed(l), len(l), 64, 0.0, np.random.default_rng(trial))
+        assert out.exact and out.n == len(l)
+        assert out.accept == (l.mean() > mu0)
+
+
+def test_zero_variance_batches_do_not_stop(monkeypatch):
+    l = np.concatenate([np.ones(300), -np.ones(700)])
+    monkeypatch.setattr(LazyPermutation, "SMALL", 0)  # force the sparse path
+    order = np.arange(1000)
+
+    def take(self, m):
+        out = order[self.k : self.k + m]
+        self.k += len(out)
+        return out
+
+    monkeypatch.setattr(LazyPermutation, "take", take)
+    out = sequential_test(0.0, fixed(l), len(l), 100, 0.49, np.random.default_rng(0))
+    # three batches of equal values (s_l = 0): no test; the first test, at n = 400, decides
+    assert out.n == 400 and out.accept
+
+
+def test_k0_initial_batches():
+    l = np.random.default_rng(3).normal(5.0, 1.0, size=10_000)
+    out = sequential_test(0.0, fixed(l), len(l), 50, 0.01, np.random.default_rng(0), k0=4)
+    assert out.batches == 4 and out.n == 200 and out.accept
+
+
+def test_p_value_uses_the_finite_population_correction():
+    l = np.random.default_rng(4).normal(0.0, 1.0, size=1000)
+    out = sequential_test(0.05, fixed(l), len(l), 400, 0.999, np.random.default_rng(7))
+    # first batch of 400 decides (ε ≈ 1); recompute its p-value by hand
+    perm = np.random.default_rng(7).permutation(1000)
+    x = l[perm[:400]]
+    s = x.std(ddof=1) / math.sqrt(400) * math.sqrt(1 - 399 / 999)
+    t = (x.mean() - 0.05) / s
+    assert out.n == 400
+    assert out.p_value == pytest.approx(stats.t.sf(abs(t), 399), rel=1e-9)
+    # without the correction the p-value would differ
+    s_naive = x.std(ddof=1) / math.sqrt(400)
+    assert out.p_value != pytest.approx(stats.t.sf(abs((x.mean() - 0.05) / s_naive), 399))
+
+
+def test_chunked_evaluation_gives_the_same_decisions():
+    rng = np.random.default_rng(5)
+    for trial in range(30):
+        l = rng.normal(0.02, 1.0, size=20_000)
+        a = sequential_test(0.0, fixed(l), len(l), 100, 0.05, np.random.default_rng(trial))
+        b = sequential_test(
+            0.0, fixed(l), len(l), 100, 0.05, np.random.default_rng(trial), growth=2.0
+        )
+        assert (a.accept, a.n, a.batches) == (b.accept, b.n, b.batches)
+        assert b.calls <= a.calls and b.evaluated >= b.n
+
+
+@pytest.mark.parametrize("N", [1000, 50_000])
+def test_lazy_permutation_is_uniform_without_replacement(N):
+    first = np.zeros(10)
+    rng = np.random.default_rng(6)
+    for _ in range(2000):
+        p = LazyPermutation(N, rng)
+        a = p.take(7)
+        b = p.take(5)
+        both = np.concatenate([a, b])
+        assert len(np.unique(both)) == 12 and both.min() >= 0 and both.max() < N
+        first[(a[0] * 10) // N] += 1
+    # chi-square test of the first draw's decile, threshold p > 1e-4
+    assert stats.chisquare(first).pvalue > 1e-4
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="epsilon"):
+        sequential_test(0.0, fixed([1.0]), 1, 1, 1.5, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="batch_size"):
+        sequential_test(0.0, fixed([1.0]), 1, 0, 0.1, np.random.default_rng(0))
+
+
+# -- subsampled MH ---------------------------------------------------------------------------------
+
+
+def exact_log_alpha(trace, addr, value):
+    from thrifty.core.run import Run
+
+    return Run(trace, np.random.default_rng(0), targets={addr: value}, everything=True).execute()
+
+
+def test_epsilon_zero_decisions_equal_exact_mh_for_the_same_u():
+    X, y, _ = synthetic_logistic(3000, 2, theta=[1.0, -0.5], seed=0)
+    rng = np.random.default_rng(1)
+    trace = initialize(logistic_regression(X, y), rng)
+    k = th.subsampled_mh("w", batch_size=100, epsilon=0.0)
+    agree = 0
+    for _ in range(60):
+        loc = locate(trace, ("w",))
+        new = loc.value + 0.03 * rng.standard_normal(2)
+        log_alpha = exact_log_alpha(trace, ("w",), new).log_weight
+        log_u = math.log(rng.random())
+        accepted = k.decide(trace, rng, [loc], {("w",): new}, 0.0, log_u)
+        assert accepted == (log_u < log_alpha)
+        agree += 1
+        if accepted:
+            np.testing.assert_array_equal(trace["w"], new)
+    assert agree == 60
+
+
+@pytest.mark.slow
+def test_posterior_close_to_exact_mh_at_small_epsilon():
+    """Means within 0.15 posterior sd of exact MH (ESS-based z-test of the difference |z|<4.5)."""
+    from thrifty.diagnostics._arviz import az
+
+    X, y, _ = synthetic_logistic(5000, 2, theta=[1.0, -0.5], seed=3)
+    prog = logistic_regression(X, y)
+    exact = th.infer(
+        prog, th.mh("w", th.drift(0.04)), num_samples=6000, burn_in=500, seed=0, progress=False
+    )["w"]
+    k = th.subsampled_mh("w", batch_size=200, epsilon=0.01, proposal=th.drift(0.04))
+    sub = th.infer(prog, k, num_samples=6000, burn_in=500, seed=1, progress=False)["w"]
+    for j in range(2):
+        a, b = exact[..., j], sub[..., j]
+        sd = a.std()
+        se = math.sqrt(a.var() / float(az.ess(a)) + b.var() / float(az.ess(b)))
+        diff = abs(a.mean() - b.mean())
+        assert diff / se < 4.5
+        assert diff < 0.15 * sd + 4.5 * se
+
+
+def test_sections_grow_sublinearly():
+    """Sections per step at N = 10⁵ vs 10³: slope of log sections / log N below 0.6."""
+    used = {}
+    for n in (1_000, 100_000):
+        X, y, _ = synthetic_logistic(n, 2, theta=[1.0, -0.5], seed=0)
+        k = th.subsampled_mh("w", batch_size=100, epsilon=0.01, proposal=th.drift(0.1))
+        rng = np.random.default_rng(0)
+        trace = initialize(logistic_regression(X, y), rng)
+        for _ in range(150):
+            k.step(trace, rng)
+        used[n] = k.stats.extra["sections"] / k.stats.steps
+    slope = math.log(used[100_000] / used[1_000]) / math.log(100)
+    assert slope < 0.6, used
+
+
+def test_markov_steps_are_sections_with_states_held_fixed():
+    @th.model
+    def ar(T):
+        phi = th.sample("phi", dist.Uniform(-1.0, 1.0))
+
+        def step(t, prev):
+            h = th.sample("h", dist.Normal(0.0 if prev is None else phi * prev, 0.5))
+            th.observe("x", dist.Normal(h, 0.2), 0.0)
+            return h
+
+        return th.markov("h", step, T)
+
+    rng = np.random.default_rng(0)
+    trace = initialize(ar(400), rng)
+    k = th.subsampled_mh("phi", batch_size=50, epsilon=0.0, proposal=th.drift(0.05))
+    for _ in range(30):
+        loc = locate(trace, ("phi",))
+        new = float(np.clip(loc.value + 0.05 * rng.standard_normal(), -0.99, 0.99))
+        log_alpha = exact_log_alpha(trace, ("phi",), new).log_weight
+        log_u = math.log(rng.random())
+        assert k.decide(trace, rng, [loc], {("phi",): new}, 0.0, log_u) == (log_u < log_alpha)
+    assert k.last_outcome.n == 400  # ε = 0: every step of the chain is a section
+    assert trace.maybe_stale  # steps not evaluated under the new φ are stale...
+    k2 = th.mh("phi", th.drift(0.05))
+    k2.step(trace, rng)  # ...until an exact kernel refreshes them
+    assert not trace.has_stale()
+
+
+def test_mem_readers_are_sections():
+    @th.model
+    def clusters(y, z):
+        w = th.mem("w", lambda k: dist.Normal(0.0, 3.0))
+        with th.plate("data", len(y)) as i:
+            th.observe("y", dist.Normal(w(z[i]), 1.0), y[i])
+
+    rng = np.random.default_rng(1)
+    z = rng.integers(0, 3, size=600)
+    y = np.array([-3.0, 0.0, 3.0])[z] + rng.normal(size=600)
+    trace = initialize(clusters(y, z), rng)
+    k = th.subsampled_mh(("w", 1), batch_size=20, epsilon=0.0, proposal=th.drift(0.2))
+    for _ in range(20):
+        loc = locate(trace, ("w", 1))
+        new = loc.value + 0.2 * rng.standard_normal()
+        log_alpha = exact_log_alpha(trace, ("w", 1), new).log_weight
+        log_u = math.log(rng.random())
+        assert k.decide(trace, rng, [loc], {("w", 1): new}, 0.0, log_u) == (log_u < log_alpha)
+    assert k.last_outcome.n == int((z == 1).sum())  # the readers of key 1 only
+
+
+def test_no_sections_falls_back_to_exact_mh_with_a_warning():
+    @th.model
+    def m():
+        mu = th.sample("mu", dist.Normal(0.0, 1.0))
+        th.observe("y", dist.Normal(mu, 1.0), 1.0)
+
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        r = th.infer(
+            m(),
+            th.subsampled_mh("mu", proposal=th.drift(1.0)),
+            num_samples=3000,
+            seed=0,
+            progress=False,
+        )
+    assert sum("exact MH step" in str(x.message) for x in w) == 1
+    assert abs(r["mu"].mean() - 0.5) < 0.1
+
+
+def test_local_choice_is_rejected():
+    @th.model
+    def m(y):
+        with th.plate("data", len(y)) as i:
+            th.sample("z", dist.Normal(0.0, 1.0))
+            th.observe("y", dist.Normal(0.0, 1.0), y[i])
+
+    with pytest.raises(SelectionError, match="local to plate elements"):
+        th.infer(m(np.zeros(3)), th.subsampled_mh("data.z"), num_samples=2, progress=False)

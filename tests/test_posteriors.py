@@ -38,7 +38,6 @@ from stat_helpers import (
     z_threshold,
 )
 from thrifty import dist
-from thrifty.errors import DistributionError
 
 
 def _pos(x):

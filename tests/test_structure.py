@@ -38,7 +38,6 @@ from stat_helpers import (
     z_threshold,
 )
 from thrifty import dist
-from thrifty.errors import SelectionError
 from thrifty.inference.mh import LMH
 
 

@@ -109,7 +109,7 @@ def run_demo(out: str | Path = "demo_output", quick: bool = False, seed: int = 0
     t0 = time.perf_counter()
     print(f"thrifty {th.__version__} demo — results and plots in {out}/")
     res = {
-        "hmm": hmm_section(out, steps=4000 if quick else 100_000, chains=2 if quick else 4,
+        "hmm": hmm_section(out, steps=4000 if quick else 30_000, chains=2 if quick else 4,
                            seed=seed),
         "logistic": logistic_section(out, n=2000 if quick else 20_000,
                                      draws=300 if quick else 3000, chains=2 if quick else 4,

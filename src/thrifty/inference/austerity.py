@@ -23,7 +23,6 @@ from thrifty.core.address import fmt
 from thrifty.core.locate import locate
 from thrifty.errors import SelectionError
 from thrifty.inference.proposals import Proposal
-from thrifty.inference.selection import One
 from thrifty.inference.subsampled import SubsampledMH
 
 
@@ -50,17 +49,9 @@ class AusterityGibbs(SubsampledMH):
         )
 
     def _step(self, trace, rng):
-        cs = self.choices(trace)
+        cs = self.global_choices(trace, rng)
         if cs is None:
             return trace
-        if isinstance(self.selection, One):
-            cs = cs.pick_block(rng)
-        if cs.groups:
-            g = cs.groups[0]
-            raise SelectionError(
-                f"austerity_gibbs updates choices whose conditional has many factors; "
-                f"{fmt(g.plate_addr + ('*',) + g.rel)} is local to plate elements (use th.gibbs)"
-            )
         for addr in cs.scalars:  # a Gibbs sweep over the selected binary choices
             loc = locate(trace, addr)
             _check_binary(loc)

@@ -7,7 +7,19 @@ import numpy as np
 from thrifty.inference.kernel import Kernel
 
 
-class Cycle(Kernel):
+class _Composite(Kernel):
+    """A kernel made of others: its statistics list theirs too."""
+
+    children: list
+
+    def kernels(self):
+        out = [(self.label(), self)]
+        for k in self.children:
+            out += k.kernels()
+        return _unique(out)
+
+
+class Cycle(_Composite):
     """Apply each kernel in order, ``repeats`` times per step."""
 
     name = "cycle"
@@ -27,18 +39,12 @@ class Cycle(Kernel):
                 trace = k.step(trace, rng)
         return trace
 
-    def kernels(self):
-        out = [(self.label(), self)]
-        for k in self.children:
-            out += k.kernels()
-        return _unique(out)
-
     def label(self) -> str:
         inner = ", ".join(k.label() for k in self.children)
         return f"cycle([{inner}]" + (f", repeats={self.repeats})" if self.repeats > 1 else ")")
 
 
-class Mixture(Kernel):
+class Mixture(_Composite):
     """Apply one kernel per step, chosen with the given probabilities."""
 
     name = "mixture"
@@ -58,12 +64,6 @@ class Mixture(Kernel):
     def _step(self, trace, rng):
         i = min(int(np.searchsorted(self._cdf, rng.random(), side="right")), len(self.children) - 1)
         return self.children[i].step(trace, rng)
-
-    def kernels(self):
-        out = [(self.label(), self)]
-        for k in self.children:
-            out += k.kernels()
-        return _unique(out)
 
     def label(self) -> str:
         inner = ", ".join(f"({p:.3g}, {k.label()})" for p, k in zip(self.probs, self.children))

@@ -214,36 +214,34 @@ def _strip_steps(node, rel: tuple) -> tuple:
     return rel
 
 
-class Each(Selection):
+class _Schedule(Selection):
+    """The choices of ``inner``, with a schedule for the kernel (subclasses name it)."""
+
+    word = ""
+
+    def __init__(self, inner):
+        self.inner = select(inner)
+
+    def resolve(self, trace) -> ChoiceSet:
+        return self.inner.resolve(trace)
+
+    def matches(self, addr, name) -> bool:
+        return self.inner.matches(addr, name)
+
+    def __repr__(self) -> str:
+        return f"{self.word}({self.inner!r})"
+
+
+class Each(_Schedule):
     """Update the choices of ``inner`` one at a time."""
 
-    def __init__(self, inner):
-        self.inner = select(inner)
-
-    def resolve(self, trace) -> ChoiceSet:
-        return self.inner.resolve(trace)
-
-    def matches(self, addr, name) -> bool:
-        return self.inner.matches(addr, name)
-
-    def __repr__(self) -> str:
-        return f"each({self.inner!r})"
+    word = "each"
 
 
-class One(Selection):
+class One(_Schedule):
     """Update one block of ``inner``, chosen uniformly."""
 
-    def __init__(self, inner):
-        self.inner = select(inner)
-
-    def resolve(self, trace) -> ChoiceSet:
-        return self.inner.resolve(trace)
-
-    def matches(self, addr, name) -> bool:
-        return self.inner.matches(addr, name)
-
-    def __repr__(self) -> str:
-        return f"one({self.inner!r})"
+    word = "one"
 
 
 class OrderedRange(Selection):

@@ -99,18 +99,26 @@ class SubsampledMH(_Selecting):
         )
 
     # -- one step ---------------------------------------------------------------------------
-    def _step(self, trace, rng):
+    def global_choices(self, trace, rng):
+        """The selected choices (one block for ``th.one``); ``None`` when there are none now.
+        They must be global: choices local to plate elements have no sections."""
         cs = self.choices(trace)
         if cs is None:
-            return trace
+            return None
         if isinstance(self.selection, One):
             cs = cs.pick_block(rng)
         if cs.groups:
             g = cs.groups[0]
             raise SelectionError(
-                f"subsampled_mh updates global choices; {fmt(g.plate_addr + ('*',) + g.rel)} "
+                f"{self.name} updates global choices; {fmt(g.plate_addr + ('*',) + g.rel)} "
                 "is local to plate elements (use th.mh or th.gibbs for those)"
             )
+        return cs
+
+    def _step(self, trace, rng):
+        cs = self.global_choices(trace, rng)
+        if cs is None:
+            return trace
         locs = [locate(trace, a) for a in cs.scalars]
         targets, log_q = self._propose(trace, locs, rng)
         self.stats.proposed += 1

@@ -61,7 +61,7 @@ def test_name_patterns(trace):
 
 
 def test_union_and_everything(trace):
-    scal, groups, count = resolved(trace, ["mu", "s.x"])
+    scal, _, count = resolved(trace, ["mu", "s.x"])
     assert scal == [("mu",)] + [("s", t, "x") for t in range(4)] and count == 5
     assert select(()).resolve(trace).count == trace.n_latent
 

@@ -1,5 +1,6 @@
 """Diagnostics: Geweke tests, summaries and plots."""
 
 from thrifty.diagnostics.geweke import GewekeResult, geweke
+from thrifty.diagnostics.subsampling import SubsamplingCheck, check_subsampling
 
-__all__ = ["GewekeResult", "geweke"]
+__all__ = ["GewekeResult", "SubsamplingCheck", "check_subsampling", "geweke"]

@@ -90,7 +90,7 @@ from thrifty.core.run import Plan
 from thrifty.errors import SelectionError
 from thrifty.glm import GLM
 from thrifty.inference.alias import AliasTable
-from thrifty.inference.kernel import Kernel, Stats
+from thrifty.inference.kernel import Stats
 from thrifty.inference.mh import _Selecting
 from thrifty.inference.proposals import Drift
 

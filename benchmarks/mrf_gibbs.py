@@ -15,10 +15,7 @@ variables) and the exact one, averaged over M random 5-subsets.
   171 factors and make every test exact.  Each method runs ``chains`` chains from the same
   seeded prior draws for a fixed budget of kernel time, the methods alternating.
 * Cost per sweep at the paper's scale, D = 100 with batches of 500: seconds per sweep and
-  factors evaluated per variable update (a few sweeps per method, no error curve) — for
-  ``dense_mrf`` as it is, and for a copy of it without its input check
-  (``np.unique(triples).size != D``, which runs on every execution and costs ~6 ms at D = 100,
-  a large part of each execution): how much of the cost is that check.
+  factors evaluated per variable update (a few sweeps per method, no error curve).
 
 Writes ``benchmarks/results/mrf_gibbs.json`` and ``.png``.
 Run: ``python benchmarks/mrf_gibbs.py`` (``--quick``: D = 12, short chains, no D = 100 part).
@@ -34,23 +31,11 @@ import numpy as np
 
 import thrifty as th
 from _common import RESULTS, write
-from thrifty import dist
 from thrifty.core.simulate import initialize
 from thrifty.models.mrf import dense_mrf, random_potentials
 
 EPSILONS = (0.01, 0.05, 0.1, 0.15, 0.2, 0.25)
 SUBSET = 5
-
-
-@th.model
-def dense_mrf_unchecked(D: int, triples: np.ndarray, log_psi: np.ndarray):
-    """``thrifty.models.mrf.dense_mrf`` without its per-execution input check."""
-    x = th.mem("x", lambda i: dist.Bernoulli(probs=0.5))
-    with th.plate("factors", len(triples)) as m:
-        t = triples[m]
-        code = 4 * x(t[:, 0]) + 2 * x(t[:, 1]) + x(t[:, 2])
-        rows = log_psi[m]
-        th.factor("psi", np.take_along_axis(rows, code[:, None], axis=1)[:, 0])
 
 
 def joint_distribution(D, triples, log_psi, chunk=8192) -> np.ndarray:
@@ -284,12 +269,7 @@ def plot(res, path) -> None:
         names = list(c["by_method"])
         vals = [c["by_method"][n]["seconds_per_sweep"] for n in names]
         pos = np.arange(len(names))
-        a.bar(pos - 0.2, vals, width=0.4, color="C0", label="dense_mrf")
-        u = res.get("cost_at_paper_scale_without_input_check")
-        if u is not None:
-            vals_u = [u["by_method"][n]["seconds_per_sweep"] for n in names]
-            a.bar(pos + 0.2, vals_u, width=0.4, color="C1", label="without its input check")
-        a.legend(fontsize=8)
+        a.bar(pos, vals, width=0.6, color="C0")
         a.set_xticks(range(len(names)))
         a.set_xticklabels([n.replace("eps", "ε") for n in names], rotation=30, fontsize=8)
         a.set_ylabel("seconds per sweep")
@@ -316,7 +296,6 @@ def main() -> None:
     else:
         ev = error_vs_time(D=20, batch=20, chains=2, budget=20.0, n_subsets=200)
         cost = cost_per_sweep(D=100, batch=500, sweeps=2)
-        cost_unchecked = cost_per_sweep(D=100, batch=500, sweeps=2, model=dense_mrf_unchecked)
     res = {
         "settings": {
             "model": "dense_mrf(D, *random_potentials(D, variance=0.02, seed=0))",
@@ -330,7 +309,6 @@ def main() -> None:
     }
     if cost is not None:
         res["cost_at_paper_scale"] = cost
-        res["cost_at_paper_scale_without_input_check"] = cost_unchecked
     res["wall_seconds"] = time.perf_counter() - t0
     name = "mrf_gibbs_quick" if args.quick else "mrf_gibbs"
     print("wrote", write(name, res))

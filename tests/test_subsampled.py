@@ -81,15 +81,50 @@ def test_p_value_uses_the_finite_population_correction():
 
 
 def test_chunked_evaluation_gives_the_same_decisions():
+    """Chunks of 1, 2, 4, ... minibatches: the same draws (N ≤ SMALL: one permutation) give the
+    same decision, size and number of minibatches as testing one minibatch at a time."""
     rng = np.random.default_rng(5)
     for trial in range(30):
-        l = rng.normal(0.02, 1.0, size=20_000)
+        l = rng.normal(0.02, 1.0, size=LazyPermutation.SMALL)
         a = sequential_test(0.0, fixed(l), len(l), 100, 0.05, np.random.default_rng(trial))
         b = sequential_test(
             0.0, fixed(l), len(l), 100, 0.05, np.random.default_rng(trial), growth=2.0
         )
         assert (a.accept, a.n, a.batches) == (b.accept, b.n, b.batches)
         assert b.calls <= a.calls and b.evaluated >= b.n
+
+
+def reference_test(mu0, l, batch_size, epsilon, perm, k0=1):
+    """000 Alg. 2 written plainly (two-sided p-value, s_l = 0 rule, k0), for comparison."""
+    N = len(l)
+    for b in range(1, -(-N // batch_size) + 1):
+        x = l[perm[: min(b * batch_size, N)]]
+        n = len(x)
+        if n == N:
+            return x.mean() > mu0, n
+        if b < k0 or n < 2 or x.std(ddof=1) == 0:
+            continue
+        s = x.std(ddof=1) / math.sqrt(n) * math.sqrt(1 - (n - 1) / (N - 1))
+        if 2 * stats.t.sf(abs((x.mean() - mu0) / s), n - 1) < epsilon:
+            return x.mean() > mu0, n
+    raise AssertionError("unreachable")
+
+
+def test_agrees_with_a_plain_implementation_of_the_algorithm():
+    rng = np.random.default_rng(8)
+    for trial in range(60):
+        N = int(rng.integers(50, LazyPermutation.SMALL))
+        l = rng.standard_t(3, size=N) * rng.uniform(0.1, 2) + rng.normal(0, 0.1)
+        mu0 = float(l.mean() + rng.normal(0, 0.05))
+        m, eps, k0 = int(rng.integers(5, 80)), float(rng.choice([0.0, 0.01, 0.1])), int(
+            rng.integers(1, 4)
+        )
+        perm = np.random.default_rng(trial).permutation(N)
+        want = reference_test(mu0, l, m, eps, perm, k0)
+        for growth in (1.0, 2.0):
+            out = sequential_test(mu0, fixed(l), N, m, eps, np.random.default_rng(trial), k0,
+                                  growth=growth)
+            assert (out.accept, out.n) == want, (trial, growth)
 
 
 @pytest.mark.parametrize("N", [1000, 50_000])

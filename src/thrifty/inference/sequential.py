@@ -43,34 +43,22 @@ class TestOutcome:
 
 
 class LazyPermutation:
-    """Sections drawn without replacement, a batch at a time, in O(batch) time: uniform
+    """Sections drawn without replacement, any number at a time, in O(count) time: uniform
     candidates minus duplicates and those already drawn (a membership mask of size N that the
     caller may reuse across tests — :meth:`release` clears only what was drawn); once more than
-    half are drawn, the rest is permuted; small populations are permuted up front.  With
-    ``unit``, draws happen in units of that size, so ``take(a + b)`` equals ``take(a)`` followed
-    by ``take(b)`` when a is a multiple of the unit."""
+    half are drawn, the rest is permuted; populations up to ``SMALL`` are permuted up front."""
 
     SMALL = 4096
 
-    def __init__(self, N: int, rng: np.random.Generator, unit: int | None = None, mask=None):
+    def __init__(self, N: int, rng: np.random.Generator, mask=None):
         self.N = N
         self.rng = rng
         self.k = 0
-        self.unit = unit
         self.perm = rng.permutation(N) if N <= self.SMALL else None
         self.mask = None
         if self.perm is None:
             self.mask = mask if mask is not None and len(mask) == N else np.zeros(N, dtype=bool)
         self.drawn: list = []
-
-    def take(self, m: int) -> np.ndarray:
-        if self.unit and m > self.unit:
-            parts = []
-            while m > 0 and self.k < self.N:
-                parts.append(self._take(min(self.unit, m)))
-                m -= len(parts[-1])
-            return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
-        return self._take(m)
 
     def release(self) -> None:
         """Clear the membership mask (O(drawn)) so it can be reused."""
@@ -79,7 +67,7 @@ class LazyPermutation:
                 self.mask[part] = False
         self.drawn = []
 
-    def _take(self, m: int) -> np.ndarray:
+    def take(self, m: int) -> np.ndarray:
         k, N = self.k, self.N
         m = min(m, N - k)
         self.k = k + m
@@ -121,8 +109,9 @@ def sequential_test(
 
     ``evaluate(idx)`` returns l_i for the section indices ``idx`` (0 ≤ i < N).  With
     ``growth > 1`` the minibatches are evaluated in chunks of k0, k0·growth, … minibatches per
-    call: the test sees the same minibatches and reaches the same decision, in O(log) calls
-    (worth it when a call has a fixed cost, like executing a program).  ``mask``: a reusable
+    call, and the test is applied at every minibatch boundary of a chunk at once (the decision
+    is the one minibatch-by-minibatch testing would reach on the same draws), in O(log) calls —
+    worth it when a call has a fixed cost, like executing a program.  ``mask``: a reusable
     all-False boolean array of length N (saves allocating one per test).
 
     >>> import numpy as np
@@ -138,41 +127,42 @@ def sequential_test(
         raise ValueError(f"sequential_test: batch_size must be >= 1, got {batch_size}")
     if not 0 <= epsilon < 1:
         raise ValueError(f"sequential_test: epsilon must be in [0, 1), got {epsilon}")
-    perm = LazyPermutation(N, rng, unit=batch_size, mask=mask)
-    n, mean, m2, batches = 0, 0.0, 0.0, 0
-    buffer = np.zeros(0)
-    chunk = float(k0)
+    perm = LazyPermutation(N, rng, mask=mask)
+    n, mean, m2, batches = 0, 0.0, 0.0, 0  # what the test has seen (Chan's running moments)
+    chunk = float(max(k0, 1))
     evaluated = calls = 0
     while True:
-        if len(buffer) == 0:  # evaluate the next chunk of minibatches in one call
-            idx = perm.take(batch_size * max(int(chunk), 1))
-            buffer = np.asarray(evaluate(idx), dtype=float)
-            if buffer.shape != idx.shape:
-                raise ValueError(f"evaluate returned {buffer.shape} values for {idx.shape}")
-            evaluated += len(idx)
-            calls += 1
-            chunk *= growth
-        l, buffer = buffer[:batch_size], buffer[batch_size:]
-        m = len(l)
-        bmean = float(l.mean())
-        bm2 = float(((l - bmean) ** 2).sum())
-        total = n + m  # merge the batch into the running mean and sum of squares (Chan et al.)
-        delta = bmean - mean
-        mean += delta * m / total
-        m2 += bm2 + delta * delta * n * m / total
-        n = total
-        batches += 1
-        if n >= N:
+        idx = perm.take(batch_size * max(int(chunk), 1))
+        l = np.asarray(evaluate(idx), dtype=float)
+        if l.shape != idx.shape:
+            raise ValueError(f"evaluate returned {l.shape} values for {idx.shape} sections")
+        evaluated += len(l)
+        calls += 1
+        chunk *= growth
+        # moments after each minibatch boundary of the chunk, merged with what came before
+        ends = np.minimum(np.arange(1, -(-len(l) // batch_size) + 1) * batch_size, len(l))
+        d = l - mean
+        S = np.cumsum(d)[ends - 1]  # sums of the shifted values up to each boundary
+        Q = np.cumsum(d * d)[ends - 1]
+        c = ends.astype(float)
+        tot = n + c
+        means = mean + S / tot
+        m2s = m2 + Q - S * S / tot  # Σ(x − mean_new)² = m2 + Σd² − (Σd)²/tot
+        nb = batches + np.arange(1, len(ends) + 1)
+        exact = tot >= N
+        with np.errstate(divide="ignore", invalid="ignore"):
+            s_l = np.sqrt(np.maximum(m2s, 0.0) / (tot - 1))
+            s = s_l / np.sqrt(tot) * np.sqrt(np.maximum(1.0 - (tot - 1) / (N - 1), 0.0))
+            t = (means - mu0) / s
+            p = 2.0 * stdtr(tot - 1, -np.abs(t))  # two-sided: 2 (1 − F_{n−1}(|t|))
+        # 000 §3: no test before k0 batches, nor on equal values (s_l = 0); exact at n = N
+        testable = (nb >= k0) & (tot >= 2) & (s_l > 0) & ~exact
+        stop = exact | (testable & (p < epsilon))
+        if stop.any():
+            j = int(np.argmax(stop))
             perm.release()
-            return TestOutcome(mean > mu0, n, batches, True, mean, 0.0, evaluated, calls)
-        if batches < k0 or n < 2:
-            continue
-        s_l = math.sqrt(max(m2, 0.0) / (n - 1))
-        if s_l == 0.0:
-            continue  # 000 §3: no test on equal values; keep drawing
-        s = s_l / math.sqrt(n) * math.sqrt(1.0 - (n - 1) / (N - 1))
-        t = (mean - mu0) / s
-        p = 2.0 * float(stdtr(n - 1, -abs(t)))  # two-sided: 2 (1 − F_{n−1}(|t|))
-        if p < epsilon:
-            perm.release()
-            return TestOutcome(mean > mu0, n, batches, False, mean, p, evaluated, calls)
+            return TestOutcome(
+                bool(means[j] > mu0), int(tot[j]), int(nb[j]), bool(exact[j]),
+                float(means[j]), 0.0 if exact[j] else float(p[j]), evaluated, calls,
+            )
+        n, mean, m2, batches = int(tot[-1]), float(means[-1]), float(m2s[-1]), int(nb[-1])

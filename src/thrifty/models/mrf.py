@@ -25,17 +25,24 @@ def random_potentials(D: int, variance: float = 0.02, seed=0):
     return triples, log_psi
 
 
-@th.model
-def dense_mrf(D: int, triples: np.ndarray, log_psi: np.ndarray):
-    """Variables ``("x", i)``; factor ``m`` scores ``log_psi[m, 4·x_a + 2·x_b + x_c]``.
+def dense_mrf(D: int, triples: np.ndarray, log_psi: np.ndarray) -> th.Program:
+    """The program: variables ``("x", i)``; factor ``m`` scores ``log_psi[m, 4·x_a+2·x_b+x_c]``.
 
     >>> triples, log_psi = random_potentials(6, seed=0)
     >>> tr = th.simulate(dense_mrf(6, triples, log_psi), seed=0)
     >>> sorted(tr.mems[("x",)].values) == list(range(6))
     True
     """
-    if np.unique(triples).size != D:
+    triples = np.asarray(triples, dtype=np.int64)
+    if triples.ndim != 2 or triples.shape[1] != 3 or np.shape(log_psi) != (len(triples), 8):
+        raise ValueError("dense_mrf: triples must be (M, 3) and log_psi (M, 8)")
+    if np.unique(triples).size != D:  # checked once here, not at every execution
         raise ValueError(f"dense_mrf: every one of the {D} variables must be in some triple")
+    return _dense_mrf(D, triples, np.asarray(log_psi, dtype=float))
+
+
+@th.model
+def _dense_mrf(D: int, triples: np.ndarray, log_psi: np.ndarray):
     x = th.mem("x", lambda i: dist.Bernoulli(probs=0.5))
     with th.plate("factors", len(triples)) as m:
         t = triples[m]

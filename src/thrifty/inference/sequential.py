@@ -20,7 +20,6 @@ with ε = 0 every decision equals exact MH's for the same u.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 

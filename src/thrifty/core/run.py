@@ -101,6 +101,8 @@ def sorted_unique(a: np.ndarray) -> np.ndarray:
     """``np.unique`` for small integer arrays, by sorting (NumPy's hash path is slower here)."""
     if len(a) < 2:
         return a.copy()
+    if bool(np.all(a[1:] > a[:-1])):  # already sorted and distinct (the usual case)
+        return a
     a = np.sort(a)
     if a[-1] == a[0] + len(a) - 1 and (len(a) < 3 or bool(np.all(a[1:] != a[:-1]))):
         return a

@@ -57,6 +57,7 @@ class LazyPermutation:
         self.mask = None
         if self.perm is None:
             self.mask = mask if mask is not None and len(mask) == N else np.zeros(N, dtype=bool)
+            self.owner = np.empty(N, dtype=np.int32)  # scratch: first position of a value
         self.drawn: list = []
 
     def release(self) -> None:
@@ -76,17 +77,15 @@ class LazyPermutation:
             self.release()
         if self.perm is not None:
             return self.perm[k : k + m]
-        mask = self.mask
+        mask, owner = self.mask, self.owner
         out = np.zeros(0, dtype=np.int64)
         while len(out) < m:
             need = m - len(out)
             cand = self.rng.integers(0, N, size=need + 8 + need // 4)
             cand = cand[~mask[cand]]
-            order = np.argsort(cand, kind="stable")
-            sc = cand[order]
-            first = np.ones(len(sc), dtype=bool)
-            first[1:] = sc[1:] != sc[:-1]
-            cand = cand[np.sort(order[first])][:need]  # distinct, in order of appearance
+            pos = np.arange(len(cand), dtype=np.int32)
+            owner[cand[::-1]] = pos[::-1]  # the first occurrence of each value writes last
+            cand = cand[owner[cand] == pos][:need]  # distinct, in order of appearance
             mask[cand] = True
             out = np.concatenate([out, cand])
         self.drawn.append(out)

@@ -58,15 +58,16 @@ class Sections:
         self.N = int(self.bounds[-1])
 
     def split(self, idx: np.ndarray) -> list[tuple[Container, np.ndarray, np.ndarray]]:
-        """(container, section numbers within it, positions in ``idx``) for each container."""
-        which = np.searchsorted(self.bounds, idx, side="right") - 1
+        """(container, its elements / steps, positions in ``idx``) for each container met by
+        the *sorted* section numbers ``idx`` (each container's part is a contiguous slice)."""
+        cut = np.searchsorted(idx, self.bounds)
         out = []
-        for k in np.unique(which):
-            pos = np.flatnonzero(which == k)
-            c = self.containers[k]
-            local = idx[pos] - self.bounds[k]
-            elems = local if c.index is None else c.index[local]
-            out.append((c, elems, pos))
+        for k, c in enumerate(self.containers):
+            a, b = int(cut[k]), int(cut[k + 1])
+            if a < b:
+                local = idx[a:b] - self.bounds[k]
+                elems = local if c.index is None else c.index[local]
+                out.append((c, elems, np.arange(a, b)))
         return out
 
 
@@ -214,6 +215,14 @@ class SubsampledMH(_Selecting):
 
     def _log_ratios(self, trace, rng, targets, sections, idx) -> np.ndarray:
         """l_i = log-density of section i under θ' minus under θ (stale ones rescored)."""
+        order = np.argsort(idx)
+        out = np.empty(len(idx))
+        out[order] = self._log_ratios_sorted(trace, rng, targets, sections, idx[order])
+        return out
+
+    def _log_ratios_sorted(self, trace, rng, targets, sections, idx) -> np.ndarray:
+        """``_log_ratios`` for sorted ``idx``: each container's elements come out sorted, so a
+        run planned on exactly them executes them in that order (positions = identity)."""
         parts = sections.split(idx)
         old = np.empty(len(idx))
         stale_plan = Plan()
@@ -232,7 +241,7 @@ class SubsampledMH(_Selecting):
                 for t in bad.tolist():
                     stale_plan.add_step(c.addr, t)
             if len(bad):
-                stale.append((c, bad, pos[np.isin(elems, bad)]))
+                stale.append((c, bad, pos[np.searchsorted(elems, bad)]))
         if stale:  # rescore under θ what is out of date, and keep it (a refresh)
             refresh = self.execute(trace, rng, plan=stale_plan)
             refresh.commit()

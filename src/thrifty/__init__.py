@@ -36,7 +36,9 @@ __all__ = [
     "austerity_gibbs",
     "call",
     "cycle",
+    "datasets",
     "deterministic",
+    "diagnostics",
     "dist",
     "drift",
     "each",
@@ -62,4 +64,4 @@ __all__ = [
     "subsampled_mh",
 ]
 
-from thrifty import datasets, diagnostics  # noqa: E402  (subpackages users reach as th.*)
+from thrifty import datasets, diagnostics  # subpackages users reach as th.datasets, ...

@@ -62,9 +62,7 @@ def test_bounds_valid_and_tight(name):
     # k = 4 from finite differences of d3
     h = 1e-5
     eta = np.arange(-40.0, 40.0, 1e-3)
-    sup4 = max(
-        float(np.max(np.abs(fam.d3(eta + h, y) - fam.d3(eta - h, y)) / (2 * h))) for y in ys
-    )
+    sup4 = max(float(np.max(np.abs(fam.d3(eta + h, y) - fam.d3(eta - h, y)) / (2 * h))) for y in ys)
     b4 = fam.bound(4)
     assert sup4 <= b4 * (1 + 1e-6) + 1e-9, f"{name}: sup|U''''| = {sup4} > bound {b4}"
     if b4 > 0:

@@ -20,6 +20,7 @@ from thrifty.inference.gibbs import gibbs
 from thrifty.inference.mh import lmh, mh
 from thrifty.inference.proposals import drift, prior
 from thrifty.inference.selection import each, one, ordered_range, select
+from thrifty.inference.smh import smh
 from thrifty.inference.subsampled import subsampled_mh
 from thrifty.runtime import InterruptedWarning, load_checkpoint
 from thrifty.runtime.infer import infer
@@ -44,6 +45,7 @@ __all__ = [
     "each",
     "factor",
     "gibbs",
+    "glm",
     "infer",
     "initialize",
     "lmh",
@@ -61,7 +63,8 @@ __all__ = [
     "sample",
     "select",
     "simulate",
+    "smh",
     "subsampled_mh",
 ]
 
-from thrifty import datasets, diagnostics  # subpackages users reach as th.datasets, ...
+from thrifty import datasets, diagnostics, glm  # subpackages users reach as th.datasets, ...

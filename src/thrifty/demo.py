@@ -2,8 +2,11 @@
 
 1. The 3-state HMM of paper 001 §5: LMH and enumerative Gibbs, posterior state marginals against
    forward–backward.
-2. Bayesian logistic regression (paper 000 §4.1) on synthetic tall data: random-walk MH, with
-   convergence diagnostics (ESS, R-hat) and the data-generating weights.
+2. Bayesian logistic regression (paper 000 §4.1): random-walk MH, with convergence diagnostics
+   (ESS, R-hat) and the data-generating weights.
+3. The point of the project — a tall data set (N = 10⁵): exact MH, subsampled MH (papers 000,
+   004) and exact subsampled MH (SMH, paper 002) side by side: seconds per step, likelihood
+   terms per step, ESS per second and agreement of the posteriors.
 
 Prints summary tables and writes plots to the output directory.
 """
@@ -102,6 +105,100 @@ def logistic_section(out: Path, n: int, draws: int, chains: int, seed: int) -> d
     return {"r_hat_max": float(summary["r_hat"].max())}
 
 
+def _laplace(X, y, prior_var):
+    """Posterior mode and covariance of logistic regression by Newton's method (for the start
+    and the proposal scale of the tall-data comparison)."""
+    d = X.shape[1]
+    w = np.zeros(d)
+    for _ in range(50):
+        p = 1.0 / (1.0 + np.exp(-(X @ w)))
+        grad = X.T @ (y - p) - w / prior_var
+        hess = (X * (p * (1 - p))[:, None]).T @ X + np.eye(d) / prior_var
+        step = np.linalg.solve(hess, grad)
+        w += step
+        if np.abs(step).max() < 1e-10:
+            break
+    return w, np.linalg.inv(hess)
+
+
+def tall_section(out: Path, n: int, draws: dict, seed: int) -> dict:
+    from thrifty.diagnostics._arviz import az
+
+    d = 5
+    _rule(f"3. Tall data (N = {n:,}, d = {d}): exact MH vs subsampled MH vs SMH")
+    X, y, _ = synthetic_logistic(n, d, theta=1.0, seed=seed)
+    mode, cov = _laplace(X, y, 0.1)
+    scale = 2.38 / np.sqrt(d) * np.sqrt(np.diag(cov)).mean()  # the usual random-walk scaling
+    prog = logistic_regression(X, y)
+    kernels = {
+        "exact MH": th.mh("w", th.drift(scale)),
+        "subsampled MH (ε=0.01)": th.subsampled_mh(
+            "w", batch_size=500, epsilon=0.01, proposal=th.drift(scale)
+        ),
+        "SMH-2 (exact)": th.smh("w", order=2),
+    }
+    rows, samples = {}, {}
+    for name, k in kernels.items():
+        t0 = time.perf_counter()
+        r = th.infer(prog, k, num_samples=draws[name], burn_in=draws[name] // 10, chains=2,
+                     seed=seed, init={"w": mode}, progress=False)
+        wall = time.perf_counter() - t0
+        st = r.stats[k.label()]
+        w = r["w"]
+        ess = float(az.ess(w[..., 0]))
+        terms = st.get("terms_per_step", st.get("sections_evaluated_per_step",
+                                                st["elements_per_step"]))
+        rows[name] = {
+            "ms/step": 1e3 * st["seconds_per_step"],
+            "terms/step": terms,
+            "acceptance": st["acceptance_rate"],
+            "ESS/s (w0)": ess / wall,
+            "mean w0": float(w[..., 0].mean()),
+        }
+        samples[name] = w[..., 0].ravel()
+    ref_mean, ref_sd = mode[0], float(np.sqrt(cov[0, 0]))
+    print(f"{'':24} {'ms/step':>8} {'terms/step':>11} {'accept':>7} {'ESS/s (w0)':>11} "
+          f"{'(mean−mode)/sd':>15}")
+    for name, row in rows.items():
+        z = (row["mean w0"] - ref_mean) / ref_sd
+        print(f"{name:24} {row['ms/step']:8.3f} {row['terms/step']:11.1f} "
+              f"{row['acceptance']:7.2f} {row['ESS/s (w0)']:11.1f} {z:15.2f}")
+    base = rows["exact MH"]["ESS/s (w0)"]
+    print("ESS/s relative to exact MH: "
+          + ", ".join(f"{k} {v['ESS/s (w0)'] / base:.1f}×" for k, v in rows.items()))
+    print("(posterior reference: Laplace approximation at the mode; subsampled MH is approximate"
+          " — see benchmarks/results/austerity_risk.json for its bias and cost)")
+    _plot_tall(out / "tall_data.png", samples, rows, ref_mean, ref_sd)
+    return rows
+
+
+def _plot_tall(path: Path, samples, rows, mean, sd) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.4))
+    grid = np.linspace(mean - 4 * sd, mean + 4 * sd, 200)
+    axes[0].plot(grid, np.exp(-0.5 * ((grid - mean) / sd) ** 2) / (sd * np.sqrt(2 * np.pi)),
+                 "k-", lw=2, label="Laplace approx.")
+    for name, s in samples.items():
+        axes[0].hist(s, bins=40, density=True, histtype="step", lw=1.5, label=name)
+    axes[0].set_title("posterior of w[0]")
+    axes[0].legend(fontsize=7)
+    names = list(rows)
+    axes[1].bar(range(len(names)), [rows[n]["ESS/s (w0)"] for n in names],
+                color=["C0", "C1", "C2"])
+    axes[1].set_yscale("log")
+    axes[1].set_xticks(range(len(names)))
+    axes[1].set_xticklabels(names, fontsize=8)
+    axes[1].set_title("effective samples per second (w[0])")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    print(f"plot: {path}")
+
+
 def run_demo(out: str | Path = "demo_output", quick: bool = False, seed: int = 0) -> dict:
     """Run the demo; ``quick`` shrinks it for tests."""
     out = Path(out)
@@ -114,6 +211,13 @@ def run_demo(out: str | Path = "demo_output", quick: bool = False, seed: int = 0
         "logistic": logistic_section(out, n=2000 if quick else 20_000,
                                      draws=300 if quick else 3000, chains=2 if quick else 4,
                                      seed=seed),
+        "tall": tall_section(
+            out, n=5_000 if quick else 100_000,
+            draws={"exact MH": 300 if quick else 3000,
+                   "subsampled MH (ε=0.01)": 200 if quick else 1500,
+                   "SMH-2 (exact)": 1000 if quick else 20_000},
+            seed=seed,
+        ),
     }
     print(f"\ndone in {time.perf_counter() - t0:.0f} s")
     return res

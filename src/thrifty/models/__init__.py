@@ -1,5 +1,15 @@
 """Ready-made models from the papers."""
 
 from thrifty.models.hmm import forward_backward, hmm
+from thrifty.models.logistic import logistic_regression, robust_regression
+from thrifty.models.mrf import dense_mrf, exact_marginals, random_potentials
 
-__all__ = ["forward_backward", "hmm"]
+__all__ = [
+    "dense_mrf",
+    "exact_marginals",
+    "forward_backward",
+    "hmm",
+    "logistic_regression",
+    "random_potentials",
+    "robust_regression",
+]

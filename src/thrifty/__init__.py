@@ -20,6 +20,7 @@ from thrifty.inference.gibbs import gibbs
 from thrifty.inference.mh import lmh, mh
 from thrifty.inference.proposals import drift, prior
 from thrifty.inference.selection import each, one, ordered_range, select
+from thrifty.inference.sgld import sgld
 from thrifty.inference.smh import smh
 from thrifty.inference.subsampled import subsampled_mh
 from thrifty.runtime import InterruptedWarning, load_checkpoint
@@ -62,6 +63,7 @@ __all__ = [
     "prior",
     "sample",
     "select",
+    "sgld",
     "simulate",
     "smh",
     "subsampled_mh",

@@ -139,11 +139,10 @@ class MH(_Selecting):
     # -- one joint proposal ------------------------------------------------------------------
     def _joint(self, trace, cs, rng, n_blocks):
         locs = [locate(trace, a) for a in cs.scalars]
-        targets = {}
         for a, loc in zip(cs.scalars, locs):
             if loc is None:
                 raise SelectionError(f"mh: no latent choice at {fmt(a)}")
-            targets[a] = self.proposal.propose(a, loc.value, loc.discrete, rng)
+        targets, log_q = self.proposal.propose_block(trace, locs, rng)
         plan = plan_for(trace, locs)
         vec = {}
         for g in cs.groups:
@@ -153,7 +152,7 @@ class MH(_Selecting):
             plan_elements(trace, plan, g.plate_addr, g.element_array())
         run = self.execute(trace, rng, targets=targets, vec=vec, plan=plan)
         run.check_targets(len(targets), vec.keys())
-        log_alpha = run.log_weight
+        log_alpha = run.log_weight + log_q
         if n_blocks is not None and (run.n_fresh or run.n_stale):
             undo = provisional_commit(trace, run)
             n_new = self.selection.resolve(trace).n_blocks()

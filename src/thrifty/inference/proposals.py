@@ -12,6 +12,11 @@ from thrifty.errors import SelectionError
 class Proposal:
     """Maps current values of the selected choices to proposed ones."""
 
+    def propose_block(self, trace, locs, rng) -> tuple[dict, float]:
+        """Targets for the choices at ``locs`` and log q(x | x') − log q(x' | x) (0 for
+        symmetric proposals and for prior proposals, whose terms the run computes)."""
+        return {loc.addr: self.propose(loc.addr, loc.value, loc.discrete, rng) for loc in locs}, 0.0
+
     def propose(self, addr, value, discrete: bool, rng):
         """New value for one choice (or ``RESAMPLE``); symmetric proposals need no correction."""
         raise NotImplementedError

@@ -274,7 +274,10 @@ class SMH(_Selecting):
             )
         return addr, site
 
-    def _setup(self, trace) -> _Setup:
+    def _setup(self, trace, precompute: bool = True) -> _Setup:
+        """Find the GLM sections of the selected θ (O(N), once); with ``precompute`` also θ̂,
+        the control variates and the alias tables.  (``precompute=False`` serves other kernels
+        that only need the sections, such as the SGLD proposal.)"""
         addr, site = self._resolve(trace)
         theta = site.value
         d = len(theta)
@@ -294,7 +297,7 @@ class SMH(_Selecting):
                 if c[0] in prev.families and isinstance(c[1], GLM) and c[1].theta is theta
             ]
             if len(groups) == len(prev.families):
-                return self._build(trace, addr, site, groups)
+                return self._build(trace, addr, site, groups, precompute)
         delta = 0.1 * (1.0 + np.abs(theta)) * rng0.standard_normal(d) / math.sqrt(d)
         theta_b = theta + delta
         run_b = self.execute(trace, rng0, targets={addr: theta_b}, everything=True, capture=True)
@@ -357,9 +360,9 @@ class SMH(_Selecting):
                     f"observations by {expected[j]:.6g}); smh can only subsample glm observations"
                 )
 
-        return self._build(trace, addr, site, groups)
+        return self._build(trace, addr, site, groups, precompute)
 
-    def _build(self, trace, addr, site, groups) -> _Setup:
+    def _build(self, trace, addr, site, groups, precompute=True) -> _Setup:
         theta = site.value
         d = len(theta)
         st = _Setup()
@@ -378,7 +381,8 @@ class SMH(_Selecting):
         y = np.broadcast_to(y, (len(X),))
         st.X, st.y, st.fams, st.N = X, y, fams, len(X)
         st.prior = _prior_model(site.dist, d)
-        self._precompute(st, theta)
+        if precompute:
+            self._precompute(st, theta)
         return st
 
     # per-section helpers (several plates may hold sections, one family each)

@@ -181,16 +181,10 @@ class SubsampledMH(_Selecting):
         return out.accept
 
     def _propose(self, trace, locs, rng):
-        targets = {}
         for loc in locs:
             if loc.kind == "element":
                 raise SelectionError(f"subsampled_mh: {fmt(loc.addr)} is local to a plate")
-            targets[loc.addr] = self.proposal.propose(loc.addr, loc.value, loc.discrete, rng)
-        log_q = 0.0
-        correction = getattr(self.proposal, "log_ratio", None)
-        if correction is not None:  # asymmetric proposals: log q(θ|θ') − log q(θ'|θ)
-            log_q = correction(trace, locs, targets)
-        return targets, log_q
+        return self.proposal.propose_block(trace, locs, rng)  # (targets, log q-ratio)
 
     def _sections(self, trace, skeleton, locs) -> Sections:
         containers = [Container(kind, addr, size) for kind, addr, size in skeleton.sections]

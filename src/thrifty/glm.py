@@ -187,7 +187,9 @@ class Logistic(GLMFamily):
         if type(eta) is np.ndarray and eta.ndim and y.shape == eta.shape and y.dtype.kind in "biuf":
             from thrifty.distributions.discrete import _bernoulli_logits_lp
 
-            return _bernoulli_logits_lp(y, eta)  # the allocation-free path of Bernoulli(logits)
+            # the allocation-free path of Bernoulli(logits); θ is checked finite, so η is unless
+            # X has ±inf — then log p is NaN and the run reports it, naming the element
+            return _bernoulli_logits_lp(y, eta, finite=True)
         return super().log_density(eta, y)
 
     def d1(self, eta, y):

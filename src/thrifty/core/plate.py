@@ -303,6 +303,8 @@ class VecFrame:
                     lp = self._elem_lp(d.log_prob(value), rel, "sample")
                     run.q_fwd += float(lp[pos].sum())
                     run.q_rev += float(lp_old[pos].sum())
+                    if acc.q_elem is None:
+                        acc.q_elem = np.zeros(acc.n)
                     acc.q_elem[pos] += lp_old[pos] - lp[pos]
                 else:
                     value[pos] = tgt.values
@@ -433,7 +435,7 @@ class PlateFrame(VecFrame):
         self.user_index = self.idx
         self.elem_lp = None  # per-element log-density of this execution (see add)
         self.lp_total = 0.0
-        self.q_elem = np.zeros(self.n)  # per element: q_rev − q_fwd of resampled targets
+        self.q_elem = None  # per element: q_rev − q_fwd of resampled targets (when there are)
         run.work_elements += self.n
         self.fresh_lp = 0.0
         self.stale_lp = 0.0

@@ -186,7 +186,9 @@ class MH(_Selecting):
         frame = run.plate_frames[plate]
         pos = frame.positions(elems)
         node = find_plate(trace, plate)
-        log_alpha = frame.elem_lp[pos] - node.elem_lp[elems] + frame.q_elem[pos]
+        log_alpha = frame.elem_lp[pos] - node.elem_lp[elems]
+        if frame.q_elem is not None:
+            log_alpha = log_alpha + frame.q_elem[pos]
         u = rng.random(len(elems))
         with np.errstate(divide="ignore"):
             acc = np.log(u) < log_alpha

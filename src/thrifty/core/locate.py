@@ -184,12 +184,6 @@ def _block_choice(block: Block, prefix: tuple, r: int):
     return None, r
 
 
-def iter_latent(trace):
-    """Every latent choice address (plates yield one address per element: use sparingly)."""
-    for r in range(trace.n_latent):
-        yield choice_at(trace, r)
-
-
 def iter_block_addresses(block: Block, prefix: tuple):
     for local in block.sites:
         yield prefix + local

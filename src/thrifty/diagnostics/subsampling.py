@@ -163,15 +163,9 @@ def _is_gibbs(kernel) -> bool:
 
 def _pick(kernel, trace, rng):
     """The choices one trial updates, their proposal and the log proposal ratio."""
-    from thrifty.inference.selection import One
-
-    cs = kernel.choices(trace)
+    cs = kernel.global_choices(trace, rng)  # raises for plate-local selections
     if cs is None:
         return None
-    if isinstance(kernel.selection, One):
-        cs = cs.pick_block(rng)
-    if cs.groups:
-        raise ValueError(f"check_subsampling: {kernel.label()} selects plate-local choices")
     if _is_gibbs(kernel):  # a Gibbs sweep: one trial flips one of the selected choices
         addr = cs.scalars[int(rng.integers(len(cs.scalars)))]
         loc = locate(trace, addr)

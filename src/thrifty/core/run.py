@@ -396,7 +396,6 @@ class Run:
         self.root: Block | None = None
         self.frame = None
         self.output = None
-        self.lazy = self.plan.lazy
         self.full = True  # every plate ran all its elements (the output is the program's)
         self.aborted: ZeroProbability | None = None
 
@@ -441,10 +440,6 @@ class Run:
     def log_weight(self) -> float:
         """``lp_new − lp_old + q_rev − q_fwd``: the MH log-ratio before proposal corrections."""
         return self.lp_new - self.lp_old + self.q_rev - self.q_fwd
-
-    @property
-    def n_latent_change(self) -> int:
-        return self.n_fresh - self.n_stale
 
     # -- bookkeeping used by the frames ---------------------------------------------------------
     def note_impossible(self, addr, d, value) -> None:

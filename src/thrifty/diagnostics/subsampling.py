@@ -282,19 +282,16 @@ def check_subsampling(
         t_exact = time.perf_counter() - t0
 
         # every section's l_i, through the kernel's own machinery
-        skeleton = Run(trace, rng, targets=targets, plan=Plan(lazy=True)).execute()
+        skeleton = Run(trace, rng, targets=targets, plan=Plan(lazy=True), capture=True).execute()
         if skeleton.aborted is not None:  # outside the support: every kernel rejects
             skipped += 1
             if skipped > 10 * steps:
                 raise ValueError("check_subsampling: nearly every proposal is outside the support")
             continue
-        sections = helper._sections(trace, skeleton, locs)
-        N = sections.N
-        if N == 0:
-            l = np.zeros(0)
-        else:
-            l = helper._log_ratios(trace, rng, targets, sections, np.arange(N))
-        global_lr = skeleton.log_weight + log_q
+        scorer = helper.scorer(trace, rng, skeleton, locs, targets)
+        N = scorer.N
+        l = np.zeros(0) if N == 0 else scorer.evaluate(np.arange(N))
+        global_lr = skeleton.log_weight + log_q + scorer.offset
         mismatch = abs(global_lr + float(l.sum()) - exact_lr) / (1.0 + abs(exact_lr))
 
         u = rng.random()

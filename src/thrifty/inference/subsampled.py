@@ -71,12 +71,37 @@ class Sections:
         return out
 
 
+class ProgramSections:
+    """The sections of one proposal scored by executing the program on them (any plate,
+    markov chain or mem reader): l_i = log-density under θ' − under θ."""
+
+    offset = 0.0  # Σ_i l_i = offset + Σ_i evaluate(i)
+
+    def __init__(self, kernel, trace, rng, targets, sections: Sections):
+        self.kernel, self.trace, self.rng = kernel, trace, rng
+        self.targets, self.sections = targets, sections
+        self.N = sections.N
+        self.used: list = []
+
+    def evaluate(self, idx: np.ndarray) -> np.ndarray:
+        self.used.append(idx)
+        return self.kernel._log_ratios(self.trace, self.rng, self.targets, self.sections, idx)
+
+    def commit(self, kernel, trace, rng, skeleton) -> None:
+        """Keep the sections evaluated under θ', the rest stale (000 §3.5)."""
+        plan = kernel._plan(trace, self.sections, np.concatenate(self.used), lazy=True)
+        kernel.execute(trace, rng, targets=self.targets, plan=plan).commit()
+
+
 class SubsampledMH(_Selecting):
     """Approximate MH with the sequential test; see :func:`thrifty.subsampled_mh`."""
 
     name = "subsampled_mh"
 
-    def __init__(self, selection, batch_size=100, epsilon=0.01, proposal=None, k0=1):
+    def __init__(
+        self, selection, batch_size=100, epsilon=0.01, proposal=None, k0=1, proxy=None,
+        theta_hat=None,
+    ):
         super().__init__(selection)
         if int(batch_size) < 1:
             raise ValueError(f"subsampled_mh: batch_size must be >= 1, got {batch_size}")
@@ -90,13 +115,23 @@ class SubsampledMH(_Selecting):
         self.proposal = proposal if proposal is not None else drift(0.1)
         if not isinstance(self.proposal, Proposal):
             raise TypeError(f"subsampled_mh: proposal must be a proposal, got {proposal!r}")
+        if proxy not in (None, "taylor"):
+            raise ValueError(f"{self.name}: proxy must be None or 'taylor', got {proxy!r}")
+        if theta_hat is not None and proxy is None:
+            raise ValueError(f"{self.name}: theta_hat is the centre of proxy='taylor'")
+        from thrifty.inference.proxy import TaylorProxy
+
+        self.proxy = None if proxy is None else TaylorProxy(theta_hat)
+        if self.proxy is not None:
+            self.stats.count("setups", 0)  # reported as setups_per_step
         self._warned = False
         self._mask = None  # reused membership mask of the sequential test
 
     def label(self) -> str:
+        proxy = "" if self.proxy is None else ", proxy='taylor'"
         return (
             f"subsampled_mh({self.selection!r}, batch_size={self.batch_size}, "
-            f"epsilon={self.epsilon}, {self.proposal!r})"
+            f"epsilon={self.epsilon}, {self.proposal!r}{proxy})"
         )
 
     # -- one step ---------------------------------------------------------------------------
@@ -131,17 +166,14 @@ class SubsampledMH(_Selecting):
         """The MH decision for the proposal ``targets`` and uniform ``exp(log_u)``; commits the
         proposal when it is accepted.  (Separate from ``_step`` so tests can fix u.)"""
         # 1. the global part, and which sections the change reaches (000 §3.1)
-        skeleton = self.execute(trace, rng, targets=targets, plan=Plan(lazy=True))
+        skeleton = self.execute(
+            trace, rng, targets=targets, plan=Plan(lazy=True), capture=self.proxy is not None
+        )
         if skeleton.aborted is not None:  # a proposal outside the support
             return False
-        if skeleton.n_fresh or skeleton.n_stale:
-            raise SelectionError(
-                f"subsampled_mh on {self.selection!r}: the proposal changes which choices exist; "
-                "subsampling needs a fixed structure (use th.lmh or th.mh)"
-            )
         global_lr = skeleton.log_weight + log_q
-        sections = self._sections(trace, skeleton, locs)
-        if sections.N == 0:
+        scorer = self.scorer(trace, rng, skeleton, locs, targets)
+        if scorer.N == 0:
             self._warn_exact()
             if log_u < global_lr:
                 skeleton.commit()
@@ -149,19 +181,13 @@ class SubsampledMH(_Selecting):
             return False
 
         # 2.–3. the sequential test on minibatches of sections (000 Alg. 2, 3)
-        mu0 = (log_u - global_lr) / sections.N
-        used: list = []
-
-        def evaluate(idx):
-            used.append(idx)
-            return self._log_ratios(trace, rng, targets, sections, idx)
-
-        if self._mask is None or len(self._mask) != sections.N:
-            self._mask = np.zeros(sections.N, dtype=bool)
+        mu0 = (log_u - global_lr - scorer.offset) / scorer.N
+        if self._mask is None or len(self._mask) != scorer.N:
+            self._mask = np.zeros(scorer.N, dtype=bool)
         out = sequential_test(
             mu0,
-            evaluate,
-            sections.N,
+            scorer.evaluate,
+            scorer.N,
             self.batch_size,
             self.epsilon,
             rng,
@@ -175,10 +201,24 @@ class SubsampledMH(_Selecting):
 
         # 4. keep the sections evaluated under the chosen value, the rest stale (000 §3.5)
         if out.accept:
-            plan = self._plan(trace, sections, np.concatenate(used), lazy=True)
-            self.execute(trace, rng, targets=targets, plan=plan).commit()
+            scorer.commit(self, trace, rng, skeleton)
         self.last_outcome = out
         return out.accept
+
+    def scorer(self, trace, rng, skeleton, locs, targets):
+        """What the test reads for this proposal: ``N`` sections, ``evaluate(idx)`` and an
+        ``offset`` with Σ_i l_i = offset + Σ_i evaluate(i) — the l_i themselves
+        (:class:`ProgramSections`), or their Taylor remainders (:mod:`.proxy`)."""
+        if skeleton.n_fresh or skeleton.n_stale:
+            raise SelectionError(
+                f"{self.name} on {self.selection!r}: the proposal changes which choices exist; "
+                "subsampling needs a fixed structure (use th.lmh or th.mh)"
+            )
+        if self.proxy is not None:
+            scorer, fresh = self.proxy.sections(self, trace, skeleton, locs, targets)
+            self.stats.count("setups", int(fresh))
+            return scorer
+        return ProgramSections(self, trace, rng, targets, self._sections(trace, skeleton, locs))
 
     def _propose(self, trace, locs, rng):
         for loc in locs:
@@ -273,7 +313,13 @@ class SubsampledMH(_Selecting):
 
 
 def subsampled_mh(
-    selection, batch_size: int = 100, epsilon: float = 0.01, proposal=None, k0: int = 1
+    selection,
+    batch_size: int = 100,
+    epsilon: float = 0.01,
+    proposal=None,
+    k0: int = 1,
+    proxy: str | None = None,
+    theta_hat=None,
 ) -> SubsampledMH:
     """Approximate MH on a global choice, deciding from minibatches of its local sections.
 
@@ -282,6 +328,12 @@ def subsampled_mh(
     before the first test.  Sections are plate elements, markov steps (with the states held
     fixed) or the readers of a memoized value; ``result.stats`` reports ``sections_per_step``
     and ``ran_to_N_per_step``.
+
+    ``proxy="taylor"``: for GLM weights (:mod:`thrifty.glm` observations in plates), test the
+    remainders of a second-order Taylor expansion at the posterior mode ``theta_hat`` (found
+    by Newton at set-up, O(N) once, when not given) instead of the l_i — control variates
+    that let a few minibatches settle most decisions of an efficient proposal
+    (:mod:`thrifty.inference.proxy`).  ``result.stats`` then also reports ``setups_per_step``.
 
     >>> import numpy as np, thrifty as th
     >>> from thrifty.datasets import synthetic_logistic
@@ -292,4 +344,4 @@ def subsampled_mh(
     >>> r.stats[k.label()]["sections_per_step"] < 20_000
     True
     """
-    return SubsampledMH(selection, batch_size, epsilon, proposal, k0)
+    return SubsampledMH(selection, batch_size, epsilon, proposal, k0, proxy, theta_hat)

@@ -11,10 +11,12 @@ w ∈ R³), N from 10³ to 10⁶.  Subsampled MH with the paper's settings — �
     notes in the JSON, and its cost per step with it), then ``rounds`` rounds of ``steps``
     steps, the two kernels alternating round by round in this process; sections per step are
     averaged over all measured steps, seconds per step are the median over rounds.
-(b) fixed proposals, the paper's variant for Fig. 5b ("the same current and proposed parameter
-    for all dataset sizes"): θ = the posterior mode at the largest N, θ' = θ + 0.1·z for
-    ``n_dirs`` fixed standard-normal z, and ``n_u`` uniforms u per θ'; each decision is made
-    by ``kernel.decide`` from the same state θ (restored after an accept, outside the timing).
+(b) fixed proposals, the paper's protocol for Fig. 5 ("We use the same current and proposed
+    parameter value for all dataset sizes in this plot"; the issue's criteria are judged on it,
+    and the chain's slopes are reported next to them): θ = the posterior mode at the largest N,
+    θ' = θ + 0.1·z for ``n_dirs`` fixed standard-normal z, and ``n_u`` uniforms u per θ'; each
+    decision is made by ``kernel.decide`` from the same state θ (restored after an accept,
+    outside the timing).
     This isolates the cost of the sequential test: as N grows, μ = mean(l_i) tends to a fixed
     value while μ0 = (log u − G)/N → 0, so the sections needed level off.
 
@@ -281,8 +283,11 @@ def main() -> None:
         "seconds_ratio_subsampled_over_exact": ratio,
         "slopes": slopes,
         "criteria": {
-            "sections_slope_le_0.5": slopes["chain_sections_1e4_1e6"] <= 0.5,
-            "seconds_slope_le_0.6": slopes["chain_seconds_1e4_1e6"] <= 0.6,
+            "protocol": "000 Fig. 5: the same current and proposed values at every N (fixed)",
+            "sections_slope_le_0.5": slopes["fixed_sections_1e4_1e6"] <= 0.5,
+            "seconds_slope_le_0.6": slopes["fixed_seconds_1e4_1e6"] <= 0.6,
+            "chain_sections_slope_le_0.5": slopes["chain_sections_1e4_1e6"] <= 0.5,
+            "chain_seconds_slope_le_0.6": slopes["chain_seconds_1e4_1e6"] <= 0.6,
             "exact_seconds_slope_1e4_1e6": slopes["exact_seconds_1e4_1e6"],
             "exact_seconds_slope_1e5_1e6": slopes["exact_seconds_1e5_1e6"],
         },

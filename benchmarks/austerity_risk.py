@@ -265,6 +265,11 @@ def experiment(name, X, y, X_test, chains, budget, trials, ref_draws, seed=0) ->
             "time_to_r_star": t_star[e],
             "time_ratio_exact_over_this_at_r_star": t_star["exact"] / t_star[e],
             "time_to_exact_final_risk": t_exact_final[e],
+            # exact MH's time over this method's to reach exact MH's final risk (NaN: this
+            # method does not reach it within the budget, i.e. the ratio is below ~1)
+            "time_ratio_exact_over_this_at_exact_final_risk": (
+                t_exact_final["exact"] / t_exact_final[e]
+            ),
             "posterior_mean_distance_sd": dist_sd.tolist(),
             "posterior_mean_distance_sd_max": float(dist_sd.max()),
             "posterior_mean_mcse_sd": (se / ref["sd"]).tolist(),
@@ -273,7 +278,8 @@ def experiment(name, X, y, X_test, chains, budget, trials, ref_draws, seed=0) ->
     print(f"  (b) risk of the predictive mean, {chains} chains × {budget:g} s of kernel time:")
     print(
         "      method          steps/chain  ms/step  acc   sections/step  final risk   "
-        "t(r*) s  exact/this  |mean−exact|/sd (max; mcse)  sd ratio"
+        "t(r*) s  exact/this  exact/this at exact's final risk  |mean−exact|/sd (max; mcse)  "
+        "sd ratio"
     )
     for e, row in rows.items():
         print(
@@ -281,6 +287,7 @@ def experiment(name, X, y, X_test, chains, budget, trials, ref_draws, seed=0) ->
             f"{row['seconds_per_step'] * 1e3:8.2f} {row['acceptance_rate']:5.2f} "
             f"{row['sections_per_step']:>14.0f}  {row['final_risk']:.3e}  "
             f"{row['time_to_r_star']:7.2f}  {row['time_ratio_exact_over_this_at_r_star']:10.2f}  "
+            f"{row['time_ratio_exact_over_this_at_exact_final_risk']:32.2f}  "
             f"{row['posterior_mean_distance_sd_max']:.3f} "
             f"({max(row['posterior_mean_mcse_sd']):.3f})"
             f"          {np.mean(row['posterior_sd_ratio']):.2f}"
@@ -356,6 +363,7 @@ def plot(results, path) -> None:
             color = "k" if e == "exact" else f"C{(j - 1) % 4}"
             a.loglog(grid, curve, style, color=color, label=label, lw=1.2)
         a.axhline(res["risk"]["r_star"], color="gray", lw=0.8, ls=":")
+        a.axhline(res["risk"]["exact_final_risk"], color="k", lw=0.8, ls=":")
         a.set_xlabel("kernel time (s)")
         a.set_ylabel("risk of predictive mean")
         a.set_title(
@@ -369,19 +377,23 @@ def plot(results, path) -> None:
 
 
 def criteria(row, ref_ess) -> dict:
-    """The issue's two criteria for one method: less kernel time than exact MH to reach r*, and
-    every posterior mean within 0.1 posterior sd of the exact one — judged on the upper 95%
-    bound |mean − exact|/sd + 1.96·se, se combining the chains' batch-means MCSE and the
-    reference's importance-sampling error (1/√ESS sd)."""
+    """The issue's two criteria for one method.  (1) It reaches a given predictive risk in less
+    kernel time than exact MH: the risk exact MH reaches at the end of its budget (r* — the
+    largest final risk of all methods — is reported too, but a method with a large bias sets
+    it so high that every method reaches it at the first grid point).  (2) Every posterior
+    mean within 0.1 posterior sd of the exact one — judged on the upper 95% bound
+    |mean − exact|/sd + 1.96·se, se combining the chains' batch-means MCSE and the reference's
+    importance-sampling error (1/√ESS sd)."""
     dist = np.array(row["posterior_mean_distance_sd"])
     se = np.sqrt(np.array(row["posterior_mean_mcse_sd"]) ** 2 + 1.0 / ref_ess)
     upper = float(np.max(dist + 1.96 * se))
-    ratio = row["time_ratio_exact_over_this_at_r_star"]
+    ratio = row["time_ratio_exact_over_this_at_exact_final_risk"]
     return {
-        "time_ratio_exact_over_this": ratio,
+        "time_ratio_exact_over_this_at_exact_final_risk": ratio,
+        "time_ratio_exact_over_this_at_r_star": row["time_ratio_exact_over_this_at_r_star"],
         "mean_distance_sd_max": float(dist.max()),
         "mean_distance_sd_upper95": upper,
-        "reaches_r_star_sooner": bool(ratio > 1.0),
+        "reaches_exact_final_risk_sooner": bool(ratio > 1.0),
         "within_0.1_sd": bool(upper < 0.1),
     }
 
@@ -433,13 +445,16 @@ def main() -> None:
     }
     print()
     for name_, rows in summary.items():
-        print(f"summary ({name_}): time ratio exact/method at r*; posterior mean distance "
-              "(max over coordinates, in posterior sd) and its upper 95% bound")  # fmt: skip
+        print(f"summary ({name_}): time ratio exact/method to reach exact MH's final risk "
+              "(nan: not reached) and r*; posterior mean distance (max over coordinates, in "
+              "posterior sd) and its upper 95% bound")  # fmt: skip
         for m, c in rows.items():
             print(
-                f"  {m:15s} ratio {c['time_ratio_exact_over_this']:6.2f}  distance "
+                f"  {m:15s} ratio {c['time_ratio_exact_over_this_at_exact_final_risk']:6.2f} "
+                f"(r*: {c['time_ratio_exact_over_this_at_r_star']:5.2f})  distance "
                 f"{c['mean_distance_sd_max']:.3f}  upper {c['mean_distance_sd_upper95']:.3f}  "
-                f"-> faster: {c['reaches_r_star_sooner']}, within 0.1 sd: {c['within_0.1_sd']}"
+                f"-> faster: {c['reaches_exact_final_risk_sooner']}, within 0.1 sd: "
+                f"{c['within_0.1_sd']}"
             )
     name = "austerity_risk_quick" if args.quick else "austerity_risk"
     print("wrote", write(name, res))

@@ -89,6 +89,7 @@ def test_few_sections_and_no_wrong_decisions_at_an_efficient_scale():
     plain, proxy = rows[None], rows["taylor"]
     assert proxy.data_fraction < 0.02 < 0.2 < plain.data_fraction, (proxy, plain)
     assert proxy.wrong_decision_rate <= 0.01, proxy.report()
+    assert "proxy='taylor'" in plain.recommendation and "proxy=" not in proxy.recommendation
 
 
 def test_commit_leaves_elements_stale_and_exact_kernels_refresh_them():
@@ -276,3 +277,23 @@ def test_bias_of_the_posterior_means_below_the_bound():
     finally:
         proxy_mod.TaylorSections = real
     assert z_bad[0] > zmax, z_bad
+
+
+def test_doctests():
+    import doctest
+
+    import thrifty.inference.austerity
+    import thrifty.inference.proxy
+    import thrifty.inference.sequential
+    import thrifty.inference.sgld
+    import thrifty.inference.subsampled
+
+    for mod in (
+        thrifty.inference.subsampled,
+        thrifty.inference.sequential,
+        thrifty.inference.proxy,
+        thrifty.inference.austerity,
+        thrifty.inference.sgld,
+    ):
+        res = doctest.testmod(mod, verbose=False, report=False)
+        assert res.failed == 0, mod.__name__

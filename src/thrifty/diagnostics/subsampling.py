@@ -22,7 +22,8 @@ proposals and the *same* uniform u:
 * the time of a kernel decision and of the exact execution (a speed-up estimate).
 
 It prints nothing by itself: ``print(result)`` (or ``result.report()``) gives a short report
-with a recommendation.  The trial chain is burned in with the kernel, then moves with the
+with a recommendation (for plain subsampled MH on GLM weights whose test reads too much data or
+errs too often, it also suggests ``proxy='taylor'``).  The trial chain is burned in with the kernel, then moves with the
 *exact* decisions, so every kernel compared on it (``epsilons=``) sees the same proposals.
 
 Thresholds (all keyword arguments):
@@ -337,10 +338,25 @@ def check_subsampling(
         made += 1
 
     limits = (tolerance, alpha, max_mean_kurtosis, max_mean_skewness, bias_alpha)
-    return _summarize(main, rows, zs, other_rows, limits)
+    return _summarize(main, rows, zs, other_rows, limits, _proxy_would_apply(main, trace))
 
 
-def _summarize(main, rows, zs, other_rows, limits):
+def _proxy_would_apply(kernel, trace) -> bool:
+    """Whether ``proxy='taylor'`` could be used instead: plain subsampled MH on one vector of
+    GLM weights (the O(N) section discovery of ``th.smh``, without its precomputation)."""
+    from thrifty.errors import SelectionError
+    from thrifty.inference.smh import SMH
+
+    if _is_gibbs(kernel) or getattr(kernel, "proxy", None) is not None:
+        return False
+    try:
+        SMH(kernel.selection)._setup(trace, precompute=False)
+    except (SelectionError, ValueError):
+        return False
+    return True
+
+
+def _summarize(main, rows, zs, other_rows, limits, proxy_ok=False):
     tolerance, alpha, max_mean_kurtosis, max_mean_skewness, bias_alpha = limits
     arr = {k: np.asarray(v) for k, v in rows.items()}
     steps = len(arr["exact"])
@@ -420,6 +436,12 @@ def _summarize(main, rows, zs, other_rows, limits):
         text = (
             f"subsampling looks safe at epsilon {eps:g}, batch {m}: {rate:.1%} wrong decisions "
             f"using {frac.mean():.1%} of the data."
+        )
+
+    if proxy_ok and action in ("exact", "larger_batch", "decrease_epsilon"):
+        text += (
+            " These are GLM weights: proxy='taylor' (Taylor control variates) usually settles "
+            "each decision from one or two minibatches."
         )
 
     by_eps = {}

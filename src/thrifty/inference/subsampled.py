@@ -367,5 +367,9 @@ def subsampled_mh(
     >>> r = th.infer(logistic_regression(X, y), k, num_samples=200, seed=0, progress=False)
     >>> r.stats[k.label()]["sections_per_step"] < 20_000
     True
+    >>> k = th.subsampled_mh("w", 100, 0.01, th.drift(0.02), proxy="taylor")
+    >>> r = th.infer(logistic_regression(X, y), k, num_samples=200, seed=0, progress=False)
+    >>> r.stats[k.label()]["sections_per_step"] < 1_000
+    True
     """
     return SubsampledMH(selection, batch_size, epsilon, proposal, k0, proxy, theta_hat)

@@ -8,6 +8,13 @@ import numpy as np
 import pytest
 
 import thrifty as th
+from shared_models import (
+    ar_chain,
+    assert_copy_replays,
+    bernoulli_model,
+    extra_plate_term,
+    robust_with_scale,
+)
 from stat_helpers import ess, z_threshold
 from thrifty import dist, glm
 from thrifty.core.locate import locate
@@ -110,14 +117,6 @@ def test_commit_leaves_elements_stale_and_exact_kernels_refresh_them():
     assert trace.log_joint() == pytest.approx(want, rel=1e-10)
 
 
-@th.model
-def robust_with_scale(X, y):
-    w = th.sample("w", dist.MvNormal(np.zeros(X.shape[1]), np.eye(X.shape[1])))
-    s = th.sample("s", dist.Gamma(20.0, 20.0))
-    with th.plate("data", len(y)) as i:
-        th.observe("y", glm.student_t(X[i], w, 4.0, max(s, 1e-6)), y[i])
-
-
 def test_setup_redone_when_family_parameters_change_and_decisions_stay_exact():
     rng = np.random.default_rng(5)
     X = np.c_[np.ones(1500), rng.standard_normal(1500)]
@@ -137,50 +136,18 @@ def test_copies_drop_the_setup_and_replay_identically():
     rng = np.random.default_rng(0)
     for _ in range(5):
         k.step(trace, rng)
-    k2 = pickle.loads(pickle.dumps(k))
-    assert k2.proxy._helper is None
-    t1, t2 = copy.deepcopy(trace), copy.deepcopy(trace)
-    r1, r2 = np.random.default_rng(7), np.random.default_rng(7)
-    for _ in range(30):
-        k.step(t1, r1)
-        k2.step(t2, r2)
-    np.testing.assert_array_equal(t1["w"], t2["w"])
+    assert pickle.loads(pickle.dumps(k)).proxy._helper is None
+    assert copy.deepcopy(k).proxy._helper is None
+    assert_copy_replays(k, trace)
 
 
 # -- errors -------------------------------------------------------------------------------------
-@th.model
-def extra_plate_term(X, y):
-    w = th.sample("w", dist.MvNormal(np.zeros(X.shape[1]), np.eye(X.shape[1])))
-    with th.plate("data", len(y)) as i:
-        th.observe("y", glm.logistic(X[i], w), y[i])
-        th.factor("extra", -0.1 * (X[i] @ w) ** 2)
-
-
-@th.model
-def bernoulli_model(X, y):
-    w = th.sample("w", dist.MvNormal(np.zeros(X.shape[1]), np.eye(X.shape[1])))
-    with th.plate("data", len(y)) as i:
-        th.observe("y", dist.Bernoulli(logits=X[i] @ w), y[i])
-
-
 @th.model
 def two_choices(X, y):
     w = th.sample("w", dist.MvNormal(np.zeros(X.shape[1]), np.eye(X.shape[1])))
     b = th.sample("b", dist.Normal(0.0, 1.0))
     with th.plate("data", len(y)) as i:
         th.observe("y", glm.logistic(X[i], w + b), y[i])
-
-
-@th.model
-def ar_model(T):
-    phi = th.sample("phi", dist.Uniform(-1.0, 1.0))
-
-    def step(t, prev):
-        h = th.sample("h", dist.Normal(0.0 if prev is None else phi * prev, 0.5))
-        th.observe("x", dist.Normal(h, 0.2), 0.0)
-        return h
-
-    return th.markov("h", step, T)
 
 
 def test_errors_name_the_address():
@@ -196,7 +163,7 @@ def test_errors_name_the_address():
     trace = th.simulate(two_choices(X, y), seed=0)
     with pytest.raises(SelectionError, match="one top-level vector"):
         th.subsampled_mh(["w", "b"], proxy="taylor").step(trace, rng)
-    trace = th.simulate(ar_model(30), seed=0)
+    trace = th.simulate(ar_chain(30), seed=0)
     with pytest.raises(SelectionError, match="markov chain"):
         th.subsampled_mh("phi", proxy="taylor").step(trace, rng)
     with pytest.raises(ValueError, match="proxy must be"):

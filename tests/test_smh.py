@@ -33,6 +33,7 @@ import pytest
 from scipy import stats
 
 import thrifty as th
+from shared_models import assert_copy_replays, bernoulli_model, extra_plate_term, robust_with_scale
 from stat_helpers import P_MIN, Z_MAX, ess, thin_independent, z_threshold
 from thrifty import dist, glm
 from thrifty.core.run import Run
@@ -404,22 +405,8 @@ def test_setup_is_dropped_by_copies_and_redone_identically():
     for _ in range(20):
         k.step(trace, rng)
     assert k._st is not None
-    k2 = copy.deepcopy(k)
-    assert k2._st is None and pickle.loads(pickle.dumps(k))._st is None
-    t1, t2 = copy.deepcopy(trace), copy.deepcopy(trace)
-    r1, r2 = np.random.default_rng(5), np.random.default_rng(5)
-    for _ in range(30):
-        k.step(t1, r1)
-        k2.step(t2, r2)
-    np.testing.assert_array_equal(t1["w"], t2["w"])
-
-
-@th.model
-def robust_with_scale(X, y):
-    w = th.sample("w", dist.MvNormal(np.zeros(X.shape[1]), np.eye(X.shape[1])))
-    s = th.sample("s", dist.Gamma(20.0, 20.0))
-    with th.plate("data", len(y)) as i:
-        th.observe("y", glm.student_t(X[i], w, 4.0, max(s, 1e-6)), y[i])
+    assert copy.deepcopy(k)._st is None and pickle.loads(pickle.dumps(k))._st is None
+    assert_copy_replays(k, trace)
 
 
 def test_setup_redone_when_family_parameters_change():
@@ -446,21 +433,6 @@ def test_geweke_style_data_change_triggers_setup():
 # =============================================================================================
 # errors
 # =============================================================================================
-@th.model
-def bernoulli_model(X, y):
-    w = th.sample("w", dist.MvNormal(np.zeros(X.shape[1]), np.eye(X.shape[1])))
-    with th.plate("data", len(y)) as i:
-        th.observe("y", dist.Bernoulli(logits=X[i] @ w), y[i])
-
-
-@th.model
-def extra_plate_term(X, y):
-    w = th.sample("w", dist.MvNormal(np.zeros(X.shape[1]), np.eye(X.shape[1])))
-    with th.plate("data", len(y)) as i:
-        th.observe("y", glm.logistic(X[i], w), y[i])
-        th.factor("extra", -0.1 * (X[i] @ w) ** 2)
-
-
 @th.model
 def latent_plate(X, y):
     w = th.sample("w", dist.MvNormal(np.zeros(X.shape[1]), np.eye(X.shape[1])))

@@ -8,6 +8,7 @@ import pytest
 from scipy import stats
 
 import thrifty as th
+from shared_models import ar_chain
 from thrifty import dist
 from thrifty.core.locate import locate
 from thrifty.core.simulate import initialize
@@ -223,19 +224,8 @@ def test_sections_grow_sublinearly():
 
 
 def test_markov_steps_are_sections_with_states_held_fixed():
-    @th.model
-    def ar(T):
-        phi = th.sample("phi", dist.Uniform(-1.0, 1.0))
-
-        def step(t, prev):
-            h = th.sample("h", dist.Normal(0.0 if prev is None else phi * prev, 0.5))
-            th.observe("x", dist.Normal(h, 0.2), 0.0)
-            return h
-
-        return th.markov("h", step, T)
-
     rng = np.random.default_rng(0)
-    trace = initialize(ar(400), rng)
+    trace = initialize(ar_chain(400), rng)
     k = th.subsampled_mh("phi", batch_size=50, epsilon=0.0, proposal=th.drift(0.05))
     for _ in range(30):
         loc = locate(trace, ("phi",))

@@ -23,8 +23,9 @@ proposals and the *same* uniform u:
 
 It prints nothing by itself: ``print(result)`` (or ``result.report()``) gives a short report
 with a recommendation (for plain subsampled MH on GLM weights whose test reads too much data or
-errs too often, it also suggests ``proxy='taylor'``).  The trial chain is burned in with the kernel, then moves with the
-*exact* decisions, so every kernel compared on it (``epsilons=``) sees the same proposals.
+errs too often, it also suggests ``proxy='taylor'``).  The trial chain is burned in with the
+kernel, then moves with the *exact* decisions, so every kernel compared on it (``epsilons=``)
+sees the same proposals.
 
 Thresholds (all keyword arguments):
 

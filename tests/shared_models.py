@@ -1,0 +1,58 @@
+"""Small models and checks shared by several test modules (SMH, subsampled MH, proxies)."""
+
+import copy
+
+import numpy as np
+
+import thrifty as th
+from thrifty import dist, glm
+
+
+@th.model
+def robust_with_scale(X, y):
+    """Student-t GLM whose noise scale ``s`` is a choice of its own (moved by another kernel)."""
+    w = th.sample("w", dist.MvNormal(np.zeros(X.shape[1]), np.eye(X.shape[1])))
+    s = th.sample("s", dist.Gamma(20.0, 20.0))
+    with th.plate("data", len(y)) as i:
+        th.observe("y", glm.student_t(X[i], w, 4.0, max(s, 1e-6)), y[i])
+
+
+@th.model
+def bernoulli_model(X, y):
+    """Logistic regression written without thrifty.glm: not a GLM as far as SMH can tell."""
+    w = th.sample("w", dist.MvNormal(np.zeros(X.shape[1]), np.eye(X.shape[1])))
+    with th.plate("data", len(y)) as i:
+        th.observe("y", dist.Bernoulli(logits=X[i] @ w), y[i])
+
+
+@th.model
+def extra_plate_term(X, y):
+    """GLM observations plus a non-GLM term of ``w`` in the same plate."""
+    w = th.sample("w", dist.MvNormal(np.zeros(X.shape[1]), np.eye(X.shape[1])))
+    with th.plate("data", len(y)) as i:
+        th.observe("y", glm.logistic(X[i], w), y[i])
+        th.factor("extra", -0.1 * (X[i] @ w) ** 2)
+
+
+@th.model
+def ar_chain(T):
+    """AR(1) states with one observation each: φ's sections are the markov steps."""
+    phi = th.sample("phi", dist.Uniform(-1.0, 1.0))
+
+    def step(t, prev):
+        h = th.sample("h", dist.Normal(0.0 if prev is None else phi * prev, 0.5))
+        th.observe("x", dist.Normal(h, 0.2), 0.0)
+        return h
+
+    return th.markov("h", step, T)
+
+
+def assert_copy_replays(kernel, trace, steps=30, seed=5) -> None:
+    """A deep copy of ``kernel`` (its cached set-up dropped) continues the same chain."""
+    k2 = copy.deepcopy(kernel)
+    t1, t2 = copy.deepcopy(trace), copy.deepcopy(trace)
+    r1, r2 = np.random.default_rng(seed), np.random.default_rng(seed)
+    for _ in range(steps):
+        kernel.step(t1, r1)
+        k2.step(t2, r2)
+    np.testing.assert_array_equal(t1["w"], t2["w"])

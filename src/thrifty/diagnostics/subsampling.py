@@ -277,29 +277,16 @@ def check_subsampling(
         locs, targets, log_q = picked
         old = {loc.addr: loc.value for loc in locs}
 
-        # exact MH: one execution of what the proposal can affect, as th.mh runs it
-        t0 = time.perf_counter()
-        run = Run(trace, rng, targets=targets, plan=plan_for(trace, locs)).execute()
-        exact_lr = (run.log_weight if run.aborted is None else -math.inf) + log_q
-        t_exact = time.perf_counter() - t0
-
-        # every section's l_i, through the kernel's own machinery
         skeleton = Run(trace, rng, targets=targets, plan=Plan(lazy=True), capture=True).execute()
         if skeleton.aborted is not None:  # outside the support: every kernel rejects
             skipped += 1
             if skipped > 10 * steps:
                 raise ValueError("check_subsampling: nearly every proposal is outside the support")
             continue
-        scorer = helper.scorer(trace, rng, skeleton, locs, targets)
-        N = scorer.N
-        l = np.zeros(0) if N == 0 else scorer.evaluate(np.arange(N))
-        global_lr = skeleton.log_weight + log_q + scorer.offset
-        mismatch = abs(global_lr + float(l.sum()) - exact_lr) / (1.0 + abs(exact_lr))
-
         u = rng.random()
         log_u = math.log(u) - math.log1p(-u) if gibbs else math.log(u)
-        exact_accept = log_u < exact_lr
 
+        # the kernels' decisions first, timed before the O(N) passes below flush the caches
         decisions = {}
         for eps, k in [(None, main), *others.items()]:
             k.last_outcome = None
@@ -312,6 +299,24 @@ def check_subsampling(
             if accepted:  # back to the current state for the next kernel
                 _set(trace, rng, old)
                 locs = [locate(trace, a) for a in old]
+        if trace.maybe_stale:
+            Run(trace, rng, everything=True).execute().commit()
+
+        # exact MH: one execution of what the proposal can affect, as th.mh runs it
+        t0 = time.perf_counter()
+        run = Run(trace, rng, targets=targets, plan=plan_for(trace, locs)).execute()
+        exact_lr = (run.log_weight if run.aborted is None else -math.inf) + log_q
+        t_exact = time.perf_counter() - t0
+        exact_accept = log_u < exact_lr
+
+        # every section's l_i, through the kernel's own machinery
+        skeleton = Run(trace, rng, targets=targets, plan=Plan(lazy=True), capture=True).execute()
+        scorer = helper.scorer(trace, rng, skeleton, locs, targets)
+        N = scorer.N
+        l = np.zeros(0) if N == 0 else scorer.evaluate(np.arange(N))
+        global_lr = skeleton.log_weight + log_q + scorer.offset
+        mismatch = abs(global_lr + float(l.sum()) - exact_lr) / (1.0 + abs(exact_lr))
+
         accepted, n_used, ran_all, dt = decisions[None]
         rows["N"].append(N)
         rows["exact"].append(exact_accept)

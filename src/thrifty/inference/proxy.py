@@ -19,7 +19,7 @@ so the decision is the same test on the remainders,
 
 whose terms are of third order in the distance to θ̂ — near the posterior mode, a few
 minibatches settle nearly every decision.  This is the "confidence sampler with proxies" of
-Bardenet, Doucet & Holmes (JMLR 2017, §6.2) and the difference estimator of Quiroz et al. (JASA
+Bardenet, Doucet & Holmes (JMLR 2017) and the difference estimator of Quiroz et al. (JASA
 2019) applied to 004's t-test; the test itself, its ε and its minibatches are unchanged (with
 every section used the decision is exact MH's).  The remainders are computed directly from the
 observations' data (as ``th.smh`` does), not by executing the program; the plate elements are

@@ -184,6 +184,23 @@ def test_parallel_with_a_closure_and_plates():
     assert_same(a, b)
 
 
+def test_workers_share_the_cores_of_blas_thread_pools():
+    """Each worker limits its BLAS threads to cpu_count // workers: without the limit, parallel
+    chains oversubscribe the cores and a NumPy-heavy step gets several times slower."""
+    import os
+
+    from threadpoolctl import threadpool_info
+
+    @th.model
+    def threads():
+        th.sample("mu", dist.Normal(0.0, 1.0))
+        return max((p["num_threads"] for p in threadpool_info()), default=1)
+
+    r = th.infer(threads(), th.lmh(), 3, chains=2, workers=2, progress=False)
+    limit = max(1, (os.cpu_count() or 1) // 2)
+    assert all(n <= limit for chain in r.output for n in chain)
+
+
 def test_unpicklable_output_with_workers():
     @th.model
     def returns_a_closure():

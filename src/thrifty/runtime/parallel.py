@@ -10,6 +10,12 @@ Workers ignore SIGINT and, at each tick (about ten times per second), send their
 iteration and kernel statistics to the main process through a queue and poll a shared stop
 Event; every ``checkpoint_every`` seconds they also send a snapshot.  When the Event is set
 (Ctrl-C in the main process) they stop after their current step and send what is left.
+
+Each worker limits the thread pools of the BLAS / OpenMP libraries it has loaded
+(``threadpoolctl``) to its share of the CPUs, ``cpu_count // workers`` (at least 1): otherwise
+every chain starts one BLAS thread per core, and on a machine with as many workers as cores the
+spinning threads make a NumPy-heavy step several times slower (measured: 8.7× per MH step on
+a 10⁵-row logistic regression, 2 workers on 2 cores).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import importlib
 import io
 import math
 import multiprocessing as mp
+import os
 import pickle
 import queue as queue_mod
 import signal
@@ -91,9 +98,12 @@ def _send(q, msg) -> None:
     q.put(data)
 
 
-def _worker(chain, job, q, stop, checkpoint_every):
+def _worker(chain, job, q, stop, checkpoint_every, threads):
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=threads)  # this process's share of the cores
         if isinstance(job, bytes):
             job = pickle.loads(job)
         program, kernel, seed, init, cfg, snapshot = job
@@ -217,6 +227,7 @@ def run_parallel(
                 errors.append((c, None, tb))
                 stop.request()
 
+    threads = max(1, (os.cpu_count() or 1) // workers)
     last_check = perf_counter()
     try:
         while True:
@@ -224,7 +235,7 @@ def run_parallel(
                 c = pending.pop(0)
                 p = ctx.Process(
                     target=_worker,
-                    args=(c, jobs.pop(c), q, event, every),
+                    args=(c, jobs.pop(c), q, event, every, threads),
                     name=f"thrifty-chain-{c}",
                     daemon=True,
                 )

@@ -99,7 +99,7 @@ class TaylorProxy:
         fresh = not h._valid(trace) or not self._same_families(h._st, skeleton)
         if fresh:
             try:
-                h._st = h._setup(trace)
+                h._st = h._setup(trace, bounds=False)
             except SelectionError as e:
                 msg = str(e).removeprefix("smh: ")
                 raise SelectionError(f"{name}(proxy='taylor'): {msg}") from None

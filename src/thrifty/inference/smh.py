@@ -274,10 +274,10 @@ class SMH(_Selecting):
             )
         return addr, site
 
-    def _setup(self, trace, precompute: bool = True) -> _Setup:
-        """Find the GLM sections of the selected θ (O(N), once); with ``precompute`` also θ̂,
-        the control variates and the alias tables.  (``precompute=False`` serves other kernels
-        that only need the sections, such as the SGLD proposal.)"""
+    def _setup(self, trace, precompute: bool = True, bounds: bool = True) -> _Setup:
+        """Find the GLM sections of the selected θ (O(N), once); with ``precompute`` also θ̂
+        and the control variates, and with ``bounds`` the bounds and alias tables.  (Other
+        kernels need less: the SGLD proposal only the sections, ``proxy="taylor"`` no bounds.)"""
         addr, site = self._resolve(trace)
         theta = site.value
         d = len(theta)
@@ -297,7 +297,7 @@ class SMH(_Selecting):
                 if c[0] in prev.families and isinstance(c[1], GLM) and c[1].theta is theta
             ]
             if len(groups) == len(prev.families):
-                return self._build(trace, addr, site, groups, precompute)
+                return self._build(trace, addr, site, groups, precompute, bounds)
         delta = 0.1 * (1.0 + np.abs(theta)) * rng0.standard_normal(d) / math.sqrt(d)
         theta_b = theta + delta
         run_b = self.execute(trace, rng0, targets={addr: theta_b}, everything=True, capture=True)
@@ -360,9 +360,9 @@ class SMH(_Selecting):
                     f"observations by {expected[j]:.6g}); smh can only subsample glm observations"
                 )
 
-        return self._build(trace, addr, site, groups, precompute)
+        return self._build(trace, addr, site, groups, precompute, bounds)
 
-    def _build(self, trace, addr, site, groups, precompute=True) -> _Setup:
+    def _build(self, trace, addr, site, groups, precompute=True, bounds=True) -> _Setup:
         theta = site.value
         d = len(theta)
         st = _Setup()
@@ -382,7 +382,7 @@ class SMH(_Selecting):
         st.X, st.y, st.fams, st.N = X, y, fams, len(X)
         st.prior = _prior_model(site.dist, d)
         if precompute:
-            self._precompute(st, theta)
+            self._precompute(st, theta, bounds)
         return st
 
     # per-section helpers (several plates may hold sections, one family each)
@@ -437,7 +437,7 @@ class SMH(_Selecting):
             theta, f, grad, hess = new, f_new, g_new, h_new
         return theta
 
-    def _precompute(self, st, theta_now):
+    def _precompute(self, st, theta_now, bounds=True):
         k, d = self.order, st.d
         if self.theta_hat is not None:
             if self.theta_hat.shape != (d,):
@@ -463,6 +463,9 @@ class SMH(_Selecting):
         st.Rinv = np.linalg.inv(R)
         st.m = th_hat - st.Rinv @ (st.Rinv.T @ (st.G - gp))
         st.c = R @ (st.m - th_hat)
+        if not bounds:
+            self.stats.count("setups")
+            return
         # bounds: components (power m, ψ array, alias table)
         fam_bound = self._fam_bound
         comps = []

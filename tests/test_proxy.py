@@ -264,3 +264,13 @@ def test_doctests():
     ):
         res = doctest.testmod(mod, verbose=False, report=False)
         assert res.failed == 0, mod.__name__
+
+
+def test_pickles_without_scratch_arrays():
+    X, y, _ = synthetic_logistic(20_000, 2, seed=10)
+    trace = th.simulate(logistic_regression(X, y), seed=0)
+    k = th.subsampled_mh("w", 100, 0.0, th.drift(0.01))  # ε = 0: every section, every step
+    k.step(trace, np.random.default_rng(0))
+    assert k._mask is not None and k._sorter is not None
+    assert len(pickle.dumps(k)) < 20_000  # not O(N)
+    assert_copy_replays(k, trace, steps=3)

@@ -151,6 +151,11 @@ class SubsampledMH(_Selecting):
         self._mask = None  # reused membership mask of the sequential test
         self._sorter = None  # scratch arrays to sort minibatches of section numbers
 
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_mask"] = state["_sorter"] = None  # O(N) scratch arrays, rebuilt on use
+        return state
+
     def label(self) -> str:
         proxy = "" if self.proxy is None else ", proxy='taylor'"
         return (

@@ -48,7 +48,7 @@ from _common import RESULTS, write
 from thrifty.core.simulate import initialize
 from thrifty.datasets import synthetic_logistic
 from thrifty.diagnostics import check_subsampling
-from thrifty.models.logistic import logistic_regression
+from thrifty.models.logistic import laplace, logistic_regression
 
 PRIOR_VAR = 0.1
 BATCH = 100
@@ -78,24 +78,11 @@ def log_post(W, X, y, prior_var=PRIOR_VAR, chunk=20_000):
     return out
 
 
-def laplace(X, y, prior_var=PRIOR_VAR):
-    w = np.zeros(X.shape[1])
-    for _ in range(60):
-        p = sigmoid(X @ w)
-        grad = X.T @ (y - p) - w / prior_var
-        hess = -(X.T * (p * (1 - p))) @ X - np.eye(len(w)) / prior_var
-        step = np.linalg.solve(hess, grad)
-        w = w - step
-        if np.max(np.abs(step)) < 1e-12:
-            break
-    return w, np.linalg.inv(-hess)
-
-
 def reference(X, y, X_test, draws, seed=0) -> dict:
     """Importance sampling from the inflated Laplace approximation: the exact posterior mean,
     sd and predictive mean on the test points, and resampled posterior draws."""
     rng = np.random.default_rng(seed)
-    mode, cov = laplace(X, y)
+    mode, cov = laplace(X, y, PRIOR_VAR)
     scale = 1.5
     L = np.linalg.cholesky(cov) * scale
     W = mode + rng.standard_normal((draws, len(mode))) @ L.T

@@ -42,24 +42,10 @@ from thrifty.core.locate import locate
 from thrifty.core.run import Run
 from thrifty.core.simulate import initialize
 from thrifty.datasets import two_feature
-from thrifty.models.logistic import logistic_regression
+from thrifty.models.logistic import laplace, logistic_regression
 
 PRIOR_VAR = 0.1
 EPSILON, BATCH, SD = 0.01, 100, 0.1
-
-
-def posterior_mode(X, y, prior_var=PRIOR_VAR, iters=50) -> np.ndarray:
-    """Newton's method on log p(w | X, y) of the logistic regression."""
-    w = np.zeros(X.shape[1])
-    for _ in range(iters):
-        p = 1.0 / (1.0 + np.exp(-(X @ w)))
-        grad = X.T @ (y - p) - w / prior_var
-        hess = -(X.T * (p * (1 - p))) @ X - np.eye(len(w)) / prior_var
-        step = np.linalg.solve(hess, grad)
-        w = w - step
-        if np.max(np.abs(step)) < 1e-12:
-            break
-    return w
 
 
 def slope(ns, values, lo, hi) -> float:
@@ -197,7 +183,7 @@ def main() -> None:
         rounds, steps, warm_up, n_dirs, n_u = 5, 100, 200, 5, 40
     t_start = time.perf_counter()
     data = {n: two_feature(n, seed=0) for n in ns}
-    modes = {n: posterior_mode(*data[n]) for n in ns}
+    modes = {n: laplace(*data[n], PRIOR_VAR)[0] for n in ns}
     theta = modes[ns[-1]]
     chain = {"subsampled": {}, "exact": {}}
     fixed = {}

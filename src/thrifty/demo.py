@@ -22,7 +22,7 @@ import numpy as np
 import thrifty as th
 from thrifty.datasets import synthetic_logistic
 from thrifty.models import forward_backward, hmm
-from thrifty.models.logistic import logistic_regression
+from thrifty.models.logistic import laplace, logistic_regression
 
 
 def _marginals(z: np.ndarray, K: int = 3) -> np.ndarray:
@@ -106,29 +106,13 @@ def logistic_section(out: Path, n: int, draws: int, chains: int, seed: int) -> d
     return {"r_hat_max": float(summary["r_hat"].max())}
 
 
-def _laplace(X, y, prior_var):
-    """Posterior mode and covariance of logistic regression by Newton's method (for the start
-    and the proposal scale of the tall-data comparison)."""
-    d = X.shape[1]
-    w = np.zeros(d)
-    for _ in range(50):
-        p = 1.0 / (1.0 + np.exp(-(X @ w)))
-        grad = X.T @ (y - p) - w / prior_var
-        hess = (X * (p * (1 - p))[:, None]).T @ X + np.eye(d) / prior_var
-        step = np.linalg.solve(hess, grad)
-        w += step
-        if np.abs(step).max() < 1e-10:
-            break
-    return w, np.linalg.inv(hess)
-
-
 def tall_section(out: Path, n: int, draws: dict, seed: int) -> dict:
     from thrifty.diagnostics._arviz import az
 
     d = 5
     _rule(f"3. Tall data (N = {n:,}, d = {d}): exact MH vs subsampled MH vs SMH")
     X, y, _ = synthetic_logistic(n, d, theta=1.0, seed=seed)
-    mode, cov = _laplace(X, y, 0.1)
+    mode, cov = laplace(X, y, 0.1)
     scale = 2.38 / np.sqrt(d) * np.sqrt(np.diag(cov)).mean()  # the usual random-walk scaling
     prog = logistic_regression(X, y)
     kernels = {

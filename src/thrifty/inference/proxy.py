@@ -56,7 +56,7 @@ class TaylorSections:
         """−Δ_i for the GLM terms ``idx``: l_i minus its Taylor proxy."""
         return -self.helper._section_delta(self.st, idx, self.theta, self.theta_new)
 
-    def commit(self, kernel, trace, rng, skeleton) -> None:
+    def commit(self, skeleton) -> None:
         skeleton.commit()  # θ' with every plate element stale (refreshed when next read)
 
 

@@ -34,6 +34,7 @@ from thrifty.core.run import Plan
 from thrifty.errors import SelectionError
 from thrifty.inference.mh import _Selecting
 from thrifty.inference.proposals import Proposal, drift
+from thrifty.inference.proxy import TaylorProxy
 from thrifty.inference.selection import One
 from thrifty.inference.sequential import sequential_test
 
@@ -87,10 +88,11 @@ class ProgramSections:
         self.used.append(idx)
         return self.kernel._log_ratios(self.trace, self.rng, self.targets, self.sections, idx)
 
-    def commit(self, kernel, trace, rng, skeleton) -> None:
+    def commit(self, skeleton) -> None:
         """Keep the sections evaluated under θ', the rest stale (000 §3.5)."""
-        plan = kernel._plan(trace, self.sections, np.concatenate(self.used), lazy=True)
-        kernel.execute(trace, rng, targets=self.targets, plan=plan).commit()
+        k, trace = self.kernel, self.trace
+        plan = k._plan(trace, self.sections, np.concatenate(self.used), lazy=True)
+        k.execute(trace, self.rng, targets=self.targets, plan=plan).commit()
 
 
 class _Sorter:
@@ -142,8 +144,6 @@ class SubsampledMH(_Selecting):
             raise ValueError(f"{self.name}: proxy must be None or 'taylor', got {proxy!r}")
         if theta_hat is not None and proxy is None:
             raise ValueError(f"{self.name}: theta_hat is the centre of proxy='taylor'")
-        from thrifty.inference.proxy import TaylorProxy
-
         self.proxy = None if proxy is None else TaylorProxy(theta_hat)
         if self.proxy is not None:
             self.stats.count("setups", 0)  # reported as setups_per_step
@@ -230,13 +230,14 @@ class SubsampledMH(_Selecting):
 
         # 4. keep the sections evaluated under the chosen value, the rest stale (000 §3.5)
         if out.accept:
-            scorer.commit(self, trace, rng, skeleton)
+            scorer.commit(skeleton)
         self.last_outcome = out
         return out.accept
 
     def scorer(self, trace, rng, skeleton, locs, targets):
         """What the test reads for this proposal: ``N`` sections, ``evaluate(idx)`` and an
-        ``offset`` with Σ_i l_i = offset + Σ_i evaluate(i) — the l_i themselves
+        ``offset`` with Σ_i l_i = offset + Σ_i evaluate(i), and ``commit(skeleton)`` for an
+        accepted proposal — the l_i themselves
         (:class:`ProgramSections`), or their Taylor remainders (:mod:`.proxy`)."""
         if skeleton.n_fresh or skeleton.n_stale:
             raise SelectionError(

@@ -36,6 +36,9 @@ from time import perf_counter
 from thrifty.core.model import Model
 from thrifty.runtime.chain import ChainRun
 
+#: Limit each worker's BLAS threads to its share of the cores (off: benchmarks/parallel_chains.py
+#: measures what the limit saves).
+LIMIT_BLAS_THREADS = True
 #: Start method override (tests); None = "fork" where available, else "spawn".
 START_METHOD: str | None = None
 
@@ -101,9 +104,10 @@ def _send(q, msg) -> None:
 def _worker(chain, job, q, stop, checkpoint_every, threads):
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        from threadpoolctl import threadpool_limits
+        if threads is not None:
+            from threadpoolctl import threadpool_limits
 
-        threadpool_limits(limits=threads)  # this process's share of the cores
+            threadpool_limits(limits=threads)  # this process's share of the cores
         if isinstance(job, bytes):
             job = pickle.loads(job)
         program, kernel, seed, init, cfg, snapshot = job
@@ -227,7 +231,7 @@ def run_parallel(
                 errors.append((c, None, tb))
                 stop.request()
 
-    threads = max(1, (os.cpu_count() or 1) // workers)
+    threads = max(1, (os.cpu_count() or 1) // workers) if LIMIT_BLAS_THREADS else None
     last_check = perf_counter()
     try:
         while True:

@@ -39,7 +39,7 @@ import numpy as np
 import thrifty as th
 from _common import RESULTS, write
 from thrifty.core.locate import locate
-from thrifty.core.run import Run
+from thrifty.core.run import RESCORE, Run
 from thrifty.core.simulate import initialize
 from thrifty.datasets import two_feature
 from thrifty.models.logistic import laplace, logistic_regression
@@ -114,7 +114,7 @@ def fixed_costs(X, y, theta, n_dirs, n_u, seed=0) -> dict:
             exact += int(k.last_outcome.exact)
             if acc:  # back to θ (a full rescoring, not timed)
                 accepts += 1
-                Run(trace, rng, targets={("w",): theta}, everything=True).execute().commit()
+                Run(trace, rng, targets={("w",): theta}, mode=RESCORE).execute().commit()
     return {
         "sections_per_decision": float(np.mean(sections)),
         "sections_median": float(np.median(sections)),

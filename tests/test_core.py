@@ -11,7 +11,7 @@ import pytest
 import thrifty as th
 from thrifty import dist
 from thrifty.core.locate import choice_at, locate, make_targets, plan_for
-from thrifty.core.run import RESAMPLE, Plan, Run
+from thrifty.core.run import LAZY, RESAMPLE, RESCORE, STRICT, Plan, Run
 from thrifty.core.simulate import initialize
 
 TRANS = np.array([[0.9, 0.1], [0.2, 0.8]])
@@ -40,7 +40,7 @@ def kitchen_sink(y):
 
 
 def rescored(trace, rng):
-    run = Run(trace, rng, everything=True).execute()
+    run = Run(trace, rng, mode=RESCORE).execute()
     assert run.n_fresh == 0 and run.n_stale == 0
     return run.lp_new
 
@@ -134,9 +134,9 @@ def test_chain_reexecuted_when_a_value_before_it_changes(rng):
 def test_lazy_plan_leaves_stale_elements_and_refresh_fixes_them(rng):
     y = rng.normal(size=50)
     trace = initialize(kitchen_sink(y), rng)
-    plan = Plan(lazy=True)
+    plan = Plan()
     plan.add_elements(("data",), [3, 7])
-    run = Run(trace, rng, targets={("mu",): 1.5}, plan=plan).execute()
+    run = Run(trace, rng, targets={("mu",): 1.5}, plan=plan, mode=LAZY).execute()
     assert run.work_elements == 2  # only the minibatch runs under the new mu
     run.commit()
     node = trace.root.plates[("data",)]
@@ -145,7 +145,7 @@ def test_lazy_plan_leaves_stale_elements_and_refresh_fixes_them(rng):
     assert trace.maybe_stale and trace.has_stale()
     with pytest.raises(RuntimeError, match="stale"):
         trace.log_joint()
-    run = Run(trace, rng, everything=True).execute()
+    run = Run(trace, rng, mode=RESCORE).execute()
     run.commit()
     assert not trace.has_stale()
     assert trace.log_joint() == pytest.approx(rescored(trace, rng), abs=1e-9)
@@ -216,7 +216,7 @@ def test_out_of_support_replay_is_redrawn(rng):
     trace = initialize(m(), rng, init={"k": 3, "j": 3})
     run = Run(trace, rng, targets={("k",): 1}).execute()
     assert run.n_fresh == 1 and run.n_stale == 1  # j = 3 is outside {0, 1}
-    strict = Run(trace, rng, targets={("k",): 1}, strict=True).execute()
+    strict = Run(trace, rng, targets={("k",): 1}, mode=STRICT).execute()
     assert strict.lp_new == -np.inf  # strict runs score it instead
 
 

@@ -18,7 +18,7 @@ from shared_models import (
 from stat_helpers import ess, z_threshold
 from thrifty import dist, glm
 from thrifty.core.locate import locate
-from thrifty.core.run import Plan, Run
+from thrifty.core.run import RESCORE, Mode, Run
 from thrifty.core.simulate import initialize
 from thrifty.datasets import synthetic_logistic
 from thrifty.errors import SelectionError
@@ -28,8 +28,8 @@ from thrifty.models.logistic import laplace, logistic_regression
 
 def exact_log_ratio(trace, new):
     if trace.maybe_stale:  # the proxy leaves plate elements stale: rescore them first
-        Run(trace, np.random.default_rng(0), everything=True).execute().commit()
-    run = Run(trace, np.random.default_rng(0), targets={("w",): new}, everything=True).execute()
+        Run(trace, np.random.default_rng(0), mode=RESCORE).execute().commit()
+    run = Run(trace, np.random.default_rng(0), targets={("w",): new}, mode=RESCORE).execute()
     return run.log_weight
 
 
@@ -43,7 +43,7 @@ def test_offset_plus_remainders_is_the_exact_log_ratio():
         trace2 = initialize(logistic_regression(X, y), rng, init={"w": theta})
         new = theta + 0.5 * rng.multivariate_normal(np.zeros(3), cov)
         targets = {("w",): new}
-        skel = Run(trace2, rng, targets=targets, plan=Plan(lazy=True), capture=True).execute()
+        skel = Run(trace2, rng, targets=targets, mode=Mode(lazy=True, capture=True)).execute()
         scorer = k.scorer(trace2, rng, skel, [locate(trace2, ("w",))], targets)
         assert isinstance(scorer, TaylorSections) and scorer.N == 5000
         total = skel.log_weight + scorer.offset + scorer.evaluate(np.arange(5000)).sum()
@@ -104,7 +104,7 @@ def test_commit_leaves_elements_stale_and_exact_kernels_refresh_them():
     th.mh("w").refresh(trace, rng)  # what an exact kernel does before its step
     assert not trace.has_stale()
     fresh = th.simulate(prog, seed=0)
-    want = Run(fresh, rng, targets={("w",): trace["w"]}, everything=True).execute().lp_new
+    want = Run(fresh, rng, targets={("w",): trace["w"]}, mode=RESCORE).execute().lp_new
     assert trace.log_joint() == pytest.approx(want, rel=1e-10)
 
 

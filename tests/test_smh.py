@@ -36,7 +36,7 @@ import thrifty as th
 from shared_models import assert_copy_replays, bernoulli_model, extra_plate_term, robust_with_scale
 from stat_helpers import P_MIN, Z_MAX, ess, thin_independent, z_threshold
 from thrifty import dist, glm
-from thrifty.core.run import Run
+from thrifty.core.run import Mode, Run
 from thrifty.datasets import synthetic_logistic
 from thrifty.diagnostics import geweke
 from thrifty.errors import SelectionError
@@ -425,7 +425,7 @@ def test_geweke_style_data_change_triggers_setup():
     k.step(trace, rng)
     k.step(trace, rng)
     assert k.stats.extra["setups"] == 1
-    Run(trace, rng, simulate_observations=True).execute().commit()
+    Run(trace, rng, mode=Mode(simulate_observations=True)).execute().commit()
     k.step(trace, rng)
     assert k.stats.extra["setups"] == 2
 

@@ -154,9 +154,9 @@ def test_bad_arguments():
 
 
 def exact_log_alpha(trace, addr, value):
-    from thrifty.core.run import Run
+    from thrifty.core.run import RESCORE, Run
 
-    return Run(trace, np.random.default_rng(0), targets={addr: value}, everything=True).execute()
+    return Run(trace, np.random.default_rng(0), targets={addr: value}, mode=RESCORE).execute()
 
 
 def test_epsilon_zero_decisions_equal_exact_mh_for_the_same_u():
@@ -234,6 +234,11 @@ def test_markov_steps_are_sections_with_states_held_fixed():
         log_u = math.log(rng.random())
         assert k.decide(trace, rng, [loc], {("phi",): new}, 0.0, log_u) == (log_u < log_alpha)
     assert k.last_outcome.n == 400  # ε = 0: every step of the chain is a section
+    assert not trace.has_stale()  # ...and every step was evaluated under the accepted φ
+    k3 = th.subsampled_mh("phi", batch_size=50, epsilon=0.05, proposal=th.drift(0.05))
+    loc = locate(trace, ("phi",))
+    assert k3.decide(trace, rng, [loc], {("phi",): 0.99 * loc.value}, 0.0, -math.inf)
+    assert k3.last_outcome.n < 400  # log u = −∞: accepted after the first minibatch
     assert trace.maybe_stale  # steps not evaluated under the new φ are stale...
     k2 = th.mh("phi", th.drift(0.05))
     k2.step(trace, rng)  # ...until an exact kernel refreshes them

@@ -1,4 +1,9 @@
-"""Finding choices in a trace: addresses → locations, plans, targets, and recorded values."""
+"""Finding choices in a trace: addresses → locations, plans, targets, and recorded values.
+
+Blocks and markov steps are read through the block interface (``get_site``, ``latent_names``,
+``plates``, ``chains``; a step of a chain is a :class:`~thrifty.core.markov.StepView`), plates
+through their column sites (``site(rel)`` with ``get``/``take``).
+"""
 
 from __future__ import annotations
 
@@ -7,8 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from thrifty.core.address import dotted
-from thrifty.core.run import Plan, VecTarget
-from thrifty.core.trace import DETERMINISTIC, LATENT, Block
+from thrifty.core.vocab import DETERMINISTIC, LATENT, RESAMPLE, Plan, VecTarget
 
 
 @dataclass
@@ -51,9 +55,9 @@ def locate(trace, addr) -> Location | None:
     return None
 
 
-def _in_block(block: Block, prefix: tuple, addr: tuple, steps: list) -> Location | None:
+def _in_block(block, prefix: tuple, addr: tuple, steps: list) -> Location | None:
     rel = addr[len(prefix) :]
-    s = block.sites.get(rel)
+    s = block.get_site(rel)
     if s is not None:
         if s.kind != LATENT:
             return None
@@ -71,7 +75,7 @@ def _in_block(block: Block, prefix: tuple, addr: tuple, steps: list) -> Location
             return Location(
                 "element",
                 addr,
-                site.values[elem],
+                site.take(int(elem)),
                 site.discrete,
                 list(steps),
                 plate_addr=prefix + head,
@@ -82,10 +86,13 @@ def _in_block(block: Block, prefix: tuple, addr: tuple, steps: list) -> Location
         chain = block.chains.get(head)
         if chain is not None:
             t = rel[k]
-            if not isinstance(t, (int, np.integer)) or not 0 <= t < chain.length:
+            if not isinstance(t, (int, np.integer)) or not 0 <= t < chain.T:
                 return None
             return _in_block(
-                chain.steps[t], prefix + head + (int(t),), addr, [*steps, (prefix + head, int(t))]
+                chain.step_view(int(t)),
+                prefix + head + (int(t),),
+                addr,
+                [*steps, (prefix + head, int(t))],
             )
     return None
 
@@ -105,8 +112,8 @@ def plan_for(trace, locations, plan: Plan | None = None) -> Plan:
                 plan.add_elements(plate, elems)
                 for chain, t in _enclosing_steps(trace, plate):
                     plan.add_step(chain, t)
-            for chain, by_key in table.step_readers.items():
-                for t in by_key.get(key, ()):
+            for chain, steps in table.step_reader_steps(key).items():
+                for t in steps:
                     plan.add_step(chain, t)
                     for c2, t2 in _enclosing_steps(trace, chain):
                         plan.add_step(c2, t2)
@@ -120,10 +127,10 @@ def _enclosing_steps(trace, addr) -> list:
     while rel:
         for k in range(1, len(rel)):
             chain = block.chains.get(rel[:k])
-            if chain is not None and isinstance(rel[k], int) and rel[k] < chain.length:
+            if chain is not None and isinstance(rel[k], int) and rel[k] < chain.T:
                 out.append((prefix + rel[:k], rel[k]))
                 prefix = prefix + rel[: k + 1]
-                block, rel = chain.steps[rel[k]], rel[k + 1 :]
+                block, rel = chain.step_view(rel[k]), rel[k + 1 :]
                 break
         else:
             break
@@ -143,8 +150,6 @@ def make_targets(locations, values) -> tuple[dict, dict]:
         pairs.sort(key=lambda p: p[0])
         elems = np.array([p[0] for p in pairs], dtype=np.int64)
         vals = [p[1] for p in pairs]
-        from thrifty.core.run import RESAMPLE
-
         vec[key] = VecTarget(elems, RESAMPLE if vals[0] is RESAMPLE else np.asarray(vals))
     return targets, vec
 
@@ -162,7 +167,7 @@ def choice_at(trace, r: int) -> tuple:
     raise IndexError("choice index out of range")
 
 
-def _block_choice(block: Block, prefix: tuple, r: int):
+def _block_choice(block, prefix: tuple, r: int):
     names = block.latent_names()
     if r < len(names):
         return prefix + names[r], 0
@@ -176,20 +181,16 @@ def _block_choice(block: Block, prefix: tuple, r: int):
     for local, chain in block.chains.items():
         n = chain.n_latent
         if r < n:
+            if chain.uniform():  # the same latent sites in every step: O(1)
+                sites = chain.latent_sites()
+                t, j = divmod(r, len(sites))
+                return prefix + local + (t,) + sites[j], 0
             cum = chain.cumulative_latent()
             t = int(np.searchsorted(cum, r, side="right"))
             r2 = r - (int(cum[t - 1]) if t else 0)
-            return _block_choice(chain.steps[t], prefix + local + (t,), r2)
+            return _block_choice(chain.step_view(t), prefix + local + (t,), r2)
         r -= n
     return None, r
-
-
-def iter_block_addresses(block: Block, prefix: tuple):
-    for local in block.sites:
-        yield prefix + local
-    for local, chain in block.chains.items():
-        for t, b in enumerate(chain.steps):
-            yield from iter_block_addresses(b, prefix + local + (t,))
 
 
 # -- values -------------------------------------------------------------------------------------
@@ -205,7 +206,11 @@ def get_value(trace, addr):
 
 
 def collect_values(trace, include_deterministic: bool = True) -> dict:
-    """Latent (and deterministic) values keyed by dotted name; chains stack along steps."""
+    """Latent (and deterministic) values keyed by dotted name; chains stack along steps.
+
+    O(size of the trace): for reading a trace, not for recording draws (the recorder of
+    ``th.infer`` reads only what changed, :mod:`thrifty.runtime.recorder`).
+    """
     out: dict = {}
     _collect_block(trace.root, (), out, include_deterministic)
     for addr, table in trace.mems.items():
@@ -218,58 +223,35 @@ def _keep(kind, det) -> bool:
     return kind == LATENT or (det and kind == DETERMINISTIC)
 
 
-def _collect_block(block: Block, prefix: tuple, out: dict, det: bool) -> None:
+def _collect_block(block, prefix: tuple, out: dict, det: bool) -> None:
     for local, s in block.sites.items():
         if _keep(s.kind, det):
             out[prefix + local] = s.value
     for local, node in block.plates.items():
         for k, s in node.sites.items():
             if _keep(s.kind, det) and s.values is not None:
-                out[prefix + local + k] = s.values.copy()
-        for c, steps in node.chains.items():
-            names: dict = {}
-            for st in steps:
-                for k, s in st.items():
-                    if _keep(s.kind, det) and s.values is not None:
-                        names.setdefault(k, []).append(s.values)
-            for k, vals in names.items():
-                if len(vals) == len(steps):
-                    out[prefix + local + c + k] = np.stack(vals, axis=1)
+                out[prefix + local + k] = s.values.array().copy()
+        for c, cols in node.chains.items():
+            for rel, s in cols.sites.items():
+                if _keep(s.kind, det) and s.values is not None and cols.present[rel].all():
+                    out[prefix + local + c + rel] = s.values.array().copy()
     for local, chain in block.chains.items():
-        steps = chain.steps
-        if steps and _flat_uniform(steps):  # the common case: the same sites in every step
-            for k, s in steps[0].sites.items():
-                if _keep(s.kind, det):
-                    out[prefix + local + k] = _stack([b.sites[k].value for b in steps])
+        if chain.uniform():  # the common case: the same sites in every step
+            for k, s in chain.sites.items():
+                if _keep(s.kind, det) and s.values is not None:
+                    data = s.values.array()
+                    out[prefix + local + k] = (
+                        _stack(list(data)) if data.dtype == object else data.copy()
+                    )
             continue
         per_step = []
-        for b in steps:
+        for t in range(chain.T):
             d: dict = {}
-            _collect_block(b, (), d, det)
+            _collect_block(chain.step_view(t), (), d, det)
             per_step.append(d)
         keys = dict.fromkeys(k for d in per_step for k in d)
         for k in keys:
-            vals = [d.get(k) for d in per_step]
-            out[prefix + local + k] = _stack(vals)
-
-
-def _flat_uniform(steps) -> bool:
-    """Every step block has no nested nodes and the same latent/deterministic sites."""
-    first = steps[0]
-    names = [k for k, s in first.sites.items() if s.kind in (LATENT, DETERMINISTIC)]
-    for b in steps:
-        if b.plates or b.chains:
-            return False
-        sites = b.sites
-        for k in names:
-            s = sites.get(k)
-            if s is None or s.kind != first.sites[k].kind:
-                return False
-        if len(sites) != len(first.sites) and sum(
-            1 for s in sites.values() if s.kind in (LATENT, DETERMINISTIC)
-        ) != len(names):
-            return False
-    return True
+            out[prefix + local + k] = _stack([d.get(k) for d in per_step])
 
 
 def _stack(vals: list):
@@ -288,14 +270,17 @@ def _stack(vals: list):
             if v is not None:
                 arr[i] = v
         return arr
-    return np.array(vals, dtype=object)
+    out = np.empty(len(vals), dtype=object)
+    for i, v in enumerate(vals):
+        out[i] = v
+    return out
 
 
 def find_plate(trace, plate_addr):
     """The :class:`~thrifty.core.plate.PlateNode` at ``plate_addr``."""
     block, prefix = trace.root, ()
     for chain, t in _enclosing_steps(trace, plate_addr):
-        block, prefix = trace_chain(trace, chain).steps[t], chain + (t,)
+        block, prefix = trace_chain(trace, chain).step_view(t), chain + (t,)
     node = block.plates.get(plate_addr[len(prefix) :])
     if node is None:
         raise KeyError(f"no plate at {plate_addr!r}")
@@ -303,9 +288,10 @@ def find_plate(trace, plate_addr):
 
 
 def trace_chain(trace, chain_addr):
+    """The :class:`~thrifty.core.markov.ChainNode` at ``chain_addr``."""
     block, prefix = trace.root, ()
     for c, t in _enclosing_steps(trace, chain_addr):
-        block, prefix = block.chains[c[len(prefix) :]].steps[t], c + (t,)
+        block, prefix = block.chains[c[len(prefix) :]].step_view(t), c + (t,)
     return block.chains[chain_addr[len(prefix) :]]
 
 

@@ -4,8 +4,12 @@
 the same value afterwards.  Inside a plate ``f`` takes an array of keys (one per element) and
 returns the array of values.  A :class:`MemTable` keeps the values, their log-densities, and its
 *readers*: how many reads each key has (a key nobody reads any more leaves the trace, as in
-Venture) and which plate elements and markov steps read it, so that the local sections of a
-memoized choice — one cluster's weights and the points assigned to it — are known without a scan.
+Venture) and which plate elements and markov steps read it — a reader index with O(1) insertion
+and removal — so that the local sections of a memoized choice (one cluster's weights and the
+points assigned to it) are known without a scan.
+
+A key's value goes through the same replay decision as every other choice
+(:mod:`thrifty.core.replay`, one member).
 """
 
 from __future__ import annotations
@@ -14,8 +18,11 @@ from collections import defaultdict
 
 import numpy as np
 
+from thrifty import _context
 from thrifty.core.address import fmt
-from thrifty.core.run import NEG_INF, RESAMPLE, StructureChange, check_dist, nan_error, total
+from thrifty.core.node import Node, Update
+from thrifty.core.replay import ScalarLanes, replay
+from thrifty.core.vocab import check_dist
 
 KEPT, FRESH, SET = 0, 1, 2
 
@@ -30,17 +37,15 @@ class Mem:
         self.fn = fn
 
     def __call__(self, key):
-        from thrifty._context import RUNS
-
-        if not RUNS:
+        if not _context.RUNS:
             raise RuntimeError(f"mem {fmt(self.addr)} called outside a program run")
-        return RUNS[-1].frame.mem_read(self, key)
+        return _context.RUNS[-1].frame.mem_read(self, key)
 
     def __repr__(self) -> str:
         return f"Mem({fmt(self.addr)})"
 
 
-class MemTable:
+class MemTable(Node):
     """Values, log-densities, reference counts and readers of one memoized function."""
 
     def __init__(self):
@@ -50,30 +55,73 @@ class MemTable:
         self.clock: dict = {}
         self.dist: dict = {}  # key → the distribution its value was last scored under
         self.discrete: bool = False
-        self.plate_readers: dict = {}  # plate address → key → set of elements
-        self.step_readers: dict = {}  # chain address → key → set of steps
+        self.plate_readers: dict = {}  # plate address → key → {element: None}
+        self.step_readers: dict = {}  # chain address → key → {step: None}
+        self._lp = 0.0
+        self._readers_owned = True
 
+    # -- the node interface -----------------------------------------------------------------
     def __len__(self) -> int:
         return len(self.values)
 
-    def total_lp(self) -> float:
-        return float(sum(self.lp.values()))
+    @property
+    def n_latent(self) -> int:
+        return len(self.values)
 
+    def total_lp(self) -> float:
+        return self._lp
+
+    def latent_lp(self) -> float:
+        return self._lp
+
+    def clone(self) -> MemTable:
+        out = object.__new__(MemTable)
+        out.__dict__.update(self.__dict__)
+        for name in ("values", "lp", "refs", "clock", "dist"):
+            setattr(out, name, dict(getattr(self, name)))
+        out._readers_owned = self._readers_owned = False
+        return out
+
+    def _own_readers(self) -> None:
+        if not self._readers_owned:
+            self.plate_readers = {
+                p: {k: dict(s) for k, s in by.items()} for p, by in self.plate_readers.items()
+            }
+            self.step_readers = {
+                c: {k: dict(s) for k, s in by.items()} for c, by in self.step_readers.items()
+            }
+            self._readers_owned = True
+
+    # -- reading ----------------------------------------------------------------------------------
     def keys(self) -> list:
         return list(self.values)
 
     def readers(self, key) -> dict:
-        """``{plate address: sorted element array}`` of the plate elements that read ``key``."""
+        """``{plate address: element array}`` of the plate elements that read ``key`` (in the
+        order they started reading; O(number of readers), no sort)."""
         out = {}
         for plate, by_key in self.plate_readers.items():
             elems = by_key.get(key)
             if elems:
-                out[plate] = np.fromiter(sorted(elems), dtype=np.int64, count=len(elems))
+                out[plate] = np.fromiter(elems, dtype=np.int64, count=len(elems))
         return out
+
+    def step_reader_steps(self, key) -> dict:
+        """``{chain address: steps}`` of the markov steps that read ``key``."""
+        return {c: list(by.get(key, ())) for c, by in self.step_readers.items() if by.get(key)}
+
+    def key_clocks(self, keys: np.ndarray) -> np.ndarray:
+        """The clock of the last change of each key (one lookup per distinct key)."""
+        if len(keys) == 0:
+            return np.zeros(0, dtype=np.int64)
+        uniq, inv = np.unique(keys, return_inverse=True)
+        clock = self.clock
+        c = np.array([clock.get(k, 0) for k in uniq.tolist()], dtype=np.int64)
+        return c[inv]
 
 
 class _Entry:
-    __slots__ = ("changed", "dist", "lp", "old_lp", "status", "value")
+    __slots__ = ("changed", "dist", "lp", "old_lp", "stale", "status", "value")
 
     def __init__(self, value, lp, status, changed, old_lp=0.0):
         self.value = value
@@ -82,10 +130,14 @@ class _Entry:
         self.changed = changed
         self.old_lp = old_lp
         self.dist = None
+        self.stale = False  # the old value was out of support and counted stale
 
 
-class MemJournal:
+class MemJournal(Update):
     """What one run read from (and drew into) one mem table."""
+
+    __slots__ = ("addr", "discrete", "entries", "plate_moves", "ref_delta", "stale",
+                 "step_moves", "table")
 
     def __init__(self, run, addr):
         self.addr = addr
@@ -109,46 +161,22 @@ class MemJournal:
         table = self.table
         has_old = table is not None and key in table.values
         targets = run.targets
-        target = targets.get(maddr, targets) if targets else targets
-        if target is not targets:
+        target = targets.get(maddr) if targets is not None else None
+        if target is not None:
             run.n_seen += 1
-            if target is RESAMPLE:
-                value = d.sample(run.rng)
-                lp = total(d.log_prob(value))
-                run.q_fwd += lp
-                run.q_rev += total(d.log_prob(table.values[key]))
-            else:
-                value = target
-                lp = total(d.log_prob(value))
-            entry = _Entry(value, lp, SET, True, table.lp[key] if has_old else 0.0)
-            run.lp_new += lp
-            run.lp_old += entry.old_lp
-        elif has_old:
-            value = table.values[key]
-            lp = total(d.log_prob(value))
-            old_lp = table.lp[key]
-            if lp == NEG_INF and not run.strict:
-                run.n_stale += 1
-                run.lp_stale += old_lp
-                value = d.sample(run.rng)
-                lp = total(d.log_prob(value))
-                run.n_fresh += 1
-                run.lp_fresh += lp
-                entry = _Entry(value, lp, FRESH, True)
-            else:
-                entry = _Entry(value, lp, KEPT, False, old_lp)
-                run.lp_new += lp
-                run.lp_old += old_lp
-        else:
-            if run.strict:
-                raise StructureChange(maddr)
-            value = d.sample(run.rng)
-            lp = total(d.log_prob(value))
-            run.n_fresh += 1
-            run.lp_fresh += lp
+        lanes = ScalarLanes(maddr, run.rng, run.mode.strict)
+        n_fresh, n_stale = run.n_fresh, run.n_stale
+        old_value = table.values[key] if has_old else None
+        old_lp = table.lp[key] if has_old else 0.0
+        value, lp, _ = replay(lanes, d, old_value, old_lp, target, run)
+        if run.n_fresh != n_fresh:
             entry = _Entry(value, lp, FRESH, True)
-        if lp != lp:
-            raise nan_error(maddr, d, value)
+            entry.stale = run.n_stale != n_stale
+        else:
+            entry = _Entry(value, lp, SET if target is not None else KEPT,
+                           target is not None, old_lp)
+            run.lp_new += lp
+            run.lp_old += old_lp
         entry.dist = d
         self.entries[key] = entry
         return entry
@@ -156,7 +184,7 @@ class MemJournal:
     def finish(self, run) -> None:
         """Keys whose last reader went away leave the trace (stale choices)."""
         table = self.table
-        if table is None or run.strict:  # enumeration runs: hypothetical configurations
+        if table is None or run.mode.strict:  # enumeration runs: hypothetical configurations
             return
         for key, delta in self.ref_delta.items():
             if delta < 0 and table.refs.get(key, 0) + delta <= 0 and key in table.values:
@@ -166,6 +194,8 @@ class MemJournal:
                     if entry.status == FRESH:
                         run.n_fresh -= 1
                         run.lp_fresh -= entry.lp
+                        if entry.stale:  # its old value is counted stale already
+                            continue
                     else:
                         run.lp_new -= entry.lp
                         run.lp_old -= entry.old_lp
@@ -176,51 +206,79 @@ class MemJournal:
         table = self.table
         if table is None:
             table = trace.mems[self.addr] = MemTable()
+            table.owner = trace.tokens[0]
+            if trace.changes is not None:
+                trace.changes.nodes_changed = True
+        else:
+            t2 = trace.own(table)
+            if t2 is not table:
+                trace.mems[self.addr] = table = t2
         table.discrete = self.discrete or table.discrete
+        written = []
         for key, e in self.entries.items():
             if e.changed or key not in table.values:
                 table.values[key] = e.value
                 table.clock[key] = clock
+                written.append(key)
+            table._lp += e.lp - table.lp.get(key, 0.0)
             table.lp[key] = e.lp
             table.dist[key] = e.dist
         for key, delta in self.ref_delta.items():
             table.refs[key] = table.refs.get(key, 0) + delta
-        for key in self.stale:
+        gone = [k for k in self.stale if k in table.values]
+        gone += [k for k, r in table.refs.items() if r <= 0 and k in table.values and k not in gone]
+        for key in gone:
+            table._lp -= table.lp[key]
             for d in (table.values, table.lp, table.refs, table.clock, table.dist):
                 d.pop(key, None)
         for key in [k for k, r in table.refs.items() if r <= 0]:
-            for d in (table.values, table.lp, table.refs, table.clock, table.dist):
-                d.pop(key, None)
+            table.refs.pop(key, None)
+        if self.plate_moves or self.step_moves:
+            table._own_readers()
         for plate, elems, old_keys, new_keys in self.plate_moves:
-            if elems is None:  # the plate is gone
-                table.plate_readers.pop(plate, None)
-                continue
-            readers = table.plate_readers.setdefault(plate, {})
-            if old_keys is not None and new_keys is not None:
-                moved = old_keys != new_keys
-                elems, old_keys, new_keys = elems[moved], old_keys[moved], new_keys[moved]
-            if old_keys is not None:
-                for e, k in zip(elems.tolist(), old_keys.tolist()):
-                    s = readers.get(k)
-                    if s is not None:
-                        s.discard(e)
-                        if not s:
-                            del readers[k]
-            if new_keys is not None:
-                for e, k in zip(elems.tolist(), new_keys.tolist()):
-                    readers.setdefault(k, set()).add(e)
+            _move_plate_readers(table, plate, elems, old_keys, new_keys)
         for chain, t, old_keys, new_keys in self.step_moves:
             readers = table.step_readers.setdefault(chain, {})
             for k in old_keys:
                 s = readers.get(k)
                 if s is not None:
-                    s.discard(t)
+                    s.pop(t, None)
                     if not s:
                         del readers[k]
             for k in new_keys:
-                readers.setdefault(k, set()).add(t)
+                readers.setdefault(k, {})[t] = None
         if not table.values:
             del trace.mems[self.addr]
+            if trace.changes is not None:
+                trace.changes.nodes_changed = True
+        elif trace.changes is not None and (written or gone):
+            trace.changes.wrote(table, written + gone)
+            if gone:
+                trace.changes.nodes_changed = True
+
+
+def _move_plate_readers(table, plate, elems, old_keys, new_keys) -> None:
+    if elems is None:  # the plate is gone
+        table.plate_readers.pop(plate, None)
+        return
+    readers = table.plate_readers.setdefault(plate, {})
+    if old_keys is not None and new_keys is not None:
+        moved = old_keys != new_keys
+        elems, old_keys, new_keys = elems[moved], old_keys[moved], new_keys[moved]
+    if old_keys is not None:
+        for e, k in zip(elems.tolist(), old_keys.tolist()):
+            s = readers.get(k)
+            if s is not None:
+                s.pop(e, None)
+                if not s:
+                    del readers[k]
+    if new_keys is not None:
+        for e, k in zip(elems.tolist(), new_keys.tolist()):
+            s = readers.get(k)
+            if s is None:
+                readers[k] = {e: None}
+            else:
+                s[e] = None
 
 
 def journal(run, addr) -> MemJournal:
@@ -230,6 +288,28 @@ def journal(run, addr) -> MemJournal:
     return j
 
 
+class ReadCounts:
+    """How nodes leaving the trace give back their mem reads (``Node.drop_reads``)."""
+
+    __slots__ = ("run",)
+
+    def __init__(self, run):
+        self.run = run
+
+    def read(self, maddr, key, delta: int) -> None:
+        journal(self.run, maddr).ref_delta[key] += delta
+
+    def read_many(self, maddr, keys, sign: int) -> None:
+        _count(journal(self.run, maddr), keys, sign)
+
+    def forget_plate(self, maddr, plate_addr) -> None:
+        journal(self.run, maddr).plate_moves.append((plate_addr, None, None, None))
+
+    def unread_step(self, maddr, chain, t, key) -> None:
+        journal(self.run, maddr).step_moves.append((chain, t, [key], []))
+
+
+# -- reads ----------------------------------------------------------------------------------------
 def read_scalar(frame, mem, key):
     """A read of one key from a block (the model body or a markov step)."""
     try:
@@ -247,8 +327,8 @@ def read_scalar(frame, mem, key):
     return entry.value
 
 
-def read_vector(frame, mem, keys):
-    """A read of one key per executed element, from a plate body."""
+def read_batch(frame, mem, keys):
+    """A read of one key per member, from a batch (plate body)."""
     acc, run = frame.acc, frame.run
     keys = np.asarray(keys)
     n = acc.n
@@ -256,7 +336,7 @@ def read_vector(frame, mem, keys):
         keys = np.broadcast_to(keys, (n,))
     if keys.shape[0] != n:
         raise ValueError(
-            f"mem {fmt(mem.addr)} read in plate {fmt(acc.addr)} with keys of shape {keys.shape} "
+            f"mem {fmt(mem.addr)} read in {acc.where()} with keys of shape {keys.shape} "
             f"for {n} executed element(s)"
         )
     j = journal(run, mem.addr)
@@ -272,10 +352,8 @@ def read_vector(frame, mem, keys):
     return np.asarray(vals)[inv.reshape(keys.shape)]
 
 
-def account_block_reads(run, old_block, new_block, chain_addr=None, t=None) -> None:
+def account_block_reads(run, old_block, new_block, step_of=None) -> None:
     """Reference-count changes when a block is re-executed (old reads out, new reads in)."""
-    if not old_block.mem_reads and not new_block.mem_reads:
-        return
     per_table: dict = defaultdict(lambda: ([], []))
     for addr, key in old_block.mem_reads:
         per_table[addr][0].append(key)
@@ -287,55 +365,30 @@ def account_block_reads(run, old_block, new_block, chain_addr=None, t=None) -> N
             j.ref_delta[k] -= 1
         for k in new_keys:
             j.ref_delta[k] += 1
-        if chain_addr is not None:
-            j.step_moves.append((chain_addr, t, old_keys, new_keys))
+        if step_of is not None:
+            j.step_moves.append((step_of[0], step_of[1], old_keys, new_keys))
 
 
 def account_plate_reads(run, frame, old_node) -> None:
     """Reference-count and reader changes of a plate execution.
 
     ``old_node`` is the node the frame updates (``None`` for a new node; a replaced node of
-    another size is accounted by :func:`account_dropped`).
+    another size is accounted when it is dropped).
     """
-    idx = frame.idx
-    elems = np.arange(frame.N)[idx] if isinstance(idx, slice) else np.asarray(idx)
+    elems = frame.member_indices()
     calls = set(frame.mem_keys) | (set(old_node.mem_keys) if old_node is not None else set())
     for call in calls:
         j = journal(run, call[0])
         new_keys = frame.mem_keys.get(call)
         old_keys = None
         if old_node is not None and call in old_node.mem_keys:
-            old_keys = old_node.mem_keys[call][elems]
+            old_keys = old_node.mem_keys[call].take(elems)
         _count(j, old_keys, -1)
         _count(j, new_keys, +1)
         if new_keys is not None:
             j.plate_moves.append((frame.addr, elems, old_keys, np.asarray(new_keys)))
         elif old_keys is not None:
             j.plate_moves.append((frame.addr, elems, old_keys, None))
-
-
-def account_dropped(run, node, addr) -> None:
-    """A node of the old trace is gone: its reads no longer count."""
-    from thrifty.core.plate import PlateNode
-
-    if isinstance(node, PlateNode):
-        for call, keys in node.mem_keys.items():
-            j = journal(run, call[0])
-            _count(j, keys, -1)
-            j.plate_moves.append((addr, None, None, None))
-        return
-    blocks = [node.block] if hasattr(node, "block") else list(getattr(node, "steps", []))
-    for i, block in enumerate(blocks):
-        _drop_block_reads(run, block, addr + (i,) if not hasattr(node, "block") else addr)
-
-
-def _drop_block_reads(run, block, prefix) -> None:
-    for maddr, key in block.mem_reads:
-        journal(run, maddr).ref_delta[key] -= 1
-    for k, p in block.plates.items():
-        account_dropped(run, p, prefix + k)
-    for k, c in block.chains.items():
-        account_dropped(run, c, prefix + k)
 
 
 def _count(j, keys, sign) -> None:

@@ -17,13 +17,15 @@ from __future__ import annotations
 import math
 
 from thrifty.core.address import fmt
-from thrifty.core.run import Run
-from thrifty.core.trace import OBSERVED, same_value
+from thrifty.core.run import RESCORE, Run
+from thrifty.core.vocab import OBSERVED, same_value
 from thrifty.errors import ModelError
 
 
 def _has_plates(block) -> bool:
-    return bool(block.plates) or any(_has_plates(b) for c in block.chains.values() for b in c.steps)
+    return bool(block.plates) or any(
+        _has_plates(c.step_view(t)) for c in block.chains.values() for t in c.nested
+    )
 
 
 def probe(trace, rng) -> bool:
@@ -60,6 +62,6 @@ def current_output(trace, rng, needs_plates: bool):
     """The program output at ``trace`` (a full re-execution if it needs the plates' values)."""
     if trace.output_full or not needs_plates:
         return trace.output
-    run = Run(trace, rng, everything=True).execute()
+    run = Run(trace, rng, mode=RESCORE).execute()
     run.commit()
     return trace.output

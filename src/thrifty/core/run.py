@@ -1,15 +1,16 @@
-"""One execution of a program against a trace: replay, rescoring, and the MH bookkeeping.
+"""One execution of a program against a trace: the orchestrator of the engine.
 
-A :class:`Run` re-executes the model body.  Choices present in the trace are replayed (and
-rescored under their possibly changed parents); *targets* get proposed values or are resampled
-from their prior; choices the trace lacks are drawn fresh.  Structured nodes execute only what
-is needed (see ``Plan``): a plate runs the element indices it is asked for, a markov chain the
-steps it is asked for plus the steps their changed states reach; both run in full when a value
-that precedes them in the enclosing body changed (``frame.dirty``).  Program order is the
-dependency graph: a plate or chain depends on what ran before it in its block.
+A :class:`Run` re-executes the model body with a :class:`~thrifty.core.frame.BlockFrame`.
+Choices present in the trace are replayed (and rescored under their possibly changed parents);
+*targets* get proposed values or are resampled from their prior; choices the trace lacks are
+drawn fresh — all through the one replay decision of :mod:`thrifty.core.replay`.  Structured
+nodes execute only what is needed (see :class:`~thrifty.core.vocab.Plan`): a plate runs the
+element indices it is asked for, a markov chain the steps it is asked for plus the steps their
+changed states reach; both run in full when a value that precedes them in the enclosing body
+changed.  Program order is the dependency graph.
 
-The run never touches the trace; it writes a journal that :meth:`Run.commit` applies.  It keeps
-the quantities of paper 001 Eq. 4:
+The run never touches the trace; it writes journal entries (one :class:`~thrifty.core.node.Update`
+per changed node) that :meth:`Run.commit` applies.  It keeps the quantities of paper 001 Eq. 4:
 
 * ``lp_new`` — log-density of the re-executed part of the new trace, fresh choices excluded;
 * ``lp_old`` — log-density of the same part of the old trace, stale choices excluded;
@@ -18,312 +19,39 @@ the quantities of paper 001 Eq. 4:
 
 The MH log-acceptance of a proposal that resamples or sets targets is then
 ``lp_new − lp_old + q_rev − q_fwd`` (+ the proposal's own correction and |x|/|x'| for LMH).
+
+This module is the only one that knows every node module; the nodes reach one another through
+the run's hooks (``open_plate``, ``run_chain``, ``mem_read_*``, ``drop_node``), so ``core/``
+has no import cycle.
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
-
-import numpy as np
-
 from thrifty import _context
-from thrifty.core.address import as_name, fmt
-from thrifty.core.trace import (
-    DETERMINISTIC,
-    EMPTY_BLOCK,
-    FACTOR,
-    LATENT,
-    OBSERVED,
-    Block,
-    Site,
+from thrifty.core import markov, mem, plate
+from thrifty.core.address import fmt
+from thrifty.core.frame import BlockFrame
+from thrifty.core.trace import Block
+from thrifty.core.vocab import (  # noqa: F401  (re-exported: the engine's words)
+    DEFAULT,
+    EMPTY_PLAN,
+    LAZY,
+    NEG_INF,
+    RESAMPLE,
+    RESCORE,
+    STRICT,
+    Mode,
+    Plan,
+    StructureChange,
+    VecTarget,
+    ZeroProbability,
+    check_dist,
+    nan_error,
+    outside_support,
+    sorted_unique,
+    total,
 )
-from thrifty.errors import DistributionError, ModelError, NumericalError, SelectionError
-
-NEG_INF = -math.inf
-
-
-class _Resample:
-    """Target marker: draw this choice afresh from its prior (LMH, prior proposals)."""
-
-    def __repr__(self) -> str:
-        return "RESAMPLE"
-
-
-RESAMPLE = _Resample()
-
-
-class ZeroProbability(Exception):
-    """A proposed value outside its support: the proposal has probability zero, so the run
-    stops there (executing on would feed an impossible value to what depends on it)."""
-
-    def __init__(self, addr, d, value):
-        super().__init__(f"{value!r} at {fmt(addr)} is outside the support of {d!r}")
-        self.addr, self.dist, self.value = addr, d, value
-
-
-class StructureChange(Exception):
-    """Raised in strict runs when a choice would have to be created (Gibbs, PGAS rescoring)."""
-
-    def __init__(self, addr):
-        super().__init__(f"re-execution would create the new choice {fmt(addr)}")
-        self.addr = addr
-
-
-@dataclass
-class Plan:
-    """Which parts of the structured nodes a run executes when nothing before them changed.
-
-    ``plates``: plate address → sorted element indices; ``steps``: chain address → steps.
-    ``lazy``: when something before a plate did change, run only the planned elements and leave
-    the others stale (subsampling) instead of running them all (exact kernels).
-    """
-
-    plates: dict = field(default_factory=dict)
-    steps: dict = field(default_factory=dict)
-    lazy: bool = False
-
-    def add_elements(self, plate_addr, elems) -> None:
-        old = self.plates.get(plate_addr)
-        elems = np.asarray(elems, dtype=np.int64).reshape(-1)
-        self.plates[plate_addr] = sorted_unique(
-            elems if old is None else np.concatenate([old, elems])
-        )
-
-    def add_step(self, chain_addr, t) -> None:
-        self.steps.setdefault(chain_addr, set()).add(int(t))
-
-
-EMPTY_PLAN = Plan()
-
-
-def sorted_unique(a: np.ndarray) -> np.ndarray:
-    """``np.unique`` for small integer arrays, by sorting (NumPy's hash path is slower here)."""
-    if len(a) < 2:
-        return a.copy()
-    if bool(np.all(a[1:] > a[:-1])):  # already sorted and distinct (the usual case)
-        return a
-    a = np.sort(a)
-    if a[-1] == a[0] + len(a) - 1 and (len(a) < 3 or bool(np.all(a[1:] != a[:-1]))):
-        return a
-    keep = np.empty(len(a), dtype=bool)
-    keep[0] = True
-    np.not_equal(a[1:], a[:-1], out=keep[1:])
-    return a[keep]
-
-
-@dataclass
-class VecTarget:
-    """Targets at plate elements: ``elems`` (sorted) and their new ``values`` (or RESAMPLE)."""
-
-    elems: np.ndarray
-    values: object
-
-
-def total(lp) -> float:
-    """A log-density (scalar or array over value dimensions) as a Python float."""
-    return lp if type(lp) is float else float(np.sum(lp))
-
-
-def check_dist(d, addr) -> None:
-    if d._error is not None:
-        raise DistributionError(f"{type(d).__name__} at address {fmt(addr)}: {d._error}")
-
-
-def nan_error(addr, d, value) -> NumericalError:
-    return NumericalError(
-        f"log-density is NaN at address {fmt(addr)}: {d!r} evaluated at {value!r}"
-    )
-
-
-def outside_support(addr, d, value) -> DistributionError:
-    v = value if np.ndim(value) == 0 else f"array of shape {np.shape(value)}"
-    return DistributionError(
-        f"observed value {v} at address {fmt(addr)} is outside the support of "
-        f"{type(d).__name__} ({d.domain!r})"
-    )
-
-
-class BlockFrame:
-    """Executes one block (the model body or one markov step) site by site."""
-
-    __slots__ = (
-        "dirty",
-        "matched",
-        "n_stale",
-        "new",
-        "old",
-        "prefix",
-        "run",
-        "scope",
-        "stale_lp",
-        "step_of",
-    )
-
-    def __init__(self, run: Run, prefix: tuple, old: Block | None, dirty: bool, step_of=None):
-        self.run = run
-        self.step_of = step_of  # (chain address, t) for a markov step
-        self.prefix = prefix
-        self.scope = ()
-        self.old = old if old is not None else EMPTY_BLOCK
-        self.new = Block()
-        self.dirty = dirty
-        self.matched = 0  # old latent sites met again
-        self.stale_lp = 0.0  # old latent sites replaced because out of support
-        self.n_stale = 0
-
-    # -- names ----------------------------------------------------------------------------------
-    def _local(self, name) -> tuple:
-        local = self.scope + as_name(name) if self.scope else as_name(name)
-        new = self.new
-        if local in new.sites or local in new.plates or local in new.chains:
-            raise ModelError(f"address {fmt(self.prefix + local)} is used twice in one execution")
-        return local
-
-    # -- primitives -----------------------------------------------------------------------------
-    def sample(self, name, d):
-        local = self._local(name)
-        if d._error is not None:
-            check_dist(d, self.prefix + local)
-        run = self.run
-        old = self.old.sites.get(local)
-        if old is not None and old.kind != LATENT:
-            old = None
-        targets = run.targets
-        target = targets.get(self.prefix + local, targets) if targets else targets
-        if target is not targets:  # a proposed value or a resample
-            run.n_seen += 1
-            self.dirty = True
-            if target is RESAMPLE:
-                if old is None:
-                    raise SelectionError(f"cannot resample {fmt(self.prefix + local)}: no value")
-                value = d.sample(run.rng)
-                lp = total(d.log_prob(value))
-                run.q_fwd += lp
-                run.q_rev += total(d.log_prob(old.value))
-            else:
-                value = target
-                lp = total(d.log_prob(value))
-                if not lp > NEG_INF:
-                    raise ZeroProbability(self.prefix + local, d, value)
-            if old is not None:
-                self.matched += 1
-            run.lp_new += lp
-        elif old is not None:
-            self.matched += 1
-            value = old.value
-            lp = d.log_prob(value)
-            if type(lp) is not float:
-                lp = total(lp)
-            if lp == NEG_INF and not run.strict:  # out of support: stale old value, fresh new one
-                self.stale_lp += old.lp
-                self.n_stale += 1
-                value = d.sample(run.rng)
-                lp = total(d.log_prob(value))
-                run.n_fresh += 1
-                run.lp_fresh += lp
-                self.dirty = True
-            else:
-                run.lp_new += lp
-        else:
-            if run.strict:
-                raise StructureChange(self.prefix + local)
-            value = d.sample(run.rng)
-            lp = total(d.log_prob(value))
-            run.n_fresh += 1
-            run.lp_fresh += lp
-            self.dirty = True
-        if lp != lp:
-            raise nan_error(self.prefix + local, d, value)
-        new = self.new
-        new.sites[local] = Site(value, lp, LATENT, d.is_discrete, d)
-        new.lp += lp
-        new.n_latent += 1
-        return value
-
-    def observe(self, name, d, value):
-        local = self._local(name)
-        if d._error is not None:
-            check_dist(d, self.prefix + local)
-        run = self.run
-        if run.new_obs is not None:
-            value = d.sample(run.rng, np.shape(value)[: np.ndim(value) - len(d.shape)])
-            run.new_obs[self.prefix + local] = value
-        elif run.obs_values is not None:
-            value = run.obs_values.get(self.prefix + local, value)
-        lp = d.log_prob(value)
-        if type(lp) is not float:
-            lp = total(lp)
-        if not lp > NEG_INF:
-            if lp != lp:
-                raise nan_error(self.prefix + local, d, value)
-            if not d.in_domain(value):
-                raise outside_support(self.prefix + local, d, value)
-            run.note_impossible(self.prefix + local, d, value)
-        new = self.new
-        new.sites[local] = Site(value, lp, OBSERVED)
-        new.lp += lp
-        run.lp_new += lp
-        if run.captured is not None:
-            run.captured.append((self.prefix + local, d, value, None))
-        return value
-
-    def factor(self, name, log_weight):
-        local = self._local(name)
-        lp = total(log_weight)
-        if lp != lp:
-            raise NumericalError(f"factor at address {fmt(self.prefix + local)} is NaN")
-        if lp == NEG_INF:
-            self.run.note_impossible(self.prefix + local, None, None)
-        self.new.sites[local] = Site(None, lp, FACTOR)
-        self.new.lp += lp
-        self.run.lp_new += lp
-
-    def deterministic(self, name, value):
-        local = self._local(name)
-        self.new.sites[local] = Site(value, 0.0, DETERMINISTIC)
-        return value
-
-    def mem_read(self, mem, key):
-        from thrifty.core.mem import read_scalar
-
-        return read_scalar(self, mem, key)
-
-    def plate(self, name, size):
-        from thrifty.core.plate import PlateContext
-
-        return PlateContext(self, self._local(name), size)
-
-    def markov(self, name, step, length, init, args):
-        from thrifty.core.markov import run_chain
-
-        return run_chain(self, self._local(name), step, length, init, args)
-
-    # -- end of the block -----------------------------------------------------------------------
-    def finalize(self) -> None:
-        """Account for the old block: its kept part goes to ``lp_old``, the rest is stale."""
-        old, new, run = self.old, self.new, self.run
-        stale_lp, n_stale = self.stale_lp, self.n_stale
-        if self.matched < old.n_latent:
-            for k in old.latent_names():
-                s = new.sites.get(k)
-                if s is None or s.kind != LATENT:
-                    stale_lp += old.sites[k].lp
-                    n_stale += 1
-        run.lp_old += old.lp - stale_lp
-        run.n_stale += n_stale
-        run.lp_stale += stale_lp
-        for k, node in old.plates.items():
-            if k not in new.plates:
-                run.drop_node(node, self.prefix + k)
-        for k, node in old.chains.items():
-            if k not in new.chains:
-                run.drop_node(node, self.prefix + k)
-        if old.mem_reads or new.mem_reads:
-            from thrifty.core.mem import account_block_reads
-
-            chain, t = self.step_of if self.step_of is not None else (None, None)
-            account_block_reads(run, old, new, chain, t)
+from thrifty.errors import SelectionError
 
 
 class Run:
@@ -336,16 +64,9 @@ class Run:
     targets : address → proposed value or ``RESAMPLE``, for choices outside plates and mem keys.
     vec : (plate address, address within the element) → :class:`VecTarget`.
     plan : the :class:`Plan` of plate elements and markov steps to execute.
-    strict : never create or resample a choice: a missing one raises :class:`StructureChange`
-        and an out-of-support one scores ``-inf`` (enumerative Gibbs, PGAS rescoring).
-    everything : re-execute every plate element and markov step (rescoring from scratch; this
-        is how stale elements are refreshed).
-    capture : record every observation executed in ``run.captured`` as (address, distribution,
-        value, element indices) — how kernels that need the likelihood's structure (SMH's GLM
-        families) find it; plate observations have ``"*"`` for the element in the address.
-    simulate_observations : draw every observed value afresh from its distribution (given the
-        replayed latent choices) and keep it in ``trace.obs_values`` on commit — the
-        "y ~ p(y | x)" half of a Geweke successive-conditional simulator.
+    mode : a :class:`~thrifty.core.vocab.Mode` (strict, rescore, lazy, capture, simulate
+        observations); the module constants ``STRICT``, ``RESCORE`` and ``LAZY`` name the usual
+        ones.
     """
 
     def __init__(
@@ -355,22 +76,17 @@ class Run:
         targets: dict | None = None,
         vec: dict | None = None,
         plan: Plan | None = None,
-        strict: bool = False,
-        everything: bool = False,
-        simulate_observations: bool = False,
-        capture: bool = False,
+        mode: Mode = DEFAULT,
     ):
         self.trace = trace
-        # (address, distribution, value) of every observation executed (plates: the plate
-        # address with ``"*"`` in place of the element and the executed index array appended)
-        self.captured: list | None = [] if capture else None
-        self.everything = everything or simulate_observations
-        self.new_obs: dict | None = {} if simulate_observations else None
         self.rng = rng
+        self.mode = mode
         self.targets = targets or None
         self.vec = vec or None
         self.plan = plan or EMPTY_PLAN
-        self.strict = strict
+        # (address, distribution, value, element indices) of every observation executed
+        self.captured: list | None = [] if mode.capture else None
+        self.new_obs: dict | None = {} if mode.simulate_observations else None
         self.obs_values = trace.obs_values
         self.lp_new = 0.0
         self.lp_old = 0.0
@@ -384,14 +100,14 @@ class Run:
         self.work_elements = 0  # plate elements executed
         self.work_steps = 0  # markov steps executed
         self.vec_seen: set = set()
-        self.plate_updates: list = []
+        self.updates: list = []  # journal entries of plates and chains, in finalize order
         self.plate_frames: dict = {}
         self.chain_frames: dict = {}  # chain address → {t: new step block} (executed steps)
         self.mem_fns: dict = {}  # mem address → its function, as defined in this execution
         # the local sections a lazy run met: ("plate" | "chain", address, number of sections)
         self.sections: list = []
-        self.chain_updates: list = []
         self.mem_journals: dict = {}
+        self.reads = mem.ReadCounts(self)
         self.impossible: list = []
         self.root: Block | None = None
         self.frame = None
@@ -402,11 +118,19 @@ class Run:
     # -- execution ------------------------------------------------------------------------------
     def execute(self) -> Run:
         program = self.trace.program
-        frame = BlockFrame(self, (), self.trace.root, dirty=self.everything)
+        mode = self.mode
+        frame = BlockFrame(
+            self, (), self.trace.root, dirty=mode.rescore or mode.simulate_observations
+        )
         self.frame = frame
         _context.RUNS.append(self)
         try:
             self.output = program.fn(*program.args, **program.kwargs)
+            self.frame = None
+            frame.finalize()
+            self.root = frame.new
+            if self.targets and self.n_seen < len(self.targets):
+                self._resolve_unread_mem_targets()
         except ZeroProbability as e:  # a proposal outside the support: weight 0, never committed
             self.aborted = e
             self.lp_new = NEG_INF
@@ -414,46 +138,59 @@ class Run:
         finally:
             _context.RUNS.pop()
             self.frame = None
-        frame.finalize()
-        self.root = frame.new
-        if self.targets and self.n_seen < len(self.targets):
-            self._resolve_unread_mem_targets()
         for journal in self.mem_journals.values():
             journal.finish(self)
         return self
 
     def _resolve_unread_mem_targets(self) -> None:
         """A proposed mem value whose readers were not executed (a lazy run): score it anyway."""
-        from thrifty.core.mem import Mem, journal
-
         for addr in self.targets:
             maddr, key = addr[:-1], addr[-1]
             fn = self.mem_fns.get(maddr)
             table = self.trace.mems.get(maddr)
             if fn is None or table is None or key not in table.values:
                 continue
-            j = journal(self, maddr)
+            j = mem.journal(self, maddr)
             if key not in j.entries:
-                j.resolve(self, Mem(maddr, fn), key)
+                j.resolve(self, mem.Mem(maddr, fn), key)
 
     @property
     def log_weight(self) -> float:
         """``lp_new − lp_old + q_rev − q_fwd``: the MH log-ratio before proposal corrections."""
         return self.lp_new - self.lp_old + self.q_rev - self.q_fwd
 
-    # -- bookkeeping used by the frames ---------------------------------------------------------
+    # -- hooks of the frames (the node modules) -------------------------------------------------
+    def open_plate(self, frame, local, size):
+        return plate.PlateContext(frame, local, size)
+
+    def run_chain(self, frame, local, step, length, init, args):
+        return markov.run_chain(frame, local, step, length, init, args)
+
+    def run_batch_chain(self, frame, local, step, length, init, args):
+        return markov.run_batch_chain(frame, local, step, length, init, args)
+
+    def mem_read_scalar(self, frame, m, key):
+        return mem.read_scalar(frame, m, key)
+
+    def mem_read_batch(self, frame, m, keys):
+        return mem.read_batch(frame, m, keys)
+
+    def account_block_reads(self, old, new, step_of) -> None:
+        mem.account_block_reads(self, old, new, step_of)
+
+    def account_plate_reads(self, frame, old_node) -> None:
+        mem.account_plate_reads(self, frame, old_node)
+
     def note_impossible(self, addr, d, value) -> None:
         self.impossible.append((addr, d, value))
 
     def drop_node(self, node, addr) -> None:
         """A plate, chain or step of the old trace that this execution did not create again."""
-        from thrifty.core.mem import account_dropped
-
         latent_lp = node.latent_lp()
         self.lp_old += node.total_lp() - latent_lp
         self.lp_stale += latent_lp
         self.n_stale += node.n_latent
-        account_dropped(self, node, addr)
+        node.drop_reads(self.reads, addr)
 
     def check_targets(self, n_scalar: int, vec_keys=()) -> None:
         """Raise if some targets were not met (an address the program did not reach)."""
@@ -474,43 +211,40 @@ class Run:
             raise SelectionError(f"the program did not reach the address(es) {names}")
 
     def _seen_addresses(self) -> set:
-        from thrifty.core.locate import iter_block_addresses
-
-        seen = set(iter_block_addresses(self.root, ()))
+        seen = set(_block_addresses(self.root, ()))
         for addr, journal in self.mem_journals.items():
             seen.update(addr + (k,) for k in journal.entries)
         return seen
 
     def _mark_mem_readers_stale(self, trace) -> None:
         """A lazy run changed mem keys: plates that read them may now have stale elements."""
-        from thrifty.core.locate import find_plate
-
         for addr, journal in self.mem_journals.items():
             table = trace.mems.get(addr)
             if table is None or not any(e.changed for e in journal.entries.values()):
                 continue
-            for plate in table.plate_readers:
-                try:
-                    find_plate(trace, plate).maybe_stale = True
-                except KeyError:
-                    pass
+            for plate_addr in table.plate_readers:
+                node = _find_plate(trace.root, plate_addr)
+                if node is not None:
+                    node.mem_stale = True
+                    trace.stale_nodes.add(node)
 
     # -- commit ---------------------------------------------------------------------------------
-    def commit(self) -> None:
-        """Make this execution the trace's current state."""
+    def commit(self, trace=None) -> None:
+        """Make this execution the state of ``trace`` (default: the trace it replayed; or a
+        fork of it — :meth:`~thrifty.core.trace.Trace.fork`)."""
         if self.aborted is not None:
             raise RuntimeError(f"cannot commit a run with probability zero: {self.aborted}")
-        trace = self.trace
+        trace = self.trace if trace is None else trace
         trace.clock += 1
         clock = trace.clock
         if self.n_fresh or self.n_stale:
             trace.structure += 1
             if trace._n_latent is not None:
                 trace._n_latent += self.n_fresh - self.n_stale
-        for upd in self.plate_updates:
-            upd.apply(clock)
-        for upd in self.chain_updates:
-            upd.apply(clock)
+            if trace.changes is not None:
+                trace.changes.nodes_changed = True
+        for upd in self.updates:
+            upd.apply(trace, clock)
         for journal in self.mem_journals.values():
             journal.apply(trace, clock)
         if self.new_obs is not None:
@@ -518,8 +252,30 @@ class Run:
         trace.root = self.root
         trace.output = self.output
         trace.output_full = self.full
-        if self.plan.lazy:
-            trace.maybe_stale = True
+        if self.mode.lazy and self.mem_journals:
             self._mark_mem_readers_stale(trace)
-        elif self.everything:
-            trace.maybe_stale = False
+        elif self.mode.rescore and trace.stale_nodes:
+            trace.stale_nodes = {n for n in trace.stale_nodes if n.has_stale(trace.mems)}
+        self.trace = trace
+
+
+def _block_addresses(block, prefix: tuple):
+    for local in block.sites:
+        yield prefix + local
+    for local, chain in block.chains.items():
+        for t in range(chain.T):
+            yield from _block_addresses(chain.step_view(t), prefix + local + (t,))
+
+
+def _find_plate(block, addr):
+    """The plate node at ``addr`` under ``block`` (through markov steps), or None."""
+    node = block.plates.get(addr)
+    if node is not None:
+        return node
+    for local, chain in block.chains.items():
+        k = len(local)
+        if addr[:k] == local and len(addr) > k + 1 and isinstance(addr[k], int):
+            t = addr[k]
+            if 0 <= t < chain.T:
+                return _find_plate(chain.step_view(t), addr[k + 1 :])
+    return None

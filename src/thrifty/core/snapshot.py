@@ -1,21 +1,16 @@
-"""Provisional commits: commit a run, look at the new trace, and undo if needed.
+"""Provisional commits: commit a run into a fork of the trace, look at it, keep it or not.
 
-Used only when a kernel needs a count over the *proposed* trace (``th.one`` / ``th.lmh(sel)``
-after a proposal that created or dropped choices); the copy costs the size of the trace.
+Used when a kernel needs a count over the *proposed* trace (``th.one`` / ``th.lmh(sel)`` after a
+proposal that created or dropped choices).  The fork shares everything with the trace
+copy-on-write (:meth:`thrifty.core.trace.Trace.fork`), so the cost is what the run changes.
 """
 
 from __future__ import annotations
 
-import copy
-
 
 def provisional_commit(trace, run):
-    """Commit ``run`` and return a function that restores the trace to its previous state."""
-    memo = {id(trace.program): trace.program}
-    saved = copy.deepcopy({k: v for k, v in trace.__dict__.items() if k != "program"}, memo)
-    run.commit()
-
-    def undo() -> None:
-        trace.__dict__.update(saved)
-
-    return undo
+    """Commit ``run`` into a fork of ``trace`` and return the fork; then call
+    ``trace.become(fork)`` to keep it or ``trace.revert(fork)`` to drop it."""
+    fork = trace.fork()
+    run.commit(fork)
+    return fork

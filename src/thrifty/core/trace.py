@@ -1,26 +1,46 @@
 """The trace: what one execution of a program recorded, organised for incremental re-execution.
 
-A trace is a tree of *blocks*.  The root block holds the top-level choices of the model body;
-each markov step has its own block.  Blocks hold their sites (values and log-densities) and the
-structured nodes created inside them: plates (:mod:`thrifty.core.plate`) and markov chains
-(:mod:`thrifty.core.markov`).  Memoized random functions live in mem tables
-(:mod:`thrifty.core.mem`) at the root.
+A trace is a tree of *blocks* and *nodes*.  The root :class:`Block` holds the top-level sites of
+the model body and the structured nodes created in it; every node implements the small
+:class:`~thrifty.core.node.Node` interface:
 
-Traces are changed only by :meth:`thrifty.core.run.Run.commit`; a run reads the trace it replays
-and writes its own journal, so a rejected proposal costs nothing to undo.
+* a plate (:mod:`thrifty.core.plate`) stores its sites as columns over its elements;
+* a markov chain (:mod:`thrifty.core.markov`) stores its sites as columns over its steps;
+* memoized random functions live in mem tables (:mod:`thrifty.core.mem`) at the root.
+
+Blocks are immutable: every execution of a body makes a new one.  Nodes are changed only by
+:meth:`thrifty.core.run.Run.commit`; a run reads the trace it replays and writes a journal, so a
+rejected proposal costs nothing to undo.
+
+**Forks.**  :meth:`Trace.fork` returns a second trace sharing every block and node with this one
+in O(number of mem tables).  A node may be changed in place only by a trace that *owns* it (its
+``owner`` token is one of the trace's ``tokens``); after a fork neither trace owns the shared
+nodes, so the first commit that changes one clones it (O(its number of sites); its columns are
+shared copy-on-write, :mod:`thrifty.core.column`).  A fork thus costs O(what it later changes).
 """
 
 from __future__ import annotations
 
+import itertools
+import math
 from typing import Any
 
-import numpy as np
+from thrifty.core.vocab import DETERMINISTIC, LATENT, OBSERVED, same_value  # noqa: F401
 
-LATENT, OBSERVED, FACTOR, DETERMINISTIC = 0, 1, 2, 3
+_UIDS = itertools.count(1)
+
+
+class Token:
+    """An ownership token: a node may be changed in place by the traces holding its owner."""
+
+    __slots__ = ("__weakref__",)
+
+    def __repr__(self) -> str:
+        return f"Token({id(self):#x})"
 
 
 class Site:
-    """One site of a scalar block: a latent choice, an observation, a factor or a recorded value."""
+    """One site of a block: a latent choice, an observation, a factor or a recorded value."""
 
     __slots__ = ("discrete", "dist", "kind", "lp", "value")
 
@@ -54,34 +74,66 @@ class Block:
         self.n_latent = 0
         self._latent: list | None = None
 
+    def get_site(self, local) -> Site | None:
+        return self.sites.get(local)
+
     def latent_names(self) -> list:
         """Local names of the latent sites, in execution order (cached; blocks are immutable)."""
         if self._latent is None:
             self._latent = [k for k, s in self.sites.items() if s.kind == LATENT]
         return self._latent
 
+    def nodes(self):
+        """(local name, node) of the plates and chains created in the block."""
+        yield from self.plates.items()
+        yield from self.chains.items()
+
     def total_lp(self) -> float:
-        """Log-density of the block and everything nested in it."""
-        return (
-            self.lp
-            + sum(p.total_lp() for p in self.plates.values())
-            + sum(c.total_lp() for c in self.chains.values())
-        )
+        """Log-density of the block and everything nested in it (O(number of nodes))."""
+        lp = self.lp
+        for _, node in self.nodes():
+            lp += node.total_lp()
+        return lp
+
+    def latent_lp(self) -> float:
+        lp = sum(s.lp for s in self.sites.values() if s.kind == LATENT)
+        return lp + sum(node.latent_lp() for _, node in self.nodes())
 
     def total_latent(self) -> int:
-        return (
-            self.n_latent
-            + sum(p.n_latent for p in self.plates.values())
-            + sum(c.n_latent for c in self.chains.values())
-        )
+        return self.n_latent + sum(node.n_latent for _, node in self.nodes())
 
-    def has_stale(self, mems=None) -> bool:
-        return any(p.has_stale(mems) for p in self.plates.values()) or any(
-            c.has_stale(mems) for c in self.chains.values()
-        )
+    def drop_reads(self, counts, prefix: tuple) -> None:
+        """This block leaves the trace: its mem reads (and its nodes' reads) no longer count."""
+        for maddr, key in self.mem_reads:
+            counts.read(maddr, key, -1)
+        for local, node in self.nodes():
+            node.drop_reads(counts, prefix + local)
 
 
 EMPTY_BLOCK = Block()
+
+
+class ChangeLog:
+    """What the commits of a trace changed since a recorder last looked (see
+    :mod:`thrifty.runtime.recorder`): ``(node, members)`` pairs — the plate elements or markov
+    steps written (``None``: all of them) — and whether nodes were created or dropped."""
+
+    __slots__ = ("entries", "nodes_changed")
+
+    def __init__(self):
+        self.entries: list = []
+        self.nodes_changed = False
+
+    def wrote(self, node, members) -> None:
+        self.entries.append((node, members))
+
+    def extend(self, other: ChangeLog) -> None:
+        self.entries += other.entries
+        self.nodes_changed |= other.nodes_changed
+
+    def clear(self) -> None:
+        self.entries = []
+        self.nodes_changed = False
 
 
 class Trace:
@@ -95,6 +147,9 @@ class Trace:
     output : the program's return value at this trace.
     clock : a counter advanced by every committed run; plate elements and markov steps record
         the clock at which their log-density was computed, so stale ones can be recognised.
+    structure : a counter advanced by every commit that creates or drops choices.
+    uid : a number unique to this trace object in this process (forks and unpickled traces get
+        their own), for caches of kernels.
     """
 
     def __init__(self, program):
@@ -104,10 +159,68 @@ class Trace:
         self.output = None
         self.output_full = True
         self._n_latent: int | None = None
-        self.maybe_stale = False  # set by lazy (subsampling) commits; cleared by a full rescoring
         self.clock = 0
-        self.structure = 0  # advanced by every commit that creates or drops choices
-        self.obs_values: dict | None = None  # observed values replayed instead of the data (Geweke)
+        self.structure = 0
+        self.obs_values: dict | None = None  # observed values replayed instead of the data
+        self.stale_nodes: set = set()  # nodes that may hold stale elements or steps
+        self.tokens: tuple = (Token(),)
+        self.changes: ChangeLog | None = None
+        self.uid = next(_UIDS)
+        self._base = None  # (parent, parent tokens before the fork, after) of a fork
+
+    # -- ownership and forks ------------------------------------------------------------------
+    def owns(self, node) -> bool:
+        return node.owner in self.tokens
+
+    def own(self, node):
+        """``node`` if this trace may change it in place, else its copy-on-write clone."""
+        if node.owner in self.tokens:
+            return node
+        clone = node.clone()
+        clone.owner = self.tokens[0]
+        if node in self.stale_nodes:
+            self.stale_nodes.discard(node)
+            self.stale_nodes.add(clone)
+        return clone
+
+    def fork(self) -> Trace:
+        """A trace with the same state, sharing blocks and nodes copy-on-write (module doc)."""
+        child = object.__new__(Trace)
+        child.__dict__.update(self.__dict__)
+        child.mems = dict(self.mems)
+        child.stale_nodes = set(self.stale_nodes)
+        child.uid = next(_UIDS)
+        child.changes = None if self.changes is None else ChangeLog()
+        saved = self.tokens
+        self.tokens = (Token(),)
+        child.tokens = (Token(),)
+        child._base = (self, saved, self.tokens)
+        return child
+
+    def become(self, fork: Trace) -> None:
+        """Take the state of ``fork`` (a fork of this trace, now discarded): the provisional
+        commit it holds becomes this trace's."""
+        base = fork._base
+        log = self.changes
+        uid = self.uid
+        self.__dict__.update(fork.__dict__)
+        self.uid = uid
+        self._base = None
+        if base is not None and base[0] is self and base[2] is not None:
+            self.tokens = fork.tokens + base[1]  # nobody else holds the pre-fork nodes now
+        if log is not None:
+            if fork.changes is not None:
+                log.extend(fork.changes)
+            else:
+                log.nodes_changed = True
+            self.changes = log
+
+    def revert(self, fork: Trace) -> None:
+        """Discard ``fork`` (a fork of this trace): this trace owns its nodes again."""
+        base = fork._base
+        if base is not None and base[0] is self and self.tokens is base[2]:
+            self.tokens = base[1]
+        fork._base = None
 
     # -- sizes and densities ------------------------------------------------------------------
     @property
@@ -120,14 +233,31 @@ class Trace:
             self._n_latent = self.root.total_latent() + sum(len(t) for t in self.mems.values())
         return self._n_latent
 
-    def log_joint(self) -> float:
-        """log p(x, y) of the trace.  Raises if some plate elements are stale (call refresh())."""
-        if self.maybe_stale and self.has_stale():
-            raise RuntimeError("the trace has stale plate elements; refresh them first")
+    @property
+    def maybe_stale(self) -> bool:
+        """Whether some plate elements or markov steps may be stale (O(1))."""
+        return bool(self.stale_nodes)
+
+    def _total(self) -> float:
         return self.root.total_lp() + sum(t.total_lp() for t in self.mems.values())
 
+    def log_joint(self) -> float:
+        """log p(x, y) of the trace.  Raises if some plate elements are stale (refresh them)."""
+        if self.stale_nodes and self.has_stale():
+            raise RuntimeError("the trace has stale plate elements; refresh them first")
+        return self._total()
+
+    def known_log_joint(self) -> float:
+        """log p(x, y), or NaN when elements may be stale — O(number of top-level nodes), the
+        per-draw statistic of ``th.infer``."""
+        return math.nan if self.stale_nodes else self._total()
+
     def has_stale(self) -> bool:
-        return self.root.has_stale(self.mems)
+        """Whether some elements or steps are stale (exact: checks the candidate nodes)."""
+        for node in list(self.stale_nodes):
+            if not node.has_stale(self.mems, exact=True):
+                self.stale_nodes.discard(node)
+        return bool(self.stale_nodes)
 
     # -- reading values -----------------------------------------------------------------------
     def __getitem__(self, addr):
@@ -144,26 +274,13 @@ class Trace:
     def __repr__(self) -> str:
         return f"Trace({self.program!r}, {self.n_latent} latent choices)"
 
+    # -- pickling (checkpoints) -----------------------------------------------------------------
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["changes"] = None
+        state["_base"] = None
+        return state
 
-def same_value(a, b) -> bool:
-    """Whether two state values are equal (identity first; arrays elementwise; tuples recursive)."""
-    if a is b:
-        return True
-    ta = type(a)
-    if ta is not type(b):
-        if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-            return bool(np.shape(a) == np.shape(b) and np.array_equal(a, b))
-        try:
-            return bool(a == b)
-        except (TypeError, ValueError):
-            return False
-    if ta is np.ndarray:
-        return a.shape == b.shape and bool(np.array_equal(a, b))
-    if ta is tuple or ta is list:
-        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
-    if ta is dict:
-        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
-    try:
-        return bool(a == b)
-    except (TypeError, ValueError):
-        return False
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self.uid = next(_UIDS)

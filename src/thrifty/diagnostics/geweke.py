@@ -17,8 +17,10 @@ import numpy as np
 from scipy import stats
 
 from thrifty.core.model import as_program
-from thrifty.core.run import Run
+from thrifty.core.run import Mode, Run
 from thrifty.core.simulate import _simulate
+
+_SIMULATE = Mode(simulate_observations=True)
 
 
 @dataclass
@@ -41,7 +43,7 @@ class GewekeResult:
 
 def _simulate_joint(program, rng):
     trace, _ = _simulate(program, rng)
-    Run(trace, rng, simulate_observations=True).execute().commit()
+    Run(trace, rng, mode=_SIMULATE).execute().commit()
     return trace
 
 
@@ -93,7 +95,7 @@ def geweke(
     for _ in range(num_samples):
         for _ in range(steps_per_sample):
             trace = kernel.step(trace, rng)
-        Run(trace, rng, simulate_observations=True).execute().commit()
+        Run(trace, rng, mode=_SIMULATE).execute().commit()
         succ.append(_scalars(trace.values(False)))
     names = sorted(set().union(*prior) & set().union(*succ))
     if functions is None:

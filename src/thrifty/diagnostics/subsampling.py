@@ -59,7 +59,7 @@ import numpy as np
 from scipy import stats
 
 from thrifty.core.locate import locate, plan_for
-from thrifty.core.run import Plan, Run
+from thrifty.core.run import RESCORE, Mode, Run
 from thrifty.core.simulate import initialize
 
 __all__ = ["SubsamplingCheck", "check_subsampling"]
@@ -147,6 +147,8 @@ class SubsamplingCheck:
         return self.report()
 
 
+_LAZY_CAPTURE = Mode(lazy=True, capture=True)
+
 def _wilson(k: int, n: int, z: float = 1.96) -> tuple:
     if n == 0:
         return (math.nan, math.nan)
@@ -179,7 +181,7 @@ def _pick(kernel, trace, rng):
 
 def _set(trace, rng, values: dict) -> None:
     """Make ``values`` the trace's current values and rescore everything (clears staleness)."""
-    Run(trace, rng, targets=values, everything=True).execute().commit()
+    Run(trace, rng, targets=values, mode=RESCORE).execute().commit()
 
 
 def _minibatch_z(l: np.ndarray, m: int, draws: int, rng) -> np.ndarray:
@@ -270,14 +272,14 @@ def check_subsampling(
     made = skipped = 0
     while made < steps:
         if trace.maybe_stale:
-            Run(trace, rng, everything=True).execute().commit()
+            Run(trace, rng, mode=RESCORE).execute().commit()
         picked = _pick(main, trace, rng)
         if picked is None:
             raise ValueError(f"check_subsampling: {kernel.label()} selects no choice")
         locs, targets, log_q = picked
         old = {loc.addr: loc.value for loc in locs}
 
-        skeleton = Run(trace, rng, targets=targets, plan=Plan(lazy=True), capture=True).execute()
+        skeleton = Run(trace, rng, targets=targets, mode=_LAZY_CAPTURE).execute()
         if skeleton.aborted is not None:  # outside the support: every kernel rejects
             skipped += 1
             if skipped > 10 * steps:
@@ -300,7 +302,7 @@ def check_subsampling(
                 _set(trace, rng, old)
                 locs = [locate(trace, a) for a in old]
         if trace.maybe_stale:
-            Run(trace, rng, everything=True).execute().commit()
+            Run(trace, rng, mode=RESCORE).execute().commit()
 
         # exact MH: one execution of what the proposal can affect, as th.mh runs it
         t0 = time.perf_counter()
@@ -310,7 +312,7 @@ def check_subsampling(
         exact_accept = log_u < exact_lr
 
         # every section's l_i, through the kernel's own machinery
-        skeleton = Run(trace, rng, targets=targets, plan=Plan(lazy=True), capture=True).execute()
+        skeleton = Run(trace, rng, targets=targets, mode=_LAZY_CAPTURE).execute()
         scorer = helper.scorer(trace, rng, skeleton, locs, targets)
         N = scorer.N
         l = np.zeros(0) if N == 0 else scorer.evaluate(np.arange(N))

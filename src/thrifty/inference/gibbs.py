@@ -17,7 +17,7 @@ import numpy as np
 
 from thrifty.core.address import fmt
 from thrifty.core.locate import find_plate, locate, plan_elements, plan_for
-from thrifty.core.run import Plan, StructureChange, VecTarget
+from thrifty.core.run import STRICT, Plan, StructureChange, VecTarget
 from thrifty.errors import SelectionError
 from thrifty.inference.mh import _Selecting
 from thrifty.inference.selection import One
@@ -91,7 +91,7 @@ class Gibbs(_Selecting):
                 runs.append(None)
                 continue
             try:
-                run = self.execute(trace, rng, targets={addr: v}, plan=plan, strict=True)
+                run = self.execute(trace, rng, targets={addr: v}, plan=plan, mode=STRICT)
             except StructureChange as e:
                 raise self._structure_error(addr, v, e) from None
             logw[k] = run.log_weight
@@ -115,20 +115,20 @@ class Gibbs(_Selecting):
         for k, v in enumerate(values):
             vec = {(plate, g.rel): VecTarget(elems, np.full(n, v, dtype=values.dtype))}
             try:
-                run = self.execute(trace, rng, vec=vec, plan=plan, strict=True)
+                run = self.execute(trace, rng, vec=vec, plan=plan, mode=STRICT)
             except StructureChange as e:
                 raise self._structure_error(addr, v, e) from None
             frame = run.plate_frames[plate]
             logw[k] = frame.elem_lp[frame.positions(elems)]
         new = values[_gumbel_choice(logw, rng)]
-        changed = new != site.values[elems]
+        changed = new != site.take(elems)
         self.stats.proposed += n
         self.stats.accepted += n
         if changed.any():
             e2 = elems[changed]
             vec = {(plate, g.rel): VecTarget(e2, new[changed])}
             plan2 = plan_elements(trace, Plan(), plate, e2)
-            self.execute(trace, rng, vec=vec, plan=plan2, strict=True).commit()
+            self.execute(trace, rng, vec=vec, plan=plan2, mode=STRICT).commit()
 
 
 def gibbs(selection) -> Gibbs:

@@ -11,7 +11,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
-from thrifty.core.run import Run
+from thrifty.core.run import RESCORE, Run
 
 
 @dataclass
@@ -107,4 +107,4 @@ class Kernel:
     def refresh(self, trace, rng) -> None:
         """Rescore stale plate elements (left by subsampling kernels) before an exact step."""
         if trace.maybe_stale:
-            self.execute(trace, rng, everything=True).commit()
+            self.execute(trace, rng, mode=RESCORE).commit()

@@ -28,7 +28,7 @@ from thrifty.core.locate import (
     plan_elements,
     plan_for,
 )
-from thrifty.core.run import RESAMPLE, StructureChange, VecTarget
+from thrifty.core.run import RESAMPLE, STRICT, Plan, StructureChange, VecTarget
 from thrifty.core.snapshot import provisional_commit
 from thrifty.errors import SelectionError
 from thrifty.inference.kernel import Kernel
@@ -47,22 +47,31 @@ class _Selecting(Kernel):
 
     def choices(self, trace):
         """The selected choices of ``trace``; ``None`` when a selection that matched before
-        matches nothing now (a choice that exists only in some traces: the step is skipped)."""
-        key = (id(trace), trace.structure)
+        matches nothing now (a choice that exists only in some traces: the step is skipped).
+        Resolved once per structure of the trace (cached on its uid and structure counter)."""
+        key = (trace.uid, trace.structure)
         if self._cache is None or self._cache[0] != key:
             cs = self.selection.resolve(trace)
             if not cs:
-                if not self._matched and not _exists_in_some_trace(self.selection, trace):
-                    raise SelectionError(
-                        f"{self.name}: {self.selection!r} selects no latent choice of the "
-                        f"program; its latent choices are named {_names(trace)}"
-                    )
-                self._matched = True  # a choice that exists only in some traces: skip
+                if not self._matched:
+                    self.prepare(trace)
                 cs = None
-            else:
-                self._matched = True
+            self._matched = True
             self._cache = (key, cs)
         return self._cache[1]
+
+    def prepare(self, trace) -> None:
+        """Check, before sampling, that the selection names choices of the program: when it
+        matches nothing in ``trace``, prior simulations (at most 20, off the chain's generator)
+        tell a wrong name from a choice that exists only in some traces."""
+        self._matched = True
+        if self.selection.resolve(trace):
+            return
+        if not _exists_in_some_trace(self.selection, trace):
+            raise SelectionError(
+                f"{self.name}: {self.selection!r} selects no latent choice of the "
+                f"program; its latent choices are named {_names(trace)}"
+            )
 
     def label(self) -> str:
         return f"{self.name}({self.selection!r})"
@@ -95,7 +104,7 @@ def _names(trace) -> str:
 def _group_values(trace, g):
     node = find_plate(trace, g.plate_addr)
     site = node.site(g.rel)
-    return site.values[g.element_array()], site.discrete
+    return site.take(g.element_array()), site.discrete
 
 
 class MH(_Selecting):
@@ -154,14 +163,15 @@ class MH(_Selecting):
         run.check_targets(len(targets), vec.keys())
         log_alpha = run.log_weight + log_q
         if n_blocks is not None and (run.n_fresh or run.n_stale):
-            undo = provisional_commit(trace, run)
-            n_new = self.selection.resolve(trace).n_blocks()
+            fork = provisional_commit(trace, run)
+            n_new = self.selection.resolve(fork).n_blocks()
             log_alpha += math.log(n_blocks) - math.log(max(n_new, 1))
             self.stats.proposed += 1
             if log_alpha >= 0 or math.log(rng.random()) < log_alpha:
                 self.stats.accepted += 1
+                trace.become(fork)
             else:
-                undo()
+                trace.revert(fork)
             return
         self.accept(run, log_alpha, rng)
 
@@ -177,7 +187,7 @@ class MH(_Selecting):
             proposed[g.rel] = g
         plan = plan_elements(trace, _new_plan(), plate, elems)
         try:
-            run = self.execute(trace, rng, vec=vec, plan=plan, strict=True)
+            run = self.execute(trace, rng, vec=vec, plan=plan, mode=STRICT)
         except StructureChange as e:
             raise SelectionError(
                 f"mh on {self.selection!r}: the proposal changes the structure of plate "
@@ -186,9 +196,9 @@ class MH(_Selecting):
         frame = run.plate_frames[plate]
         pos = frame.positions(elems)
         node = find_plate(trace, plate)
-        log_alpha = frame.elem_lp[pos] - node.elem_lp[elems]
-        if frame.q_elem is not None:
-            log_alpha = log_alpha + frame.q_elem[pos]
+        log_alpha = frame.elem_lp[pos] - node.elem_lp.take(elems)
+        if frame.q is not None:
+            log_alpha = log_alpha + frame.q[pos]
         u = rng.random(len(elems))
         with np.errstate(divide="ignore"):
             acc = np.log(u) < log_alpha
@@ -204,12 +214,10 @@ class MH(_Selecting):
             sel = np.isin(ge, keep)
             vec2[(plate, rel)] = VecTarget(ge[sel], values[frame.positions(ge[sel])])
         plan2 = plan_elements(trace, _new_plan(), plate, keep)
-        self.execute(trace, rng, vec=vec2, plan=plan2, strict=True).commit()
+        self.execute(trace, rng, vec=vec2, plan=plan2, mode=STRICT).commit()
 
 
 def _new_plan():
-    from thrifty.core.run import Plan
-
     return Plan()
 
 
@@ -252,13 +260,14 @@ class LMH(_Selecting):
             if self.selection is None:
                 log_alpha += math.log(n) - math.log(n + run.n_fresh - run.n_stale)
             else:
-                undo = provisional_commit(trace, run)
-                log_alpha += math.log(n) - math.log(max(self.selection.resolve(trace).count, 1))
+                fork = provisional_commit(trace, run)
+                log_alpha += math.log(n) - math.log(max(self.selection.resolve(fork).count, 1))
                 self.stats.proposed += 1
                 if log_alpha >= 0 or math.log(rng.random()) < log_alpha:
                     self.stats.accepted += 1
+                    trace.become(fork)
                 else:
-                    undo()
+                    trace.revert(fork)
                 return trace
         self.accept(run, log_alpha, rng)
         return trace

@@ -10,17 +10,17 @@
 * ``th.ordered_range(chain, lo, hi)`` — the choices of steps ``lo..hi`` of a markov chain.
 
 A selection resolves against a trace to a :class:`ChoiceSet`: a list of single addresses plus
-*plate groups* (a site of many plate elements, kept as an index array, never as N tuples).
+*plate groups* (a site of many plate elements, kept as an index array, never as N tuples) and
+*chain groups* (a site of many steps of a markov chain whose steps all have the same sites).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from thrifty.core.address import as_pattern, dotted
-from thrifty.core.trace import Block
 from thrifty.errors import SelectionError
 
 
@@ -42,25 +42,88 @@ class PlateGroup:
 
 
 @dataclass
-class ChoiceSet:
-    """Resolved selection: single addresses and plate groups, in execution order."""
+class ChainGroup:
+    """The site ``rel`` of steps ``steps`` (``None``: all T) of the markov chain at
+    ``chain_addr`` — a site of a chain whose steps all have the same sites, kept as one group
+    so that choosing a step costs O(1), not O(T)."""
 
-    scalars: list = field(default_factory=list)
-    groups: list = field(default_factory=list)
-    scalar_blocks: list = field(default_factory=list)  # block key of each scalar (th.one)
+    chain_addr: tuple
+    rel: tuple
+    T: int
+    steps: np.ndarray | None = None
 
     @property
     def count(self) -> int:
-        return len(self.scalars) + sum(g.count for g in self.groups)
+        return self.T if self.steps is None else len(self.steps)
+
+    def step_at(self, r: int) -> int:
+        return r if self.steps is None else int(self.steps[r])
+
+    def has(self, t: int) -> bool:
+        return self.steps is None or bool(np.any(self.steps == t))
+
+
+class ChoiceSet:
+    """Resolved selection: single addresses, plate groups and chain groups, in execution order.
+
+    ``scalars`` lists the single addresses (chain groups expanded, O(T), only when asked);
+    ``count``, ``address(r)``, ``n_blocks()`` and ``pick_block(rng)`` never expand them.
+    """
+
+    def __init__(self, scalars=None, groups=None, scalar_blocks=None, chain_groups=None):
+        self._scalars: list = list(scalars or [])
+        self._blocks: list = list(scalar_blocks or [])
+        self.groups: list = list(groups or [])
+        self.chain_groups: list = list(chain_groups or [])
+        self._expanded = None
+        self._block_info = None
+
+    def add(self, addr, block) -> None:
+        self._scalars.append(addr)
+        self._blocks.append(block)
+        self._expanded = self._block_info = None
+
+    def _expand(self):
+        if self._expanded is None:
+            scal, blocks = list(self._scalars), list(self._blocks)
+            for chain, gs in _by_chain(self.chain_groups).items():
+                steps = _union_steps(gs)
+                for t in range(gs[0].T) if steps is None else steps.tolist():
+                    for g in gs:
+                        if g.has(t):
+                            scal.append(chain + (t,) + g.rel)
+                            blocks.append(chain + (t,))
+            self._expanded = (scal, blocks)
+        return self._expanded
+
+    @property
+    def scalars(self) -> list:
+        return self._expand()[0] if self.chain_groups else self._scalars
+
+    @property
+    def scalar_blocks(self) -> list:
+        return self._expand()[1] if self.chain_groups else self._blocks
+
+    @property
+    def count(self) -> int:
+        return (
+            len(self._scalars)
+            + sum(g.count for g in self.groups)
+            + sum(g.count for g in self.chain_groups)
+        )
 
     def __bool__(self) -> bool:
         return self.count > 0
 
     def address(self, r: int) -> tuple:
         """The address of selected choice number ``r``."""
-        if r < len(self.scalars):
-            return self.scalars[r]
-        r -= len(self.scalars)
+        if r < len(self._scalars):
+            return self._scalars[r]
+        r -= len(self._scalars)
+        for g in self.chain_groups:
+            if r < g.count:
+                return g.chain_addr + (g.step_at(r),) + g.rel
+            r -= g.count
         for g in self.groups:
             if r < g.count:
                 e = int(r if g.elems is None else g.elems[r])
@@ -73,47 +136,59 @@ class ChoiceSet:
         element (all selected sites of that element)."""
         out: dict = {}
         for a, b in zip(self.scalars, self.scalar_blocks):
-            out.setdefault(("scalar", b), ChoiceSet()).scalars.append(a)
+            out.setdefault(("scalar", b), ChoiceSet()).add(a, b)
         for g in self.groups:
             for e in g.element_array().tolist():
                 sub = out.setdefault(("element", g.plate_addr, e), ChoiceSet())
                 sub.groups.append(PlateGroup(g.plate_addr, g.rel, g.size, np.array([e])))
         return list(out.values())
 
+    def _info(self):
+        """(distinct scalar block keys, per plate (groups, elems or None, count), per chain
+        (groups, steps or None, count)) — computed once per resolved selection."""
+        if self._block_info is None:
+            keys = list(dict.fromkeys(self._blocks))
+            plates = []
+            for plate, gs in _by_plate(self.groups).items():
+                full = any(g.elems is None for g in gs)
+                elems = None if full else np.unique(np.concatenate([g.elems for g in gs]))
+                plates.append((plate, gs, elems, gs[0].size if full else len(elems)))
+            chains = []
+            for chain, gs in _by_chain(self.chain_groups).items():
+                steps = _union_steps(gs)
+                chains.append((chain, gs, steps, gs[0].T if steps is None else len(steps)))
+            self._block_info = (keys, plates, chains)
+        return self._block_info
+
     def n_blocks(self) -> int:
-        scal = len(set(self.scalar_blocks))
-        per_plate: dict = {}
-        for g in self.groups:
-            if g.elems is None:
-                per_plate[g.plate_addr] = None
-            elif per_plate.get(g.plate_addr, ()) is not None:
-                per_plate.setdefault(g.plate_addr, set()).update(g.elems.tolist())
-        sizes = {g.plate_addr: g.size for g in self.groups}
-        return scal + sum(sizes[p] if s is None else len(s) for p, s in per_plate.items())
+        keys, plates, chains = self._info()
+        return len(keys) + sum(p[3] for p in plates) + sum(c[3] for c in chains)
 
     def pick_block(self, rng) -> ChoiceSet:
-        """One block chosen uniformly (without materialising every plate element)."""
-        n = self.n_blocks()
-        scal_keys = list(dict.fromkeys(self.scalar_blocks))
-        r = int(rng.random() * n)
-        if r < len(scal_keys):
-            key = scal_keys[r]
+        """One block chosen uniformly (O(number of groups): no plate element or chain step is
+        materialised)."""
+        keys, plates, chains = self._info()
+        r = int(rng.random() * self.n_blocks())
+        if r < len(keys):
+            key = keys[r]
             sub = ChoiceSet()
-            for a, b in zip(self.scalars, self.scalar_blocks):
+            for a, b in zip(self._scalars, self._blocks):
                 if b == key:
-                    sub.scalars.append(a)
-                    sub.scalar_blocks.append(b)
+                    sub.add(a, b)
             return sub
-        r -= len(scal_keys)
-        plates: dict = {}
-        for g in self.groups:
-            plates.setdefault(g.plate_addr, []).append(g)
-        for plate, gs in plates.items():
-            full = any(g.elems is None for g in gs)
-            elems = None if full else np.unique(np.concatenate([g.elems for g in gs]))
-            count = gs[0].size if full else len(elems)
+        r -= len(keys)
+        for chain, gs, steps, count in chains:
             if r < count:
-                e = r if full else int(elems[r])
+                t = r if steps is None else int(steps[r])
+                sub = ChoiceSet()
+                for g in gs:
+                    if g.has(t):
+                        sub.add(chain + (t,) + g.rel, chain + (t,))
+                return sub
+            r -= count
+        for plate, gs, elems, count in plates:
+            if r < count:
+                e = r if elems is None else int(elems[r])
                 sub = ChoiceSet()
                 for g in gs:
                     if g.elems is None or e in g.elems:
@@ -121,6 +196,26 @@ class ChoiceSet:
                 return sub
             r -= count
         raise IndexError("block index out of range")
+
+
+def _by_plate(groups) -> dict:
+    out: dict = {}
+    for g in groups:
+        out.setdefault(g.plate_addr, []).append(g)
+    return out
+
+
+def _by_chain(groups) -> dict:
+    out: dict = {}
+    for g in groups:
+        out.setdefault(g.chain_addr, []).append(g)
+    return out
+
+
+def _union_steps(gs):
+    if any(g.steps is None for g in gs):
+        return None
+    return np.unique(np.concatenate([g.steps for g in gs]))
 
 
 class Selection:
@@ -169,16 +264,15 @@ class Prefix(Selection):
                 keys = [p]
             else:
                 keys = []
-            out.scalars += keys
-            out.scalar_blocks += keys
+            for k in keys:
+                out.add(k, k)
         return out
 
 
-def _walk(block: Block, prefix: tuple, nprefix: tuple, p: tuple, out: ChoiceSet, step=None) -> None:
+def _walk(block, prefix: tuple, nprefix: tuple, p: tuple, out: ChoiceSet, step=None) -> None:
     for local in block.latent_names():
         if _prefix(p, prefix + local) or _prefix(p, nprefix + local):
-            out.scalars.append(prefix + local)
-            out.scalar_blocks.append(step if step is not None else prefix + local)
+            out.add(prefix + local, step if step is not None else prefix + local)
     for local, node in block.plates.items():
         paddr, pname = prefix + local, nprefix + local
         if not (_compatible(p, paddr) or _compatible(p, pname)):
@@ -201,8 +295,28 @@ def _walk(block: Block, prefix: tuple, nprefix: tuple, p: tuple, out: ChoiceSet,
         caddr, cname = prefix + local, nprefix + local
         if not (_compatible(p, caddr) or _compatible(p, cname)):
             continue
-        for t, b in enumerate(chain.steps):
-            _walk(b, caddr + (t,), cname, p, out, caddr + (t,))
+        if chain.uniform():  # one group per site: O(number of sites), not O(T)
+            _chain_groups(chain, caddr, cname, p, out)
+            continue
+        for t in range(chain.T):
+            _walk(chain.step_view(t), caddr + (t,), cname, p, out, caddr + (t,))
+
+
+def _chain_groups(chain, caddr, cname, p, out, steps=None) -> None:
+    for rel in chain.latent_sites():
+        if _prefix(p, cname + rel) or _prefix(p, caddr):  # every step
+            out.chain_groups.append(ChainGroup(caddr, rel, chain.T, steps))
+        elif _prefix(caddr, p) and len(p) > len(caddr):
+            t = p[len(caddr)]
+            if (
+                isinstance(t, (int, np.integer))
+                and 0 <= t < chain.T
+                and _prefix(p[len(caddr) + 1 :], rel)
+                and (steps is None or t in steps)
+            ):
+                out.chain_groups.append(
+                    ChainGroup(caddr, rel, chain.T, np.array([int(t)], dtype=np.int64))
+                )
 
 
 def _strip_steps(node, rel: tuple) -> tuple:
@@ -268,8 +382,13 @@ class OrderedRange(Selection):
         if found is None:
             raise SelectionError(f"ordered_range: no markov chain at {self.chain!r}")
         chain, caddr = found
-        for t in range(max(self.lo, 0), min(self.hi, chain.length - 1) + 1):
-            _walk(chain.steps[t], caddr + (t,), caddr, caddr + (t,), out, caddr + (t,))
+        lo, hi = max(self.lo, 0), min(self.hi, chain.T - 1)
+        if chain.uniform():
+            if hi >= lo:
+                _chain_groups(chain, caddr, caddr, caddr, out, np.arange(lo, hi + 1))
+            return out
+        for t in range(lo, hi + 1):
+            _walk(chain.step_view(t), caddr + (t,), caddr, caddr + (t,), out, caddr + (t,))
         return out
 
     def __repr__(self) -> str:
@@ -283,8 +402,8 @@ def _find_chain(block, prefix, addr):
         return c, addr
     for local, chain in block.chains.items():
         k = len(local)
-        if rel[:k] == local and len(rel) > k and isinstance(rel[k], int) and rel[k] < chain.length:
-            return _find_chain(chain.steps[rel[k]], prefix + local + (rel[k],), addr)
+        if rel[:k] == local and len(rel) > k and isinstance(rel[k], int) and rel[k] < chain.T:
+            return _find_chain(chain.step_view(rel[k]), prefix + local + (rel[k],), addr)
     return None
 
 
@@ -305,8 +424,7 @@ class Union(Selection):
             for a, b in zip(cs.scalars, cs.scalar_blocks):
                 if a not in seen:
                     seen.add(a)
-                    out.scalars.append(a)
-                    out.scalar_blocks.append(b)
+                    out.add(a, b)
             out.groups += cs.groups
         return out
 

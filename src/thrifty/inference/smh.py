@@ -98,15 +98,16 @@ import warnings
 import numpy as np
 
 from thrifty.core.address import fmt
-from thrifty.core.run import Plan
-from thrifty.core.trace import same_value
+from thrifty.core.run import Mode
+from thrifty.core.vocab import same_value
 from thrifty.errors import SelectionError
 from thrifty.glm import GLM
 from thrifty.inference.alias import AliasTable
 from thrifty.inference.mh import _Selecting
 from thrifty.inference.proposals import Drift
 
-_LAZY = Plan(lazy=True)
+_LAZY = Mode(lazy=True, capture=True)  # the global factor: plates execute no element
+_FULL = Mode(rescore=True, capture=True)  # set-up: every observation, captured
 _BOUNDS = ("local", "metric", "l1")
 # per-step statistics: likelihood terms evaluated (thinning candidates, N per fallback), full-data
 # fallback steps, O(N) set-ups, and the Poisson rate Σ_c φ_c Ψ_c of each proposal
@@ -282,7 +283,7 @@ class SMH(_Selecting):
         theta = site.value
         d = len(theta)
         rng0 = np.random.default_rng(20240602)  # set-up never touches the chain's generator
-        run_a = self.execute(trace, rng0, everything=True, capture=True)
+        run_a = self.execute(trace, rng0, mode=_FULL)
         prev = self._st
         if (
             prev is not None
@@ -300,7 +301,7 @@ class SMH(_Selecting):
                 return self._build(trace, addr, site, groups, precompute, bounds)
         delta = 0.1 * (1.0 + np.abs(theta)) * rng0.standard_normal(d) / math.sqrt(d)
         theta_b = theta + delta
-        run_b = self.execute(trace, rng0, targets={addr: theta_b}, everything=True, capture=True)
+        run_b = self.execute(trace, rng0, targets={addr: theta_b}, mode=_FULL)
         run_b.check_targets(1)
         if run_b.n_fresh or run_b.n_stale:
             raise SelectionError(
@@ -530,7 +531,7 @@ class SMH(_Selecting):
         stats.count("poisson_rate", rate)
 
         # the exact global factor G(θ')/G(θ): a lazy run (plates execute no element)
-        run = self.execute(trace, rng, targets={st.addr: theta_new}, plan=_LAZY, capture=True)
+        run = self.execute(trace, rng, targets={st.addr: theta_new}, mode=_LAZY)
         run.check_targets(1)
         if run.n_fresh or run.n_stale:
             raise SelectionError(

@@ -29,14 +29,15 @@ import numpy as np
 
 from thrifty.core.address import fmt
 from thrifty.core.locate import find_plate, locate, plan_elements, trace_chain
-from thrifty.core.markov import stale_steps
-from thrifty.core.run import Plan
+from thrifty.core.run import LAZY, Mode, Plan
 from thrifty.errors import SelectionError
 from thrifty.inference.mh import _Selecting
 from thrifty.inference.proposals import Proposal, drift
 from thrifty.inference.proxy import TaylorProxy
 from thrifty.inference.selection import One
 from thrifty.inference.sequential import sequential_test
+
+_LAZY_CAPTURE = Mode(lazy=True, capture=True)
 
 
 @dataclass
@@ -91,8 +92,8 @@ class ProgramSections:
     def commit(self, skeleton) -> None:
         """Keep the sections evaluated under θ', the rest stale (000 §3.5)."""
         k, trace = self.kernel, self.trace
-        plan = k._plan(trace, self.sections, np.concatenate(self.used), lazy=True)
-        k.execute(trace, self.rng, targets=self.targets, plan=plan).commit()
+        plan = k._plan(trace, self.sections, np.concatenate(self.used))
+        k.execute(trace, self.rng, targets=self.targets, plan=plan, mode=LAZY).commit()
 
 
 class _Sorter:
@@ -196,7 +197,7 @@ class SubsampledMH(_Selecting):
         proposal when it is accepted.  (Separate from ``_step`` so tests can fix u.)"""
         # 1. the global part, and which sections the change reaches (000 §3.1)
         skeleton = self.execute(
-            trace, rng, targets=targets, plan=Plan(lazy=True), capture=self.proxy is not None
+            trace, rng, targets=targets, mode=_LAZY_CAPTURE if self.proxy is not None else LAZY
         )
         if skeleton.aborted is not None:  # a proposal outside the support
             return False
@@ -264,11 +265,11 @@ class SubsampledMH(_Selecting):
                 continue
             for plate, elems in trace.mems[loc.mem_addr].readers(loc.addr[-1]).items():
                 if plate not in whole:  # else its readers are counted already
-                    containers.append(Container("plate", plate, len(elems), elems))
+                    containers.append(Container("plate", plate, len(elems), np.sort(elems)))
         return Sections(containers)
 
-    def _plan(self, trace, sections, idx, lazy) -> Plan:
-        plan = Plan(lazy=lazy)
+    def _plan(self, trace, sections, idx) -> Plan:
+        plan = Plan()
         for c, elems, _ in sections.split(np.sort(idx)):
             if c.kind == "plate":
                 plan_elements(trace, plan, c.addr, elems)
@@ -294,14 +295,14 @@ class SubsampledMH(_Selecting):
         for c, elems, pos in parts:
             if c.kind == "plate":
                 node = find_plate(trace, c.addr)
-                old[pos] = node.elem_lp[elems]
+                old[pos] = node.elem_lp.take(elems)
                 bad = node.stale_elements(elems, trace.mems)
                 if len(bad):
                     plan_elements(trace, stale_plan, c.addr, bad)
             else:
                 node = trace_chain(trace, c.addr)
-                old[pos] = [node.steps[t].total_lp() for t in elems.tolist()]
-                bad = np.array(stale_steps(node, elems.tolist()), dtype=np.int64)
+                old[pos] = node.step_lp(elems)
+                bad = node.stale_steps(elems)
                 for t in bad.tolist():
                     stale_plan.add_step(c.addr, t)
             if len(bad):
@@ -311,14 +312,14 @@ class SubsampledMH(_Selecting):
             refresh.commit()
             for c, bad, pos in stale:
                 old[pos] = self._section_lp(refresh, c, bad)
-        plan = Plan(lazy=True)
+        plan = Plan()
         for c, elems, _ in parts:
             if c.kind == "plate":
                 plan_elements(trace, plan, c.addr, elems)
             else:
                 for t in elems.tolist():
                     plan.add_step(c.addr, t)
-        run = self.execute(trace, rng, targets=targets, plan=plan)
+        run = self.execute(trace, rng, targets=targets, plan=plan, mode=LAZY)
         new = np.empty(len(idx))
         for c, elems, pos in parts:
             new[pos] = self._section_lp(run, c, elems)

@@ -1,0 +1,288 @@
+"""The batched executor: one execution of a body, vectorized over n *members*.
+
+A :class:`BatchFrame` runs a body (a plate's, or a markov step inside a plate) once for an index
+array of members — plate elements today, particles in the particle methods — with
+
+* per-member targets (proposed values for some members: :meth:`BatchFrame.target_for`);
+* per-member latent and observation log-densities kept apart (``lat_lp``, ``obs_lp``);
+* the replay decision of :mod:`thrifty.core.replay` applied member-wise (strict mode included);
+* per-member proposal corrections ``q`` (log q_rev − log q_fwd of resampled targets).
+
+A site's distribution has batch shape ``()`` (shared by the members) or a leading axis of
+length n (one per member); its value has one entry per member.  The *accumulating* frame (the
+body's outermost frame, ``acc``) holds the members and the totals; frames of markov steps inside
+the body share it.  Subclasses say what the members are: their addresses (for errors), where
+their targets come from, and what happens at the end (:mod:`thrifty.core.plate`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from thrifty.core.address import as_name, fmt
+from thrifty.core.replay import BatchLanes, replay
+from thrifty.core.vocab import (
+    DETERMINISTIC,
+    FACTOR,
+    LATENT,
+    NEG_INF,
+    OBSERVED,
+    check_dist,
+    outside_support,
+)
+from thrifty.errors import ModelError, NumericalError
+
+
+class MemberSite:
+    """A site over the members of a batch: values (n, ...) and log-densities (n,)."""
+
+    __slots__ = ("discrete", "dist", "kind", "lp", "values")
+
+    def __init__(self, values, lp, kind, discrete=False, dist=None):
+        self.values = values
+        self.lp = lp
+        self.kind = kind
+        self.discrete = discrete
+        self.dist = dist
+
+
+class BatchFrame:
+    """Executes a body over the members of its accumulating frame (see the module docstring).
+
+    ``old`` is the store of the members' previous values (``old.get(local)`` → a
+    :class:`MemberSite` aligned with the members, or ``None``); ``rel`` the address of this body
+    relative to a member.
+    """
+
+    def __init__(self, run, acc, rel: tuple, old):
+        self.run = run
+        self.acc = acc if acc is not None else self
+        self.rel = rel
+        self.scope = ()
+        self.old = old
+        self.new: dict[tuple, MemberSite] = {}
+        self.changed: set = set()
+
+    # -- the accumulating frame ---------------------------------------------------------------
+    def init_members(self, n: int) -> None:
+        """Make this frame the accumulating frame of ``n`` members."""
+        self.n = n
+        self.lat_lp: np.ndarray | None = None
+        self.obs_lp: np.ndarray | None = None
+        self.lp_total = 0.0
+        self.q: np.ndarray | None = None
+        self.n_fresh = self.n_stale = 0
+        self.lp_fresh = self.lp_stale = 0.0
+        self.q_fwd = self.q_rev = 0.0
+        self.new_chains: dict[tuple, list] = {}
+        self.mem_calls = 0
+        self.mem_keys: dict[tuple, np.ndarray] = {}
+
+    # member addressing and targets: supplied by subclasses
+    def member_addr(self, j: int, rel: tuple) -> tuple:
+        raise NotImplementedError
+
+    def generic(self, rel: tuple) -> tuple:
+        raise NotImplementedError
+
+    def require_full(self, what: str, rel: tuple) -> None:
+        pass
+
+    def generic_all(self, rel: tuple) -> tuple:
+        """The address of ``rel`` in every member (``"*"`` in place of the member)."""
+        raise NotImplementedError
+
+    def member_indices(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def obs_key(self, rel: tuple):
+        """Key of the observation ``rel`` in ``trace.obs_values`` (simulated observations)."""
+        raise NotImplementedError
+
+    def take_members(self, stored):
+        """The members' entries of an array over all possible members."""
+        raise NotImplementedError
+
+    def target_for(self, rel: tuple):
+        """``(positions, values or RESAMPLE)`` of the targeted members at ``rel``, or None."""
+        return None
+
+    def total_member_lp(self) -> np.ndarray:
+        """Per-member log-density of the execution (latent + observed)."""
+        lat, obs = self.lat_lp, self.obs_lp
+        if lat is None and obs is None:
+            return np.zeros(self.n)
+        if lat is None:
+            return obs
+        if obs is None:
+            return lat
+        return lat + obs
+
+    def add_q(self, pos, dq) -> None:
+        if self.q is None:
+            self.q = np.zeros(self.n)
+        self.q[pos] += dq
+
+    def _add(self, which: str, lp: np.ndarray, s: float) -> None:
+        self.lp_total += s
+        cur = getattr(self, which)
+        if cur is None:
+            setattr(self, which, lp.copy())
+        else:
+            cur += lp
+
+    def member_lp(self, lp, rel, what) -> np.ndarray:
+        n = self.n
+        lp = np.asarray(lp, dtype=float)
+        if lp.ndim == 0:
+            return np.full(n, float(lp))
+        if lp.shape[0] != n:
+            raise ModelError(
+                f"shape mismatch in {self.where()} at {what} {fmt(self.generic(rel))}: "
+                f"log-density of shape {lp.shape} for {n} executed element(s)"
+            )
+        if lp.ndim > 1:
+            lp = lp.reshape(n, -1).sum(axis=1)
+        return lp
+
+    def shape_code(self, d, rel, what) -> int:
+        """0: parameters shared by the members; 1: one per member; 2: a broadcast axis of 1."""
+        n = self.n
+        bs = d.batch_shape
+        if not bs:
+            return 0
+        if bs[0] == n:
+            return 1
+        if bs[0] == 1:
+            return 2
+        raise ModelError(
+            f"shape mismatch in {self.where()} at {what} {fmt(self.generic(rel))}: "
+            f"{type(d).__name__} has batch shape {tuple(bs)} but the plate is executing {n} "
+            f"element(s); parameters must be scalars or have a leading axis of length {n} "
+            "(index your data with the plate's index)"
+        )
+
+    def where(self) -> str:
+        return "a batch"
+
+    def _check_observed(self, lp, rel, d, value) -> float:
+        """``lp.sum()``; NaN → error naming the member; an observation outside the family's
+        domain → error naming the member."""
+        s = float(lp.sum())
+        if s == s and s > NEG_INF:
+            return s
+        bad = np.isnan(lp)
+        if bad.any():
+            j = int(np.flatnonzero(bad)[0])
+            raise NumericalError(
+                f"log-density is NaN at address {fmt(self.member_addr(j, rel))}: {d!r}"
+            )
+        j = int(np.flatnonzero(np.isneginf(lp))[0])
+        v = np.asarray(value)
+        vj = v if v.ndim == 0 else v[j]
+        if not d.in_domain(vj):
+            raise outside_support(self.member_addr(j, rel), d, vj)
+        self.run.note_impossible(self.member_addr(j, rel), d, vj)
+        return s
+
+    # -- names ----------------------------------------------------------------------------------
+    def _local(self, name) -> tuple:
+        local = self.scope + as_name(name) if self.scope else as_name(name)
+        acc = self.acc
+        if local in self.new or (self is acc and local in acc.new_chains):
+            raise ModelError(f"address {fmt(acc.member_addr(0, self.rel + local))} is used twice")
+        return local
+
+    # -- primitives -----------------------------------------------------------------------------
+    def sample(self, name, d):
+        local = self._local(name)
+        rel = self.rel + local
+        acc = self.acc
+        if d._error is not None:
+            check_dist(d, acc.generic(rel))
+        lanes = BatchLanes(acc, rel, acc.shape_code(d, rel, "sample"))
+        old = self.old.get(local) if self.old is not None else None
+        if old is not None and old.kind != LATENT:
+            old = None
+        value, lp, changed = replay(
+            lanes,
+            d,
+            None if old is None else old.values,
+            None if old is None else old.lp,
+            acc.target_for(rel),
+            acc,
+        )
+        acc._add("lat_lp", lp, float(lp.sum()))
+        self.new[local] = MemberSite(value, lp, LATENT, d.is_discrete, d)
+        if changed:
+            self.changed.add(local)
+        return value
+
+    def observe(self, name, d, value):
+        local = self._local(name)
+        rel = self.rel + local
+        acc, run = self.acc, self.run
+        if d._error is not None:
+            check_dist(d, acc.generic(rel))
+        code = acc.shape_code(d, rel, "observation")
+        if run.new_obs is not None:  # Geweke: simulate the observation given the latents
+            value = BatchLanes(acc, rel, code).draw(d)
+            run.new_obs[acc.obs_key(rel)] = value
+        elif run.obs_values is not None:
+            stored = run.obs_values.get(acc.obs_key(rel))
+            if stored is not None:
+                value = acc.take_members(stored)
+        shape = np.shape(value)
+        if shape and shape[0] != acc.n and not (d.batch_shape and len(shape) <= len(d.event_shape)):
+            raise ModelError(
+                f"shape mismatch in {acc.where()} at observation {fmt(acc.generic(rel))}: "
+                f"observed value of shape {shape} for {acc.n} executed element(s); index the data "
+                "with the plate's index"
+            )
+        try:
+            lp = d.log_prob(value)
+        except ValueError as e:
+            raise ModelError(
+                f"shape mismatch in {acc.where()} at observation {fmt(acc.generic(rel))}: {e}"
+            ) from None
+        lp = acc.member_lp(lp, rel, "observation")
+        acc._add("obs_lp", lp, acc._check_observed(lp, rel, d, value))
+        self.new[local] = MemberSite(None, lp, OBSERVED)
+        if run.captured is not None:
+            run.captured.append((acc.generic_all(rel), d, value, acc.member_indices()))
+        return value
+
+    def factor(self, name, log_weight):
+        local = self._local(name)
+        rel = self.rel + local
+        acc = self.acc
+        lp = acc.member_lp(log_weight, rel, "factor")
+        s = float(lp.sum())
+        if s != s:
+            raise NumericalError(f"factor {fmt(acc.generic(rel))} is NaN")
+        acc._add("obs_lp", lp, s)
+        self.new[local] = MemberSite(None, lp, FACTOR)
+
+    def deterministic(self, name, value):
+        local = self._local(name)
+        v = np.asarray(value)
+        n = self.acc.n
+        if v.ndim == 0 or v.shape[0] != n:
+            v = np.broadcast_to(v, (n,) + v.shape).copy()
+        self.new[local] = MemberSite(v, None, DETERMINISTIC)
+        self.changed.add(local)
+        return value
+
+    def mem_read(self, mem, keys):
+        return self.run.mem_read_batch(self, mem, keys)
+
+    def plate(self, name, size):
+        raise ModelError(
+            f"plate {name!r} inside {self.acc.where()}: nested plates are not supported; "
+            "give the inner plate's sites a trailing axis instead"
+        )
+
+    def markov(self, name, step, length, init, args):
+        if self is not self.acc:
+            raise ModelError("a markov chain cannot be nested inside a markov step")
+        return self.run.run_batch_chain(self, self._local(name), step, length, init, args)

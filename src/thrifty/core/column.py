@@ -1,0 +1,203 @@
+"""Columns: the ``(size, ...)`` arrays that plates and markov chains store, shared between forks.
+
+A node of a trace keeps one value (and one log-density) per plate element or per markov step in
+a :class:`Column`.  Reading and writing go through :meth:`Column.take` and :meth:`Column.put`
+so that a column can be *shared* copy-on-write by the nodes of forked traces:
+
+* an *owned* column writes into its array in place (the usual case: no fork);
+* a *shared* column (the clone of a node after :meth:`thrifty.core.trace.Trace.fork`) never
+  writes into the array it shares; it keeps the values it changed in a small ``patch``
+  ``{element: value}`` and copies the array only once the patch holds ``size / 16`` entries —
+  so a fork followed by k changes costs O(k), amortised, whatever the size of the plate.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_MISSING = object()
+
+
+def _scalar(v):
+    """A NumPy scalar as the Python scalar it came from (values replayed to user code)."""
+    return v.item() if isinstance(v, np.generic) else v
+
+
+class Column:
+    """One value per element (leading axis), owned or shared copy-on-write (module docstring)."""
+
+    __slots__ = ("data", "owned", "patch")
+
+    def __init__(self, data: np.ndarray, owned: bool = True):
+        self.data = data
+        self.owned = owned
+        self.patch: dict | None = None
+
+    # -- construction ---------------------------------------------------------------------------
+    @classmethod
+    def empty_like(cls, values, size: int) -> Column:
+        """A zero column of ``size`` elements shaped and typed like one element of ``values``
+        (an array with a leading element axis)."""
+        v = np.asarray(values)
+        return cls(np.zeros((size,) + v.shape[1:], dtype=v.dtype))
+
+    @classmethod
+    def of(cls, values) -> Column:
+        """A column owning ``values`` (no copy: the caller gives the array away)."""
+        return cls(np.asarray(values))
+
+    def share(self) -> Column:
+        """A copy-on-write clone (O(patch)): neither column writes into the shared array."""
+        self.owned = False
+        out = Column(self.data, owned=False)
+        if self.patch:
+            out.patch = dict(self.patch)
+        return out
+
+    # -- reading --------------------------------------------------------------------------------
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+    @property
+    def dtype(self):
+        return self.data.dtype
+
+    def take(self, idx):
+        """The values at ``idx`` (a slice, an index array, or an int)."""
+        out = self.data[idx]
+        if self.patch:
+            out = self._patched(idx, out)
+        return out
+
+    def get(self, i: int):
+        """The value of element ``i`` (a Python scalar for scalar elements)."""
+        if self.patch:
+            v = self.patch.get(i, _MISSING)
+            if v is not _MISSING:
+                return _scalar(v)
+        return _scalar(self.data[i])
+
+    def array(self) -> np.ndarray:
+        """Every element (read-only use: the array may be shared)."""
+        if self.patch:
+            self._own()
+        return self.data
+
+    def _patched(self, idx, out):
+        p = self.patch
+        if isinstance(idx, slice):
+            start, stop, _ = idx.indices(len(self.data))
+            out = out.copy()
+            for k, v in p.items():
+                if start <= k < stop:
+                    out[k - start] = v
+            return out
+        if np.ndim(idx) == 0:
+            v = p.get(int(idx), _MISSING)
+            return out if v is _MISSING else v
+        idx = np.asarray(idx)
+        if len(idx) <= len(p):
+            for j, e in enumerate(idx.tolist()):
+                v = p.get(e, _MISSING)
+                if v is not _MISSING:
+                    out[j] = v
+            return out
+        keys = np.fromiter(p.keys(), dtype=np.int64, count=len(p))
+        order = np.argsort(keys)
+        keys = keys[order]
+        pos = np.minimum(np.searchsorted(keys, idx), len(keys) - 1)
+        hit = np.flatnonzero(keys[pos] == idx)
+        if len(hit):
+            vals = list(p.values())
+            for j, k in zip(hit.tolist(), order[pos[hit]].tolist()):
+                out[j] = vals[k]
+        return out
+
+    # -- writing --------------------------------------------------------------------------------
+    def _own(self) -> None:
+        data = self.data.copy()
+        if self.patch:
+            for k, v in self.patch.items():
+                data[k] = v
+        self.data, self.patch, self.owned = data, None, True
+
+    def _fit(self, values) -> None:
+        """Promote the column's dtype when ``values`` do not fit it (ints receiving floats)."""
+        dt = self.data.dtype
+        v = np.asarray(values)
+        if v.dtype != dt and dt.kind in "iub" and v.dtype.kind not in "O":
+            new = np.result_type(dt, v.dtype)
+            if new != dt:
+                self._own()
+                self.data = self.data.astype(new)
+
+    def put(self, idx, values) -> None:
+        """Write ``values`` at ``idx`` (a slice, a sorted index array, or an int)."""
+        if self.data.dtype.kind in "iub":
+            self._fit(values)
+        if not self.owned:
+            n = (
+                1
+                if np.ndim(idx) == 0
+                else len(range(*idx.indices(len(self.data))))
+                if isinstance(idx, slice)
+                else len(idx)
+            )
+            if n + len(self.patch or ()) > max(8, len(self.data) // 16):
+                self._own()
+            else:
+                self._put_patch(idx, values)
+                return
+        if self.data.dtype == object and np.ndim(idx) != 0:
+            for j, e in enumerate(np.arange(len(self.data))[idx].tolist()):
+                self.data[e] = values[j]
+            return
+        self.data[idx] = values
+
+    def _put_patch(self, idx, values) -> None:
+        p = self.patch
+        if p is None:
+            p = self.patch = {}
+        if np.ndim(idx) == 0:
+            p[int(idx)] = values.copy() if isinstance(values, np.ndarray) else values
+            return
+        elems = np.arange(len(self.data))[idx] if isinstance(idx, slice) else np.asarray(idx)
+        if self.data.dtype == object:
+            for j, e in enumerate(elems.tolist()):
+                p[e] = values[j]
+            return
+        v = np.broadcast_to(np.asarray(values, dtype=self.data.dtype),
+                            (len(elems),) + self.data.shape[1:])
+        for j, e in enumerate(elems.tolist()):
+            p[e] = v[j].copy() if v.ndim > 1 else v[j]
+
+    def replace(self, values) -> None:
+        """Take ``values`` (every element, the caller's own array) as the column's content."""
+        self.data, self.patch, self.owned = np.asarray(values), None, True
+
+    def resized(self, size: int) -> Column:
+        """An owned copy with ``size`` elements (zeros beyond the old ones)."""
+        data = self.array()
+        out = np.zeros((size,) + data.shape[1:], dtype=data.dtype)
+        m = min(size, len(data))
+        out[:m] = data[:m]
+        return Column(out)
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __repr__(self) -> str:
+        state = "owned" if self.owned else f"shared, {len(self.patch or ())} patched"
+        return f"Column({self.data.dtype}{list(self.data.shape)}, {state})"
+
+    def __getstate__(self):
+        if self.owned:
+            return self.data
+        data = self.data.copy()  # a shared array is pickled as this column's own copy
+        for k, v in (self.patch or {}).items():
+            data[k] = v
+        return data
+
+    def __setstate__(self, data):
+        self.data, self.patch, self.owned = data, None, True

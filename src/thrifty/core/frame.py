@@ -1,0 +1,191 @@
+"""The scalar executor: one execution of a block (the model body or one markov step).
+
+A :class:`BlockFrame` executes a body site by site.  Latent sites go through the replay decision
+(:mod:`thrifty.core.replay`, one member); observations, factors and deterministic values are
+recorded as they come.  Plates, markov chains and mem reads are handed to the run, which knows
+the node modules (so this module imports none of them).
+
+``dirty`` says whether a value that precedes the current point of the body changed: program
+order is the dependency graph, so a plate or chain met while the frame is dirty runs in full.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from thrifty.core.address import as_name, fmt
+from thrifty.core.replay import ScalarLanes, replay
+from thrifty.core.trace import EMPTY_BLOCK, Block, Site
+from thrifty.core.vocab import (
+    DETERMINISTIC,
+    FACTOR,
+    LATENT,
+    NEG_INF,
+    OBSERVED,
+    check_dist,
+    nan_error,
+    outside_support,
+    total,
+)
+from thrifty.errors import ModelError, NumericalError
+
+
+class BlockFrame:
+    """Executes one block; the accounting of its sites is flushed into the run by
+    :meth:`finalize` (kept log-densities, fresh and stale choices, proposal terms)."""
+
+    __slots__ = (
+        "dirty",
+        "lanes",
+        "lp_fresh",
+        "lp_new",
+        "lp_stale",
+        "matched",
+        "n_fresh",
+        "n_stale",
+        "new",
+        "old",
+        "prefix",
+        "q_fwd",
+        "q_rev",
+        "run",
+        "scope",
+        "step_of",
+    )
+
+    def __init__(self, run, prefix: tuple, old, dirty: bool, step_of=None):
+        self.run = run
+        self.step_of = step_of  # (chain address, t) for a markov step
+        self.prefix = prefix
+        self.scope = ()
+        self.old = old if old is not None else EMPTY_BLOCK
+        self.new = Block()
+        self.dirty = dirty
+        self.lanes = ScalarLanes(None, run.rng, run.mode.strict)
+        self.matched = 0  # old latent sites met again
+        self.lp_new = 0.0  # kept log-densities (001 Eq. 4)
+        self.n_fresh = self.n_stale = 0
+        self.lp_fresh = self.lp_stale = 0.0
+        self.q_fwd = self.q_rev = 0.0
+
+    # -- names ----------------------------------------------------------------------------------
+    def _local(self, name) -> tuple:
+        local = self.scope + as_name(name) if self.scope else as_name(name)
+        new = self.new
+        if local in new.sites or local in new.plates or local in new.chains:
+            raise ModelError(f"address {fmt(self.prefix + local)} is used twice in one execution")
+        return local
+
+    # -- primitives -----------------------------------------------------------------------------
+    def sample(self, name, d):
+        local = self._local(name)
+        addr = self.prefix + local
+        if d._error is not None:
+            check_dist(d, addr)
+        run = self.run
+        old = self.old.get_site(local)
+        if old is not None and old.kind != LATENT:
+            old = None
+        targets = run.targets
+        target = targets.get(addr) if targets is not None else None
+        if target is not None:
+            run.n_seen += 1
+            self.dirty = True
+        lanes = self.lanes
+        lanes.addr = addr
+        n_fresh = self.n_fresh
+        if old is None:
+            value, lp, changed = replay(lanes, d, None, None, target, self)
+        else:
+            self.matched += 1
+            value, lp, changed = replay(lanes, d, old.value, old.lp, target, self)
+        if changed:
+            self.dirty = True
+        if self.n_fresh == n_fresh:
+            self.lp_new += lp
+        new = self.new
+        new.sites[local] = Site(value, lp, LATENT, d.is_discrete, d)
+        new.lp += lp
+        new.n_latent += 1
+        return value
+
+    def observe(self, name, d, value):
+        local = self._local(name)
+        addr = self.prefix + local
+        if d._error is not None:
+            check_dist(d, addr)
+        run = self.run
+        if run.new_obs is not None:
+            value = d.sample(run.rng, np.shape(value)[: np.ndim(value) - len(d.shape)])
+            run.new_obs[addr] = value
+        elif run.obs_values is not None:
+            value = run.obs_values.get(addr, value)
+        lp = d.log_prob(value)
+        if type(lp) is not float:
+            lp = total(lp)
+        if not lp > NEG_INF:
+            if lp != lp:
+                raise nan_error(addr, d, value)
+            if not d.in_domain(value):
+                raise outside_support(addr, d, value)
+            run.note_impossible(addr, d, value)
+        new = self.new
+        new.sites[local] = Site(value, lp, OBSERVED)
+        new.lp += lp
+        self.lp_new += lp
+        if run.captured is not None:
+            run.captured.append((addr, d, value, None))
+        return value
+
+    def factor(self, name, log_weight):
+        local = self._local(name)
+        lp = total(log_weight)
+        if lp != lp:
+            raise NumericalError(f"factor at address {fmt(self.prefix + local)} is NaN")
+        if lp == NEG_INF:
+            self.run.note_impossible(self.prefix + local, None, None)
+        self.new.sites[local] = Site(None, lp, FACTOR)
+        self.new.lp += lp
+        self.lp_new += lp
+
+    def deterministic(self, name, value):
+        local = self._local(name)
+        self.new.sites[local] = Site(value, 0.0, DETERMINISTIC)
+        return value
+
+    def mem_read(self, mem, key):
+        return self.run.mem_read_scalar(self, mem, key)
+
+    def plate(self, name, size):
+        return self.run.open_plate(self, self._local(name), size)
+
+    def markov(self, name, step, length, init, args):
+        return self.run.run_chain(self, self._local(name), step, length, init, args)
+
+    # -- end of the block -----------------------------------------------------------------------
+    def finalize(self) -> None:
+        """Account for the old block: its kept part goes to ``lp_old``, the rest is stale."""
+        old, new, run = self.old, self.new, self.run
+        stale_lp, n_stale = self.lp_stale, self.n_stale
+        if self.matched < old.n_latent:
+            for k in old.latent_names():
+                s = new.sites.get(k)
+                if s is None or s.kind != LATENT:
+                    stale_lp += old.get_site(k).lp
+                    n_stale += 1
+        run.lp_old += old.lp - stale_lp
+        run.lp_new += self.lp_new
+        run.n_stale += n_stale
+        run.lp_stale += stale_lp
+        run.n_fresh += self.n_fresh
+        run.lp_fresh += self.lp_fresh
+        run.q_fwd += self.q_fwd
+        run.q_rev += self.q_rev
+        for k, node in old.plates.items():
+            if k not in new.plates:
+                run.drop_node(node, self.prefix + k)
+        for k, node in old.chains.items():
+            if k not in new.chains:
+                run.drop_node(node, self.prefix + k)
+        if old.mem_reads or new.mem_reads:
+            run.account_block_reads(old, new, self.step_of)

@@ -1,0 +1,179 @@
+"""The engine's shared vocabulary: site kinds, execution modes, plans, targets, markers, errors.
+
+Every module of ``thrifty.core`` imports its words from here; this module imports nothing from
+the core, so the node modules (plate, markov, mem) and the run orchestrator never import each
+other in a circle.
+
+* :class:`Mode` — how a :class:`~thrifty.core.run.Run` executes (strict, rescore, lazy, ...);
+* :class:`Plan` — which plate elements and markov steps a run executes when nothing before them
+  changed;
+* :class:`VecTarget` and :data:`RESAMPLE` — proposed values for choices;
+* :class:`ZeroProbability`, :class:`StructureChange` — how an execution ends early;
+* the error constructors that name the address at fault.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from thrifty.core.address import fmt
+from thrifty.errors import DistributionError, NumericalError
+
+LATENT, OBSERVED, FACTOR, DETERMINISTIC = 0, 1, 2, 3
+NEG_INF = -math.inf
+
+
+class _Resample:
+    """Target marker: draw this choice afresh from its prior (LMH, prior proposals)."""
+
+    def __repr__(self) -> str:
+        return "RESAMPLE"
+
+    def __reduce__(self):
+        return "RESAMPLE"
+
+
+RESAMPLE = _Resample()
+
+
+@dataclass(frozen=True)
+class Mode:
+    """How a run executes (one object instead of a flag per behaviour).
+
+    strict : never create or redraw a choice — a missing one raises :class:`StructureChange`
+        and a replayed value outside its support scores ``-inf`` (enumerative Gibbs, PGAS).
+    rescore : re-execute every plate element and markov step (how stale elements are refreshed).
+    lazy : when something before a plate or chain changed, run only its planned elements or
+        steps and leave the others *stale* (subsampling kernels, 000 §3.5).
+    capture : record every observation executed in ``run.captured`` as (address, distribution,
+        value, element indices) — how kernels that need the likelihood's structure find it.
+    simulate_observations : draw every observed value afresh given the latent choices and keep
+        it in ``trace.obs_values`` on commit (the successive-conditional half of Geweke's test).
+    """
+
+    strict: bool = False
+    rescore: bool = False
+    lazy: bool = False
+    capture: bool = False
+    simulate_observations: bool = False
+
+
+DEFAULT = Mode()
+STRICT = Mode(strict=True)
+RESCORE = Mode(rescore=True)
+LAZY = Mode(lazy=True)
+
+
+def sorted_unique(a: np.ndarray) -> np.ndarray:
+    """``np.unique`` for small integer arrays, by sorting (NumPy's hash path is slower here)."""
+    if len(a) < 2:
+        return a.copy()
+    if bool(np.all(a[1:] > a[:-1])):  # already sorted and distinct (the usual case)
+        return a
+    a = np.sort(a)
+    if a[-1] == a[0] + len(a) - 1 and (len(a) < 3 or bool(np.all(a[1:] != a[:-1]))):
+        return a
+    keep = np.empty(len(a), dtype=bool)
+    keep[0] = True
+    np.not_equal(a[1:], a[:-1], out=keep[1:])
+    return a[keep]
+
+
+@dataclass
+class Plan:
+    """Which parts of the structured nodes a run executes when nothing before them changed.
+
+    ``plates``: plate address → sorted element indices; ``steps``: chain address → steps.
+    """
+
+    plates: dict = field(default_factory=dict)
+    steps: dict = field(default_factory=dict)
+
+    def add_elements(self, plate_addr, elems) -> None:
+        old = self.plates.get(plate_addr)
+        elems = np.asarray(elems, dtype=np.int64).reshape(-1)
+        self.plates[plate_addr] = sorted_unique(
+            elems if old is None else np.concatenate([old, elems])
+        )
+
+    def add_step(self, chain_addr, t) -> None:
+        self.steps.setdefault(chain_addr, set()).add(int(t))
+
+
+EMPTY_PLAN = Plan()
+
+
+@dataclass
+class VecTarget:
+    """Targets at plate elements: ``elems`` (sorted) and their new ``values`` (or RESAMPLE)."""
+
+    elems: np.ndarray
+    values: object
+
+
+class ZeroProbability(Exception):
+    """A proposed value outside its support: the proposal has probability zero, so the run
+    stops there (executing on would feed an impossible value to what depends on it)."""
+
+    def __init__(self, addr, d, value):
+        super().__init__(f"{value!r} at {fmt(addr)} is outside the support of {d!r}")
+        self.addr, self.dist, self.value = addr, d, value
+
+
+class StructureChange(Exception):
+    """Raised in strict runs when a choice would have to be created (Gibbs, PGAS rescoring)."""
+
+    def __init__(self, addr):
+        super().__init__(f"re-execution would create the new choice {fmt(addr)}")
+        self.addr = addr
+
+
+def total(lp) -> float:
+    """A log-density (scalar or array over value dimensions) as a Python float."""
+    return lp if type(lp) is float else float(np.sum(lp))
+
+
+def check_dist(d, addr) -> None:
+    if d._error is not None:
+        raise DistributionError(f"{type(d).__name__} at address {fmt(addr)}: {d._error}")
+
+
+def nan_error(addr, d, value) -> NumericalError:
+    return NumericalError(
+        f"log-density is NaN at address {fmt(addr)}: {d!r} evaluated at {value!r}"
+    )
+
+
+def outside_support(addr, d, value) -> DistributionError:
+    v = value if np.ndim(value) == 0 else f"array of shape {np.shape(value)}"
+    return DistributionError(
+        f"observed value {v} at address {fmt(addr)} is outside the support of "
+        f"{type(d).__name__} ({d.domain!r})"
+    )
+
+
+def same_value(a, b) -> bool:
+    """Whether two state values are equal (identity first; arrays elementwise; tuples recursive)."""
+    if a is b:
+        return True
+    ta = type(a)
+    if ta is not type(b):
+        if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+            return bool(np.shape(a) == np.shape(b) and np.array_equal(a, b))
+        try:
+            return bool(a == b)
+        except (TypeError, ValueError):
+            return False
+    if ta is np.ndarray:
+        return a.shape == b.shape and bool(np.array_equal(a, b))
+    if ta is tuple or ta is list:
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
+    if ta is dict:
+        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return False

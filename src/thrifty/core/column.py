@@ -76,7 +76,15 @@ class Column:
             v = self.patch.get(i, _MISSING)
             if v is not _MISSING:
                 return _scalar(v)
-        return _scalar(self.data[i])
+        data = self.data
+        return data.item(i) if data.ndim == 1 else data[i]
+
+    def set(self, i: int, value) -> None:
+        """Write one element whose type fits the column (no dtype promotion)."""
+        if self.owned:
+            self.data[i] = value
+        else:
+            self.put(i, value)
 
     def array(self) -> np.ndarray:
         """Every element (read-only use: the array may be shared)."""

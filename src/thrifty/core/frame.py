@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from thrifty.core.address import as_name, fmt
-from thrifty.core.replay import ScalarLanes, replay
+from thrifty.core.replay import replay
 from thrifty.core.trace import EMPTY_BLOCK, Block, Site
 from thrifty.core.vocab import (
     DETERMINISTIC,
@@ -31,23 +31,17 @@ from thrifty.errors import ModelError, NumericalError
 
 
 class BlockFrame:
-    """Executes one block; the accounting of its sites is flushed into the run by
-    :meth:`finalize` (kept log-densities, fresh and stale choices, proposal terms)."""
+    """Executes one block; its sites' accounting (kept log-densities, fresh and stale
+    choices, proposal terms) goes to the run as they execute, the old block's in
+    :meth:`finalize`."""
 
     __slots__ = (
         "dirty",
         "lanes",
-        "lp_fresh",
-        "lp_new",
-        "lp_stale",
         "matched",
-        "n_fresh",
-        "n_stale",
         "new",
         "old",
         "prefix",
-        "q_fwd",
-        "q_rev",
         "run",
         "scope",
         "step_of",
@@ -61,12 +55,8 @@ class BlockFrame:
         self.old = old if old is not None else EMPTY_BLOCK
         self.new = Block()
         self.dirty = dirty
-        self.lanes = ScalarLanes(None, run.rng, run.mode.strict)
+        self.lanes = run.lanes
         self.matched = 0  # old latent sites met again
-        self.lp_new = 0.0  # kept log-densities (001 Eq. 4)
-        self.n_fresh = self.n_stale = 0
-        self.lp_fresh = self.lp_stale = 0.0
-        self.q_fwd = self.q_rev = 0.0
 
     # -- names ----------------------------------------------------------------------------------
     def _local(self, name) -> tuple:
@@ -83,9 +73,6 @@ class BlockFrame:
         if d._error is not None:
             check_dist(d, addr)
         run = self.run
-        old = self.old.get_site(local)
-        if old is not None and old.kind != LATENT:
-            old = None
         targets = run.targets
         target = targets.get(addr) if targets is not None else None
         if target is not None:
@@ -93,16 +80,21 @@ class BlockFrame:
             self.dirty = True
         lanes = self.lanes
         lanes.addr = addr
-        n_fresh = self.n_fresh
+        n_fresh = run.n_fresh
+        old = self.old.value_lp(local)  # the accounting goes straight to the run
         if old is None:
-            value, lp, changed = replay(lanes, d, None, None, target, self)
+            value, lp, changed = replay(lanes, d, None, None, target, run)
         else:
             self.matched += 1
-            value, lp, changed = replay(lanes, d, old.value, old.lp, target, self)
+            old_value, old_lp = old
+            n_stale = run.n_stale
+            value, lp, changed = replay(lanes, d, old_value, old_lp, target, run)
+            if run.n_stale != n_stale:  # stale: out of the kept part of the old block
+                run.lp_old -= old_lp
         if changed:
             self.dirty = True
-        if self.n_fresh == n_fresh:
-            self.lp_new += lp
+        if run.n_fresh == n_fresh:
+            run.lp_new += lp
         new = self.new
         new.sites[local] = Site(value, lp, LATENT, d.is_discrete, d)
         new.lp += lp
@@ -132,7 +124,7 @@ class BlockFrame:
         new = self.new
         new.sites[local] = Site(value, lp, OBSERVED)
         new.lp += lp
-        self.lp_new += lp
+        run.lp_new += lp
         if run.captured is not None:
             run.captured.append((addr, d, value, None))
         return value
@@ -146,7 +138,7 @@ class BlockFrame:
             self.run.note_impossible(self.prefix + local, None, None)
         self.new.sites[local] = Site(None, lp, FACTOR)
         self.new.lp += lp
-        self.lp_new += lp
+        self.run.lp_new += lp
 
     def deterministic(self, name, value):
         local = self._local(name)
@@ -166,26 +158,23 @@ class BlockFrame:
     def finalize(self) -> None:
         """Account for the old block: its kept part goes to ``lp_old``, the rest is stale."""
         old, new, run = self.old, self.new, self.run
-        stale_lp, n_stale = self.lp_stale, self.n_stale
-        if self.matched < old.n_latent:
+        run.lp_old += old.lp
+        if self.matched < old.n_latent:  # old latent sites not met again: stale
             for k in old.latent_names():
                 s = new.sites.get(k)
                 if s is None or s.kind != LATENT:
-                    stale_lp += old.get_site(k).lp
-                    n_stale += 1
-        run.lp_old += old.lp - stale_lp
-        run.lp_new += self.lp_new
-        run.n_stale += n_stale
-        run.lp_stale += stale_lp
-        run.n_fresh += self.n_fresh
-        run.lp_fresh += self.lp_fresh
-        run.q_fwd += self.q_fwd
-        run.q_rev += self.q_rev
-        for k, node in old.plates.items():
-            if k not in new.plates:
-                run.drop_node(node, self.prefix + k)
-        for k, node in old.chains.items():
-            if k not in new.chains:
-                run.drop_node(node, self.prefix + k)
-        if old.mem_reads or new.mem_reads:
+                    lp = old.value_lp(k)[1]
+                    run.lp_old -= lp
+                    run.lp_stale += lp
+                    run.n_stale += 1
+        old_plates, old_chains = old.plates, old.chains
+        if old_plates:
+            for k, node in old_plates.items():
+                if k not in new.plates:
+                    run.drop_node(node, self.prefix + k)
+        if old_chains:
+            for k, node in old_chains.items():
+                if k not in new.chains:
+                    run.drop_node(node, self.prefix + k)
+        if new.mem_reads or old.mem_reads:
             run.account_block_reads(old, new, self.step_of)

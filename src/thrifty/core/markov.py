@@ -22,130 +22,14 @@ from __future__ import annotations
 import numpy as np
 
 from thrifty.core.address import fmt
-from thrifty.core.batch import BatchFrame, MemberSite
+from thrifty.core.chain_site import ChainSite
 from thrifty.core.column import Column
 from thrifty.core.frame import BlockFrame
 from thrifty.core.node import Node, Update
-from thrifty.core.trace import Site
-from thrifty.core.vocab import LATENT, same_value
+from thrifty.core.vocab import LATENT, chain_length, same_value
 from thrifty.errors import ModelError
 
-
-class _Sum:
-    """A running sum with Neumaier compensation (a chain's total over 10⁵ one-step updates
-    stays at the accuracy of a recomputation)."""
-
-    __slots__ = ("c", "s")
-
-    def __init__(self, s: float = 0.0):
-        self.s, self.c = s, 0.0
-
-    def add(self, x: float) -> None:
-        s = self.s
-        t = s + x
-        if abs(s) >= abs(x):
-            self.c += (s - t) + x
-        else:
-            self.c += (x - t) + s
-        self.s = t
-
-    @property
-    def value(self) -> float:
-        return self.s + self.c
-
-
-def _value_column(value, T: int) -> Column:
-    """An empty column of T steps for values like ``value`` (numeric, else objects)."""
-    if type(value) in (int, float, bool) or isinstance(value, np.generic):
-        return Column(np.zeros(T, dtype=np.asarray(value).dtype))
-    if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
-        return Column(np.zeros((T,) + value.shape, dtype=value.dtype))
-    return Column(np.empty(T, dtype=object))
-
-
-def _fits(col: Column, value) -> bool:
-    data = col.data
-    if data.dtype == object:
-        return True
-    if data.ndim == 1:
-        return type(value) in (int, float, bool) or (
-            isinstance(value, np.generic) and value.dtype.kind in "biuf"
-        )
-    return isinstance(value, np.ndarray) and value.shape == data.shape[1:]
-
-
-def _as_objects(col: Column) -> Column:
-    data = col.array()
-    out = np.empty(len(data), dtype=object)
-    for t in range(len(data)):
-        out[t] = data[t].item() if data.ndim == 1 else data[t].copy()
-    return Column(out)
-
-
-class ChainSite:
-    """One site of a markov chain over its steps: values, log-densities, distributions and
-    (when the site is missing from some steps) a presence mask."""
-
-    __slots__ = ("discrete", "dists", "kind", "lp", "present", "values")
-
-    def __init__(self, kind, discrete, values, lp, dists, present=None):
-        self.kind, self.discrete = kind, discrete
-        self.values, self.lp, self.dists, self.present = values, lp, dists, present
-
-    @classmethod
-    def new(cls, site: Site, T: int, t: int) -> ChainSite:
-        values = None if site.kind not in (0, 3) else _value_column(site.value, T)
-        present = None
-        if T > 1:
-            present = Column(np.zeros(T, dtype=bool))
-        return cls(site.kind, site.discrete, values, Column(np.zeros(T)),
-                   Column(np.empty(T, dtype=object)), present)
-
-    def write(self, t: int, site: Site) -> None:
-        if self.values is not None:
-            v = site.value
-            if not _fits(self.values, v):
-                self.values = _as_objects(self.values)
-            self.values.put(t, v)
-        self.lp.put(t, site.lp)
-        self.dists.put(t, site.dist)
-        if self.present is not None:
-            self.present.put(t, True)
-
-    def absent(self, t: int) -> None:
-        if self.present is None:
-            self.present = Column(np.ones(len(self.lp), dtype=bool))
-        self.present.put(t, False)
-
-    def at(self, t: int) -> bool:
-        return self.present is None or bool(self.present.get(t))
-
-    def site(self, t: int) -> Site:
-        v = None if self.values is None else self.values.get(t)
-        return Site(v, self.lp.get(t), self.kind, self.discrete, self.dists.get(t))
-
-    def share(self) -> ChainSite:
-        return ChainSite(
-            self.kind,
-            self.discrete,
-            None if self.values is None else self.values.share(),
-            self.lp.share(),
-            self.dists.share(),
-            None if self.present is None else self.present.share(),
-        )
-
-    def resized(self, T: int) -> ChainSite:
-        old = len(self.lp)
-        present = (self.present.resized(T) if self.present is not None
-                   else Column(np.arange(T) < old))
-        return ChainSite(
-            self.kind,
-            self.discrete,
-            None if self.values is None else self.values.resized(T),
-            self.lp.resized(T),
-            self.dists.resized(T),
-            present,
-        )
+_NONE: dict = {}  # no nested nodes (never written)
 
 
 class ChainNode(Node):
@@ -157,7 +41,8 @@ class ChainNode(Node):
         self.sites: dict[tuple, ChainSite] = {}  # in the order of first execution
         self.own_lp = Column(np.zeros(T))  # per step: its own sites
         self.step_total = Column(np.zeros(T))  # per step: with its nested nodes
-        self._lp = _Sum()
+        self._lp = 0.0  # Σ_t step_total[t], re-summed exactly every T updates
+        self._updates = 0
         self.states: list = [None] * T
         self._states_owned = True
         self.stamp = Column(np.zeros(T, dtype=np.int64))
@@ -168,6 +53,7 @@ class ChainNode(Node):
         self._cum: np.ndarray | None = None
         self.nested: dict[int, tuple] = {}  # t → (plates, chains) of steps that have them
         self.reads: dict[int, list] = {}  # t → mem reads of steps that have them
+        self._shape: tuple | None = None  # (latent site names, uniform) while the sites hold
 
     @property
     def length(self) -> int:
@@ -175,7 +61,7 @@ class ChainNode(Node):
 
     # -- the node interface -----------------------------------------------------------------
     def total_lp(self) -> float:
-        return self._lp.value
+        return self._lp
 
     def latent_lp(self) -> float:
         out = 0.0
@@ -207,7 +93,6 @@ class ChainNode(Node):
         out.sites = {k: s.share() for k, s in self.sites.items()}
         for name in ("own_lp", "step_total", "stamp", "counts"):
             setattr(out, name, getattr(self, name).share())
-        out._lp = _Sum(self._lp.value)
         out._states_owned = self._states_owned = False
         out.nested = dict(self.nested)
         out.reads = dict(self.reads)
@@ -217,9 +102,24 @@ class ChainNode(Node):
     def step_view(self, t: int) -> StepView:
         return StepView(self, t)
 
+    def _shape_info(self) -> tuple:
+        if self._shape is None:
+            latent = [k for k, s in self.sites.items() if s.kind == LATENT]
+            uniform = not self.nested and all(
+                self.sites[k].present is None or self.sites[k].present.array().all()
+                for k in latent
+            )
+            self._shape = (latent, uniform)
+        return self._shape
+
     def uniform(self) -> bool:
-        """Every step has the same sites and no nested node (selection and recording by site)."""
-        return not self.nested and all(s.present is None for s in self.sites.values())
+        """Every step has the same latent sites and no nested node (selection by site, O(1)
+        choice of a step)."""
+        return self._shape_info()[1]
+
+    def latent_sites(self) -> list:
+        """Names of the latent sites, in the order of first execution."""
+        return self._shape_info()[0]
 
     def step_lp(self, steps) -> np.ndarray:
         """Log-densities of the given steps (with their nested nodes)."""
@@ -242,9 +142,7 @@ class ChainNode(Node):
         for s in self.sites.values():
             if s.present is not None and s.present.array().all():
                 s.present = None
-
-    def latent_sites(self) -> list:
-        return [k for k, s in self.sites.items() if s.kind == LATENT]
+        self._shape = None
 
     # -- commit ---------------------------------------------------------------------------------
     def resize(self, T: int) -> None:
@@ -257,40 +155,68 @@ class ChainNode(Node):
         for t in range(T, old):
             self.nested.pop(t, None)
             self.reads.pop(t, None)
-        self._lp = _Sum(float(self.step_total.array().sum()))
+        self._lp = float(self.step_total.array().sum())
+        self._updates = 0
         self.n_latent = int(self.counts.array().sum())
         self._cum = None
+        self._shape = None
         self.T = T
 
     def write_step(self, t: int, blk, clock: int) -> None:
-        for local, site in blk.sites.items():
-            col = self.sites.get(local)
+        sites, bsites = self.sites, blk.sites
+        for local, site in bsites.items():
+            col = sites.get(local)
             if col is None:
-                col = self.sites[local] = ChainSite.new(site, self.T, t)
+                col = sites[local] = ChainSite.new(site, self.T)
+                self._shape = None
             col.write(t, site)
-        if len(blk.sites) != len(self.sites):
-            for local, col in self.sites.items():
-                if local not in blk.sites:
+        if len(bsites) != len(sites):
+            for local, col in sites.items():
+                if local not in bsites:
                     col.absent(t)
-        total = blk.total_lp()
-        self._lp.add(total - self.step_total.get(t))
-        self.step_total.put(t, total)
-        self.own_lp.put(t, blk.lp)
+                    if col.kind == LATENT:
+                        self._shape = None
         if blk.plates or blk.chains:
+            if not self.nested:
+                self._shape = None
             self.nested[t] = (blk.plates, blk.chains)
-        elif t in self.nested:
-            del self.nested[t]
+            total = blk.total_lp()
+            c = blk.total_latent()
+        else:
+            if t in self.nested:
+                del self.nested[t]
+                if not self.nested:
+                    self._shape = None
+            total = blk.lp
+            c = blk.n_latent
         if blk.mem_reads:
             self.reads[t] = blk.mem_reads
         elif t in self.reads:
             del self.reads[t]
-        c = blk.total_latent()
-        old = self.counts.get(t)
+        st, own, counts, stamp = self.step_total, self.own_lp, self.counts, self.stamp
+        self._updates += 1
+        if st.owned and own.owned and counts.owned and stamp.owned:  # no fork: write in place
+            self._lp += total - st.data.item(t)
+            st.data[t] = total
+            own.data[t] = blk.lp
+            stamp.data[t] = clock
+            old = counts.data.item(t)
+            if c != old:
+                counts.data[t] = c
+        else:
+            self._lp += total - st.get(t)
+            st.set(t, total)
+            own.set(t, blk.lp)
+            stamp.set(t, clock)
+            old = counts.get(t)
+            if c != old:
+                counts.set(t, c)
         if c != old:
-            self.counts.put(t, c)
             self.n_latent += c - old
             self._cum = None
-        self.stamp.put(t, clock)
+        if self._updates >= self.T:  # keep the running total exact (rounding does not pile up)
+            self._lp = float(st.array().sum())
+            self._updates = 0
 
     def set_state(self, t: int, state) -> None:
         if not self._states_owned:
@@ -302,42 +228,59 @@ class ChainNode(Node):
 class StepView:
     """Step ``t`` of a :class:`ChainNode`, read like a :class:`~thrifty.core.trace.Block`."""
 
-    __slots__ = ("node", "t")
+    __slots__ = ("nested", "node", "t")
 
     def __init__(self, node: ChainNode, t: int):
         self.node, self.t = node, t
+        self.nested = node.nested.get(t)
 
     def get_site(self, local):
         s = self.node.sites.get(local)
-        if s is None or not s.at(self.t):
+        if s is None or (s.present is not None and not s.present.get(self.t)):
             return None
         return s.site(self.t)
+
+    def value_lp(self, local):
+        """(value, log-density) of the latent site ``local`` at this step, or None."""
+        s = self.node.sites.get(local)
+        if s is None or s.kind != LATENT:
+            return None
+        t = self.t
+        if s.present is not None and not s.present.get(t):
+            return None
+        vals, lps = s.values, s.lp
+        if vals.patch is None and lps.patch is None and vals.data.ndim == 1:
+            return vals.data.item(t), lps.data.item(t)
+        return vals.get(t), lps.get(t)
 
     @property
     def sites(self) -> dict:
         return {k: s.site(self.t) for k, s in self.node.sites.items() if s.at(self.t)}
 
     def latent_names(self) -> list:
-        t = self.t
-        return [k for k, s in self.node.sites.items() if s.kind == LATENT and s.at(t)]
-
-    @property
-    def lp(self) -> float:
-        return self.node.own_lp.get(self.t)
+        node, t = self.node, self.t
+        latent, uniform = node._shape_info()
+        if uniform:
+            return latent
+        return [k for k in latent if node.sites[k].at(t)]
 
     @property
     def n_latent(self) -> int:
-        return len(self.latent_names())
+        shape = self.node._shape or self.node._shape_info()
+        return len(shape[0]) if shape[1] else len(self.latent_names())
+
+    @property
+    def lp(self) -> float:
+        own = self.node.own_lp
+        return own.data.item(self.t) if own.patch is None else own.get(self.t)
 
     @property
     def plates(self) -> dict:
-        nested = self.node.nested.get(self.t)
-        return nested[0] if nested else {}
+        return self.nested[0] if self.nested else _NONE
 
     @property
     def chains(self) -> dict:
-        nested = self.node.nested.get(self.t)
-        return nested[1] if nested else {}
+        return self.nested[1] if self.nested else _NONE
 
     @property
     def mem_reads(self) -> list:
@@ -399,22 +342,12 @@ def _exec_step(run, addr, t, step, prev, args, old_block, dirty):
     return frame.new, state
 
 
-def _check(addr, length, step) -> int:
-    if isinstance(length, (bool, np.bool_)) or not isinstance(length, (int, np.integer)):
-        raise ModelError(f"markov chain {fmt(addr)}: length must be an int, got {length!r}")
-    if length < 0:
-        raise ModelError(f"markov chain {fmt(addr)}: length must be >= 0, got {length}")
-    if not callable(step):
-        raise ModelError(f"markov chain {fmt(addr)}: step must be callable, got {step!r}")
-    return int(length)
-
-
 def run_chain(parent, local, step, length, init, args):
     """Execute (part of) a chain inside ``parent`` (a block frame); returns the list of states
     (a new list: O(T) pointer copies, the only O(T) work of a one-step update)."""
     run = parent.run
     addr = parent.prefix + local
-    T = _check(addr, length, step)
+    T = chain_length(addr, length, step)
     old = parent.old.chains.get(local)
     if parent.dirty and run.mode.lazy and old is not None and old.T == T:
         return _lazy_chain(parent, local, addr, old, step, init, args)
@@ -529,8 +462,13 @@ class ChainUpdate(Update):
             was_stale = int((node.stamp.take(steps) < node.valid_from).sum())
         for t, blk in executed.items():
             node.write_step(t, blk, clock)
-        for t, s in self.states.items():
-            node.set_state(t, s)
+        if node._states_owned:
+            states = node.states
+            for t, s in self.states.items():
+                states[t] = s
+        else:
+            for t, s in self.states.items():
+                node.set_state(t, s)
         if len(executed) == T:
             node.normalize()
         if self.dirty:
@@ -543,210 +481,6 @@ class ChainUpdate(Update):
         else:
             trace.stale_nodes.discard(node)
         if trace.changes is not None:
-            if self.fresh or len(executed) == T:
-                trace.changes.wrote(node, None)
-            else:
-                trace.changes.wrote(node, list(executed))
+            trace.changes.wrote(node, None if self.fresh or len(executed) == T else list(executed))
             if self.fresh:
                 trace.changes.nodes_changed = True
-
-
-# -- chains inside a plate ------------------------------------------------------------------------
-class _StepSite:
-    """Step ``t`` of a site of :class:`ChainColumns`, read like a plate's column site."""
-
-    __slots__ = ("dist", "site", "t")
-
-    def __init__(self, site, t, dist):
-        self.site, self.t, self.dist = site, t, dist
-
-    @property
-    def kind(self):
-        return self.site.kind
-
-    @property
-    def discrete(self):
-        return self.site.discrete
-
-    @property
-    def lp(self) -> Column:
-        return Column(self.site.lp.array()[:, self.t])
-
-    @property
-    def values(self) -> Column | None:
-        v = self.site.values
-        return None if v is None else Column(v.array()[:, self.t])
-
-    def take(self, elems):
-        v = self.site.values.take(elems)
-        return v[self.t] if np.ndim(elems) == 0 else v[:, self.t]
-
-
-class ChainColumns:
-    """A markov chain inside a plate: per site, (N, T, ...) columns over the elements, the
-    steps at which the site exists, and its distribution at each step."""
-
-    def __init__(self, T: int):
-        self.T = T
-        self.sites: dict = {}  # rel → plate column site over (N, T, ...)
-        self.present: dict = {}  # rel → (T,) bool
-        self.dists: dict = {}  # rel → list of T distributions
-
-    @classmethod
-    def build(cls, steps: list, size: int) -> ChainColumns:
-        out = cls(len(steps))
-        for rel in _rels(steps):
-            present = np.array([rel in sf.new for sf in steps], dtype=bool)
-            first = next(sf.new[rel] for sf in steps if rel in sf.new)
-            vals, lps = _stack(steps, rel, present, size)
-            out.sites[rel] = _ColSite(
-                None if vals is None else Column(vals), Column(lps), first.kind, first.discrete
-            )
-            out.present[rel] = present
-            out.dists[rel] = [sf.new[rel].dist if rel in sf.new else None for sf in steps]
-        return out
-
-    def write(self, steps: list, idx) -> None:
-        for rel, site in self.sites.items():
-            present = self.present[rel]
-            vals, lps = _stack(steps, rel, present, None)
-            if vals is not None and any(rel in sf.changed for sf in steps):
-                site.values.put(idx, vals)
-            site.lp.put(idx, lps)
-            self.dists[rel] = [sf.new[rel].dist if rel in sf.new else None for sf in steps]
-
-    def gather(self, idx) -> _Gathered:
-        return _Gathered(self, idx)
-
-    def step_sites(self, t: int) -> dict:
-        return {rel: _StepSite(s, t, self.dists[rel][t])
-                for rel, s in self.sites.items() if self.present[rel][t]}
-
-    def step_site(self, t: int, rel: tuple):
-        s = self.sites.get(rel)
-        if s is None or not 0 <= t < self.T or not self.present[rel][t]:
-            return None
-        return _StepSite(s, t, self.dists[rel][t])
-
-    def latent_names(self) -> list:
-        rels = [rel for rel, s in self.sites.items() if s.kind == LATENT]
-        return [(t, rel) for t in range(self.T) for rel in rels if self.present[rel][t]]
-
-    def latent_lp(self) -> float:
-        out = 0.0
-        for rel, s in self.sites.items():
-            if s.kind == LATENT:
-                out += float(s.lp.array()[:, self.present[rel]].sum())
-        return out
-
-    def share(self) -> ChainColumns:
-        out = ChainColumns(self.T)
-        out.sites = {k: s.share() for k, s in self.sites.items()}
-        out.present = dict(self.present)
-        out.dists = dict(self.dists)
-        return out
-
-
-class _ColSite:
-    """A (N, T, ...) site of a chain inside a plate."""
-
-    __slots__ = ("discrete", "kind", "lp", "values")
-
-    def __init__(self, values, lp, kind, discrete):
-        self.values, self.lp, self.kind, self.discrete = values, lp, kind, discrete
-
-    def share(self) -> _ColSite:
-        return _ColSite(
-            None if self.values is None else self.values.share(),
-            self.lp.share(),
-            self.kind,
-            self.discrete,
-        )
-
-
-def _rels(steps) -> list:
-    return list(dict.fromkeys(rel for sf in steps for rel in sf.new))
-
-
-def _stack(steps, rel, present, size):
-    """(values (n, T, ...) or None, lp (n, T)) of ``rel`` over the steps (zeros where absent)."""
-    n = steps[0].acc.n
-    first = next(sf.new[rel] for sf in steps if rel in sf.new)
-    T = len(steps)
-    lps = np.zeros((n, T))
-    vals = None
-    if first.values is not None:
-        v0 = np.asarray(first.values)
-        vals = np.zeros((n, T) + v0.shape[1:], dtype=v0.dtype)
-    for t, sf in enumerate(steps):
-        s = sf.new.get(rel)
-        if s is None:
-            continue
-        if s.lp is not None:
-            lps[:, t] = s.lp
-        if vals is not None:
-            vals[:, t] = s.values
-    return vals, lps
-
-
-class _Gathered:
-    """A chain's stored columns gathered at a plate's executed elements, step by step."""
-
-    def __init__(self, cols: ChainColumns, idx):
-        self.cols, self.idx = cols, idx
-        self.T = cols.T
-        self._cache: dict = {}
-
-    def _get(self, rel):
-        got = self._cache.get(rel)
-        if got is None:
-            s = self.cols.sites[rel]
-            got = self._cache[rel] = (
-                None if s.values is None else s.values.take(self.idx),
-                s.lp.take(self.idx),
-            )
-        return got
-
-    def step_store(self, t: int):
-        return _StepStore(self, t)
-
-
-class _StepStore:
-    __slots__ = ("g", "t")
-
-    def __init__(self, g, t):
-        self.g, self.t = g, t
-
-    def get(self, rel):
-        cols, t = self.g.cols, self.t
-        s = cols.sites.get(rel)
-        if s is None or t >= cols.T or not cols.present[rel][t]:
-            return None
-        vals, lps = self.g._get(rel)
-        return MemberSite(
-            None if vals is None else vals[:, t], lps[:, t], s.kind, s.discrete, cols.dists[rel][t]
-        )
-
-
-def run_batch_chain(acc, local, step, length, init, args):
-    """A chain inside a plate: step ``t`` runs once over the executed elements (the batch's
-    members), ``step(t, prev)`` receiving the array of their states; returns the states."""
-    run = acc.run
-    T = _check(acc.generic_all(local), length, step)
-    old = acc.old_chain(local)
-    if old is not None and old.T != T:
-        acc.require_full(f"a chain of length {T} (was {old.T})", local)
-    states, prev = [], init
-    steps = []
-    for t in range(T):
-        store = old.step_store(t) if old is not None else None
-        sf = BatchFrame(run, acc, local + (t,), store)
-        run.frame = sf
-        try:
-            prev = step(t, prev, *args)
-        finally:
-            run.frame = acc
-        steps.append(sf)
-        states.append(prev)
-    acc.new_chains[local] = steps
-    return states

@@ -15,7 +15,7 @@ N is.
 
 Values produced inside a plate are local to it: code after the ``with`` block must not depend on
 them (the engine may have run only some elements).  Markov chains may run inside a plate (one
-chain per element, vectorized over the elements; :func:`thrifty.core.markov.run_batch_chain`).
+chain per element, vectorized over the elements; :mod:`thrifty.core.plate_chain`).
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ import numpy as np
 from thrifty.core.address import fmt
 from thrifty.core.batch import BatchFrame, MemberSite
 from thrifty.core.column import Column
-from thrifty.core.markov import ChainColumns
 from thrifty.core.node import Node, Update
+from thrifty.core.plate_chain import ChainColumns
 from thrifty.core.vocab import LATENT
 from thrifty.errors import ModelError
 
@@ -524,4 +524,8 @@ class PlateUpdate(Update):
         else:
             trace.stale_nodes.discard(node)
         if trace.changes is not None:
-            trace.changes.wrote(node, None if f.full else idx)
+            keys = set(f.changed)
+            for local, steps in f.new_chains.items():
+                for sf in steps:
+                    keys.update((local, rel) for rel in sf.changed)
+            trace.changes.wrote(node, None if f.full else idx, keys)

@@ -50,6 +50,10 @@ def replay(lanes, d, old_value, old_lp, target, acct):
     proposed value(s) — for a batch, a pair ``(positions, values)`` of the targeted members.
     Returns ``(value, lp, changed)``.
     """
+    if target is None and old_value is not None:  # replay and rescore: the common case first
+        lp = lanes.log_prob(d, old_value)
+        if lanes.finite(lp):
+            return old_value, lp, False
     if old_value is None:
         if target is None or target is RESAMPLE:
             if lanes.strict:
@@ -69,8 +73,7 @@ def replay(lanes, d, old_value, old_lp, target, acct):
     hit = None
     changed = False
     if target is None:
-        value = old_value
-        lp = lanes.log_prob(d, value)
+        value = old_value  # its lp (not finite) is scored above
     else:
         hit = lanes.positions(target)
         changed = True
@@ -121,6 +124,10 @@ class ScalarLanes:
     def log_prob(d, value) -> float:
         lp = d.log_prob(value)
         return lp if type(lp) is float else total(lp)
+
+    @staticmethod
+    def finite(lp) -> bool:
+        return lp > NEG_INF and lp == lp
 
     @staticmethod
     def sum(lp, mask=None) -> float:
@@ -198,6 +205,11 @@ class BatchLanes:
 
     def log_prob(self, d, value) -> np.ndarray:
         return self.frame.member_lp(d.log_prob(value), self.rel, "sample")
+
+    @staticmethod
+    def finite(lp) -> bool:
+        s = lp.sum()
+        return s > NEG_INF and s == s
 
     @staticmethod
     def sum(lp, mask=None) -> float:

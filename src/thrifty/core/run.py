@@ -28,9 +28,10 @@ has no import cycle.
 from __future__ import annotations
 
 from thrifty import _context
-from thrifty.core import markov, mem, plate
+from thrifty.core import markov, mem, plate, plate_chain
 from thrifty.core.address import fmt
 from thrifty.core.frame import BlockFrame
+from thrifty.core.replay import ScalarLanes
 from thrifty.core.trace import Block
 from thrifty.core.vocab import (  # noqa: F401  (re-exported: the engine's words)
     DEFAULT,
@@ -69,6 +70,18 @@ class Run:
         ones.
     """
 
+    # per-run totals and results (class defaults; a run sets its own as it goes)
+    lp_new = lp_old = lp_fresh = lp_stale = q_fwd = q_rev = 0.0
+    n_fresh = n_stale = n_seen = 0  # choices created / dropped; targets met
+    work_elements = work_steps = 0  # plate elements / markov steps executed
+    root: Block | None = None
+    frame = None
+    output = None
+    full = True  # every plate ran all its elements (the output is the program's)
+    aborted: ZeroProbability | None = None
+    captured: list | None = None  # (address, distribution, value, element indices) (capture)
+    new_obs: dict | None = None  # simulated observations (simulate_observations)
+
     def __init__(
         self,
         trace,
@@ -84,21 +97,11 @@ class Run:
         self.targets = targets or None
         self.vec = vec or None
         self.plan = plan or EMPTY_PLAN
-        # (address, distribution, value, element indices) of every observation executed
-        self.captured: list | None = [] if mode.capture else None
-        self.new_obs: dict | None = {} if mode.simulate_observations else None
+        if mode.capture:
+            self.captured = []
+        if mode.simulate_observations:
+            self.new_obs = {}
         self.obs_values = trace.obs_values
-        self.lp_new = 0.0
-        self.lp_old = 0.0
-        self.lp_fresh = 0.0
-        self.lp_stale = 0.0
-        self.n_fresh = 0
-        self.n_stale = 0
-        self.q_fwd = 0.0
-        self.q_rev = 0.0
-        self.n_seen = 0  # targets met
-        self.work_elements = 0  # plate elements executed
-        self.work_steps = 0  # markov steps executed
         self.vec_seen: set = set()
         self.updates: list = []  # journal entries of plates and chains, in finalize order
         self.plate_frames: dict = {}
@@ -107,13 +110,13 @@ class Run:
         # the local sections a lazy run met: ("plate" | "chain", address, number of sections)
         self.sections: list = []
         self.mem_journals: dict = {}
-        self.reads = mem.ReadCounts(self)
+        self.lanes = ScalarLanes(None, rng, mode.strict)  # the replay decision, one member
         self.impossible: list = []
-        self.root: Block | None = None
-        self.frame = None
-        self.output = None
-        self.full = True  # every plate ran all its elements (the output is the program's)
-        self.aborted: ZeroProbability | None = None
+
+    @property
+    def reads(self) -> mem.ReadCounts:
+        """How dropped nodes give back their mem reads."""
+        return mem.ReadCounts(self)
 
     # -- execution ------------------------------------------------------------------------------
     def execute(self) -> Run:
@@ -167,7 +170,7 @@ class Run:
         return markov.run_chain(frame, local, step, length, init, args)
 
     def run_batch_chain(self, frame, local, step, length, init, args):
-        return markov.run_batch_chain(frame, local, step, length, init, args)
+        return plate_chain.run_batch_chain(frame, local, step, length, init, args)
 
     def mem_read_scalar(self, frame, m, key):
         return mem.read_scalar(frame, m, key)

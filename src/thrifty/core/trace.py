@@ -77,6 +77,13 @@ class Block:
     def get_site(self, local) -> Site | None:
         return self.sites.get(local)
 
+    def value_lp(self, local):
+        """(value, log-density) of the latent site ``local``, or None."""
+        s = self.sites.get(local)
+        if s is None or s.kind != LATENT:
+            return None
+        return s.value, s.lp
+
     def latent_names(self) -> list:
         """Local names of the latent sites, in execution order (cached; blocks are immutable)."""
         if self._latent is None:
@@ -115,8 +122,9 @@ EMPTY_BLOCK = Block()
 
 class ChangeLog:
     """What the commits of a trace changed since a recorder last looked (see
-    :mod:`thrifty.runtime.recorder`): ``(node, members)`` pairs — the plate elements or markov
-    steps written (``None``: all of them) — and whether nodes were created or dropped."""
+    :mod:`thrifty.runtime.recorder`): ``(node, members, keys)`` triples — the plate elements or
+    markov steps written (``None``: all of them) and the sites whose values changed (``None``:
+    any) — and whether nodes were created or dropped."""
 
     __slots__ = ("entries", "nodes_changed")
 
@@ -124,8 +132,8 @@ class ChangeLog:
         self.entries: list = []
         self.nodes_changed = False
 
-    def wrote(self, node, members) -> None:
-        self.entries.append((node, members))
+    def wrote(self, node, members, keys=None) -> None:
+        self.entries.append((node, members, keys))
 
     def extend(self, other: ChangeLog) -> None:
         self.entries += other.entries

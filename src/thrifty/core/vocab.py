@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from thrifty.core.address import fmt
-from thrifty.errors import DistributionError, NumericalError
+from thrifty.errors import DistributionError, ModelError, NumericalError
 
 LATENT, OBSERVED, FACTOR, DETERMINISTIC = 0, 1, 2, 3
 NEG_INF = -math.inf
@@ -177,3 +177,16 @@ def same_value(a, b) -> bool:
         return bool(a == b)
     except (TypeError, ValueError):
         return False
+
+
+def chain_length(addr, length, step) -> int:
+    """The length of the markov chain at ``addr`` as an int (errors name the chain)."""
+    if type(length) is int and length >= 0 and callable(step):
+        return length
+    if isinstance(length, (bool, np.bool_)) or not isinstance(length, (int, np.integer)):
+        raise ModelError(f"markov chain {fmt(addr)}: length must be an int, got {length!r}")
+    if length < 0:
+        raise ModelError(f"markov chain {fmt(addr)}: length must be >= 0, got {length}")
+    if not callable(step):
+        raise ModelError(f"markov chain {fmt(addr)}: step must be callable, got {step!r}")
+    return int(length)

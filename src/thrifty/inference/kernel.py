@@ -86,6 +86,14 @@ class Kernel:
     def label(self) -> str:
         return repr(self)
 
+    def prepare_all(self, trace) -> None:
+        """Check this kernel and those it is composed of against the initial trace, before
+        sampling (e.g. that their selections name choices of the program)."""
+        for _, k in self.kernels():
+            prepare = getattr(k, "prepare", None)
+            if prepare is not None:
+                prepare(trace)
+
     def __repr__(self) -> str:
         return self.name
 

@@ -65,7 +65,7 @@ class _Selecting(Kernel):
         matches nothing in ``trace``, prior simulations (at most 20, off the chain's generator)
         tell a wrong name from a choice that exists only in some traces."""
         self._matched = True
-        if self.selection.resolve(trace):
+        if self.selection is None or self.selection.resolve(trace):
             return
         if not _exists_in_some_trace(self.selection, trace):
             raise SelectionError(

@@ -16,15 +16,16 @@ from __future__ import annotations
 import copy
 import dataclasses
 import io
-import math
 import pickle
 from dataclasses import dataclass
 from time import perf_counter
 
 import numpy as np
 
-from thrifty.core.output import current_output, probe
+from thrifty.core.output import probe
 from thrifty.core.simulate import initialize
+from thrifty.runtime.draws import DrawStore
+from thrifty.runtime.recorder import Recorder, Selector
 
 TICK = 0.1  # seconds between two calls of ``tick`` (progress, stop requests, checkpoints)
 
@@ -36,6 +37,7 @@ class RunConfig:
     num_samples: int
     burn_in: int
     thin: int
+    keep: Selector | None = None  # which variables are recorded (None: all)
 
     @property
     def total(self) -> int:
@@ -115,15 +117,10 @@ class ChainRun:
         self.seconds = 0.0  # wall time in the sampling loop
         self.consistent = True  # False after an exception inside a step
         self._kernels = self.kernel.kernels()
-        self._last_key = None
-        self._last = None
-        self._new()
-
-    def _new(self):
-        self.draws: list = []
-        self.outputs: list = []
-        self.lp: list = []
-        self.n_latent: list = []
+        prepare = getattr(self.kernel, "prepare_all", None)
+        if prepare is not None and snapshot is None:
+            prepare(self.trace)
+        self.recorder = Recorder(cfg.keep or Selector(), self.needs_plates, start=self.n_recorded)
 
     # -- the loop ----------------------------------------------------------------------------------
     def run(self, tick) -> bool:
@@ -138,7 +135,7 @@ class ChainRun:
         total, thin = cfg.total, cfg.thin
         step = self.kernel.step
         rng = self.rng
-        record = self._record
+        record = self.recorder.record
         trace = self.trace
         it = self.iteration
         rec_next = cfg.burn_in + (self.n_recorded + 1) * thin
@@ -153,6 +150,7 @@ class ChainRun:
                     it += 1
                     if it == rec_next:
                         record(trace)
+                        self.n_recorded += 1
                         rec_next += thin
                 self.trace, self.iteration = trace, it
                 # aim at one tick per TICK seconds whatever the cost of a step
@@ -169,42 +167,10 @@ class ChainRun:
             self.trace, self.iteration = trace, it
             self.seconds += perf_counter() - t_start
 
-    def _record(self, trace) -> None:
-        # A trace changes only by a committed run, which advances its clock: when the clock is
-        # where it was at the last draw (rejected proposals), the draw is the same.
-        key = (id(trace), trace.clock)
-        if key == self._last_key:
-            values, output, lp, n_latent = self._last
-        else:
-            values = trace.values()
-            output = current_output(trace, self.rng, self.needs_plates)
-            if self.needs_plates:  # it holds plate values, which later commits update in place
-                output = copy.deepcopy(output)
-            try:
-                lp = trace.log_joint()
-            except RuntimeError:  # stale plate elements left by a subsampling kernel
-                lp = math.nan
-            n_latent = trace.n_latent
-            self._last_key = (id(trace), trace.clock)  # current_output may have committed
-            self._last = (values, output, lp, n_latent)
-        self.draws.append(values)
-        self.outputs.append(output)
-        self.lp.append(lp)
-        self.n_latent.append(n_latent)
-        self.n_recorded += 1
-
     # -- handing over ------------------------------------------------------------------------------
     def take(self) -> dict:
         """The draws recorded since the last call (and forget them)."""
-        n = min(len(self.draws), len(self.outputs), len(self.lp), len(self.n_latent))
-        out = {
-            "draws": self.draws[:n],
-            "outputs": self.outputs[:n],
-            "lp": self.lp[:n],
-            "n_latent": self.n_latent[:n],
-        }
-        self._new()
-        return out
+        return self.recorder.take()
 
     def stats(self) -> list:
         """``[(label, Stats)]`` of the chain's kernels (copies)."""
@@ -222,7 +188,7 @@ class ChainRun:
         """The chain's state between two steps; call :meth:`take` first."""
         if not self.consistent:
             raise RuntimeError("the chain was interrupted inside a step; no snapshot possible")
-        if self.draws:
+        if self.recorder.count:
             raise RuntimeError("snapshot() with draws not taken")
         return {
             "state": dumps_state((self.trace, self.kernel), self.program),
@@ -238,10 +204,7 @@ class ChainRecord:
     """What the main process knows of a chain: its draws so far, progress, stats, snapshot."""
 
     def __init__(self):
-        self.draws: list = []
-        self.outputs: list = []
-        self.lp: list = []
-        self.n_latent: list = []
+        self.store = DrawStore()
         self.iteration = 0
         self.status = "pending"  # pending | running | done | stopped | interrupted | failed
         self.stats: list | None = None
@@ -254,11 +217,8 @@ class ChainRecord:
         self.proposed = 0
 
     def extend(self, payload: dict) -> None:
-        self.draws.extend(payload["draws"])
-        self.outputs.extend(payload["outputs"])
-        self.lp.extend(payload["lp"])
-        self.n_latent.extend(payload["n_latent"])
-        self.new_draws += len(payload["draws"])
+        self.store.extend(payload)
+        self.new_draws += payload["n"]
 
     def set_stats(self, stats: list) -> None:
         self.stats = stats
@@ -267,4 +227,4 @@ class ChainRecord:
 
     @property
     def num_draws(self) -> int:
-        return min(len(self.draws), len(self.outputs), len(self.lp), len(self.n_latent))
+        return self.store.n

@@ -7,8 +7,8 @@ A checkpoint is one pickle (written atomically: a temporary file, then ``os.repl
                 pool_size), "kernel": <label>, "program": <name>},
      "chains": [{"status": "pending" | "running" | "done" | ...,
                  "iteration": <kernel steps done>,
-                 "draws": [<dict name -> value>, ...], "outputs": [...], "lp": [...],
-                 "n_latent": [...],
+                 "store": <DrawStore: per variable, its events (what changed at which draw),
+                           and per draw the log-density, latent count and output>,
                  "snapshot": None | {"state": <bytes: pickle of (trace, kernel) without the
                                                 program>,
                                      "rng_state": <bit_generator.state>, "needs_plates": bool,
@@ -34,7 +34,7 @@ import numpy as np
 from thrifty.runtime.chain import ChainRecord, loads_state
 
 FORMAT = "thrifty-checkpoint"
-VERSION = 1
+VERSION = 2
 SETTINGS = ("num_samples", "burn_in", "thin", "chains", "seed", "kernel", "program")
 
 
@@ -126,8 +126,7 @@ class Checkpoint:
         for ch in saved["chains"]:
             rec = ChainRecord()
             rec.snapshot = ch["snapshot"]
-            rec.draws, rec.outputs = list(ch["draws"]), list(ch["outputs"])
-            rec.lp, rec.n_latent = list(ch["lp"]), list(ch["n_latent"])
+            rec.store = ch["store"]
             rec.iteration = ch["iteration"]
             rec.status = "done" if ch["status"] == "done" else "pending"
             if rec.snapshot is not None:
@@ -148,10 +147,7 @@ class Checkpoint:
                 {
                     "status": "done" if done else ("pending" if snap is None else "running"),
                     "iteration": snap["iteration"] if snap is not None else 0,
-                    "draws": rec.draws[:n],
-                    "outputs": rec.outputs[:n],
-                    "lp": rec.lp[:n],
-                    "n_latent": rec.n_latent[:n],
+                    "store": rec.store.prefix(n),
                     "snapshot": snap,
                 }
             )

@@ -17,7 +17,8 @@ from thrifty.runtime.checkpoint import Checkpoint, read_checkpoint, seed_from_ke
 from thrifty.runtime.interrupt import StopRequest
 from thrifty.runtime.parallel import run_parallel, start_method
 from thrifty.runtime.progress import Progress
-from thrifty.runtime.result import Result, build_result
+from thrifty.runtime.recorder import Selector
+from thrifty.runtime.result import DENSE_BYTES, Result, build_result
 
 
 class InterruptedWarning(UserWarning):
@@ -37,6 +38,9 @@ def infer(
     workers: int | None = None,
     checkpoint=None,
     checkpoint_every: float = 60.0,
+    record=None,
+    exclude=None,
+    dense_bytes: int = DENSE_BYTES,
 ) -> Result:
     """Run ``chains`` MCMC chains of ``kernel`` on ``program`` and return their draws.
 
@@ -65,6 +69,14 @@ def infer(
         stopped and gives exactly the draws of an uninterrupted run (with ``seed=None`` the
         checkpoint's seed is used).
 
+    record, exclude : which variables are kept — name patterns (``"w"``, ``"data"``,
+        ``["mu", "s.x"]``; ``None``: every latent and deterministic variable).  Recording costs
+        what changed since the last draw, never a copy of every plate column per draw.
+    dense_bytes : a variable whose dense array (chains × draws × size × itemsize) exceeds
+        this many bytes (default 128 MiB) is kept as per-draw changes: ``result[name]``
+        materialises it, ``result.sparse(name).mean()`` / ``.var()`` give per-element moments
+        without materialising.
+
     Ctrl-C stops the chains after their current step (a second Ctrl-C aborts at once) and returns
     the draws so far with ``result.interrupted = True``; chains of unequal lengths are truncated
     to the shortest (chains without draws are left out) and ``result.chain_draws`` keeps them all.
@@ -90,7 +102,10 @@ def infer(
         raise TypeError(f"checkpoint must be a file path (str or os.PathLike), got {checkpoint!r}")
     inits = _inits(init, chains)
     ss = _seed_sequence(seed)
-    cfg = RunConfig(num_samples, burn_in, thin)
+    if isinstance(dense_bytes, bool) or not isinstance(dense_bytes, numbers.Real):
+        raise TypeError(f"dense_bytes must be a number of bytes, got {dense_bytes!r}")
+    keep = Selector(record, exclude)
+    cfg = RunConfig(num_samples, burn_in, thin, None if keep.everything else keep)
     config = {
         "num_samples": num_samples,
         "burn_in": burn_in,
@@ -161,6 +176,7 @@ def infer(
     stats["run"] = run_stats
     result = build_result(
         records,
+        dense_bytes=int(dense_bytes),
         program=program,
         stats=stats,
         interrupted=interrupted,

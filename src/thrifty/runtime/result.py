@@ -10,56 +10,61 @@ from typing import Any
 import numpy as np
 
 from thrifty.core.address import as_pattern, dotted
+from thrifty.runtime.draws import DrawStore, Series, SparseDraws
+
+DENSE_BYTES = 2**27
+"""Default budget (bytes) of a variable kept dense: a variable of ``chains × draws × size ×
+itemsize`` above it (a large plate site) is kept as events (:class:`SparseDraws`) and
+materialised when read (``result[name]``)."""
 
 
-def stack_draws(per_chain: list[list[dict]]) -> dict[str, np.ndarray]:
-    """Stack per-draw dicts into arrays of shape (chains, draws, ...).
+def _common_layout(series: list[Series]):
+    lays = [s.layout() for s in series if len(s)]
+    if not lays or any(lay is None for lay in lays):
+        return None
+    shapes = {lay[0] for lay in lays}
+    if len(shapes) != 1:
+        return None
+    dtype = np.result_type(*[lay[1] for lay in lays])
+    complete = all(lay[2] for lay in lays) and len(lays) == len(series)
+    return shapes.pop(), dtype, complete
 
-    A value missing from some draws (a choice that exists only in some traces) becomes NaN
-    (or ``None`` in an object array for non-numeric values); shapes that vary become objects.
-    """
-    names: dict = {}
-    for draws in per_chain:
-        for d in draws:
-            for k in d:
-                names.setdefault(k, None)
-    n_chains = len(per_chain)
-    n_draws = min((len(d) for d in per_chain), default=0)
-    out = {}
-    for name in names:
-        vals = [[d.get(name) for d in draws[:n_draws]] for draws in per_chain]
-        out[name] = _stack(vals, n_chains, n_draws)
+
+def _variable(name: str, series: list[Series], n: int, dense_bytes: int):
+    """The (chains, n, ...) array of a variable, or its :class:`SparseDraws`."""
+    lay = _common_layout(series)
+    if lay is None:
+        out = np.empty((len(series), n), dtype=object)
+        for c, s in enumerate(series):
+            out[c] = s.materialize(n) if len(s) else np.full(n, None)
+        return out
+    shape, dtype, complete = lay
+    if not complete and dtype.kind != "f":
+        dtype = np.dtype(float)
+    nbytes = len(series) * n * int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if nbytes > dense_bytes and shape:
+        return SparseDraws(name, series, n, shape, dtype)
+    out = np.empty((len(series), n) + shape, dtype=dtype)
+    for c, s in enumerate(series):
+        out[c] = s.materialize(n) if len(s) else np.nan
     return out
 
 
-def _stack(vals, n_chains, n_draws):
-    flat = [v for row in vals for v in row]
-    present = [v for v in flat if v is not None]
-    shapes = {np.shape(v) for v in present}
-    numeric = all(
-        isinstance(v, (int, float, np.number, bool, np.bool_))
-        or (isinstance(v, np.ndarray) and v.dtype.kind in "biuf")
-        for v in present
-    )
-    if len(shapes) == 1 and numeric:
-        shape = shapes.pop()
-        if len(present) == len(flat):
-            return np.asarray(flat).reshape((n_chains, n_draws) + shape)
-        arr = np.full((n_chains, n_draws) + shape, np.nan)
-        for i, v in enumerate(flat):
-            if v is not None:
-                arr.reshape((-1,) + shape)[i] = v
-        return arr
-    arr = np.empty(n_chains * n_draws, dtype=object)
-    for i, v in enumerate(flat):
-        arr[i] = v
-    return arr.reshape(n_chains, n_draws)
+def stack_stores(stores: list[DrawStore], n: int, dense_bytes: int = DENSE_BYTES) -> dict:
+    """Variables of the first ``n`` draws of each chain: arrays (chains, n, ...) or sparse."""
+    names = dict.fromkeys(k for st in stores for k in st.series)
+    empty = Series()
+    return {
+        name: _variable(name, [st.series.get(name, empty) for st in stores], n, dense_bytes)
+        for name in names
+    }
 
 
-def build_result(records, *, program, stats, interrupted, notes, config) -> Result:
-    """The :class:`Result` of per-chain records (lists ``draws``, ``outputs``, ``lp``,
-    ``n_latent``).  Chains of unequal lengths (an interrupted run) are truncated to the shortest
-    and chains without draws left out; the full per-chain data is then kept on the result."""
+def build_result(records, *, program, stats, interrupted, notes, config,
+                 dense_bytes: int = DENSE_BYTES) -> Result:
+    """The :class:`Result` of per-chain records (their :class:`DrawStore`).  Chains of unequal
+    lengths (an interrupted run) are truncated to the shortest and chains without draws left
+    out; the full per-chain data is then kept on the result."""
     lens = [r.num_draws for r in records]
     if interrupted:
         ids = [c for c, n in enumerate(lens) if n > 0]
@@ -67,11 +72,11 @@ def build_result(records, *, program, stats, interrupted, notes, config) -> Resu
         ids = list(range(len(records)))
     n = min((lens[c] for c in ids), default=0)
     truncated = len(ids) < len(records) or any(lens[c] != n for c in ids)
-    samples = stack_draws([records[c].draws[:n] for c in ids]) if ids else {}
-    output = [list(records[c].outputs[:n]) for c in ids]
+    stores = [records[c].store for c in ids]
+    samples = stack_stores(stores, n, dense_bytes) if ids else {}
     sample_stats = {
-        "lp": np.array([records[c].lp[:n] for c in ids], dtype=float).reshape(len(ids), n),
-        "n_latent": np.array([records[c].n_latent[:n] for c in ids], dtype=np.int64).reshape(
+        "lp": np.array([st.lp[:n] for st in stores], dtype=float).reshape(len(ids), n),
+        "n_latent": np.array([st.n_latent[:n] for st in stores], dtype=np.int64).reshape(
             len(ids), n
         ),
     }
@@ -82,17 +87,17 @@ def build_result(records, *, program, stats, interrupted, notes, config) -> Resu
             m = lens[c]
             full.append(
                 {
-                    "draws": {k: v[0] for k, v in stack_draws([r.draws[:m]]).items()},
-                    "output": list(r.outputs[:m]),
+                    "draws": {k: v[0] for k, v in stack_stores([r.store], m, dense_bytes).items()},
+                    "store": r.store.prefix(m),
                     "sample_stats": {
-                        "lp": np.array(r.lp[:m], dtype=float),
-                        "n_latent": np.array(r.n_latent[:m], dtype=np.int64),
+                        "lp": np.array(r.store.lp[:m], dtype=float),
+                        "n_latent": np.array(r.store.n_latent[:m], dtype=np.int64),
                     },
                 }
             )
     return Result(
         samples,
-        output,
+        [st.prefix(n) for st in stores],
         stats,
         sample_stats,
         interrupted=interrupted,
@@ -124,8 +129,8 @@ class Result:
 
     def __init__(
         self,
-        samples: dict[str, np.ndarray],
-        output: list[list[Any]],
+        samples: dict,
+        output: list,
         stats: dict,
         sample_stats: dict[str, np.ndarray] | None = None,
         interrupted: bool = False,
@@ -136,29 +141,56 @@ class Result:
         full: list[dict] | None = None,
         config: dict | None = None,
     ):
-        self.samples = samples
-        self.output = output
+        self.samples = samples  # name → array, or SparseDraws for a variable kept as events
+        self._stores = output if output and isinstance(output[0], DrawStore) else None
+        self._output = None if self._stores is not None else output
         self.stats = stats
         self.sample_stats = sample_stats or {}
         self.interrupted = interrupted
         self.program = program
         self.notes = list(notes or [])
-        self.chain_ids = list(range(len(output))) if chain_ids is None else list(chain_ids)
+        n_chains = len(output)
+        self.chain_ids = list(range(n_chains)) if chain_ids is None else list(chain_ids)
+        self._n_chains = n_chains
         self._full = full
         self.config = config or {}
 
     # -- access ---------------------------------------------------------------------------------
+    @property
+    def output(self) -> list[list[Any]]:
+        """The program's return value at each draw, per chain.  Outputs that read plate values
+        after a partial execution are computed here from the recorded draws (one full
+        execution per such draw, the first time ``output`` is read)."""
+        if self._output is None:
+            from thrifty.runtime.replay_values import outputs_from_values
+
+            self._output = [outputs_from_values(self.program, st) for st in self._stores]
+        return self._output
+
     def __getitem__(self, name) -> np.ndarray:
         if isinstance(name, tuple):
             key = dotted(name)
             if key in self.samples:
-                return self.samples[key]
+                return self._dense(key)
             return self._element(name)
         if name in self.samples:
-            return self.samples[name]
+            return self._dense(name)
         raise KeyError(
             f"no variable {name!r} in the result; variables: {', '.join(sorted(self.samples))}"
         )
+
+    def _dense(self, name) -> np.ndarray:
+        v = self.samples[name]
+        return v.materialize() if isinstance(v, SparseDraws) else v
+
+    def sparse(self, name: str) -> SparseDraws | None:
+        """The events of a variable kept sparse (too large to keep dense; see ``dense_bytes``
+        of :func:`thrifty.infer`): ``.mean()``, ``.var()`` per element without materialising,
+        ``.materialize()``.  None for a variable kept dense."""
+        if name not in self.samples:
+            raise KeyError(f"no variable {name!r} in the result")
+        v = self.samples[name]
+        return v if isinstance(v, SparseDraws) else None
 
     def _element(self, addr: tuple) -> np.ndarray:
         """``result[("data", 17, "z")]``: one element of a stacked plate / chain variable."""
@@ -166,7 +198,13 @@ class Result:
             if isinstance(part, (int, np.integer)) and i > 0:
                 name = dotted(addr[:i] + addr[i + 1 :])
                 if name in self.samples:
-                    return self.samples[name][:, :, int(part)]
+                    v = self.samples[name]
+                    if isinstance(v, SparseDraws):
+                        return np.stack([
+                            s.materialize(v.n)[:, int(part)] if len(s) else np.full(v.n, np.nan)
+                            for s in v.series
+                        ])
+                    return v[:, :, int(part)]
         raise KeyError(
             f"no variable at address {addr!r}; variables: {', '.join(sorted(self.samples))}"
         )
@@ -179,15 +217,17 @@ class Result:
 
     @property
     def num_chains(self) -> int:
-        return len(self.output)
+        return self._n_chains
 
     @property
     def num_draws(self) -> int:
-        return len(self.output[0]) if self.output else 0
+        if self._stores is not None:
+            return self._stores[0].n if self._stores else 0
+        return len(self._output[0]) if self._output else 0
 
     def select(self, pattern) -> dict[str, np.ndarray]:
         p = dotted(as_pattern(pattern))
-        return {k: v for k, v in self.samples.items() if k == p or k.startswith(p + ".")}
+        return {k: self._dense(k) for k in self.samples if k == p or k.startswith(p + ".")}
 
     # -- every draw of every chain (differs from the arrays after an interruption) ---------------
     @property
@@ -199,13 +239,19 @@ class Result:
     def chain_draws(self) -> list[dict[str, np.ndarray]]:
         """Per chain (all chains of the run), ``{name: array (draws, ...)}`` with every draw."""
         if self._full is not None:
-            return [f["draws"] for f in self._full]
-        return [{k: v[i] for k, v in self.samples.items()} for i in range(self.num_chains)]
+            return [
+                {k: v.materialize()[0] if isinstance(v, SparseDraws) else v
+                 for k, v in f["draws"].items()}
+                for f in self._full
+            ]
+        return [{k: self._dense(k)[i] for k in self.samples} for i in range(self.num_chains)]
 
     @property
     def chain_output(self) -> list[list[Any]]:
         if self._full is not None:
-            return [f["output"] for f in self._full]
+            from thrifty.runtime.replay_values import outputs_from_values
+
+            return [outputs_from_values(self.program, f["store"]) for f in self._full]
         return self.output
 
     @property
@@ -219,13 +265,26 @@ class Result:
         if text not in self.notes:
             self.notes.append(text)
 
-    def to_arviz(self):
+    def to_arviz(self, var_names=None):
         """An ``arviz.InferenceData`` with ``posterior`` (the numeric variables; others are
-        skipped with a note in ``result.notes``) and ``sample_stats`` (``lp``, ``n_latent``)."""
+        skipped with a note in ``result.notes``) and ``sample_stats`` (``lp``, ``n_latent``).
+
+        Variables kept sparse (``result.sparse(name)``) are left out unless named in
+        ``var_names`` (their dense form exceeds ``dense_bytes``), with a note."""
         from thrifty.diagnostics._arviz import az
 
+        wanted = None if var_names is None else {n.lstrip("~") for n in var_names}
         posterior = {}
         for name, arr in self.samples.items():
+            if isinstance(arr, SparseDraws):
+                if wanted is None or name not in wanted:
+                    self._note(
+                        f"to_arviz: variable {name!r} left out of the posterior (kept sparse: "
+                        f"{arr.dense_nbytes / 2**20:.0f} MiB dense; name it in var_names to "
+                        "include it, or read result.sparse(name).mean())"
+                    )
+                    continue
+                arr = arr.materialize()
             kind = arr.dtype.kind
             if kind == "b":
                 arr = arr.astype(np.int8)
@@ -245,7 +304,7 @@ class Result:
         from thrifty.diagnostics._arviz import az
 
         var_names = self._check_names(var_names)
-        return az.summary(self.to_arviz(), var_names=var_names, **kwargs)
+        return az.summary(self.to_arviz(var_names), var_names=var_names, **kwargs)
 
     def plot_trace(self, var_names=None, path=None, **kwargs):
         """``arviz.plot_trace``: a matplotlib figure (saved to ``path`` if given)."""
@@ -256,7 +315,7 @@ class Result:
         with warnings.catch_warnings():  # ArviZ's use of deprecated matplotlib API
             warnings.filterwarnings("ignore", category=DeprecationWarning, module="arviz")
             warnings.filterwarnings("ignore", message=".*alias_mapping.*")
-            axes = az.plot_trace(self.to_arviz(), var_names=var_names, **kwargs)
+            axes = az.plot_trace(self.to_arviz(var_names), var_names=var_names, **kwargs)
         fig = np.ravel(axes)[0].figure
         if path is not None:
             fig.savefig(os.fspath(path))

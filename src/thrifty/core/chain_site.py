@@ -1,0 +1,132 @@
+"""One site of a markov chain, stored as columns over the chain's steps.
+
+A :class:`ChainSite` holds a site's values ``(T, ...)`` (numbers in a numeric column; other
+values, or values of varying shapes, in an object column), log-densities ``(T,)``, the
+distribution of each step, and — when the site is missing from some steps — a presence mask.
+Writing one step is a few array stores (:meth:`ChainSite.write`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from thrifty.core.column import Column
+from thrifty.core.trace import Site
+from thrifty.core.vocab import DETERMINISTIC, LATENT
+
+
+def _value_column(value, T: int) -> Column:
+    """An empty column of T steps for values like ``value`` (numeric, else objects)."""
+    if type(value) in (int, float, bool) or isinstance(value, np.generic):
+        return Column(np.zeros(T, dtype=np.asarray(value).dtype))
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+        return Column(np.zeros((T,) + value.shape, dtype=value.dtype))
+    return Column(np.empty(T, dtype=object))
+
+
+def _fits(col: Column, value) -> bool:
+    data = col.data
+    if data.dtype == object:
+        return True
+    if data.ndim == 1:
+        return type(value) in (int, float, bool) or (
+            isinstance(value, np.generic) and value.dtype.kind in "biuf"
+        )
+    return isinstance(value, np.ndarray) and value.shape == data.shape[1:]
+
+
+def _as_objects(col: Column) -> Column:
+    data = col.array()
+    out = np.empty(len(data), dtype=object)
+    for t in range(len(data)):
+        out[t] = data[t].item() if data.ndim == 1 else data[t].copy()
+    return Column(out)
+
+
+class ChainSite:
+    """One site of a markov chain over its steps: values, log-densities, distributions and
+    (when the site is missing from some steps) a presence mask."""
+
+    __slots__ = ("discrete", "dists", "kind", "lp", "present", "pytype", "values")
+
+    def __init__(self, kind, discrete, values, lp, dists, present=None, pytype=None):
+        self.kind, self.discrete = kind, discrete
+        self.values, self.lp, self.dists, self.present = values, lp, dists, present
+        self.pytype = pytype  # the Python type of scalar values that fit ``values`` as they are
+
+    @classmethod
+    def new(cls, site: Site, T: int) -> ChainSite:
+        values = pytype = None
+        if site.kind in (LATENT, DETERMINISTIC):
+            values = _value_column(site.value, T)
+            if type(site.value) in (int, float, bool) and values.data.ndim == 1:
+                pytype = type(site.value)
+        present = Column(np.zeros(T, dtype=bool)) if T > 1 else None
+        return cls(site.kind, site.discrete, values, Column(np.zeros(T)),
+                   Column(np.empty(T, dtype=object)), present, pytype)
+
+    def write(self, t: int, site: Site) -> None:
+        vals, lp, dists = self.values, self.lp, self.dists
+        if vals is not None:
+            v = site.value
+            if type(v) is self.pytype and vals.owned:
+                vals.data[t] = v
+            else:
+                if not _fits(vals, v):
+                    self.values = vals = _as_objects(vals)
+                    self.pytype = None
+                vals.put(t, v)
+        if lp.owned and dists.owned:
+            lp.data[t] = site.lp
+            dists.data[t] = site.dist
+        else:
+            lp.set(t, site.lp)
+            dists.set(t, site.dist)
+        present = self.present
+        if present is not None:
+            if present.owned:
+                present.data[t] = True
+            else:
+                present.set(t, True)
+
+    def absent(self, t: int) -> None:
+        if self.present is None:
+            self.present = Column(np.ones(len(self.lp), dtype=bool))
+        self.present.set(t, False)
+
+    def at(self, t: int) -> bool:
+        return self.present is None or self.present.get(t)
+
+    def site(self, t: int) -> Site:
+        vals, lp, dists = self.values, self.lp, self.dists
+        if lp.patch is None and dists.patch is None and (vals is None or vals.patch is None):
+            v = None if vals is None else (vals.data.item(t) if vals.data.ndim == 1
+                                           else vals.data[t])
+            return Site(v, lp.data.item(t), self.kind, self.discrete, dists.data[t])
+        v = None if vals is None else vals.get(t)
+        return Site(v, lp.get(t), self.kind, self.discrete, dists.get(t))
+
+    def share(self) -> ChainSite:
+        return ChainSite(
+            self.kind,
+            self.discrete,
+            None if self.values is None else self.values.share(),
+            self.lp.share(),
+            self.dists.share(),
+            None if self.present is None else self.present.share(),
+            self.pytype,
+        )
+
+    def resized(self, T: int) -> ChainSite:
+        old = len(self.lp)
+        present = (self.present.resized(T) if self.present is not None
+                   else Column(np.arange(T) < old))
+        return ChainSite(
+            self.kind,
+            self.discrete,
+            None if self.values is None else self.values.resized(T),
+            self.lp.resized(T),
+            self.dists.resized(T),
+            present,
+            self.pytype,
+        )

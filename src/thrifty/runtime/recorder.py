@@ -1,0 +1,371 @@
+"""What a chain records at each draw: O(what changed), never a copy of every plate column.
+
+The :class:`Recorder` of a chain keeps, for every recorded variable, its :class:`~.draws.Series`
+of events.  Between two draws the trace's commits log the plate elements and markov steps they
+wrote (:class:`~thrifty.core.trace.ChangeLog`); at a draw the recorder reads exactly those
+elements from the trace's columns:
+
+* top-level sites and deterministic values: compared by identity with the last draw (replayed
+  values are the same objects), O(number of top-level sites);
+* plate sites (and markov chains inside plates): the logged elements, O(elements written);
+* markov chains: the logged steps, O(steps written) — a chain whose steps hold nested plates or
+  chains is read in full when one of them changes (documented fallback);
+* mem keys: the keys written.
+
+When choices appear or disappear (a commit with fresh or stale choices) the recorder walks the
+top-level structure again (O(number of nodes and mem keys)) and records whole values for what
+is new.  The log-joint of each draw is ``trace.known_log_joint()`` (O(number of top-level
+nodes); NaN while subsampling kernels leave stale elements).  Program outputs are kept by
+reference when the last execution was complete or the output does not read plate values;
+otherwise the draw's output is marked pending and computed, if asked for, from the recorded
+values (:func:`replay_outputs`) — never by a full execution per draw while sampling.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from thrifty.core.address import as_pattern, dotted
+from thrifty.core.locate import _collect_block
+from thrifty.core.trace import ChangeLog
+from thrifty.core.vocab import DETERMINISTIC, LATENT
+from thrifty.runtime.draws import Series
+
+
+class _Pending:
+    """An output not recorded at its draw (it reads plate values that were partly executed)."""
+
+    def __repr__(self) -> str:
+        return "PENDING"
+
+    def __reduce__(self):
+        return "PENDING"
+
+
+PENDING = _Pending()
+
+
+def _keep(kind) -> bool:
+    return kind == LATENT or kind == DETERMINISTIC
+
+
+class Selector:
+    """Which variables are recorded: ``record`` (None: all) and ``exclude`` name patterns,
+    matched on the dotted names (``"data"`` matches ``"data.z"``)."""
+
+    def __init__(self, record=None, exclude=None):
+        self.record = None if record is None else [_pattern(p) for p in _as_list(record)]
+        self.exclude = [] if exclude is None else [_pattern(p) for p in _as_list(exclude)]
+
+    def __call__(self, name: str) -> bool:
+        parts = tuple(name.split("."))
+        if any(parts[: len(p)] == p for p in self.exclude):
+            return False
+        return self.record is None or any(parts[: len(p)] == p for p in self.record)
+
+    @property
+    def everything(self) -> bool:
+        return self.record is None and not self.exclude
+
+
+def _as_list(x) -> list:
+    return list(x) if isinstance(x, (list, tuple, set)) and not _is_address(x) else [x]
+
+
+def _is_address(x) -> bool:
+    return isinstance(x, tuple) and all(isinstance(p, (str, int)) for p in x)
+
+
+def _pattern(p) -> tuple:
+    if isinstance(p, str):
+        return tuple(p.split("."))
+    return tuple(str(x) for x in as_pattern(p))
+
+
+class _Source:
+    """Where a recorded variable lives in the trace."""
+
+    __slots__ = ("key", "kind", "latent", "node")
+
+    def __init__(self, kind, node, key, latent=True):
+        self.kind, self.node, self.key, self.latent = kind, node, key, latent
+
+    def meta(self) -> tuple:
+        """(kind, node address, key, latent): enough to set the variable in a run."""
+        if self.kind == "mem":
+            return "mem", self.key[0], self.key[1], True
+        return self.kind, None if self.node is None else self.node.addr, self.key, self.latent
+
+    def whole(self, trace):
+        """The variable's current value (a copy of node columns)."""
+        kind, node, key = self.kind, self.node, self.key
+        if kind == "root":
+            s = trace.root.sites.get(key)
+            return None if s is None else s.value
+        if kind == "plate":
+            return node.sites[key].values.array().copy()
+        if kind == "plate_chain":
+            return node.chains[key[0]].sites[key[1]].values.array().copy()
+        if kind == "chain":
+            return _chain_column(node, key, None)
+        if kind == "mem":
+            return node.values.get(key[1])
+        raise ValueError(kind)
+
+    def part(self, members):
+        """The values of the elements / steps ``members``."""
+        kind, node, key = self.kind, self.node, self.key
+        if kind == "plate":
+            return node.sites[key].values.take(members)
+        if kind == "plate_chain":
+            return node.chains[key[0]].sites[key[1]].values.take(members)
+        return _chain_column(node, key, members)
+
+
+def _chain_column(chain, rel, steps):
+    s = chain.sites[rel]
+    data = s.values.array() if steps is None else s.values.take(steps)
+    if s.present is None:
+        return data.copy() if steps is None else data
+    present = s.present.array() if steps is None else s.present.take(steps)
+    out = data.astype(float) if data.dtype.kind != "O" else data.copy()
+    out[~present] = np.nan if out.dtype.kind == "f" else None
+    return out
+
+
+def sources(trace, keep) -> tuple[dict, dict, list]:
+    """``{name: source}`` of the recorded variables of ``trace``, ``{node: [names]}`` and the
+    top-level chains read in full (with nested nodes): ``[(local, chain, {name: value})]``."""
+    out: dict = {}
+    by_node: dict = {}
+    generic: list = []
+
+    def add(name_parts, src):
+        name = dotted(name_parts)
+        if keep(name):
+            out[name] = src
+            if src.node is not None:
+                by_node.setdefault(src.node, []).append(name)
+
+    root = trace.root
+    for local, s in root.sites.items():
+        if _keep(s.kind):
+            add(local, _Source("root", None, local, s.kind == LATENT))
+    for local, node in root.plates.items():
+        for rel, s in node.sites.items():
+            if _keep(s.kind) and s.values is not None:
+                add(local + rel, _Source("plate", node, rel, s.kind == LATENT))
+        for c, cols in node.chains.items():
+            for rel, s in cols.sites.items():
+                if _keep(s.kind) and s.values is not None and cols.present[rel].all():
+                    src = _Source("plate_chain", node, (c, rel), s.kind == LATENT)
+                    add(local + c + rel, src)
+        by_node.setdefault(node, [])
+    for local, chain in root.chains.items():
+        if chain.nested:
+            values: dict = {}
+            _collect_block(_ChainAsBlock(local, chain), (), values, True)
+            values = {dotted(k): v for k, v in values.items() if keep(dotted(k))}
+            generic.append((local, chain, values))
+            continue
+        for rel, s in chain.sites.items():
+            if _keep(s.kind) and s.values is not None:
+                add(local + rel, _Source("chain", chain, rel, s.kind == LATENT))
+        by_node.setdefault(chain, [])
+    for addr, table in trace.mems.items():
+        for key in table.values:
+            add(addr + (key,), _Source("mem", table, (addr, key)))
+        by_node.setdefault(table, [])
+    return out, by_node, generic
+
+
+class _ChainAsBlock:
+    """A top-level chain seen as a block holding only that chain (for the generic reader)."""
+
+    def __init__(self, local, chain):
+        self.sites: dict = {}
+        self.plates: dict = {}
+        self.chains = {local: chain}
+
+
+class Recorder:
+    """The draws of one chain since the last :meth:`take` (see the module docstring)."""
+
+    def __init__(self, keep: Selector | None = None, needs_plates: bool = False, start: int = 0):
+        self.keep = keep if keep is not None else Selector()
+        self.needs_plates = needs_plates
+        self.n = start  # index of the next draw in the chain
+        self._trace = None
+        self._sources: dict = {}
+        self._by_node: dict = {}
+        self._generic: list = []
+        self._last: dict = {}  # name → last recorded whole value of top-level sites / mem keys
+        self._new()
+
+    def _new(self) -> None:
+        self.meta: dict = {}  # name → source meta of variables (re)located since the last take
+        self.series: dict[str, Series] = {}
+        self.lp: list = []
+        self.n_latent: list = []
+        self.outputs: list = []
+        self.count = 0
+
+    def _series(self, name) -> Series:
+        s = self.series.get(name)
+        if s is None:
+            s = self.series[name] = Series()
+        return s
+
+    # -- one draw ---------------------------------------------------------------------------------
+    def record(self, trace) -> None:
+        d = self.n
+        log = trace.changes
+        if trace is not self._trace or log is None:
+            self._walk(trace, d, full=True)
+        else:
+            if log.nodes_changed or any(e[0] not in self._by_node for e in log.entries):
+                self._walk(trace, d, full=False)
+            self._entries(trace, log, d)
+            self._roots(trace, d)
+            log.clear()
+        if trace.changes is None or self._trace is not trace:
+            trace.changes = ChangeLog()
+        self._trace = trace
+        self.lp.append(trace.known_log_joint())
+        self.n_latent.append(trace.n_latent)
+        if not self.needs_plates:
+            self.outputs.append(trace.output)
+        elif trace.output_full:  # it holds views of plate columns that later commits change
+            self.outputs.append(copy.deepcopy(trace.output))
+        else:
+            self.outputs.append(PENDING)
+        self.n += 1
+        self.count += 1
+
+    def _roots(self, trace, d) -> None:
+        sites = trace.root.sites
+        last = self._last
+        for name, src in self._sources.items():
+            if src.kind != "root":
+                continue
+            s = sites.get(src.key)
+            v = None if s is None else s.value
+            if v is not last.get(name, _NOTHING):
+                last[name] = v
+                self._series(name).set(d, v)
+
+    def _walk(self, trace, d, full: bool) -> None:
+        """Structure changed (or a first draw): whole values for what is new or replaced."""
+        new, by_node, generic = sources(trace, self.keep)
+        old = self._sources
+        for name, src in new.items():
+            prev = old.get(name)
+            if (
+                full
+                or prev is None
+                or prev.kind != src.kind
+                or prev.node is not src.node
+                or src.kind == "mem"
+            ):
+                v = src.whole(trace)
+                if src.kind in ("root", "mem"):
+                    if not full and prev is not None and v is self._last.get(name, _NOTHING):
+                        continue
+                    self._last[name] = v
+                self._series(name).set(d, v)
+        for name in old:
+            if name not in new:
+                self._series(name).set(d, None)
+                self._last.pop(name, None)
+        gen_names = set()
+        for _, _, values in generic:
+            for name, v in values.items():
+                gen_names.add(name)
+                self._series(name).set(d, v)
+        for _, _, values in self._generic:
+            for name in values:
+                if name not in gen_names and name not in new:
+                    self._series(name).set(d, None)
+        for name, src in new.items():
+            prev = old.get(name)
+            if prev is None or prev.kind != src.kind or prev.node is not src.node:
+                self.meta[name] = src.meta()
+        self._sources, self._by_node, self._generic = new, by_node, generic
+        if full:
+            self._trace = None  # entries logged before this walk are already included
+
+    def _entries(self, trace, log, d) -> None:
+        if self._trace is None:
+            return
+        merged: dict = {}  # node → (member parts or None for all, changed keys or None)
+        generic_dirty = False
+        for node, members, keys in log.entries:
+            if node not in self._by_node:
+                generic_dirty = True
+                continue
+            parts, ks = merged.get(node, ((), set()))
+            parts = None if members is None or parts is None else (*parts, members)
+            ks = None if keys is None or ks is None else ks | set(keys)
+            merged[node] = (parts, ks)
+        for node, (parts, ks) in merged.items():
+            names = self._by_node[node]
+            if not names:
+                continue
+            src0 = self._sources[names[0]]
+            if src0.kind == "mem":  # a mem table: the keys written
+                for name in names:
+                    v = node.values.get(self._sources[name].key[1])
+                    if v is not self._last.get(name, _NOTHING):
+                        self._last[name] = v
+                        self._series(name).set(d, v)
+                continue
+            if ks is not None:
+                names = [n for n in names if self._sources[n].key in ks]
+                if not names:
+                    continue
+            if parts is None:
+                for name in names:
+                    self._series(name).set(d, self._sources[name].whole(trace))
+                continue
+            idx = np.unique(np.concatenate([np.asarray(p, dtype=np.int64) for p in parts]))
+            for name in names:
+                self._series(name).change(d, idx, np.array(self._sources[name].part(idx)))
+        if generic_dirty or any(node in merged for _, node, _ in self._generic):
+            self._refresh_generic(trace, d)
+
+    def _refresh_generic(self, trace, d) -> None:
+        fresh = []
+        for local, chain, old_values in self._generic:
+            chain = trace.root.chains.get(local, chain)
+            values: dict = {}
+            _collect_block(_ChainAsBlock(local, chain), (), values, True)
+            values = {dotted(k): v for k, v in values.items() if self.keep(dotted(k))}
+            for name, v in values.items():
+                self._series(name).set(d, v)
+            for name in old_values:
+                if name not in values:
+                    self._series(name).set(d, None)
+            fresh.append((local, chain, values))
+        self._generic = fresh
+
+    # -- handing over ---------------------------------------------------------------------------
+    def take(self) -> dict:
+        """The draws recorded since the last call (and forget them)."""
+        out = {
+            "meta": self.meta,
+            "series": self.series,
+            "lp": self.lp,
+            "n_latent": self.n_latent,
+            "outputs": self.outputs,
+            "n": self.count,
+        }
+        self._new()
+        return out
+
+    def __getstate__(self):
+        raise TypeError("a Recorder is not pickled; the chain's draws are in its DrawStore")
+
+
+_NOTHING = object()

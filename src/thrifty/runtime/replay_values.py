@@ -1,0 +1,88 @@
+"""Program outputs computed from recorded draws (only when ``result.output`` asks for them).
+
+A chain whose program returns values computed from plate sites cannot keep its output at a
+draw that followed a partial execution (the code after the plate saw only some elements).
+Instead of a full execution per draw while sampling, the draw is marked pending; here, one full
+execution per pending draw sets every latent choice to its recorded value (proposal targets:
+top-level sites, plate columns, markov steps, mem keys) and returns the program's output.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from thrifty.core.run import RESCORE, Run, VecTarget
+from thrifty.core.simulate import initialize
+from thrifty.errors import SelectionError
+from thrifty.runtime.recorder import PENDING
+
+
+def _targets(meta: dict, values: dict) -> tuple[dict, dict]:
+    targets, vec = {}, {}
+    for name, value in values.items():
+        kind, addr, key, latent = meta[name]
+        if not latent or value is None:
+            continue
+        if kind == "root":
+            targets[key] = value
+        elif kind == "mem":
+            targets[addr + (key,)] = value
+        elif kind == "plate":
+            vec[(addr, key)] = VecTarget(np.arange(len(value)), value)
+        elif kind == "plate_chain":
+            local, rel = key
+            elems = np.arange(len(value))
+            for t in range(value.shape[1]):
+                vec[(addr, local + (t,) + rel)] = VecTarget(elems, value[:, t])
+        elif kind == "chain":
+            for t in range(len(value)):
+                v = value[t]
+                if not (isinstance(v, float) and v != v):  # NaN: no such site at that step
+                    targets[addr + (t,) + key] = v.item() if isinstance(v, np.generic) else v
+    return targets, vec
+
+
+def outputs_from_values(program, store) -> list:
+    """The outputs of ``store`` (a chain's :class:`~thrifty.runtime.draws.DrawStore`) with the
+    pending ones computed from the recorded values."""
+    outputs = list(store.outputs)
+    if not any(o is PENDING for o in outputs):
+        return outputs
+    missing = [n for n, m in store.meta.items() if m[3] and n not in store.series]
+    if missing or any(m[0] == "generic" for m in store.meta.values()):
+        raise ValueError(
+            "the program output reads plate values and was not recorded at every draw; it is "
+            "computed from the recorded draws, which needs every latent variable recorded "
+            "(th.infer(..., record=None))"
+        )
+    rng = np.random.default_rng(0)
+    trace = initialize(program, rng)
+    names = [n for n, m in store.meta.items() if m[3]]
+    series = {n: store.series[n] for n in names}
+    pos = dict.fromkeys(names, 0)
+    cur: dict = {}
+    for d in range(store.n):
+        for n in names:  # advance every variable to draw d
+            s, i = series[n], pos[n]
+            while i < len(s.draws) and s.draws[i] <= d:
+                e, v = s.elems[i], s.values[i]
+                if e is None:
+                    cur[n] = None if v is None else np.array(v) if isinstance(v, np.ndarray) else v
+                else:
+                    cur[n][e] = v
+                i += 1
+            pos[n] = i
+        if outputs[d] is not PENDING:
+            continue
+        targets, vec = _targets(store.meta, cur)
+        run = Run(trace, rng, targets=targets, vec=vec, mode=RESCORE).execute()
+        try:
+            run.check_targets(len(targets), vec.keys())
+        except SelectionError as e:
+            raise ValueError(
+                f"the output of draw {d} cannot be computed from the recorded values ({e}); the "
+                "program's structure at that draw differs from a fresh execution"
+            ) from None
+        run.commit()
+        outputs[d] = trace.output
+    return outputs

@@ -1,18 +1,21 @@
-"""One site of a markov chain, stored as columns over the chain's steps.
+"""The storage of a markov chain's steps: its sites as columns, its states in chunks.
 
 A :class:`ChainSite` holds a site's values ``(T, ...)`` (numbers in a numeric column; other
 values, or values of varying shapes, in an object column), log-densities ``(T,)``, the
 distribution of each step, and — when the site is missing from some steps — a presence mask.
-Writing one step is a few array stores (:meth:`ChainSite.write`).
+Writing one step is a few array stores (:meth:`ChainSite.write`).  :class:`States` holds the
+states returned by the steps.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 
 from thrifty.core.column import Column
 from thrifty.core.trace import Site
-from thrifty.core.vocab import DETERMINISTIC, LATENT
+from thrifty.core.vocab import DETERMINISTIC, LATENT, same_value
 
 
 def _value_column(value, T: int) -> Column:
@@ -130,3 +133,83 @@ class ChainSite:
             present,
             self.pytype,
         )
+
+
+_CHUNK = 64
+
+
+class States(Sequence):
+    """The states of a markov chain: an immutable sequence, what ``th.markov`` returns.
+
+    Stored as a tuple of chunks of 64 states, so a run that re-executes a few steps returns
+    the chain's states in O(1) (the stored chunks plus its own new states) and a commit writes
+    them in O(64 + T/64) — never a copy of T states per step.  Reads like a list (indexing,
+    slicing, iteration, ``len``, equality with a list); ``list(states)`` makes one.
+    """
+
+    __slots__ = ("_chunks", "_n", "_over")
+
+    def __init__(self, chunks: tuple, n: int, over: dict | None = None):
+        self._chunks, self._n, self._over = chunks, n, over
+
+    @classmethod
+    def of(cls, values) -> States:
+        values = list(values)
+        chunks = tuple(tuple(values[i : i + _CHUNK]) for i in range(0, len(values), _CHUNK))
+        return cls(chunks, len(values))
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, t):
+        if isinstance(t, slice):
+            return [self[i] for i in range(*t.indices(self._n))]
+        if t < 0:
+            t += self._n
+        if not 0 <= t < self._n:
+            raise IndexError("state index out of range")
+        over = self._over
+        if over and t in over:
+            return over[t]
+        return self._chunks[t >> 6][t & (_CHUNK - 1)]
+
+    def __iter__(self):
+        over = self._over
+        if not over:
+            for chunk in self._chunks:
+                yield from chunk
+            return
+        for i in range(self._n):
+            yield self[i]
+
+    def with_new(self, new: dict) -> States:
+        """These states with the steps of ``new`` replaced (a view for one run: O(1))."""
+        return States(self._chunks, self._n, new) if new else self
+
+    def committed(self, new: dict) -> States:
+        """These states with the steps of ``new`` written into the chunks (O(64 + T/64))."""
+        if not new:
+            return self
+        outer = list(self._chunks)
+        by_chunk: dict = {}
+        for t, s in new.items():
+            by_chunk.setdefault(t >> 6, []).append((t & (_CHUNK - 1), s))
+        for c, items in by_chunk.items():
+            chunk = list(outer[c])
+            for j, s in items:
+                chunk[j] = s
+            outer[c] = tuple(chunk)
+        return States(tuple(outer), self._n)
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, (Sequence, np.ndarray)) or len(other) != self._n:
+            return False
+        return all(same_value(a, b) for a, b in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return repr(list(self))
+
+    def __reduce__(self):
+        return (States.of, (list(self),))

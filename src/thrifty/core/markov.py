@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from thrifty.core.address import fmt
-from thrifty.core.chain_site import ChainSite
+from thrifty.core.chain_site import ChainSite, States
 from thrifty.core.column import Column
 from thrifty.core.frame import BlockFrame
 from thrifty.core.node import Node, Update
@@ -43,8 +43,7 @@ class ChainNode(Node):
         self.step_total = Column(np.zeros(T))  # per step: with its nested nodes
         self._lp = 0.0  # Σ_t step_total[t], re-summed exactly every T updates
         self._updates = 0
-        self.states: list = [None] * T
-        self._states_owned = True
+        self.states = States.of([None] * T)  # immutable: shared by forks and outputs
         self.stamp = Column(np.zeros(T, dtype=np.int64))
         self.valid_from = 0
         self.n_stale = 0
@@ -93,7 +92,6 @@ class ChainNode(Node):
         out.sites = {k: s.share() for k, s in self.sites.items()}
         for name in ("own_lp", "step_total", "stamp", "counts"):
             setattr(out, name, getattr(self, name).share())
-        out._states_owned = self._states_owned = False
         out.nested = dict(self.nested)
         out.reads = dict(self.reads)
         return out
@@ -150,8 +148,7 @@ class ChainNode(Node):
         self.sites = {k: s.resized(T) for k, s in self.sites.items()}
         for name in ("own_lp", "step_total", "stamp", "counts"):
             setattr(self, name, getattr(self, name).resized(T))
-        self.states = (list(self.states) + [None] * T)[:T]
-        self._states_owned = True
+        self.states = States.of((list(self.states) + [None] * T)[:T])
         for t in range(T, old):
             self.nested.pop(t, None)
             self.reads.pop(t, None)
@@ -218,11 +215,6 @@ class ChainNode(Node):
             self._lp = float(st.array().sum())
             self._updates = 0
 
-    def set_state(self, t: int, state) -> None:
-        if not self._states_owned:
-            self.states = list(self.states)
-            self._states_owned = True
-        self.states[t] = state
 
 
 class StepView:
@@ -343,8 +335,8 @@ def _exec_step(run, addr, t, step, prev, args, old_block, dirty):
 
 
 def run_chain(parent, local, step, length, init, args):
-    """Execute (part of) a chain inside ``parent`` (a block frame); returns the list of states
-    (a new list: O(T) pointer copies, the only O(T) work of a one-step update)."""
+    """Execute (part of) a chain inside ``parent`` (a block frame); returns its states (a
+    :class:`~thrifty.core.chain_site.States`: O(1) for a run that re-executes a few steps)."""
     run = parent.run
     addr = parent.prefix + local
     T = chain_length(addr, length, step)
@@ -368,12 +360,13 @@ def run_chain(parent, local, step, length, init, args):
         node = ChainNode(addr, T) if old is None else old
         upd = ChainUpdate(node, parent.new, local, blocks, dict(enumerate(states)), T,
                           parent.dirty, old is None)
+        states = States.of(states)
     else:
         planned = run.plan.steps.get(addr)
         node = old
         if not planned:
             parent.new.chains[local] = old
-            return list(old.states)
+            return old.states
         old_states = old.states
         new_states: dict = {}
         blocks = {}
@@ -395,9 +388,7 @@ def run_chain(parent, local, step, length, init, args):
             else:
                 prev_changed = False
                 t = todo[k] if k < len(todo) else None
-        states = list(old_states)
-        for t, s in new_states.items():
-            states[t] = s
+        states = old_states.with_new(new_states)
         upd = ChainUpdate(node, parent.new, local, blocks, new_states, T, False, False)
     run.chain_frames[addr] = blocks
     run.updates.append(upd)
@@ -426,7 +417,7 @@ def _lazy_chain(parent, local, addr, old, step, init, args):
     run.chain_frames[addr] = blocks
     run.updates.append(ChainUpdate(old, parent.new, local, blocks, {}, old.T, True, False))
     parent.new.chains[local] = old
-    return list(old.states)
+    return old.states
 
 
 def stale_steps(node: ChainNode, steps) -> list:
@@ -462,13 +453,10 @@ class ChainUpdate(Update):
             was_stale = int((node.stamp.take(steps) < node.valid_from).sum())
         for t, blk in executed.items():
             node.write_step(t, blk, clock)
-        if node._states_owned:
-            states = node.states
-            for t, s in self.states.items():
-                states[t] = s
+        if self.fresh or len(self.states) == T:
+            node.states = States.of(self.states[t] for t in range(T))
         else:
-            for t, s in self.states.items():
-                node.set_state(t, s)
+            node.states = node.states.committed(self.states)
         if len(executed) == T:
             node.normalize()
         if self.dirty:

@@ -299,39 +299,38 @@ class Recorder:
     def _entries(self, trace, log, d) -> None:
         if self._trace is None:
             return
-        merged: dict = {}  # node → (member parts or None for all, changed keys or None)
+        merged: dict = {}  # node → {site key: member parts, or None for all members}
         generic_dirty = False
+        sources = self._sources
         for node, members, keys in log.entries:
-            if node not in self._by_node:
+            names = self._by_node.get(node)
+            if names is None:
                 generic_dirty = True
                 continue
-            parts, ks = merged.get(node, ((), set()))
-            parts = None if members is None or parts is None else (*parts, members)
-            ks = None if keys is None or ks is None else ks | set(keys)
-            merged[node] = (parts, ks)
-        for node, (parts, ks) in merged.items():
-            names = self._by_node[node]
-            if not names:
-                continue
-            src0 = self._sources[names[0]]
-            if src0.kind == "mem":  # a mem table: the keys written
-                for name in names:
-                    v = node.values.get(self._sources[name].key[1])
+            per_key = merged.setdefault(node, {})
+            if keys is None:
+                keys = [sources[n].key for n in names]
+            for key in keys:
+                parts = per_key.get(key, ())
+                per_key[key] = None if members is None or parts is None else (*parts, members)
+        for node, per_key in merged.items():
+            for name in self._by_node[node]:
+                src = sources[name]
+                if src.kind == "mem":  # a mem table: the keys written
+                    v = node.values.get(src.key[1])
                     if v is not self._last.get(name, _NOTHING):
                         self._last[name] = v
                         self._series(name).set(d, v)
-                continue
-            if ks is not None:
-                names = [n for n in names if self._sources[n].key in ks]
-                if not names:
                     continue
-            if parts is None:
-                for name in names:
-                    self._series(name).set(d, self._sources[name].whole(trace))
-                continue
-            idx = np.unique(np.concatenate([np.asarray(p, dtype=np.int64) for p in parts]))
-            for name in names:
-                self._series(name).change(d, idx, np.array(self._sources[name].part(idx)))
+                if src.key not in per_key:
+                    continue
+                parts = per_key[src.key]
+                if parts is None:
+                    self._series(name).set(d, src.whole(trace))
+                    continue
+                idx = parts[0] if len(parts) == 1 else np.concatenate(parts)
+                idx = np.unique(np.asarray(idx, dtype=np.int64))
+                self._series(name).change(d, idx, np.array(src.part(idx)))
         if generic_dirty or any(node in merged for _, node, _ in self._generic):
             self._refresh_generic(trace, d)
 

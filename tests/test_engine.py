@@ -1,0 +1,299 @@
+"""The engine's design properties: forks copy on write, the recorder reads what changed, chains
+are columns, selections do not expand chains.
+
+Costs are asserted as counts of work (bytes copied, events recorded, groups expanded), never as
+wall-clock time.  The recorder is checked draw by draw against ``trace.values()`` (the trace's
+full state) on models with plates, markov chains (with nested plates), mem tables and choices
+that exist only in some traces.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+import thrifty as th
+from thrifty import dist
+from thrifty.core.locate import locate, make_targets, plan_for
+from thrifty.core.run import RESCORE, Run
+from thrifty.core.simulate import initialize
+from thrifty.inference.kernel import Kernel
+from thrifty.models import hmm
+
+TRANS = np.array([[0.9, 0.1], [0.2, 0.8]])
+
+
+@th.model
+def big_plate(n):
+    mu = th.sample("mu", dist.Normal(0.0, 1.0))
+    with th.plate("data", n) as i:
+        u = th.sample("u", dist.Normal(mu, 1.0))
+        th.observe("y", dist.Normal(u, 1.0), np.zeros(n)[i])
+
+
+@th.model
+def kitchen(y):
+    """Top-level choices, a plate, a chain with a plate per step, a mem, a branch."""
+    mu = th.sample("mu", dist.Normal(0.0, 1.0))
+    k = th.sample("k", dist.Categorical(np.array([0.3, 0.3, 0.4])))
+    w = th.mem("w", lambda key: dist.Normal(0.0, 2.0))
+    w0, w1 = w(0), w(1)
+    with th.plate("data", len(y)) as i:
+        z = th.sample("z", dist.Bernoulli(probs=0.3))
+        th.observe("y", dist.Normal(mu + z + np.where(z == 1, w1, w0), 1.0), y[i])
+
+    def step(t, prev):
+        x = th.sample("x", dist.Categorical(np.array([0.5, 0.5]) if prev is None else TRANS[prev]))
+        with th.plate("obs", 3) as j:
+            th.observe("o", dist.Normal(float(x) + 0.1 * k, 1.0), np.full(3, 0.3)[j])
+        return x
+
+    th.markov("s", step, 5)
+    if k == 2:
+        th.sample("extra", dist.Gamma(2.0, 1.0))
+    th.deterministic("total", mu + k)
+    return mu
+
+
+@th.model
+def flat_chain(T):
+    """A chain whose steps hold only sites; an observation at some steps only."""
+    def step(t, prev):
+        x = th.sample("x", dist.Normal(0.0 if prev is None else 0.8 * prev, 1.0))
+        if t % 3 == 0:
+            th.observe("o", dist.Normal(x, 1.0), 0.5)
+        th.deterministic("x2", x * x)
+        return x
+
+    return th.markov("s", step, T)
+
+
+def rescored(trace):
+    run = Run(trace, np.random.default_rng(0), mode=RESCORE).execute()
+    return run.lp_new
+
+
+# -- forks ----------------------------------------------------------------------------------------
+def one_element_update(trace, rng, e, value):
+    loc = locate(trace, ("data", e, "u"))
+    targets, vec = make_targets([loc], [value])
+    return Run(trace, rng, targets=targets, vec=vec, plan=plan_for(trace, [loc])).execute()
+
+
+def test_fork_copies_on_write_what_changes():
+    rng = np.random.default_rng(0)
+    trace = initialize(big_plate(100_000), rng)
+    node = trace.root.plates[("data",)]
+    data = node.sites[("u",)].values.data
+    before = data.copy()
+    fork = trace.fork()
+    one_element_update(trace, rng, 17, 3.5).commit(fork)
+    assert fork["data", 17, "u"] == 3.5 and trace["data", 17, "u"] == before[17]
+    clone = fork.root.plates[("data",)]
+    col = clone.sites[("u",)].values
+    assert clone is not node and col.data is data  # the 10⁵ values are shared, not copied
+    assert col.patch is not None and len(col.patch) == 1  # the one change is patched
+    np.testing.assert_array_equal(data, before)  # the original's column is untouched
+    # a second change to the fork costs one more patch entry, still no copy
+    one_element_update(fork, rng, 5, -1.0).commit()
+    assert fork.root.plates[("data",)] is clone and len(col.patch) == 2 and col.data is data
+    assert fork.log_joint() == pytest.approx(rescored(fork), abs=1e-9)
+    assert trace.log_joint() == pytest.approx(rescored(trace), abs=1e-9)
+
+
+def test_forked_traces_evolve_independently():
+    rng = np.random.default_rng(1)
+    y = rng.normal(size=30)
+    trace = initialize(kitchen(y), rng)
+    fork = trace.fork()
+    k1, k2 = th.lmh(), th.lmh()
+    for _ in range(300):
+        trace = k1.step(trace, rng)
+        fork = k2.step(fork, rng)
+    for t in (trace, fork):
+        assert t.log_joint() == pytest.approx(rescored(t), abs=1e-8)
+    a, b = trace.values(), fork.values()
+    assert any(not np.array_equal(np.asarray(a[k]), np.asarray(b.get(k, np.nan))) for k in a)
+
+
+def test_revert_and_become_restore_ownership():
+    rng = np.random.default_rng(2)
+    trace = initialize(big_plate(50), rng)
+    node = trace.root.plates[("data",)]
+    fork = trace.fork()
+    assert not trace.owns(node) and not fork.owns(node)
+    trace.revert(fork)
+    assert trace.owns(node)  # a rejected provisional commit: in-place writes again
+    fork = trace.fork()
+    one_element_update(trace, rng, 3, 1.25).commit(fork)
+    trace.become(fork)
+    assert trace["data", 3, "u"] == 1.25 and trace.owns(trace.root.plates[("data",)])
+    assert trace.owns(node)  # the pre-fork node is nobody else's now
+
+
+def test_fork_cost_does_not_grow_with_the_plate():
+    """A fork copies the trace's small state only: the same number of attributes and mem
+    tables whatever N is (the benchmark times it: benchmarks/engine_scaling.py)."""
+    sizes = []
+    for n in (1_000, 1_000_000):
+        trace = initialize(big_plate(n), np.random.default_rng(0))
+        fork = trace.fork()
+        shared = fork.root is trace.root and fork.root.plates[("data",)] is trace.root.plates[
+            ("data",)
+        ]
+        sizes.append((len(fork.__dict__), len(fork.mems), shared))
+    assert sizes[0] == sizes[1] and sizes[0][2]
+
+
+# -- the recorder ---------------------------------------------------------------------------------
+class Shared(list):
+    """A list that ``th.infer``'s deep copy of the kernel leaves shared."""
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+class Capturing(Kernel):
+    """Steps ``inner`` and keeps a copy of ``trace.values()`` after every step."""
+
+    name = "capturing"
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+        self.seen: list = Shared()
+
+    def _step(self, trace, rng):
+        trace = self.inner.step(trace, rng)
+        self.seen.append(copy.deepcopy(trace.values()))
+        return trace
+
+    def kernels(self):
+        return [(self.label(), self), *self.inner.kernels()]
+
+
+def stacked(seen: list) -> dict:
+    """Per-draw value dicts stacked the way results are: NaN where a value is absent."""
+    names = dict.fromkeys(k for d in seen for k in d)
+    out = {}
+    for name in names:
+        vals = [d.get(name) for d in seen]
+        present = [v for v in vals if v is not None]
+        shape = np.shape(present[0])
+        arr = np.full((len(vals),) + shape, np.nan)
+        for i, v in enumerate(vals):
+            if v is not None:
+                arr[i] = v
+        out[name] = arr
+    return out
+
+
+def run_captured(program, kernel, n, **kw):
+    cap = Capturing(kernel)
+    r = th.infer(program, cap, num_samples=n, seed=3, progress=False, workers=1, **kw)
+    return r, stacked(cap.seen)
+
+
+KERNELS = {
+    "lmh": lambda: th.lmh(),
+    "gibbs-one": lambda: th.cycle([th.gibbs(th.one("data.z")), th.mh("mu", th.drift(0.3))]),
+    "mixed": lambda: th.cycle(
+        [th.lmh(), th.gibbs(th.one("s")), th.mh(th.one("w"), th.drift(0.5))]
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(KERNELS))
+def test_recorded_draws_equal_the_trace_at_each_draw(name):
+    y = np.random.default_rng(0).normal(size=8)
+    r, want = run_captured(kitchen(y), KERNELS[name](), 300)
+    assert set(r.keys()) == set(want)
+    for k, v in want.items():
+        np.testing.assert_array_equal(np.asarray(r[k][0], dtype=float), v, err_msg=k)
+
+
+def test_chain_with_sites_at_some_steps_and_deterministics():
+    r, want = run_captured(flat_chain(12), th.mh(th.one("s"), th.drift(0.7)), 200)
+    assert r["s.x"].shape == (1, 200, 12) and r["s.x2"].shape == (1, 200, 12)
+    for k, v in want.items():
+        np.testing.assert_array_equal(r[k][0], v, err_msg=k)
+
+
+def test_sparse_and_dense_recording_agree():
+    y = np.random.default_rng(4).normal(size=300)
+    kernel = th.cycle([th.gibbs(th.one("data.z")), th.mh("mu", th.drift(0.2))])
+    kw = dict(num_samples=400, chains=2, seed=5, progress=False, workers=1)
+    dense = th.infer(kitchen(y), kernel, **kw)
+    sparse = th.infer(kitchen(y), kernel, dense_bytes=0, **kw)
+    assert dense.sparse("data.z") is None
+    sp = sparse.sparse("data.z")
+    assert sp is not None and sp.shape == dense["data.z"].shape
+    np.testing.assert_array_equal(sparse["data.z"], dense["data.z"])
+    a = dense["data.z"].astype(float)
+    np.testing.assert_allclose(sp.mean(), a.mean(axis=(0, 1)), atol=1e-12)
+    np.testing.assert_allclose(sp.var(), a.var(axis=(0, 1)), atol=1e-12)
+    assert sp.nbytes < sp.dense_nbytes / 20  # events, not a copy per draw
+
+
+def test_recorded_bytes_do_not_grow_with_the_plate():
+    """One-element Gibbs: the events recorded per draw are the same at N = 10³ and 10⁵ (the
+    first draw holds the whole plate once)."""
+    per_draw = []
+    for n in (1_000, 100_000):
+        y = np.where(np.random.default_rng(0).random(n) < 0.3, 2.0, -1.0)
+        r = th.infer(kitchen(y), th.gibbs(th.one("data.z")), num_samples=300, seed=0,
+                     progress=False, dense_bytes=0)
+        s = r.sparse("data.z").chain(0)
+        per_draw.append((s.nbytes() - np.asarray(s.values[0]).nbytes) / 300)
+    assert per_draw[1] < 2 * per_draw[0] + 50, per_draw
+
+
+def test_record_and_exclude_choose_the_variables():
+    y = np.zeros(6)
+    r = th.infer(kitchen(y), th.lmh(), num_samples=20, seed=0, progress=False, record="mu")
+    assert set(r.keys()) == {"mu"}
+    r = th.infer(kitchen(y), th.lmh(), num_samples=20, seed=0, progress=False,
+                 record=["mu", "s"], exclude="s.x")
+    assert set(r.keys()) == {"mu"}
+    r = th.infer(kitchen(y), th.lmh(), num_samples=20, seed=0, progress=False, exclude="data")
+    assert "data.z" not in r and "mu" in r and "s.x" in r
+
+
+def test_log_joint_per_draw_is_the_trace_log_joint():
+    class LogJoint(Capturing):
+        def _step(self, trace, rng):
+            trace = self.inner.step(trace, rng)
+            self.seen.append(trace.log_joint())
+            return trace
+
+    cap = LogJoint(th.lmh())
+    r = th.infer(kitchen(np.zeros(5)), cap, num_samples=200, seed=1, progress=False)
+    np.testing.assert_allclose(r.sample_stats["lp"][0], cap.seen, rtol=1e-12, atol=1e-9)
+
+
+# -- chains are columns; selections do not expand them ---------------------------------------------
+def test_one_step_update_writes_two_steps_of_the_columns():
+    rng = np.random.default_rng(0)
+    trace = initialize(hmm(), rng)
+    from thrifty.core.trace import ChangeLog
+
+    trace.changes = ChangeLog()
+    k = th.mh(th.one("s"))
+    for _ in range(50):
+        trace.changes.clear()
+        trace = k.step(trace, rng)
+        for _, members, _ in trace.changes.entries:
+            assert members is not None and len(members) <= 2
+
+
+def test_one_on_a_chain_picks_a_step_without_expanding():
+    trace = initialize(flat_chain(3000), np.random.default_rng(0))
+    cs = th.one("s").resolve(trace)
+    assert len(cs.chain_groups) == 1 and cs.n_blocks() == 3000
+    rng = np.random.default_rng(1)
+    picked = {cs.pick_block(rng).scalars[0][1] for _ in range(4000)}
+    assert cs._expanded is None  # no list of 3000 addresses was built
+    assert len(picked) > 2000  # uniform over the steps
+    assert th.ordered_range("s", 10, 19).resolve(trace).count == 10

@@ -273,6 +273,33 @@ def test_log_joint_per_draw_is_the_trace_log_joint():
     np.testing.assert_allclose(r.sample_stats["lp"][0], cap.seen, rtol=1e-12, atol=1e-9)
 
 
+# -- the choices a proposal creates and drops --------------------------------------------------
+def test_fresh_and_stale_addresses_of_a_proposal():
+    @th.model
+    def branch(y):
+        b = th.sample("b", dist.Bernoulli(probs=0.5))
+        f = th.mem("f", lambda key: dist.Normal(0.0, 1.0))
+        if b:
+            th.sample("x", dist.Normal(0.0, 1.0))
+            with th.plate("p", 4):
+                th.sample("u", dist.Normal(0.0, 1.0))
+        else:
+            th.sample("y", dist.Gamma(2.0, 1.0))
+        th.observe("o", dist.Normal(f(b), 1.0), y)
+
+    rng = np.random.default_rng(0)
+    trace = initialize(branch(0.3), rng, init={"b": 1})
+    run = Run(trace, rng, targets={("b",): 0}).execute()
+    fresh, stale = dict(run.fresh_choices), dict(run.stale_choices)
+    assert fresh == {("y",): 1, ("f", 0): 1}
+    assert stale == {("x",): 1, ("p",): 4, ("f", 1): 1}
+    assert sum(fresh.values()) == run.n_fresh and sum(stale.values()) == run.n_stale
+    run.commit()
+    run = Run(trace, rng, targets={("b",): 1}).execute()
+    assert dict(run.fresh_choices) == {("x",): 1, ("p", "*", "u"): 4, ("f", 1): 1}
+    assert dict(run.stale_choices) == {("y",): 1, ("f", 0): 1}
+
+
 # -- chains are columns; selections do not expand them ---------------------------------------------
 def test_one_step_update_writes_two_steps_of_the_columns():
     rng = np.random.default_rng(0)

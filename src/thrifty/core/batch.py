@@ -118,6 +118,12 @@ class BatchFrame:
             return lat
         return lat + obs
 
+    def note_fresh(self, rel, count) -> None:
+        self.run.note_fresh(self.generic_all(rel), count)
+
+    def note_stale(self, rel, count) -> None:
+        self.run.note_stale(self.generic_all(rel), count)
+
     def add_q(self, pos, dq) -> None:
         if self.q is None:
             self.q = np.zeros(self.n)

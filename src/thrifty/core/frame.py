@@ -91,10 +91,13 @@ class BlockFrame:
             value, lp, changed = replay(lanes, d, old_value, old_lp, target, run)
             if run.n_stale != n_stale:  # stale: out of the kept part of the old block
                 run.lp_old -= old_lp
+                run.note_stale(addr)
         if changed:
             self.dirty = True
         if run.n_fresh == n_fresh:
             run.lp_new += lp
+        else:
+            run.note_fresh(addr)
         new = self.new
         new.sites[local] = Site(value, lp, LATENT, d.is_discrete, d)
         new.lp += lp
@@ -167,6 +170,7 @@ class BlockFrame:
                     run.lp_old -= lp
                     run.lp_stale += lp
                     run.n_stale += 1
+                    run.note_stale(self.prefix + k)
         old_plates, old_chains = old.plates, old.chains
         if old_plates:
             for k, node in old_plates.items():

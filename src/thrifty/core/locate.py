@@ -7,33 +7,35 @@ through their column sites (``site(rel)`` with ``get``/``take``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from thrifty.core.address import dotted
 from thrifty.core.vocab import DETERMINISTIC, LATENT, RESAMPLE, Plan, VecTarget
 
 
-@dataclass
 class Location:
     """Where a choice lives.
 
     ``kind`` is ``"site"`` (in the model body or a markov step), ``"element"`` (a site of one
     plate element, possibly inside a chain of that element) or ``"mem"`` (a memoized key).
-    ``steps`` lists the enclosing markov steps as (chain address, t), outermost first.
+    ``steps`` lists the enclosing markov steps as (chain address, t), outermost first;
+    ``dist`` is the distribution the choice was last scored under.
     """
 
-    kind: str
-    addr: tuple
-    value: object
-    discrete: bool
-    steps: list = field(default_factory=list)
-    plate_addr: tuple | None = None
-    elem: int | None = None
-    rel: tuple | None = None
-    mem_addr: tuple | None = None
-    dist: object = None  # the distribution the choice was last scored under (sites, elements)
+    __slots__ = (
+        "addr", "discrete", "dist", "elem", "kind", "mem_addr", "plate_addr", "rel", "steps",
+        "value",
+    )
+
+    def __init__(self, kind, addr, value, discrete, steps=None, plate_addr=None, elem=None,
+                 rel=None, mem_addr=None, dist=None):
+        self.kind, self.addr, self.value, self.discrete = kind, addr, value, discrete
+        self.steps = [] if steps is None else steps
+        self.plate_addr, self.elem, self.rel = plate_addr, elem, rel
+        self.mem_addr, self.dist = mem_addr, dist
+
+    def __repr__(self) -> str:
+        return f"Location({self.kind}, {self.addr!r}, value={self.value!r})"
 
 
 def locate(trace, addr) -> Location | None:

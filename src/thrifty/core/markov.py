@@ -220,11 +220,18 @@ class ChainNode(Node):
 class StepView:
     """Step ``t`` of a :class:`ChainNode`, read like a :class:`~thrifty.core.trace.Block`."""
 
-    __slots__ = ("nested", "node", "t")
+    __slots__ = ("chains", "lp", "mem_reads", "node", "plates", "t")
 
     def __init__(self, node: ChainNode, t: int):
         self.node, self.t = node, t
-        self.nested = node.nested.get(t)
+        nested = node.nested.get(t) if node.nested else None
+        if nested is None:
+            self.plates = self.chains = _NONE
+        else:
+            self.plates, self.chains = nested
+        own = node.own_lp
+        self.lp = own.data.item(t) if own.patch is None else own.get(t)  # its own sites
+        self.mem_reads = node.reads.get(t, ()) if node.reads else ()
 
     def get_site(self, local):
         s = self.node.sites.get(local)
@@ -260,23 +267,6 @@ class StepView:
     def n_latent(self) -> int:
         shape = self.node._shape or self.node._shape_info()
         return len(shape[0]) if shape[1] else len(self.latent_names())
-
-    @property
-    def lp(self) -> float:
-        own = self.node.own_lp
-        return own.data.item(self.t) if own.patch is None else own.get(self.t)
-
-    @property
-    def plates(self) -> dict:
-        return self.nested[0] if self.nested else _NONE
-
-    @property
-    def chains(self) -> dict:
-        return self.nested[1] if self.nested else _NONE
-
-    @property
-    def mem_reads(self) -> list:
-        return self.node.reads.get(self.t, [])
 
     def nodes(self):
         yield from self.plates.items()

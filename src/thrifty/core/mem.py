@@ -172,6 +172,9 @@ class MemJournal(Update):
         if run.n_fresh != n_fresh:
             entry = _Entry(value, lp, FRESH, True)
             entry.stale = run.n_stale != n_stale
+            if entry.stale:
+                run.note_stale(maddr)
+            run.note_fresh(maddr)
         else:
             entry = _Entry(value, lp, SET if target is not None else KEPT,
                            target is not None, old_lp)
@@ -190,10 +193,12 @@ class MemJournal(Update):
             if delta < 0 and table.refs.get(key, 0) + delta <= 0 and key in table.values:
                 self.stale.append(key)
                 entry = self.entries.get(key)
+                maddr = self.addr + (key,)
                 if entry is not None:  # read, then unread, in this run: undo its accounting
                     if entry.status == FRESH:
                         run.n_fresh -= 1
                         run.lp_fresh -= entry.lp
+                        run.fresh_choices.remove((maddr, 1))
                         if entry.stale:  # its old value is counted stale already
                             continue
                     else:
@@ -201,6 +206,7 @@ class MemJournal(Update):
                         run.lp_old -= entry.old_lp
                 run.n_stale += 1
                 run.lp_stale += table.lp[key]
+                run.note_stale(maddr)
 
     def apply(self, trace, clock) -> None:
         table = self.table

@@ -375,9 +375,10 @@ class PlateFrame(BatchFrame):
                 old_lp = float(node.elem_lp.take(self.idx).sum())
             if stale and len(node.stale_elements(self.idx, run.trace.mems)):
                 old_lp = math.nan  # unknown: this run can rescore, not compare
-            for st_lp, count in self._check_structure(n_latent_elem):
+            for st_lp, count, rel in self._check_structure(n_latent_elem):
                 self.lp_stale += st_lp
                 self.n_stale += count
+                self.note_stale(rel, count)
             run.lp_old += old_lp - self.lp_stale
             update = PlateUpdate(self, node, n_latent_elem)
         if self.mem_keys or (self.old_node is not None and self.old_node.mem_keys):
@@ -407,13 +408,13 @@ class PlateFrame(BatchFrame):
         for old_store, f in self._frames():
             for k, s in (old_store or {}).items():
                 if k not in f.new and s.kind == LATENT:
-                    out.append((float(s.lp.array().sum()), node.size))
+                    out.append((float(s.lp.array().sum()), node.size, f.rel + k))
         for local, cols in node.chains.items():
             first = len(self.new_chains.get(local, ()))
             for t in range(first, cols.T):
-                for s in cols.step_sites(t).values():
+                for rel, s in cols.step_sites(t).items():
                     if s.kind == LATENT:
-                        out.append((float(s.lp.array().sum()), node.size))
+                        out.append((float(s.lp.array().sum()), node.size, local + (t,) + rel))
         return out
 
 

@@ -22,10 +22,11 @@ zero: a single member (:class:`ScalarLanes`) stops the run (:class:`ZeroProbabil
 batch (:class:`BatchLanes`) the member scores −∞ and keeps its old value, so the other members
 and the code after the site see valid values.
 
-The *lanes* object supplies the few operations that differ between one member held as a Python
-value and n members held as arrays with a leading member axis; the decision itself is written
-once, in :func:`replay`.  Its accounting goes to ``acct`` (any object with ``n_fresh, lp_fresh,
-n_stale, lp_stale, q_fwd, q_rev``).
+The *lanes* object supplies the operations that differ between one member held as a Python
+value and n members held as arrays with a leading member axis — draw, score, set the targeted
+members, redraw the members outside the support; the decision itself is written once, in
+:func:`replay`.  Its accounting goes to ``acct`` (any object with ``n_fresh, lp_fresh, n_stale,
+lp_stale, q_fwd, q_rev``).
 """
 
 from __future__ import annotations
@@ -50,55 +51,36 @@ def replay(lanes, d, old_value, old_lp, target, acct):
     proposed value(s) — for a batch, a pair ``(positions, values)`` of the targeted members.
     Returns ``(value, lp, changed)``.
     """
-    if target is None and old_value is not None:  # replay and rescore: the common case first
-        lp = lanes.log_prob(d, old_value)
+    if target is None:
+        if old_value is None:  # no old value: a fresh draw (strict runs: a structure change)
+            value, lp = lanes.fresh(d, acct)
+            return value, lp, True
+        lp = lanes.log_prob(d, old_value)  # replay and rescore: the common case
         if lanes.finite(lp):
             return old_value, lp, False
-    if old_value is None:
-        if target is None or target is RESAMPLE:
-            if lanes.strict:
-                raise lanes.structure_change()
-            lanes.require_new()
-            value = lanes.draw(d)
-            lp = lanes.log_prob(d, value)
-            acct.n_fresh += lanes.n
-            acct.lp_fresh += lanes.sum(lp)
-        else:  # a value set on a choice the trace does not hold yet (initial values)
-            value = lanes.given(target)
-            lp = lanes.log_prob(d, value)
-            lanes.check_possible(d, value, lp, None, None)
-        lanes.check_nan(d, value, lp)
-        return value, lp, True
-
-    hit = None
-    changed = False
-    if target is None:
-        value = old_value  # its lp (not finite) is scored above
-    else:
-        hit = lanes.positions(target)
-        changed = True
+        value, hit, changed = old_value, None, False
+    elif old_value is None:  # a value set on a choice the trace does not hold yet (init)
         if lanes.values_of(target) is RESAMPLE:
-            lp_before = lanes.log_prob(d, old_value)
-            value = lanes.assign(old_value, hit, lanes.draw(d), full=True)
-            lp = lanes.log_prob(d, value)
-            lanes.add_q(acct, hit, lp_before, lp)
-        else:
-            value = lanes.assign(old_value, hit, lanes.values_of(target), full=False)
-            lp = lanes.log_prob(d, value)
-            value, lp = lanes.check_possible(d, value, lp, hit, old_value)
-    if not lanes.strict:
-        bad = lanes.outside(lp, hit)
-        if bad is not None:  # replayed values outside the support: stale, redrawn fresh
-            k = lanes.count(bad)
-            acct.n_stale += k
-            acct.lp_stale += lanes.sum(old_lp, bad)
-            value = lanes.assign(value, bad, lanes.draw(d), full=True)
-            lp = lanes.rescore(d, value, lp, bad)
-            acct.n_fresh += k
-            acct.lp_fresh += lanes.sum(lp, bad)
-            changed = True
+            value, lp = lanes.fresh(d, acct)
+            return value, lp, True
+        return (*lanes.given(d, target), True)
+    else:
+        hit, values = lanes.positions(target), lanes.values_of(target)
+        if values is RESAMPLE:  # a draw from the prior, with its q terms
+            value, lp = lanes.resample(d, old_value, hit, acct)
+        else:  # the proposed value(s); outside the support: probability zero
+            value, lp = lanes.propose(d, old_value, hit, values)
+        changed = True
+        if hit is ALL:  # every member targeted: nothing left to replay
+            return value, lp, True
+    if not lanes.strict:  # replayed values outside the support: stale, redrawn fresh
+        value, lp, redrawn = lanes.redraw(d, value, lp, old_lp, hit, acct)
+        changed |= redrawn
     lanes.check_nan(d, value, lp)
     return value, lp, changed
+
+
+ALL = True  # the positions of a target that covers every member (one member's target)
 
 
 class ScalarLanes:
@@ -111,15 +93,6 @@ class ScalarLanes:
     def __init__(self, addr, rng, strict):
         self.addr, self.rng, self.strict = addr, rng, strict
 
-    def structure_change(self):
-        return StructureChange(self.addr)
-
-    def require_new(self) -> None:
-        pass
-
-    def draw(self, d):
-        return d.sample(self.rng)
-
     @staticmethod
     def log_prob(d, value) -> float:
         lp = d.log_prob(value)
@@ -130,45 +103,47 @@ class ScalarLanes:
         return lp > NEG_INF and lp == lp
 
     @staticmethod
-    def sum(lp, mask=None) -> float:
-        return lp
-
-    @staticmethod
-    def count(mask) -> int:
-        return 1
-
-    @staticmethod
-    def given(target):
-        return target
-
-    @staticmethod
     def positions(target):
-        return True
+        return ALL
 
     @staticmethod
     def values_of(target):
         return target
 
-    @staticmethod
-    def assign(old, hit, new, full):
-        return new
-
-    @staticmethod
-    def add_q(acct, hit, lp_before, lp) -> None:
-        acct.q_fwd += lp
-        acct.q_rev += lp_before
-
-    def check_possible(self, d, value, lp, hit, old):
-        if not lp > NEG_INF:
-            raise ZeroProbability(self.addr, d, value)
+    def fresh(self, d, acct):
+        if self.strict:
+            raise StructureChange(self.addr)
+        value = d.sample(self.rng)
+        lp = self.log_prob(d, value)
+        self.check_nan(d, value, lp)
+        acct.n_fresh += 1
+        acct.lp_fresh += lp
         return value, lp
 
-    @staticmethod
-    def outside(lp, hit):
-        return True if lp == NEG_INF and hit is None else None
+    def given(self, d, target):
+        lp = self.log_prob(d, target)
+        if not lp > NEG_INF:
+            raise ZeroProbability(self.addr, d, target)
+        return target, lp
 
-    def rescore(self, d, value, lp, bad) -> float:
-        return self.log_prob(d, value)
+    def resample(self, d, old, hit, acct):
+        value = d.sample(self.rng)
+        lp = self.log_prob(d, value)
+        acct.q_fwd += lp
+        acct.q_rev += self.log_prob(d, old)
+        self.check_nan(d, value, lp)
+        return value, lp
+
+    def propose(self, d, old, hit, values):
+        return self.given(d, values)
+
+    def redraw(self, d, value, lp, old_lp, hit, acct):
+        if lp != NEG_INF:
+            return value, lp, False
+        acct.n_stale += 1
+        acct.lp_stale += old_lp
+        value, lp = self.fresh(d, acct)
+        return value, lp, True
 
     def check_nan(self, d, value, lp) -> None:
         if lp != lp:
@@ -186,12 +161,6 @@ class BatchLanes:
         self.n = frame.n
         self.rng = frame.run.rng
         self.strict = frame.run.mode.strict
-
-    def structure_change(self):
-        return StructureChange(self.frame.generic(self.rel))
-
-    def require_new(self) -> None:
-        self.frame.require_full("a new choice", self.rel)
 
     def draw(self, d):
         """One value per member (``code`` from the frame's shape check)."""
@@ -212,41 +181,48 @@ class BatchLanes:
         return s > NEG_INF and s == s
 
     @staticmethod
-    def sum(lp, mask=None) -> float:
-        return float(lp.sum() if mask is None else lp[mask].sum())
-
-    @staticmethod
-    def count(mask) -> int:
-        return int(mask.sum()) if mask.dtype == bool else len(mask)
-
-    def given(self, target):
-        return np.asarray(target[1])
-
-    def positions(self, target):
+    def positions(target):
         return target[0]
 
     @staticmethod
     def values_of(target):
         return target[1]
 
-    @staticmethod
-    def assign(old, hit, new, full):
-        value = np.array(old)
-        value[hit] = np.asarray(new)[hit] if full else new
-        return value
+    def fresh(self, d, acct):
+        if self.strict:
+            raise StructureChange(self.frame.generic(self.rel))
+        self.frame.require_full("a new choice", self.rel)
+        value = self.draw(d)
+        lp = self.log_prob(d, value)
+        self.check_nan(d, value, lp)
+        acct.n_fresh += self.n
+        acct.lp_fresh += float(lp.sum())
+        acct.note_fresh(self.rel, self.n)
+        return value, lp
 
-    def add_q(self, acct, hit, lp_before, lp) -> None:
+    def given(self, d, target):
+        value = np.asarray(target[1])
+        lp = self.log_prob(d, value)
+        bad = np.flatnonzero(~(lp > NEG_INF))
+        if len(bad):
+            j = int(bad[0])
+            raise ZeroProbability(self.frame.member_addr(j, self.rel), d, value[j])
+        return value, lp
+
+    def resample(self, d, old, hit, acct):
+        lp_before = self.log_prob(d, old)
+        value = np.array(old)
+        value[hit] = self.draw(d)[hit]
+        lp = self.log_prob(d, value)
         acct.q_fwd += float(lp[hit].sum())
         acct.q_rev += float(lp_before[hit].sum())
         self.frame.add_q(hit, lp_before[hit] - lp[hit])
+        return value, lp
 
-    def check_possible(self, d, value, lp, hit, old):
-        if hit is None:  # initial values for every member
-            bad = np.flatnonzero(~(lp > NEG_INF))
-            if len(bad):
-                j = int(bad[0])
-                raise ZeroProbability(self.frame.member_addr(j, self.rel), d, value[j])
-            return value, lp
+    def propose(self, d, old, hit, values):
+        value = np.array(old)
+        value[hit] = values
+        lp = self.log_prob(d, value)
         bad = hit[~(lp[hit] > NEG_INF)]
         if len(bad):  # proposals outside the support: probability zero; the rest of the body
             value[bad] = np.asarray(old)[bad]  # sees valid values
@@ -254,17 +230,24 @@ class BatchLanes:
             lp[bad] = NEG_INF
         return value, lp
 
-    @staticmethod
-    def outside(lp, hit):
+    def redraw(self, d, value, lp, old_lp, hit, acct):
         bad = np.isneginf(lp)
         if hit is not None:
             bad[hit] = False  # a proposed value outside the support is rejected, not redrawn
-        return bad if bad.any() else None
-
-    def rescore(self, d, value, lp, bad):
+        if not bad.any():
+            return value, lp, False
+        k = int(bad.sum())
+        acct.n_stale += k
+        acct.lp_stale += float(old_lp[bad].sum())
+        acct.note_stale(self.rel, k)
+        acct.note_fresh(self.rel, k)
+        value = np.array(value)
+        value[bad] = self.draw(d)[bad]
         lp = lp.copy()
         lp[bad] = self.log_prob(d, value)[bad]
-        return lp
+        acct.n_fresh += k
+        acct.lp_fresh += float(lp[bad].sum())
+        return value, lp, True
 
     def check_nan(self, d, value, lp) -> None:
         if np.isnan(lp).any():

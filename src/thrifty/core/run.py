@@ -81,6 +81,8 @@ class Run:
     aborted: ZeroProbability | None = None
     captured: list | None = None  # (address, distribution, value, element indices) (capture)
     new_obs: dict | None = None  # simulated observations (simulate_observations)
+    fresh_choices: list | None = None  # (address, count) of the choices created (see below)
+    stale_choices: list | None = None  # (address, count) of the choices dropped
 
     def __init__(
         self,
@@ -187,12 +189,28 @@ class Run:
     def note_impossible(self, addr, d, value) -> None:
         self.impossible.append((addr, d, value))
 
+    # -- which choices a proposal creates and drops (adaptive LMH needs them, not only counts) --
+    def note_fresh(self, addr, count: int = 1) -> None:
+        """``count`` choices at ``addr`` were created (a generic address with ``"*"`` for the
+        elements of a plate).  ``fresh_choices`` sums to ``n_fresh``."""
+        if self.fresh_choices is None:
+            self.fresh_choices = []
+        self.fresh_choices.append((addr, count))
+
+    def note_stale(self, addr, count: int = 1) -> None:
+        """``count`` choices at ``addr`` were dropped; ``stale_choices`` sums to ``n_stale``."""
+        if self.stale_choices is None:
+            self.stale_choices = []
+        self.stale_choices.append((addr, count))
+
     def drop_node(self, node, addr) -> None:
         """A plate, chain or step of the old trace that this execution did not create again."""
         latent_lp = node.latent_lp()
         self.lp_old += node.total_lp() - latent_lp
         self.lp_stale += latent_lp
         self.n_stale += node.n_latent
+        if node.n_latent:
+            self.note_stale(addr, node.n_latent)  # every choice of the node (or step) at addr
         node.drop_reads(self.reads, addr)
 
     def check_targets(self, n_scalar: int, vec_keys=()) -> None:

@@ -15,7 +15,7 @@ other in a circle.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -82,15 +82,20 @@ def sorted_unique(a: np.ndarray) -> np.ndarray:
     return a[keep]
 
 
-@dataclass
 class Plan:
     """Which parts of the structured nodes a run executes when nothing before them changed.
 
     ``plates``: plate address → sorted element indices; ``steps``: chain address → steps.
     """
 
-    plates: dict = field(default_factory=dict)
-    steps: dict = field(default_factory=dict)
+    __slots__ = ("plates", "steps")
+
+    def __init__(self, plates: dict | None = None, steps: dict | None = None):
+        self.plates = {} if plates is None else plates
+        self.steps = {} if steps is None else steps
+
+    def __repr__(self) -> str:
+        return f"Plan(plates={self.plates!r}, steps={self.steps!r})"
 
     def add_elements(self, plate_addr, elems) -> None:
         old = self.plates.get(plate_addr)

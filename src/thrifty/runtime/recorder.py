@@ -328,9 +328,7 @@ class Recorder:
                 if parts is None:
                     self._series(name).set(d, src.whole(trace))
                     continue
-                idx = parts[0] if len(parts) == 1 else np.concatenate(parts)
-                idx = np.unique(np.asarray(idx, dtype=np.int64))
-                self._series(name).change(d, idx, np.array(src.part(idx)))
+                self._series(name).change(d, *_elements(src, parts))
         if generic_dirty or any(node in merged for _, node, _ in self._generic):
             self._refresh_generic(trace, d)
 
@@ -368,3 +366,14 @@ class Recorder:
 
 
 _NOTHING = object()
+
+
+def _elements(src, parts) -> tuple:
+    """(sorted distinct members, their values) of the logged member parts of a source."""
+    if len(parts) == 1:
+        idx = parts[0]
+        if isinstance(idx, list):  # markov steps, in execution order
+            idx = np.array(sorted(set(idx)) if len(idx) > 1 else idx, dtype=np.int64)
+    else:
+        idx = np.unique(np.concatenate([np.asarray(p, dtype=np.int64) for p in parts]))
+    return idx, np.array(src.part(idx))

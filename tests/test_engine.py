@@ -324,3 +324,55 @@ def test_one_on_a_chain_picks_a_step_without_expanding():
     assert cs._expanded is None  # no list of 3000 addresses was built
     assert len(picked) > 2000  # uniform over the steps
     assert th.ordered_range("s", 10, 19).resolve(trace).count == 10
+
+
+# -- the batched executor runs any batch of members, not only plate elements --------------------
+def test_batched_executor_runs_a_markov_step_over_particles():
+    """What the particle methods need: ``step(t, prev)`` executed once over N particle states,
+    latent and observation log-densities per particle kept apart (no plate involved)."""
+    from thrifty import _context
+    from thrifty.core.batch import BatchFrame
+
+    class Particles(BatchFrame):
+        def __init__(self, run, addr, n):
+            super().__init__(run, None, (), None)
+            self.init_members(n)
+            self.addr = addr
+
+        def member_addr(self, j, rel):
+            return self.addr + (j,) + rel
+
+        def generic(self, rel):
+            return self.addr + ("*",) + rel
+
+        generic_all = generic
+
+    means = np.array([-1.0, 0.0, 2.0])
+
+    def step(t, prev):
+        z = th.sample("z", dist.Categorical(TRANS3[prev]))
+        th.observe("y", dist.Normal(means[z], 1.0), 0.5)
+        return z
+
+    trace = initialize(big_plate(3), np.random.default_rng(0))
+    run = Run(trace, np.random.default_rng(1))
+    n = 20_000
+    frame = Particles(run, ("s", 4), n)
+    prev = np.random.default_rng(2).integers(0, 3, n)
+    run.frame = frame
+    _context.RUNS.append(run)
+    try:
+        z = step(4, prev)
+    finally:
+        _context.RUNS.pop()
+    assert z.shape == (n,) and frame.lat_lp.shape == frame.obs_lp.shape == (n,)
+    np.testing.assert_allclose(frame.lat_lp, np.log(TRANS3[prev, z]))
+    np.testing.assert_allclose(frame.obs_lp, dist.Normal(means[z], 1.0).log_prob(0.5))
+    assert frame.n_fresh == n  # no stored particle values: every member drew fresh
+    # the transition is followed: the share of z = 2 given prev = 2 is TRANS3[2, 2]
+    share = np.mean(z[prev == 2] == 2)
+    se = np.sqrt(TRANS3[2, 2] * (1 - TRANS3[2, 2]) / np.sum(prev == 2))
+    assert abs(share - TRANS3[2, 2]) < 4.5 * se
+
+
+TRANS3 = np.array([[0.8, 0.15, 0.05], [0.1, 0.8, 0.1], [0.05, 0.15, 0.8]])

@@ -16,20 +16,12 @@ from thrifty.errors import ModelError
 Address = tuple
 
 
-_STR_NAMES: dict = {}
-
-
 def as_name(name) -> tuple:
     """Normalise a user-given name (str, int or tuple of those) to a tuple."""
     t = type(name)
     if t is str:
-        out = _STR_NAMES.get(name)
-        if out is not None:
-            return out
         if "." in name:
             raise ModelError(f"name {name!r}: '.' separates address parts and cannot be in a name")
-        if len(_STR_NAMES) < 100_000:
-            _STR_NAMES[name] = (name,)
         return (name,)
     if t is tuple:
         for part in name:

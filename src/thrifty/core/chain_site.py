@@ -65,8 +65,8 @@ class ChainSite:
             if type(site.value) in (int, float, bool) and values.data.ndim == 1:
                 pytype = type(site.value)
         present = Column(np.zeros(T, dtype=bool)) if T > 1 else None
-        return cls(site.kind, site.discrete, values, Column(np.zeros(T)),
-                   Column(np.empty(T, dtype=object)), present, pytype)
+        dists = Column(np.empty(T, dtype=object)) if site.kind == LATENT else None
+        return cls(site.kind, site.discrete, values, Column(np.zeros(T)), dists, present, pytype)
 
     def write(self, t: int, site: Site) -> None:
         vals, lp, dists = self.values, self.lp, self.dists
@@ -79,12 +79,15 @@ class ChainSite:
                     self.values = vals = _as_objects(vals)
                     self.pytype = None
                 vals.put(t, v)
-        if lp.owned and dists.owned:
+        if lp.owned:
             lp.data[t] = site.lp
-            dists.data[t] = site.dist
         else:
             lp.set(t, site.lp)
-            dists.set(t, site.dist)
+        if dists is not None:  # latent sites: the distribution each step was scored under
+            if dists.owned:
+                dists.data[t] = site.dist
+            else:
+                dists.set(t, site.dist)
         present = self.present
         if present is not None:
             if present.owned:
@@ -102,12 +105,13 @@ class ChainSite:
 
     def site(self, t: int) -> Site:
         vals, lp, dists = self.values, self.lp, self.dists
-        if lp.patch is None and dists.patch is None and (vals is None or vals.patch is None):
+        d = None if dists is None else dists.get(t)
+        if lp.patch is None and (vals is None or vals.patch is None):
             v = None if vals is None else (vals.data.item(t) if vals.data.ndim == 1
                                            else vals.data[t])
-            return Site(v, lp.data.item(t), self.kind, self.discrete, dists.data[t])
+            return Site(v, lp.data.item(t), self.kind, self.discrete, d)
         v = None if vals is None else vals.get(t)
-        return Site(v, lp.get(t), self.kind, self.discrete, dists.get(t))
+        return Site(v, lp.get(t), self.kind, self.discrete, d)
 
     def share(self) -> ChainSite:
         return ChainSite(
@@ -115,7 +119,7 @@ class ChainSite:
             self.discrete,
             None if self.values is None else self.values.share(),
             self.lp.share(),
-            self.dists.share(),
+            None if self.dists is None else self.dists.share(),
             None if self.present is None else self.present.share(),
             self.pytype,
         )
@@ -129,7 +133,7 @@ class ChainSite:
             self.discrete,
             None if self.values is None else self.values.resized(T),
             self.lp.resized(T),
-            self.dists.resized(T),
+            None if self.dists is None else self.dists.resized(T),
             present,
             self.pytype,
         )

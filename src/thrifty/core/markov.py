@@ -30,6 +30,7 @@ from thrifty.core.vocab import LATENT, chain_length, same_value
 from thrifty.errors import ModelError
 
 _NONE: dict = {}  # no nested nodes (never written)
+_NOTHING = object()
 
 
 class ChainNode(Node):
@@ -358,18 +359,25 @@ def run_chain(parent, local, step, length, init, args):
             parent.new.chains[local] = old
             return old.states
         old_states = old.states
+        chunks = old_states._chunks  # committed states: read without the sequence protocol
         new_states: dict = {}
         blocks = {}
         todo = sorted(planned)
         k, changed, prev_changed = 0, False, False
         t = todo[0]
         while t is not None:
-            prev = init if t == 0 else new_states.get(t - 1, old_states[t - 1])
+            if t == 0:
+                prev = init
+            else:
+                prev = new_states.get(t - 1, _NOTHING)
+                if prev is _NOTHING:
+                    prev = chunks[(t - 1) >> 6][(t - 1) & 63]
             blocks[t], state = _exec_step(
                 run, addr, t, step, prev, args, old.step_view(t), prev_changed
             )
             new_states[t] = state
-            prev_changed = not same_value(state, old_states[t])
+            old_state = chunks[t >> 6][t & 63]
+            prev_changed = state is not old_state and not same_value(state, old_state)
             changed |= prev_changed
             while k < len(todo) and todo[k] <= t:
                 k += 1
@@ -456,7 +464,7 @@ class ChainUpdate(Update):
             node.n_stale -= was_stale
         if node.n_stale:
             trace.stale_nodes.add(node)
-        else:
+        elif trace.stale_nodes:
             trace.stale_nodes.discard(node)
         if trace.changes is not None:
             trace.changes.wrote(node, None if self.fresh or len(executed) == T else list(executed))

@@ -62,11 +62,14 @@ def plate(name, size: int):
     return _frame("plate").plate(name, size)
 
 
-def markov(name, step: Callable, length: int, init=None, *args) -> list:
-    """A state-space chain of ``length`` steps; returns the list of states.
+def markov(name, step: Callable, length: int, init=None, *args):
+    """A state-space chain of ``length`` steps; returns its states.
 
     ``step(t, prev, *args)`` samples/observes the choices of step ``t`` (addresses
-    ``(name, t, ...)``) and returns the new state; ``prev`` is ``init`` at ``t = 0``.
+    ``(name, t, ...)``) and returns the new state; ``prev`` is ``init`` at ``t = 0``.  The
+    states come back as a read-only sequence (index, slice, iterate, ``len``, ``list(...)``,
+    equality with a list) that a one-step update returns in O(1); inside a plate, as a list of
+    arrays (one entry per executed element).
     """
     return _frame("markov").markov(name, step, length, init, args)
 

@@ -250,6 +250,19 @@ def test_recorded_bytes_do_not_grow_with_the_plate():
     assert per_draw[1] < 2 * per_draw[0] + 50, per_draw
 
 
+def test_recorded_events_of_a_chain_do_not_grow_with_its_length():
+    """MH on one step of a chain: each draw records the (at most two) steps it re-executed, at
+    T = 100 as at T = 3,000 (after the first draw's whole chain)."""
+    per_draw = []
+    for T in (100, 3_000):
+        r = th.infer(flat_chain(T), th.mh(th.one("s"), th.drift(0.5)), num_samples=300, seed=0,
+                     progress=False, dense_bytes=0)
+        s = r.sparse("s.x").chain(0)
+        assert all(e is None or len(e) <= 2 for e in s.elems)
+        per_draw.append((s.nbytes() - np.asarray(s.values[0]).nbytes) / 300)
+    assert per_draw[1] < 1.5 * per_draw[0] + 50, per_draw
+
+
 def test_record_and_exclude_choose_the_variables():
     y = np.zeros(6)
     r = th.infer(kitchen(y), th.lmh(), num_samples=20, seed=0, progress=False, record="mu")

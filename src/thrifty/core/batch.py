@@ -26,7 +26,6 @@ from thrifty.core.vocab import (
     FACTOR,
     LATENT,
     NEG_INF,
-    OBSERVED,
     check_dist,
     outside_support,
 )
@@ -129,11 +128,12 @@ class BatchFrame:
             self.q = np.zeros(self.n)
         self.q[pos] += dq
 
-    def _add(self, which: str, lp: np.ndarray, s: float) -> None:
+    def _add(self, which: str, lp: np.ndarray, s: float, owned: bool = False) -> None:
+        """Accumulate per-member log-densities (``owned``: ``lp`` is nobody else's array)."""
         self.lp_total += s
         cur = getattr(self, which)
         if cur is None:
-            setattr(self, which, lp.copy())
+            setattr(self, which, lp if owned else lp.copy())
         else:
             cur += lp
 
@@ -252,8 +252,8 @@ class BatchFrame:
                 f"shape mismatch in {acc.where()} at observation {fmt(acc.generic(rel))}: {e}"
             ) from None
         lp = acc.member_lp(lp, rel, "observation")
-        acc._add("obs_lp", lp, acc._check_observed(lp, rel, d, value))
-        self.new[local] = MemberSite(None, lp, OBSERVED)
+        s = acc._check_observed(lp, rel, d, value)
+        acc._add("obs_lp", lp if lp.flags.writeable and lp.base is None else lp.copy(), s, True)
         if run.captured is not None:
             run.captured.append((acc.generic_all(rel), d, value, acc.member_indices()))
         return value

@@ -40,8 +40,7 @@ class ChainNode(Node):
         self.addr = addr
         self.T = T
         self.sites: dict[tuple, ChainSite] = {}  # in the order of first execution
-        self.own_lp = Column(np.zeros(T))  # per step: its own sites
-        self.step_total = Column(np.zeros(T))  # per step: with its nested nodes
+        self.step_total = Column(np.zeros(T))  # per step: its sites and its nested nodes
         self._lp = 0.0  # Σ_t step_total[t], re-summed exactly every T updates
         self._updates = 0
         self.states = States.of([None] * T)  # immutable: shared by forks and outputs
@@ -69,7 +68,7 @@ class ChainNode(Node):
             if s.kind == LATENT:
                 lp = s.lp.array()
                 out += float(lp.sum() if s.present is None else lp[s.present.array()].sum())
-        for plates, chains in self.nested.values():
+        for plates, chains, _ in self.nested.values():
             for node in (*plates.values(), *chains.values()):
                 out += node.latent_lp()
         return out
@@ -77,7 +76,7 @@ class ChainNode(Node):
     def has_stale(self, mems=None, exact: bool = False) -> bool:
         if self.n_stale:
             return True
-        for plates, chains in self.nested.values():
+        for plates, chains, _ in self.nested.values():
             for node in (*plates.values(), *chains.values()):
                 if node.has_stale(mems, exact):
                     return True
@@ -91,7 +90,7 @@ class ChainNode(Node):
         out = object.__new__(ChainNode)
         out.__dict__.update(self.__dict__)
         out.sites = {k: s.share() for k, s in self.sites.items()}
-        for name in ("own_lp", "step_total", "stamp", "counts"):
+        for name in ("step_total", "stamp", "counts"):
             setattr(out, name, getattr(self, name).share())
         out.nested = dict(self.nested)
         out.reads = dict(self.reads)
@@ -147,7 +146,7 @@ class ChainNode(Node):
     def resize(self, T: int) -> None:
         old = self.T
         self.sites = {k: s.resized(T) for k, s in self.sites.items()}
-        for name in ("own_lp", "step_total", "stamp", "counts"):
+        for name in ("step_total", "stamp", "counts"):
             setattr(self, name, getattr(self, name).resized(T))
         self.states = States.of((list(self.states) + [None] * T)[:T])
         for t in range(T, old):
@@ -177,7 +176,7 @@ class ChainNode(Node):
         if blk.plates or blk.chains:
             if not self.nested:
                 self._shape = None
-            self.nested[t] = (blk.plates, blk.chains)
+            self.nested[t] = (blk.plates, blk.chains, blk.lp)  # and the step's own sites' lp
             total = blk.total_lp()
             c = blk.total_latent()
         else:
@@ -191,12 +190,11 @@ class ChainNode(Node):
             self.reads[t] = blk.mem_reads
         elif t in self.reads:
             del self.reads[t]
-        st, own, counts, stamp = self.step_total, self.own_lp, self.counts, self.stamp
+        st, counts, stamp = self.step_total, self.counts, self.stamp
         self._updates += 1
-        if st.owned and own.owned and counts.owned and stamp.owned:  # no fork: write in place
+        if st.owned and counts.owned and stamp.owned:  # no fork: write in place
             self._lp += total - st.data.item(t)
             st.data[t] = total
-            own.data[t] = blk.lp
             stamp.data[t] = clock
             old = counts.data.item(t)
             if c != old:
@@ -204,7 +202,6 @@ class ChainNode(Node):
         else:
             self._lp += total - st.get(t)
             st.set(t, total)
-            own.set(t, blk.lp)
             stamp.set(t, clock)
             old = counts.get(t)
             if c != old:
@@ -226,12 +223,12 @@ class StepView:
     def __init__(self, node: ChainNode, t: int):
         self.node, self.t = node, t
         nested = node.nested.get(t) if node.nested else None
-        if nested is None:
+        if nested is None:  # the step's total is its own sites' log-density
             self.plates = self.chains = _NONE
+            st = node.step_total
+            self.lp = st.data.item(t) if st.patch is None else st.get(t)
         else:
-            self.plates, self.chains = nested
-        own = node.own_lp
-        self.lp = own.data.item(t) if own.patch is None else own.get(t)  # its own sites
+            self.plates, self.chains, self.lp = nested
         self.mem_reads = node.reads.get(t, ()) if node.reads else ()
 
     def get_site(self, local):

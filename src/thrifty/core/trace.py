@@ -211,11 +211,12 @@ class Trace:
         base = fork._base
         log = self.changes
         uid = self.uid
+        sole = base is not None and base[0] is self and self.tokens is base[2]
         self.__dict__.update(fork.__dict__)
         self.uid = uid
         self._base = None
-        if base is not None and base[0] is self and base[2] is not None:
-            self.tokens = fork.tokens + base[1]  # nobody else holds the pre-fork nodes now
+        if sole:  # no other fork of the pre-fork state: nobody else holds its nodes now
+            self.tokens = fork.tokens + base[1]
         if log is not None:
             if fork.changes is not None:
                 log.extend(fork.changes)

@@ -8,7 +8,8 @@ many plate elements (or, later, particles) at once, a key of a memoized function
 case                          value and log-density                                    accounting
 ============================  =======================================================  ==========
 proposed value (target)       the target, scored; outside the support → probability 0  kept
-resample (target RESAMPLE)    a fresh draw from the prior                              kept, q
+resample (target RESAMPLE)    a fresh draw from the prior under the new parents; q_rev  kept, q
+                              is the old value's stored density (its old parents)
 replay                        the old value, rescored under its new parents            kept
 replay, outside the support   strict: scored −∞; else the old value is *stale* and a   stale +
                               *fresh* value is drawn                                   fresh
@@ -67,7 +68,7 @@ def replay(lanes, d, old_value, old_lp, target, acct):
     else:
         hit, values = lanes.positions(target), lanes.values_of(target)
         if values is RESAMPLE:  # a draw from the prior, with its q terms
-            value, lp = lanes.resample(d, old_value, hit, acct)
+            value, lp = lanes.resample(d, old_value, old_lp, hit, acct)
         else:  # the proposed value(s); outside the support: probability zero
             value, lp = lanes.propose(d, old_value, hit, values)
         changed = True
@@ -126,11 +127,14 @@ class ScalarLanes:
             raise ZeroProbability(self.addr, d, target)
         return target, lp
 
-    def resample(self, d, old, hit, acct):
+    def resample(self, d, old, old_lp, hit, acct):
+        # q(x' | x) is the prior under the new parents; the reverse move draws the old value
+        # under the old parents, whose density is the stored one (a block of dependent choices
+        # resampled together: the parents differ)
         value = d.sample(self.rng)
         lp = self.log_prob(d, value)
         acct.q_fwd += lp
-        acct.q_rev += self.log_prob(d, old)
+        acct.q_rev += old_lp
         self.check_nan(d, value, lp)
         return value, lp
 
@@ -209,8 +213,8 @@ class BatchLanes:
             raise ZeroProbability(self.frame.member_addr(j, self.rel), d, value[j])
         return value, lp
 
-    def resample(self, d, old, hit, acct):
-        lp_before = self.log_prob(d, old)
+    def resample(self, d, old, old_lp, hit, acct):
+        lp_before = old_lp  # the old values under their old parents (see ScalarLanes)
         value = np.array(old)
         value[hit] = self.draw(d)[hit]
         lp = self.log_prob(d, value)

@@ -159,38 +159,62 @@ def make_targets(locations, values) -> tuple[dict, dict]:
 # -- enumerating choices --------------------------------------------------------------------------
 def choice_at(trace, r: int) -> tuple:
     """The address of latent choice number ``r`` (0 ≤ r < trace.n_latent), in a fixed order."""
-    found, r = _block_choice(trace.root, (), r)
+    return locate_choice(trace, r).addr
+
+
+def locate_choice(trace, r: int) -> Location:
+    """The :class:`Location` of latent choice number ``r`` (``choice_at`` and ``locate`` in
+    one walk: LMH's uniform choice)."""
+    found, r = _block_choice(trace.root, (), r, [])
     if found is not None:
         return found
     for addr, table in trace.mems.items():
         if r < len(table):
-            return addr + (list(table.values)[r],)
+            return locate(trace, addr + (list(table.values)[r],))
         r -= len(table)
     raise IndexError("choice index out of range")
 
 
-def _block_choice(block, prefix: tuple, r: int):
+def _block_choice(block, prefix: tuple, r: int, steps: list):
     names = block.latent_names()
     if r < len(names):
-        return prefix + names[r], 0
+        local = names[r]
+        s = block.get_site(local)
+        return Location("site", prefix + local, s.value, s.discrete, steps, dist=s.dist), 0
     r -= len(names)
     for local, node in block.plates.items():
         n = node.n_latent
         if r < n:
             elem, j = divmod(r, node.n_latent_elem)
-            return prefix + local + (elem,) + node.latent_names()[j], 0
+            rel = node.latent_names()[j]
+            site = node.site(rel)
+            return Location(
+                "element",
+                prefix + local + (elem,) + rel,
+                site.take(elem),
+                site.discrete,
+                steps,
+                plate_addr=prefix + local,
+                elem=elem,
+                rel=rel,
+                dist=site.dist,
+            ), 0
         r -= n
     for local, chain in block.chains.items():
         n = chain.n_latent
         if r < n:
+            caddr = prefix + local
             if chain.uniform():  # the same latent sites in every step: O(1)
                 sites = chain.latent_sites()
                 t, j = divmod(r, len(sites))
-                return prefix + local + (t,) + sites[j], 0
+                s = chain.sites[sites[j]].site(t)
+                addr = caddr + (t,) + sites[j]
+                return Location("site", addr, s.value, s.discrete, [*steps, (caddr, t)],
+                                dist=s.dist), 0
             cum = chain.cumulative_latent()
             t = int(np.searchsorted(cum, r, side="right"))
             r2 = r - (int(cum[t - 1]) if t else 0)
-            return _block_choice(chain.step_view(t), prefix + local + (t,), r2)
+            return _block_choice(chain.step_view(t), caddr + (t,), r2, [*steps, (caddr, t)])
         r -= n
     return None, r
 

@@ -435,8 +435,9 @@ class ChainUpdate(Update):
             node = self.node
             node.owner = trace.tokens[0]
         else:
-            node = trace.own(self.node)
-            if node is not self.node:
+            node = self.node
+            if node.owner not in trace.tokens:  # shared with a fork: a copy-on-write clone
+                node = trace.own(node)
                 self.block.chains[self.local] = node
         T = self.length
         if node.T != T:

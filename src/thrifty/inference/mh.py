@@ -22,9 +22,9 @@ import numpy as np
 
 from thrifty.core.address import fmt
 from thrifty.core.locate import (
-    choice_at,
     find_plate,
     locate,
+    locate_choice,
     plan_elements,
     plan_for,
 )
@@ -236,19 +236,21 @@ class LMH(_Selecting):
         return "lmh()" if self.selection is None else f"lmh({self.selection!r})"
 
     def _step(self, trace, rng):
-        self.refresh(trace, rng)
+        if trace.stale_nodes:
+            self.refresh(trace, rng)
         if self.selection is None:
             n = trace.n_latent
             if n == 0:
                 raise SelectionError("lmh: the program has no latent choices")
-            addr = choice_at(trace, int(rng.random() * n))
+            loc = locate_choice(trace, int(rng.random() * n))
+            addr = loc.addr
         else:
             cs = self.choices(trace)
             if cs is None:
                 return trace
             n = cs.count
             addr = cs.address(int(rng.random() * n))
-        loc = locate(trace, addr)
+            loc = locate(trace, addr)
         plan = plan_for(trace, [loc])
         if loc.kind == "element":
             vec = {(loc.plate_addr, loc.rel): VecTarget(np.array([loc.elem]), RESAMPLE)}

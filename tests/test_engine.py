@@ -237,6 +237,36 @@ def test_sparse_and_dense_recording_agree():
     assert sp.nbytes < sp.dense_nbytes / 20  # events, not a copy per draw
 
 
+def test_sparse_moments_pool_the_draws_of_a_variable_present_in_some_draws():
+    @th.model
+    def maybe(n):
+        c = th.sample("c", dist.Bernoulli(probs=0.5))
+        if c:
+            with th.plate("p", n):
+                th.sample("u", dist.Normal(1.0, 1.0))
+
+    kw = dict(num_samples=300, chains=2, seed=0, progress=False, workers=1)
+    r = th.infer(maybe(4), th.cycle([th.lmh("c"), th.mh("p.u", th.drift(0.5))]),
+                 dense_bytes=0, **kw)
+    dense = r["p.u"]
+    assert np.isnan(dense).any() and not np.isnan(dense).all()
+    np.testing.assert_allclose(r.sparse("p.u").mean(), np.nanmean(dense, axis=(0, 1)))
+    np.testing.assert_allclose(r.sparse("p.u").var(), np.nanvar(dense, axis=(0, 1)), atol=1e-12)
+
+
+def test_a_reused_deterministic_buffer_is_recorded_by_value():
+    buffer = np.zeros(2)
+
+    @th.model
+    def m():
+        x = th.sample("x", dist.Normal(0.0, 1.0))
+        buffer[:] = (x, 2 * x)  # the same array object every execution
+        th.deterministic("d", buffer)
+
+    r = th.infer(m(), th.mh("x", th.drift(1.0)), num_samples=100, seed=0, progress=False)
+    np.testing.assert_allclose(r["d"][0, :, 1], 2 * r["x"][0])
+
+
 def test_recorded_bytes_do_not_grow_with_the_plate():
     """One-element Gibbs: the events recorded per draw are the same at N = 10³ and 10⁵ (the
     first draw holds the whole plate once)."""

@@ -17,6 +17,7 @@ from thrifty.core.trace import Trace
 from thrifty.inference.austerity import austerity_gibbs
 from thrifty.inference.compose import cycle, mixture
 from thrifty.inference.gibbs import gibbs
+from thrifty.inference.kernel import Kernel
 from thrifty.inference.mh import lmh, mh
 from thrifty.inference.proposals import drift, prior
 from thrifty.inference.selection import each, one, ordered_range, select
@@ -31,6 +32,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "InterruptedWarning",
+    "Kernel",
     "Model",
     "Program",
     "Result",

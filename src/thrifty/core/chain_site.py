@@ -9,6 +9,7 @@ states returned by the steps.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 
 import numpy as np
@@ -168,6 +169,16 @@ class States(Sequence):
     def __getitem__(self, t):
         if isinstance(t, slice):
             return [self[i] for i in range(*t.indices(self._n))]
+        try:
+            t = operator.index(t)
+        except TypeError:
+            idx = np.asarray(t)
+            if idx.ndim == 1 and idx.dtype.kind in "iu":
+                return [self[int(i)] for i in idx]
+            raise TypeError(
+                f"markov states are indexed by an int, a slice or an array of ints, not {t!r} "
+                "(list(states) gives a list)"
+            ) from None
         if t < 0:
             t += self._n
         if not 0 <= t < self._n:
@@ -211,6 +222,12 @@ class States(Sequence):
         return all(same_value(a, b) for a, b in zip(self, other))
 
     __hash__ = None  # type: ignore[assignment]
+
+    def __add__(self, other) -> list:
+        return list(self) + list(other)
+
+    def __radd__(self, other) -> list:
+        return list(other) + list(self)
 
     def __repr__(self) -> str:
         return repr(list(self))

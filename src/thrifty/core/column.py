@@ -18,6 +18,11 @@ import numpy as np
 _MISSING = object()
 
 
+def _one(idx) -> bool:
+    """Whether ``idx`` names one element (an int), not a slice or an index array."""
+    return not isinstance(idx, slice) and np.ndim(idx) == 0
+
+
 def _scalar(v):
     """A NumPy scalar as the Python scalar it came from (values replayed to user code)."""
     return v.item() if isinstance(v, np.generic) else v
@@ -101,7 +106,7 @@ class Column:
                 if start <= k < stop:
                     out[k - start] = v
             return out
-        if np.ndim(idx) == 0:
+        if _one(idx):
             v = p.get(int(idx), _MISSING)
             return out if v is _MISSING else v
         idx = np.asarray(idx)
@@ -146,10 +151,10 @@ class Column:
             self._fit(values)
         if not self.owned:
             n = (
-                1
-                if np.ndim(idx) == 0
-                else len(range(*idx.indices(len(self.data))))
+                len(range(*idx.indices(len(self.data))))
                 if isinstance(idx, slice)
+                else 1
+                if np.ndim(idx) == 0
                 else len(idx)
             )
             if n + len(self.patch or ()) > max(8, len(self.data) // 16):
@@ -157,7 +162,7 @@ class Column:
             else:
                 self._put_patch(idx, values)
                 return
-        if self.data.dtype == object and np.ndim(idx) != 0:
+        if self.data.dtype == object and not _one(idx):
             for j, e in enumerate(np.arange(len(self.data))[idx].tolist()):
                 self.data[e] = values[j]
             return
@@ -167,7 +172,7 @@ class Column:
         p = self.patch
         if p is None:
             p = self.patch = {}
-        if np.ndim(idx) == 0:
+        if _one(idx):
             p[int(idx)] = values.copy() if isinstance(values, np.ndarray) else values
             return
         elems = np.arange(len(self.data))[idx] if isinstance(idx, slice) else np.asarray(idx)

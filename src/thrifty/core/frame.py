@@ -145,7 +145,9 @@ class BlockFrame:
 
     def deterministic(self, name, value):
         local = self._local(name)
-        self.new.sites[local] = Site(value, 0.0, DETERMINISTIC)
+        # an array is recorded as a copy: the model may reuse (and mutate) the buffer later
+        kept = value.copy() if isinstance(value, np.ndarray) else value
+        self.new.sites[local] = Site(kept, 0.0, DETERMINISTIC)
         return value
 
     def mem_read(self, mem, key):

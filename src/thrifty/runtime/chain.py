@@ -120,7 +120,13 @@ class ChainRun:
         prepare = getattr(self.kernel, "prepare_all", None)
         if prepare is not None and snapshot is None:
             prepare(self.trace)
-        self.recorder = Recorder(cfg.keep or Selector(), self.needs_plates, start=self.n_recorded)
+        keep = cfg.keep or Selector()
+        if snapshot is None and not keep.everything:
+            from thrifty.runtime.recorder import sources
+
+            found, _, generic = sources(self.trace, lambda name: True)
+            keep.check([*found, *(n for _, _, values in generic for n in values)])
+        self.recorder = Recorder(keep, self.needs_plates, start=self.n_recorded)
 
     # -- the loop ----------------------------------------------------------------------------------
     def run(self, tick) -> bool:

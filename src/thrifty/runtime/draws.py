@@ -91,16 +91,20 @@ class Series:
         return n * int(np.prod(shape, dtype=np.int64)) * item
 
     # -- materialising ----------------------------------------------------------------------------
-    def materialize(self, n: int) -> np.ndarray:
+    def materialize(self, n: int, out: np.ndarray | None = None) -> np.ndarray:
         """The value at draws 0..n-1 as an array ``(n, *shape)`` (NaN where the variable is
-        absent; an object array of per-draw values when shapes or types vary)."""
+        absent; an object array of per-draw values when shapes or types vary), written into
+        ``out`` when given."""
         lay = self.layout()
         if lay is None:
             return self._objects(n)
         shape, dtype, complete = lay
         if not complete and dtype.kind != "f":
             dtype = np.dtype(float)
-        out = np.empty((n,) + shape, dtype=dtype)
+        if out is None:
+            out = np.empty((n,) + shape, dtype=dtype)
+        else:
+            dtype = out.dtype
         cur = None
         prev = 0
         for d, e, v in zip(self.draws, self.elems, self.values):
@@ -148,13 +152,14 @@ class Series:
                 cur[e] = v
         return cur
 
-    def moments(self, n: int) -> tuple[np.ndarray, np.ndarray]:
-        """Per-element mean and variance over draws 0..n-1, without the dense array:
-        O(events + elements × whole-value events)."""
+    def sums(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per element, over draws 0..n-1 where the variable exists: Σ value, Σ value² and the
+        number of draws — without the dense array: O(events + elements × whole values)."""
         lay = self.layout()
         if lay is None or not lay[2]:
             a = self.materialize(n).astype(float)
-            return np.nanmean(a, axis=0), np.nanvar(a, axis=0)
+            ok = ~np.isnan(a)
+            return np.where(ok, a, 0).sum(0), np.where(ok, a * a, 0).sum(0), ok.sum(0)
         shape = lay[0]
         s1 = np.zeros(shape)
         s2 = np.zeros(shape)
@@ -181,8 +186,14 @@ class Series:
         w = w.reshape(w.shape + (1,) * (len(shape) - w.ndim))
         s1 += w * cur
         s2 += w * cur * cur
-        mean = s1 / n
-        return mean, np.maximum(s2 / n - mean * mean, 0.0)
+        return s1, s2, np.full(shape, n)
+
+    def moments(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per-element mean and variance over the draws 0..n-1 where the variable exists."""
+        s1, s2, k = self.sums(n)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = s1 / k
+            return mean, np.maximum(s2 / k - mean * mean, 0.0)
 
     def nbytes(self) -> int:
         total = 0
@@ -225,21 +236,34 @@ class SparseDraws:
         return self.series[c]
 
     def materialize(self) -> np.ndarray:
-        return np.stack([s.materialize(self.n) for s in self.series])
+        out = np.empty(self.shape, dtype=self.dtype)  # written in place: no second copy
+        for c, s in enumerate(self.series):
+            if len(s):
+                s.materialize(self.n, out=out[c])
+            else:
+                out[c] = np.nan
+        return out
 
     def __array__(self, dtype=None, copy=None):
         a = self.materialize()
         return a if dtype is None else a.astype(dtype)
 
+    def _pooled(self):
+        sums = [s.sums(self.n) for s in self.series if len(s)]
+        return tuple(sum(x[i] for x in sums) for i in range(3))
+
     def mean(self) -> np.ndarray:
-        """Per-element posterior mean over every chain and draw."""
-        return np.mean([s.moments(self.n)[0] for s in self.series], axis=0)
+        """Per-element posterior mean over every chain and draw (where the variable exists)."""
+        s1, _, k = self._pooled()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return s1 / k
 
     def var(self) -> np.ndarray:
-        """Per-element variance over every chain and draw (pooled)."""
-        ms = [s.moments(self.n) for s in self.series]
-        mean = np.mean([m for m, _ in ms], axis=0)
-        return np.mean([v + (m - mean) ** 2 for m, v in ms], axis=0)
+        """Per-element variance over every chain and draw (pooled, where it exists)."""
+        s1, s2, k = self._pooled()
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = s1 / k
+            return np.maximum(s2 / k - mean * mean, 0.0)
 
     def __repr__(self) -> str:
         mb = self.dense_nbytes / 2**20

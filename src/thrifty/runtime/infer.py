@@ -104,6 +104,8 @@ def infer(
     ss = _seed_sequence(seed)
     if isinstance(dense_bytes, bool) or not isinstance(dense_bytes, numbers.Real):
         raise TypeError(f"dense_bytes must be a number of bytes, got {dense_bytes!r}")
+    if not dense_bytes >= 0:  # NaN included; inf: every variable dense
+        raise ValueError(f"dense_bytes must be a number of bytes >= 0, got {dense_bytes!r}")
     keep = Selector(record, exclude)
     cfg = RunConfig(num_samples, burn_in, thin, None if keep.everything else keep)
     config = {
@@ -176,7 +178,7 @@ def infer(
     stats["run"] = run_stats
     result = build_result(
         records,
-        dense_bytes=int(dense_bytes),
+        dense_bytes=dense_bytes,
         program=program,
         stats=stats,
         interrupted=interrupted,

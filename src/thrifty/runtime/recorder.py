@@ -30,7 +30,7 @@ import numpy as np
 from thrifty.core.address import as_pattern, dotted
 from thrifty.core.locate import _collect_block
 from thrifty.core.trace import ChangeLog
-from thrifty.core.vocab import DETERMINISTIC, LATENT
+from thrifty.core.vocab import DETERMINISTIC, LATENT, same_value
 from thrifty.runtime.draws import Series
 
 
@@ -56,8 +56,22 @@ class Selector:
     matched on the dotted names (``"data"`` matches ``"data.z"``)."""
 
     def __init__(self, record=None, exclude=None):
-        self.record = None if record is None else [_pattern(p) for p in _as_list(record)]
-        self.exclude = [] if exclude is None else [_pattern(p) for p in _as_list(exclude)]
+        self.record = None if record is None else [_pattern(p, "record") for p in _as_list(record)]
+        self.exclude = (
+            [] if exclude is None else [_pattern(p, "exclude") for p in _as_list(exclude)]
+        )
+
+    def check(self, names) -> None:
+        """Raise if a pattern names no variable among ``names`` (those of a trace)."""
+        parts = [tuple(n.split(".")) for n in names]
+        for what, pats in (("record", self.record or []), ("exclude", self.exclude)):
+            for p in pats:
+                if not any(q[: len(p)] == p for q in parts):
+                    listed = ", ".join(sorted(names)[:12]) + (", ..." if len(names) > 12 else "")
+                    raise ValueError(
+                        f"{what}={'.'.join(p)!r} names no variable of the program; its "
+                        f"variables are {listed or '(none)'}"
+                    )
 
     def __call__(self, name: str) -> bool:
         parts = tuple(name.split("."))
@@ -78,10 +92,15 @@ def _is_address(x) -> bool:
     return isinstance(x, tuple) and all(isinstance(p, (str, int)) for p in x)
 
 
-def _pattern(p) -> tuple:
-    if isinstance(p, str):
+def _pattern(p, what: str) -> tuple:
+    if isinstance(p, str) and p:
         return tuple(p.split("."))
-    return tuple(str(x) for x in as_pattern(p))
+    if _is_address(p) and p:
+        return tuple(str(x) for x in as_pattern(p))
+    raise TypeError(
+        f"{what}: expected a variable name such as 'w' or 'data.z' (or a list of them), "
+        f"got {p!r}"
+    )
 
 
 class _Source:
@@ -235,11 +254,12 @@ class Recorder:
         self._trace = trace
         self.lp.append(trace.known_log_joint())
         self.n_latent.append(trace.n_latent)
+        out = trace.output
         if not self.needs_plates:
-            self.outputs.append(trace.output)
-        elif trace.output_full:  # it holds views of plate columns that later commits change
-            self.outputs.append(copy.deepcopy(trace.output))
-        else:
+            self.outputs.append(out)
+        elif trace.output_full and _small(out):  # a copy: it may hold views of plate columns
+            self.outputs.append(copy.deepcopy(out))
+        else:  # computed from the recorded values if result.output is read
             self.outputs.append(PENDING)
         self.n += 1
         self.count += 1
@@ -252,9 +272,16 @@ class Recorder:
                 continue
             s = sites.get(src.key)
             v = None if s is None else s.value
-            if v is not last.get(name, _NOTHING):
-                last[name] = v
-                self._series(name).set(d, v)
+            prev = last.get(name, _NOTHING)
+            if src.latent:  # a replayed choice is the same object: identity says "unchanged"
+                if v is prev:
+                    continue
+            elif prev is not _NOTHING and same_value(v, prev):  # a computed value: compare
+                continue
+            elif type(v) not in (int, float, bool):
+                v = copy.deepcopy(v)  # the model may reuse (and mutate) the object it records
+            last[name] = v
+            self._series(name).set(d, v)
 
     def _walk(self, trace, d, full: bool) -> None:
         """Structure changed (or a first draw): whole values for what is new or replaced."""
@@ -273,6 +300,8 @@ class Recorder:
                 if src.kind in ("root", "mem"):
                     if not full and prev is not None and v is self._last.get(name, _NOTHING):
                         continue
+                    if not src.latent and type(v) not in (int, float, bool):
+                        v = copy.deepcopy(v)  # a computed value the model may mutate later
                     self._last[name] = v
                 self._series(name).set(d, v)
         for name in old:
@@ -366,6 +395,26 @@ class Recorder:
 
 
 _NOTHING = object()
+SMALL_OUTPUT = 2**16  # bytes: a plate-reading output this small is copied at its draw
+
+
+def _small(x, budget: list | None = None) -> bool:
+    """Whether ``x`` (numbers, arrays, and containers of them) takes at most SMALL_OUTPUT
+    bytes; a larger plate-reading output is not kept per draw (memory O(draws × N))."""
+    budget = [SMALL_OUTPUT] if budget is None else budget
+    if isinstance(x, np.ndarray):
+        budget[0] -= x.nbytes
+    elif isinstance(x, (list, tuple)):
+        if len(x) > 4096:
+            return False
+        budget[0] -= 8 * len(x)
+        return budget[0] >= 0 and all(_small(v, budget) for v in x)
+    elif isinstance(x, dict):
+        budget[0] -= 16 * len(x)
+        return budget[0] >= 0 and all(_small(v, budget) for v in x.values())
+    else:
+        budget[0] -= 32
+    return budget[0] >= 0
 
 
 def _elements(src, parts) -> tuple:

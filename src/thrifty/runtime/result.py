@@ -46,7 +46,10 @@ def _variable(name: str, series: list[Series], n: int, dense_bytes: int):
         return SparseDraws(name, series, n, shape, dtype)
     out = np.empty((len(series), n) + shape, dtype=dtype)
     for c, s in enumerate(series):
-        out[c] = s.materialize(n) if len(s) else np.nan
+        if len(s):
+            s.materialize(n, out=out[c])
+        else:
+            out[c] = np.nan
     return out
 
 

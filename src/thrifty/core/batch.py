@@ -53,11 +53,18 @@ class BatchFrame:
     relative to a member.
     """
 
+    scope = ()
+    # totals of the accumulating frame (class defaults; a frame sets its own as it goes)
+    lat_lp: np.ndarray | None = None  # per member: latent log-densities
+    obs_lp: np.ndarray | None = None  # per member: observations and factors
+    q: np.ndarray | None = None  # per member: log q_rev − log q_fwd of resampled targets
+    lp_total = lp_fresh = lp_stale = q_fwd = q_rev = 0.0
+    n_fresh = n_stale = mem_calls = 0
+
     def __init__(self, run, acc, rel: tuple, old):
         self.run = run
         self.acc = acc if acc is not None else self
         self.rel = rel
-        self.scope = ()
         self.old = old
         self.new: dict[tuple, MemberSite] = {}
         self.changed: set = set()
@@ -66,15 +73,7 @@ class BatchFrame:
     def init_members(self, n: int) -> None:
         """Make this frame the accumulating frame of ``n`` members."""
         self.n = n
-        self.lat_lp: np.ndarray | None = None
-        self.obs_lp: np.ndarray | None = None
-        self.lp_total = 0.0
-        self.q: np.ndarray | None = None
-        self.n_fresh = self.n_stale = 0
-        self.lp_fresh = self.lp_stale = 0.0
-        self.q_fwd = self.q_rev = 0.0
         self.new_chains: dict[tuple, list] = {}
-        self.mem_calls = 0
         self.mem_keys: dict[tuple, np.ndarray] = {}
 
     # member addressing and targets: supplied by subclasses

@@ -205,14 +205,22 @@ class States(Sequence):
         """These states with the steps of ``new`` written into the chunks (O(64 + T/64))."""
         if not new:
             return self
-        outer = list(self._chunks)
+        chunks = self._chunks
+        if len(new) == 1:  # the usual one-step update: tuple slices, no loops
+            ((t, state),) = new.items()
+            c, j = t >> 6, t & (_CHUNK - 1)
+            chunk = chunks[c]
+            return States(
+                chunks[:c] + (chunk[:j] + (state,) + chunk[j + 1 :],) + chunks[c + 1 :], self._n
+            )
+        outer = list(chunks)
         by_chunk: dict = {}
-        for t, s in new.items():
-            by_chunk.setdefault(t >> 6, []).append((t & (_CHUNK - 1), s))
+        for t, state in new.items():
+            by_chunk.setdefault(t >> 6, []).append((t & (_CHUNK - 1), state))
         for c, items in by_chunk.items():
             chunk = list(outer[c])
-            for j, s in items:
-                chunk[j] = s
+            for j, state in items:
+                chunk[j] = state
             outer[c] = tuple(chunk)
         return States(tuple(outer), self._n)
 

@@ -33,6 +33,7 @@ from thrifty.core.vocab import LATENT
 from thrifty.errors import ModelError
 
 _EMPTY = np.zeros(0, dtype=np.int64)
+_FIRST = np.zeros(1, dtype=np.int64)  # the position of the one executed element
 
 
 class ColumnSite:
@@ -302,8 +303,13 @@ class PlateFrame(BatchFrame):
         """Where the elements ``elems`` are among the executed ones."""
         if self.full:
             return elems
-        if len(elems) == self.n and np.array_equal(elems, self.idx):  # exactly these, in order
-            return np.arange(self.n)
+        n = self.n
+        if len(elems) == n:  # exactly these, in order (the usual case)
+            if n == 1:
+                if elems[0] == self.idx[0]:
+                    return _FIRST
+            elif np.array_equal(elems, self.idx):
+                return np.arange(n)
         pos = np.searchsorted(self.idx, elems)
         if np.any(pos >= self.n) or np.any(self.idx[np.minimum(pos, self.n - 1)] != elems):
             raise RuntimeError("targets at plate elements that the run does not execute")
@@ -351,9 +357,12 @@ class PlateFrame(BatchFrame):
     def finalize(self) -> None:
         run = self.run
         self.elem_lp = self.total_member_lp()
-        n_latent_elem = sum(
-            1 for _, f in self._frames() for s in f.new.values() if s.kind == LATENT
-        )
+        n_latent_elem = sum(1 for s in self.new.values() if s.kind == LATENT)
+        if self.new_chains:
+            n_latent_elem += sum(
+                1 for sfs in self.new_chains.values() for f in sfs for s in f.new.values()
+                if s.kind == LATENT
+            )
         if self.fresh_node:
             node = PlateNode(self.addr, self.N)
             _write_sites(node.sites, self, self.idx, self.N, True)
@@ -397,13 +406,15 @@ class PlateFrame(BatchFrame):
         """Sites of the old plate not met again: stale (full runs) or an error (subsets)."""
         node = self.old_node
         out = []
-        if (
-            n_latent_elem == node.n_latent_elem
-            and all(set(f.new) == set(o or ()) for o, f in self._frames())
-            and set(self.new_chains) == set(node.chains)
-            and all(len(s) == node.chains[k].T for k, s in self.new_chains.items())
-        ):
-            return out
+        if n_latent_elem == node.n_latent_elem and self.new.keys() == node.sites.keys():
+            if not self.new_chains and not node.chains:
+                return out  # the usual case: the same sites
+            if self.new_chains.keys() == node.chains.keys() and all(
+                set(f.new) == set(o or ())
+                for o, f in self._frames()
+                if f is not self
+            ) and all(len(s) == node.chains[k].T for k, s in self.new_chains.items()):
+                return out
         self.require_full("a change of the sites", ())
         for old_store, f in self._frames():
             for k, s in (old_store or {}).items():

@@ -7,6 +7,9 @@
     vectorized plate) against a hand-written NumPy random-walk MH loop with the same proposal,
     timed in alternating rounds in this process: the ratio of seconds per step.
 
+The heap is kept steady (``_common.steady_heap``): otherwise (c) swings from 0.5 to 1.5
+depending on whether glibc page-faults NumPy's temporaries in, not on the code measured.
+
 Writes ``benchmarks/results/core_overhead.json``.  Run: ``python benchmarks/core_overhead.py``.
 """
 
@@ -17,7 +20,7 @@ import time
 import numpy as np
 
 import thrifty as th
-from _common import interleaved_ratio, seconds_per_call, write
+from _common import interleaved_ratio, seconds_per_call, steady_heap, write
 from thrifty import dist
 from thrifty.core.simulate import initialize
 from thrifty.datasets import synthetic_logistic
@@ -111,9 +114,11 @@ def bench_mh_logistic(
 
 
 def main() -> None:
+    steady = steady_heap()
     # (c) first: the heap that (a) and (b) leave behind changes NumPy's allocation costs
     c = bench_mh_logistic()
     res = {
+        "steady_heap": steady,
         "lmh_hmm": bench_lmh_hmm(),
         "gibbs_one_element": bench_gibbs_element(),
         "mh_logistic_vs_numpy": c,

@@ -206,17 +206,16 @@ class States(Sequence):
         if not new:
             return self
         chunks = self._chunks
-        if len(new) == 1:  # the usual one-step update: tuple slices, no loops
-            ((t, state),) = new.items()
-            c, j = t >> 6, t & (_CHUNK - 1)
-            chunk = chunks[c]
-            return States(
-                chunks[:c] + (chunk[:j] + (state,) + chunk[j + 1 :],) + chunks[c + 1 :], self._n
-            )
-        outer = list(chunks)
         by_chunk: dict = {}
         for t, state in new.items():
             by_chunk.setdefault(t >> 6, []).append((t & (_CHUNK - 1), state))
+        if len(by_chunk) == 1:  # the usual few-step update: one chunk, tuple slices
+            ((c, items),) = by_chunk.items()
+            chunk = list(chunks[c])
+            for j, state in items:
+                chunk[j] = state
+            return States(chunks[:c] + (tuple(chunk),) + chunks[c + 1 :], self._n)
+        outer = list(chunks)
         for c, items in by_chunk.items():
             chunk = list(outer[c])
             for j, state in items:

@@ -166,7 +166,22 @@ class ChainNode(Node):
             if col is None:
                 col = sites[local] = ChainSite.new(site, self.T)
                 self._shape = None
-            col.write(t, site)
+            vals, lp, present, dists = col.values, col.lp, col.present, col.dists
+            if (  # the usual case, written in place: a scalar value of the column's type
+                lp.owned
+                and (vals is None or (type(site.value) is col.pytype and vals.owned))
+                and (dists is None or dists.owned)
+                and (present is None or present.owned)
+            ):
+                if vals is not None:
+                    vals.data[t] = site.value
+                lp.data[t] = site.lp
+                if dists is not None:
+                    dists.data[t] = site.dist
+                if present is not None:
+                    present.data[t] = True
+            else:
+                col.write(t, site)
         if len(bsites) != len(sites):
             for local, col in sites.items():
                 if local not in bsites:
@@ -218,7 +233,7 @@ class ChainNode(Node):
 class StepView:
     """Step ``t`` of a :class:`ChainNode`, read like a :class:`~thrifty.core.trace.Block`."""
 
-    __slots__ = ("chains", "lp", "mem_reads", "node", "plates", "t")
+    __slots__ = ("chains", "lp", "mem_reads", "n_latent", "node", "plates", "t")
 
     def __init__(self, node: ChainNode, t: int):
         self.node, self.t = node, t
@@ -230,6 +245,8 @@ class StepView:
         else:
             self.plates, self.chains, self.lp = nested
         self.mem_reads = node.reads.get(t, ()) if node.reads else ()
+        shape = node._shape or node._shape_info()  # the number of its own latent sites
+        self.n_latent = len(shape[0]) if shape[1] else len(self.latent_names())
 
     def get_site(self, local):
         s = self.node.sites.get(local)
@@ -260,11 +277,6 @@ class StepView:
         if uniform:
             return latent
         return [k for k in latent if node.sites[k].at(t)]
-
-    @property
-    def n_latent(self) -> int:
-        shape = self.node._shape or self.node._shape_info()
-        return len(shape[0]) if shape[1] else len(self.latent_names())
 
     def nodes(self):
         yield from self.plates.items()

@@ -66,7 +66,7 @@ def replay(lanes, d, old_value, old_lp, target, acct):
             return value, lp, True
         return (*lanes.given(d, target), True)
     else:
-        hit, values = lanes.positions(target), lanes.values_of(target)
+        hit, values = lanes.split(target)
         if values is RESAMPLE:  # a draw from the prior, with its q terms
             value, lp = lanes.resample(d, old_value, old_lp, hit, acct)
         else:  # the proposed value(s); outside the support: probability zero
@@ -104,12 +104,13 @@ class ScalarLanes:
         return lp > NEG_INF and lp == lp
 
     @staticmethod
-    def positions(target):
-        return ALL
-
-    @staticmethod
     def values_of(target):
         return target
+
+    @staticmethod
+    def split(target):
+        """(positions of the targeted members, their values)."""
+        return ALL, target
 
     def fresh(self, d, acct):
         if self.strict:
@@ -132,10 +133,13 @@ class ScalarLanes:
         # under the old parents, whose density is the stored one (a block of dependent choices
         # resampled together: the parents differ)
         value = d.sample(self.rng)
-        lp = self.log_prob(d, value)
+        lp = d.log_prob(value)
+        if type(lp) is not float:
+            lp = total(lp)
+        if lp != lp:
+            raise nan_error(self.addr, d, value)
         acct.q_fwd += lp
         acct.q_rev += old_lp
-        self.check_nan(d, value, lp)
         return value, lp
 
     def propose(self, d, old, hit, values):
@@ -185,12 +189,13 @@ class BatchLanes:
         return s > NEG_INF and s == s
 
     @staticmethod
-    def positions(target):
-        return target[0]
-
-    @staticmethod
     def values_of(target):
         return target[1]
+
+    @staticmethod
+    def split(target):
+        """(positions of the targeted members, their values)."""
+        return target
 
     def fresh(self, d, acct):
         if self.strict:

@@ -208,7 +208,11 @@ class States(Sequence):
         chunks = self._chunks
         by_chunk: dict = {}
         for t, state in new.items():
-            by_chunk.setdefault(t >> 6, []).append((t & (_CHUNK - 1), state))
+            c, j = t >> 6, t & (_CHUNK - 1)
+            if chunks[c][j] is not state:  # (a re-executed step often returns the same state)
+                by_chunk.setdefault(c, []).append((j, state))
+        if not by_chunk:
+            return self
         if len(by_chunk) == 1:  # the usual few-step update: one chunk, tuple slices
             ((c, items),) = by_chunk.items()
             chunk = list(chunks[c])

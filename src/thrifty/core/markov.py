@@ -53,6 +53,7 @@ class ChainNode(Node):
         self.nested: dict[int, tuple] = {}  # t → (plates, chains) of steps that have them
         self.reads: dict[int, list] = {}  # t → mem reads of steps that have them
         self._shape: tuple | None = None  # (latent site names, uniform) while the sites hold
+        self._owned = True  # every column is owned (never shared with a fork): written in place
 
     @property
     def length(self) -> int:
@@ -94,6 +95,7 @@ class ChainNode(Node):
             setattr(out, name, getattr(self, name).share())
         out.nested = dict(self.nested)
         out.reads = dict(self.reads)
+        self._owned = out._owned = False  # their columns are shared now
         return out
 
     # -- steps ------------------------------------------------------------------------------------
@@ -148,6 +150,7 @@ class ChainNode(Node):
         self.sites = {k: s.resized(T) for k, s in self.sites.items()}
         for name in ("step_total", "stamp", "counts"):
             setattr(self, name, getattr(self, name).resized(T))
+        self._owned = True  # resized columns are owned copies
         self.states = States.of((list(self.states) + [None] * T)[:T])
         for t in range(T, old):
             self.nested.pop(t, None)
@@ -160,26 +163,22 @@ class ChainNode(Node):
         self.T = T
 
     def write_step(self, t: int, blk, clock: int) -> None:
-        sites, bsites = self.sites, blk.sites
+        sites, bsites, owned = self.sites, blk.sites, self._owned
         for local, site in bsites.items():
             col = sites.get(local)
             if col is None:
                 col = sites[local] = ChainSite.new(site, self.T)
                 self._shape = None
-            vals, lp, present, dists = col.values, col.lp, col.present, col.dists
-            if (  # the usual case, written in place: a scalar value of the column's type
-                lp.owned
-                and (vals is None or (type(site.value) is col.pytype and vals.owned))
-                and (dists is None or dists.owned)
-                and (present is None or present.owned)
-            ):
+            vals = col.values
+            if owned and (vals is None or type(site.value) is col.pytype):
+                # the usual case, written in place: a scalar value of the column's type
                 if vals is not None:
                     vals.data[t] = site.value
-                lp.data[t] = site.lp
-                if dists is not None:
-                    dists.data[t] = site.dist
-                if present is not None:
-                    present.data[t] = True
+                col.lp.data[t] = site.lp
+                if col.dists is not None:
+                    col.dists.data[t] = site.dist
+                if col.present is not None:
+                    col.present.data[t] = True
             else:
                 col.write(t, site)
         if len(bsites) != len(sites):
@@ -207,7 +206,7 @@ class ChainNode(Node):
             del self.reads[t]
         st, counts, stamp = self.step_total, self.counts, self.stamp
         self._updates += 1
-        if st.owned and counts.owned and stamp.owned:  # no fork: write in place
+        if owned:  # no fork: write in place
             self._lp += total - st.data.item(t)
             st.data[t] = total
             stamp.data[t] = clock

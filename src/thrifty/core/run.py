@@ -165,17 +165,11 @@ class Run:
         return self.lp_new - self.lp_old + self.q_rev - self.q_fwd
 
     # -- hooks of the frames (the node modules) -------------------------------------------------
-    def open_plate(self, frame, local, size):
-        return plate.PlateContext(frame, local, size)
-
-    def run_chain(self, frame, local, step, length, init, args):
-        return markov.run_chain(frame, local, step, length, init, args)
-
-    def run_batch_chain(self, frame, local, step, length, init, args):
-        return plate_chain.run_batch_chain(frame, local, step, length, init, args)
-
-    def mem_read_scalar(self, frame, m, key):
-        return mem.read_scalar(frame, m, key)
+    # (plain functions of the node modules, called as ``run.hook(frame, ...)``)
+    open_plate = staticmethod(plate.PlateContext)
+    run_chain = staticmethod(markov.run_chain)
+    run_batch_chain = staticmethod(plate_chain.run_batch_chain)
+    mem_read_scalar = staticmethod(mem.read_scalar)
 
     def mem_read_batch(self, frame, m, keys):
         return mem.read_batch(frame, m, keys)

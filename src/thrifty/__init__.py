@@ -22,6 +22,7 @@ from thrifty.inference.mh import lmh, mh
 from thrifty.inference.proposals import drift, prior
 from thrifty.inference.selection import each, one, ordered_range, select
 from thrifty.inference.sgld import sgld
+from thrifty.inference.smc import SMCResult, smc
 from thrifty.inference.smh import smh
 from thrifty.inference.subsampled import subsampled_mh
 from thrifty.runtime import InterruptedWarning, load_checkpoint
@@ -36,6 +37,7 @@ __all__ = [
     "Model",
     "Program",
     "Result",
+    "SMCResult",
     "Trace",
     "austerity_gibbs",
     "call",
@@ -67,6 +69,7 @@ __all__ = [
     "select",
     "sgld",
     "simulate",
+    "smc",
     "smh",
     "subsampled_mh",
 ]

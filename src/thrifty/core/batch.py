@@ -170,6 +170,19 @@ class BatchFrame:
     def where(self) -> str:
         return "a batch"
 
+    def check_observed_shape(self, rel, d, value) -> None:
+        """An observed value has one entry per member (plates: data indexed by the plate's
+        index)."""
+        shape = np.shape(value)
+        if shape and shape[0] != self.n and not (
+            d.batch_shape and len(shape) <= len(d.event_shape)
+        ):
+            raise ModelError(
+                f"shape mismatch in {self.where()} at observation {fmt(self.generic(rel))}: "
+                f"observed value of shape {shape} for {self.n} executed element(s); index the "
+                "data with the plate's index"
+            )
+
     def _check_observed(self, lp, rel, d, value) -> float:
         """``lp.sum()``; NaN → error naming the member; an observation outside the family's
         domain → error naming the member."""
@@ -237,13 +250,7 @@ class BatchFrame:
             stored = run.obs_values.get(acc.obs_key(rel))
             if stored is not None:
                 value = acc.take_members(stored)
-        shape = np.shape(value)
-        if shape and shape[0] != acc.n and not (d.batch_shape and len(shape) <= len(d.event_shape)):
-            raise ModelError(
-                f"shape mismatch in {acc.where()} at observation {fmt(acc.generic(rel))}: "
-                f"observed value of shape {shape} for {acc.n} executed element(s); index the data "
-                "with the plate's index"
-            )
+        acc.check_observed_shape(rel, d, value)
         try:
             lp = d.log_prob(value)
         except ValueError as e:

@@ -1,0 +1,125 @@
+"""Particle batches: a program body executed once over N particles (the batched executor).
+
+A :class:`ParticleFrame` is the root frame of a particle run.  The program's top-level code runs
+once; its ``th.markov`` chains are handed to a *driver* (:mod:`thrifty.inference.smc`) that runs
+each step ``step(t, prev)`` once on the array of the N particles' states, in a
+:class:`~thrifty.core.batch.BatchFrame` whose sites hold one value per particle, and weighs and
+resamples the particles between steps.  Observed values are the same for every particle (they
+broadcast against the particles' parameters).
+
+Latent choices outside the chains are not particles: their values are *given* — by the trace a
+particle kernel updates (``th.pgibbs``: the current global parameters), or by ``fixed=`` of
+``th.smc`` — and scored once, shared by all particles.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from thrifty.core.address import fmt
+from thrifty.core.batch import BatchFrame, MemberSite
+from thrifty.core.vocab import LATENT, NEG_INF, check_dist, total
+from thrifty.errors import ModelError
+
+
+class ParticleFrame(BatchFrame):
+    """The root frame of a run over ``n`` particles (see the module docstring).
+
+    ``given(local)`` returns the value of a latent choice outside the chains (or raises);
+    ``driver.chain(frame, local, step, length, init, args)`` runs a chain generation by
+    generation.
+    """
+
+    def __init__(self, run, n: int, given, driver):
+        BatchFrame.__init__(self, run, None, (), None)
+        self.init_members(n)
+        self.given = given
+        self.driver = driver
+        self.shared_lp = 0.0  # latent choices outside the chains (the same for every particle)
+
+    # -- members --------------------------------------------------------------------------------
+    def member_addr(self, j: int, rel: tuple) -> tuple:
+        return rel
+
+    def generic(self, rel: tuple) -> tuple:
+        return rel
+
+    generic_all = generic
+
+    def member_indices(self) -> np.ndarray:
+        return np.arange(self.n)
+
+    def obs_key(self, rel: tuple):
+        return rel
+
+    def take_members(self, stored):
+        return stored
+
+    def where(self) -> str:
+        return "a particle batch"
+
+    def check_observed_shape(self, rel, d, value) -> None:
+        """Observed values are shared by the particles: any shape that broadcasts."""
+
+    # -- top-level primitives -------------------------------------------------------------------
+    def sample(self, name, d):
+        local = self._local(name)
+        if d._error is not None:
+            check_dist(d, local)
+        value = self.given(local)
+        lp = total(d.log_prob(value))
+        if not lp > NEG_INF:
+            raise ModelError(
+                f"the given value {value!r} of {fmt(local)} has probability zero under {d!r}"
+            )
+        self.shared_lp += lp
+        self.new[local] = MemberSite(value, lp, LATENT, d.is_discrete, d)
+        return value
+
+    def markov(self, name, step, length, init, args):
+        return self.driver.chain(self, self._local(name), step, length, init, args)
+
+    def plate(self, name, size):
+        raise ModelError(
+            f"plate {name!r} in a particle run: plates (and chains inside plates) are not "
+            "supported by the particle methods yet"
+        )
+
+    def mem_read(self, mem, keys):
+        raise ModelError("th.mem in a particle run is not supported by the particle methods yet")
+
+
+class StepFrame(BatchFrame):
+    """One step of a chain over the particles: sites hold one value per particle."""
+
+    def __init__(self, run, root: ParticleFrame, rel: tuple):
+        BatchFrame.__init__(self, run, root, rel, None)
+
+    def mem_read(self, mem, keys):
+        raise ModelError("th.mem in a particle run is not supported by the particle methods yet")
+
+
+def take(state, idx: np.ndarray, n: int):
+    """A particle state reindexed by ancestors ``idx``: arrays with a leading particle axis,
+    and tuples / lists / dicts of them; anything else is shared by the particles."""
+    if isinstance(state, np.ndarray):
+        return state[idx] if state.ndim and state.shape[0] == n else state
+    if isinstance(state, (tuple, list)):
+        return type(state)(take(s, idx, n) for s in state)
+    if isinstance(state, dict):
+        return {k: take(v, idx, n) for k, v in state.items()}
+    return state
+
+
+def per_particle(init, n: int):
+    """The initial state given to step 0, with a leading particle axis (arrays and numbers)."""
+    if init is None:
+        return None
+    if isinstance(init, (tuple, list, dict)):
+        if isinstance(init, dict):
+            return {k: per_particle(v, n) for k, v in init.items()}
+        return type(init)(per_particle(s, n) for s in init)
+    a = np.asarray(init)
+    if a.dtype == object:
+        return init
+    return np.broadcast_to(a, (n,) + a.shape).copy()

@@ -1,0 +1,96 @@
+"""Resampling schemes for particle methods: ``ancestors = scheme(weights, n, rng)``.
+
+Each scheme takes normalised weights ``w`` (m,), a number of offspring ``n`` and a NumPy
+generator, and returns ``n`` ancestor indices in increasing order such that particle ``i`` has
+``n·w_i`` offspring in expectation (unbiased).  They differ in variance: multinomial (independent
+draws) ≥ residual ≥ stratified ≥ systematic in practice (Douc, Cappé & Moulines 2005).
+
+>>> import numpy as np
+>>> from thrifty.inference.resampling import systematic
+>>> systematic(np.array([0.5, 0.25, 0.25]), 4, np.random.default_rng(0))
+array([0, 0, 1, 2])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+Scheme = Callable[[np.ndarray, int, np.random.Generator], np.ndarray]
+
+
+def _inverse_cdf(u: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Indices i with cumsum(w)[i-1] <= u_k < cumsum(w)[i], for increasing u in [0, 1)."""
+    cdf = np.cumsum(w)
+    cdf[-1] = 1.0  # rounding: the last particle catches u close to 1
+    return np.searchsorted(cdf, u, side="right")
+
+
+def multinomial(w: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """n independent draws from the categorical distribution ``w`` (sorted uniforms)."""
+    u = np.sort(rng.random(n))
+    return _inverse_cdf(u, w)
+
+
+def stratified(w: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """One uniform in each stratum [k/n, (k+1)/n)."""
+    u = (np.arange(n) + rng.random(n)) / n
+    return _inverse_cdf(u, w)
+
+
+def systematic(w: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """One uniform shared by the n strata: u_k = (k + U)/n."""
+    u = (np.arange(n) + rng.random()) / n
+    return _inverse_cdf(u, w)
+
+
+def residual(w: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """floor(n·w_i) copies of each particle, the remaining draws multinomial on the residuals."""
+    nw = n * np.asarray(w, dtype=float)
+    copies = np.floor(nw).astype(np.int64)
+    rest = n - int(copies.sum())
+    out = np.repeat(np.arange(len(w)), copies)
+    if rest > 0:
+        r = nw - copies
+        extra = multinomial(r / r.sum(), rest, rng)
+        out = np.sort(np.concatenate([out, extra]))
+    return out
+
+
+SCHEMES: dict[str, Scheme] = {
+    "multinomial": multinomial,
+    "stratified": stratified,
+    "systematic": systematic,
+    "residual": residual,
+}
+
+
+def scheme(name: str | Scheme) -> Scheme:
+    """The resampling function named ``name`` (or ``name`` itself if it is a function)."""
+    if callable(name):
+        return name
+    try:
+        return SCHEMES[name]
+    except KeyError:
+        raise ValueError(
+            f"resample={name!r}: unknown scheme; choose one of {sorted(SCHEMES)}"
+        ) from None
+
+
+def normalize(log_w: np.ndarray) -> np.ndarray:
+    """Normalised weights from log-weights (max-shifted; all −∞ is an error)."""
+    m = np.max(log_w)
+    if not m > -np.inf:
+        raise FloatingPointError("every particle has weight zero")
+    w = np.exp(log_w - m)
+    return w / w.sum()
+
+
+def ess(w: np.ndarray) -> float:
+    """Effective sample size 1 / Σ w_i² of normalised weights."""
+    return float(1.0 / np.dot(w, w))
+
+
+__all__ = ["SCHEMES", "ess", "multinomial", "normalize", "residual", "scheme", "stratified",
+           "systematic"]

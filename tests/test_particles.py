@@ -1,0 +1,192 @@
+"""Particle methods: resampling schemes, th.smc over markov chains (evidence, filtering, lineage).
+
+Thresholds: χ² tests at p > 1e-3; z-tests at |z| < 4 (Bonferroni over the few tests in a
+function, each p ≈ 6e-5 two-sided); fixed seeds throughout.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+from scipy.special import logsumexp
+
+import thrifty as th
+from thrifty import dist
+from thrifty.diagnostics.kalman import kalman_filter, rts_smoother
+from thrifty.errors import ModelError
+from thrifty.inference import resampling
+from thrifty.models import hmm
+from thrifty.models.hmm import INITIAL, MEANS, OBSERVATIONS, TRANSITIONS
+from thrifty.models.lds import generate_lds, lds, lds_matrices
+
+
+# -- resampling -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(resampling.SCHEMES))
+def test_resampling_is_unbiased(name):
+    """Each particle's expected number of offspring is n·w_i: Pearson χ² of the total offspring
+    over R repeats against nR·w (exact for multinomial; the other schemes have smaller
+    variance, so the test is conservative for them but still detects bias)."""
+    rng = np.random.default_rng(1)
+    w = np.array([0.02, 0.38, 0.1, 0.3, 0.2])
+    n, R = 7, 20_000
+    fn = resampling.scheme(name)
+    totals = np.zeros(len(w))
+    for _ in range(R):
+        a = fn(w, n, rng)
+        assert len(a) == n and np.all(np.diff(a) >= 0) and a.min() >= 0 and a.max() < len(w)
+        totals += np.bincount(a, minlength=len(w))
+    p = stats.chisquare(totals, n * R * w).pvalue
+    assert p > 1e-3, (name, totals / R, n * w, p)
+
+
+def test_low_variance_schemes_keep_the_integer_part():
+    rng = np.random.default_rng(2)
+    w = np.array([0.05, 0.45, 0.2, 0.3])
+    for fn in (resampling.systematic, resampling.residual):
+        for _ in range(200):
+            counts = np.bincount(fn(w, 10, rng), minlength=4)
+            assert np.all(counts >= np.floor(10 * w)) and np.all(counts <= np.ceil(10 * w))
+
+
+def test_unknown_scheme_is_named():
+    with pytest.raises(ValueError, match="resample='nope'"):
+        resampling.scheme("nope")
+
+
+# -- th.smc: evidence ----------------------------------------------------------------------------
+T_LDS, D_LDS, R_LDS = 20, 2, 0.5
+OMEGA, Q = 4 * np.pi / T_LDS, 0.1
+
+
+@pytest.fixture(scope="module")
+def lds_data():
+    y, C, _ = generate_lds(T=T_LDS, D=D_LDS, r=R_LDS, seed=0)
+    return y, C
+
+
+def _z_ratio_test(log_z_hats, log_z):
+    r = np.exp(np.asarray(log_z_hats) - log_z)
+    z = (r.mean() - 1.0) / (r.std(ddof=1) / np.sqrt(len(r)))
+    assert abs(z) < 4, (r.mean(), r.std(), z)
+
+
+def test_smc_evidence_is_unbiased_on_the_lds(lds_data):
+    """Mean of Ẑ/Z over 300 runs of 50 particles is 1 within its Monte Carlo error (Z: Kalman)."""
+    y, C = lds_data
+    ll, _, _ = kalman_filter(y, *lds_matrices(C, R_LDS, OMEGA, Q))
+    prog = lds(y, C, R_LDS, omega=OMEGA, q=Q)
+    _z_ratio_test([th.smc(prog, particles=50, seed=s).log_evidence for s in range(300)], ll)
+
+
+def _hmm_log_evidence():
+    """log p(y) of the 3-state HMM by the forward algorithm (states 0..17, y at 1..16)."""
+    ys = OBSERVATIONS
+    la = np.log(INITIAL)
+    for t in range(1, len(ys) + 2):
+        la = logsumexp(la[:, None] + np.log(TRANSITIONS), axis=0)
+        if t <= len(ys):
+            la = la + stats.norm.logpdf(ys[t - 1], MEANS, 1.0)
+    return float(logsumexp(la))
+
+
+@pytest.mark.parametrize("resample", ["systematic", "multinomial"])
+def test_smc_evidence_is_unbiased_on_the_hmm(resample):
+    ll = _hmm_log_evidence()
+    _z_ratio_test(
+        [th.smc(hmm(), particles=30, resample=resample, seed=s).log_evidence for s in range(300)],
+        ll,
+    )
+
+
+# -- th.smc: filtering and lineage ---------------------------------------------------------------
+def test_smc_filter_matches_kalman_at_the_last_step(lds_data):
+    y, C = lds_data
+    mats = lds_matrices(C, R_LDS, OMEGA, Q)
+    _, fm, fP = kalman_filter(y, *mats)
+    res = th.smc(lds(y, C, R_LDS, omega=OMEGA, q=Q), particles=20_000, seed=3)
+    assert res["x.z"].shape == (20_000, T_LDS, 2)
+    ess = res.ess[-1]
+    for k in range(2):
+        se = np.sqrt(fP[-1][k, k] / ess)
+        assert abs(res.mean("x.z")[-1][k] - fm[-1][k]) < 4 * se
+    # the smoothed mean at t = 0 from the ancestral paths (degenerate but consistent)
+    ms, _ = rts_smoother(y, *mats)
+    assert np.all(np.abs(res.mean("x.z")[0] - ms[0]) < 1.0)
+
+
+@th.model
+def walk(ys):
+    def step(t, prev):
+        z = th.sample("z", dist.Normal(0.0, 1.0))
+        s = th.deterministic("s", prev + z)
+        th.observe("y", dist.Normal(s, 0.5), ys[t])
+        return s
+
+    return th.markov("x", step, len(ys), 0.0)
+
+
+def test_paths_follow_each_particles_ancestry():
+    """With resampling at every step, every stored path is one particle's history:
+    s_t = s_{t−1} + z_t along the path."""
+    ys = np.cumsum(np.random.default_rng(0).normal(size=15))
+    res = th.smc(walk(ys), particles=500, ess_threshold=1.0, seed=0)
+    assert res.stats["resampling_events"] == 14
+    s, z = res["x.s"], res["x.z"]
+    np.testing.assert_allclose(s[:, 0], z[:, 0])
+    np.testing.assert_allclose(s[:, 1:], s[:, :-1] + z[:, 1:])
+
+
+def test_one_step_execution_per_generation():
+    """The N particles run as one batch: step(t, prev) is called T times, not N·T."""
+    calls = []
+
+    @th.model
+    def counted(ys):
+        def step(t, prev):
+            calls.append(t)
+            z = th.sample("z", dist.Normal(prev, 1.0))
+            th.observe("y", dist.Normal(z, 1.0), ys[t])
+            return z
+
+        return th.markov("x", step, len(ys), 0.0)
+
+    th.smc(counted(np.zeros(12)), particles=1000, seed=0)
+    assert calls == list(range(12))
+
+
+def test_globals_must_be_given_and_are_shared(lds_data):
+    y, C = lds_data
+    with pytest.raises(ModelError, match=r"'omega'.*fixed="):
+        th.smc(lds(y, C, R_LDS), particles=10, seed=0)
+    a = th.smc(lds(y, C, R_LDS), particles=100, fixed={"omega": OMEGA, "q": Q}, seed=4)
+    b = th.smc(lds(y, C, R_LDS, omega=OMEGA, q=Q), particles=100, seed=4)
+    assert a.log_evidence == b.log_evidence
+    np.testing.assert_array_equal(a["x.z"], b["x.z"])
+
+
+def test_smc_rejects_bad_arguments(lds_data):
+    y, C = lds_data
+    prog = lds(y, C, R_LDS, omega=OMEGA, q=Q)
+    with pytest.raises(ValueError, match="particles"):
+        th.smc(prog, particles=0)
+    with pytest.raises(ValueError, match="ess_threshold"):
+        th.smc(prog, particles=10, ess_threshold=2.0)
+
+    @th.model
+    def no_chain():
+        th.observe("y", dist.Normal(0.0, 1.0), 0.3)
+
+    with pytest.raises(ModelError, match=r"no th\.markov chain"):
+        th.smc(no_chain(), particles=10)
+
+
+def test_docstring_examples_run():
+    import doctest
+    import importlib
+
+    for name in ("thrifty.inference.resampling", "thrifty.inference.smc",
+                 "thrifty.models.lds", "thrifty.diagnostics.kalman"):
+        mod = importlib.import_module(name)
+        result = doctest.testmod(mod, verbose=False, report=False)
+        assert result.attempted > 0 and result.failed == 0, name

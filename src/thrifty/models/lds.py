@@ -31,7 +31,7 @@ def lds(y, C, r, omega=None, q=None):
 
     >>> y, C, z = generate_lds(T=5, D=3, seed=0)
     >>> tr = th.simulate(lds(y, C, 0.01), seed=0)
-    >>> tr["x.z"].shape
+    >>> np.shape(list(tr.output))  # the states z_0..z_4
     (5, 2)
     """
     y = np.asarray(y, dtype=float)

@@ -19,6 +19,7 @@ from thrifty.inference.compose import cycle, mixture
 from thrifty.inference.gibbs import gibbs
 from thrifty.inference.kernel import Kernel
 from thrifty.inference.mh import lmh, mh
+from thrifty.inference.pgibbs import pgibbs
 from thrifty.inference.proposals import drift, prior
 from thrifty.inference.selection import each, one, ordered_range, select
 from thrifty.inference.sgld import sgld
@@ -63,6 +64,7 @@ __all__ = [
     "observe",
     "one",
     "ordered_range",
+    "pgibbs",
     "plate",
     "prior",
     "sample",

@@ -78,6 +78,15 @@ def scheme(name: str | Scheme) -> Scheme:
         ) from None
 
 
+def log_sum_exp(log_w: np.ndarray) -> float:
+    """log Σ exp(log_w), max-shifted (−∞ when every entry is −∞).  (scipy's ``logsumexp``
+    costs ~60 µs per call through its array-API layer: too much once per generation.)"""
+    m = np.max(log_w)
+    if not m > -np.inf:
+        return float(m)
+    return float(m + np.log(np.sum(np.exp(log_w - m))))
+
+
 def normalize(log_w: np.ndarray) -> np.ndarray:
     """Normalised weights from log-weights (max-shifted; all −∞ is an error)."""
     m = np.max(log_w)
@@ -92,5 +101,14 @@ def ess(w: np.ndarray) -> float:
     return float(1.0 / np.dot(w, w))
 
 
-__all__ = ["SCHEMES", "ess", "multinomial", "normalize", "residual", "scheme", "stratified",
-           "systematic"]
+__all__ = [
+    "SCHEMES",
+    "ess",
+    "log_sum_exp",
+    "multinomial",
+    "normalize",
+    "residual",
+    "scheme",
+    "stratified",
+    "systematic",
+]

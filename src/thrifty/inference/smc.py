@@ -19,7 +19,6 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.special import logsumexp
 
 from thrifty import _context
 from thrifty.core.address import as_name, fmt
@@ -56,13 +55,13 @@ class _Generations:
         if np.isnan(inc).any():
             raise NumericalError(f"a particle's log-weight is NaN at {fmt(addr)}")
         new = self.log_w + inc
-        top = logsumexp(new)
+        top = resampling.log_sum_exp(new)
         if not top > -np.inf:
             raise NumericalError(
                 f"every particle has probability zero after {fmt(addr)}: the observations "
                 "cannot be explained by any particle (more particles, or check the model)"
             )
-        self.log_z += top - logsumexp(self.log_w)
+        self.log_z += top - resampling.log_sum_exp(self.log_w)
         self.log_w = new
 
     def maybe_resample(self, allowed: bool) -> np.ndarray | None:

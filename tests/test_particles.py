@@ -271,3 +271,34 @@ def test_pgibbs_composes_with_mh_and_names_its_errors():
         th.infer(prog, th.pgibbs("nope", 8), num_samples=5, seed=0, progress=False)
     with pytest.raises(ValueError, match="multinomial"):
         th.pgibbs("x", 8, resample="systematic")
+
+
+# -- th.pmmh ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("proposal", ["drift", "prior"])
+def test_pmmh_matches_the_kalman_grid_posterior_of_q(proposal):
+    """q | y on a grid from the exact Kalman likelihood × Gamma(10, 100) prior; z-tests of the
+    PMMH means of q and q² with ESS-based standard errors, |z| < 3.5 (2 tests per run)."""
+    from thrifty.diagnostics._arviz import az
+
+    T, r = 20, 0.5
+    y, C, _ = generate_lds(T=T, D=2, r=r, seed=0)
+    omega = 4 * np.pi / T
+    qs = np.linspace(0.005, 0.6, 1200)
+    lp = np.array([kalman_filter(y, *lds_matrices(C, r, omega, q))[0]
+                   + dist.Gamma(10.0, 100.0).log_prob(q) for q in qs])
+    w = np.exp(lp - lp.max())
+    w /= w.sum()
+    prop = th.drift(0.04) if proposal == "drift" else th.prior()
+    res = th.infer(lds(y, C, r, omega=omega), th.pmmh("q", 60, prop), num_samples=2000,
+                   burn_in=200, seed=11, progress=False)
+    q = res["q"][0]
+    for f in (lambda v: v, lambda v: v**2):
+        exact = float((w * f(qs)).sum())
+        sd = float(np.sqrt((w * (f(qs) - exact) ** 2).sum()))
+        ess = float(az.ess(f(q)[None]))
+        z = (f(q).mean() - exact) / (sd / np.sqrt(ess))
+        assert abs(z) < 3.5, (proposal, z, ess)
+    label = next(k for k in res.stats if k.startswith("pmmh"))
+    assert 0.1 < res.stats[label]["acceptance_rate"] < 0.95
+    # the chain's states are updated with θ (a trajectory drawn from the particles)
+    assert len(np.unique(res["x.z"][0, :, 0, 0])) > 50

@@ -20,6 +20,7 @@ from thrifty.inference.gibbs import gibbs
 from thrifty.inference.kernel import Kernel
 from thrifty.inference.mh import lmh, mh
 from thrifty.inference.pgibbs import pgibbs
+from thrifty.inference.pmmh import pmmh
 from thrifty.inference.proposals import drift, prior
 from thrifty.inference.selection import each, one, ordered_range, select
 from thrifty.inference.sgld import sgld
@@ -66,6 +67,7 @@ __all__ = [
     "ordered_range",
     "pgibbs",
     "plate",
+    "pmmh",
     "prior",
     "sample",
     "select",

@@ -16,16 +16,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from thrifty.core.address import fmt
 from thrifty.core.batch import BatchFrame, MemberSite
-from thrifty.core.vocab import LATENT, NEG_INF, check_dist, total
+from thrifty.core.vocab import LATENT, NEG_INF, RESAMPLE, ZeroProbability, check_dist, total
 from thrifty.errors import ModelError
 
 
 class ParticleFrame(BatchFrame):
     """The root frame of a run over ``n`` particles (see the module docstring).
 
-    ``given(local)`` returns the value of a latent choice outside the chains (or raises);
+    ``given(local)`` returns the value of a latent choice outside the chains, or ``RESAMPLE`` to
+    draw it from its prior (or raises); a given value outside the support raises
+    :class:`~thrifty.core.vocab.ZeroProbability`;
     ``driver.chain(frame, local, step, length, init, args)`` runs a chain generation by
     generation.
     """
@@ -36,6 +37,7 @@ class ParticleFrame(BatchFrame):
         self.given = given
         self.driver = driver
         self.shared_lp = 0.0  # latent choices outside the chains (the same for every particle)
+        self.prior_drawn_lp = 0.0  # of those, the ones drawn from their priors (RESAMPLE)
 
     # -- members --------------------------------------------------------------------------------
     def member_addr(self, j: int, rel: tuple) -> tuple:
@@ -67,11 +69,14 @@ class ParticleFrame(BatchFrame):
         if d._error is not None:
             check_dist(d, local)
         value = self.given(local)
-        lp = total(d.log_prob(value))
+        if value is RESAMPLE:  # a draw from the prior (its density is the proposal's)
+            value = d.sample(self.run.rng)
+            lp = total(d.log_prob(value))
+            self.prior_drawn_lp += lp
+        else:
+            lp = total(d.log_prob(value))
         if not lp > NEG_INF:
-            raise ModelError(
-                f"the given value {value!r} of {fmt(local)} has probability zero under {d!r}"
-            )
+            raise ZeroProbability(local, d, value)
         self.shared_lp += lp
         self.new[local] = MemberSite(value, lp, LATENT, d.is_discrete, d)
         return value

@@ -25,16 +25,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from thrifty import _context
 from thrifty.core.address import as_name, fmt
 from thrifty.core.batch import BatchFrame
-from thrifty.core.particles import ParticleFrame, StepFrame, per_particle, take
-from thrifty.core.run import Run
+from thrifty.core.particles import StepFrame, per_particle, take
 from thrifty.core.vocab import LATENT, NEG_INF, Plan, chain_length, same_value
 from thrifty.errors import ModelError, SelectionError
 from thrifty.inference import resampling
 from thrifty.inference.kernel import Kernel
-from thrifty.inference.smc import _Generations
+from thrifty.inference.smc import _Generations, run_particles
 
 
 class _ConditionalStep(StepFrame):
@@ -220,17 +218,7 @@ class PGibbs(Kernel):
                 raise ModelError(f"pgibbs: the trace has no value at {fmt(local)}")
             return vl[0]
 
-        run = Run(trace, rng)
-        frame = ParticleFrame(run, n, given, driver)
-        run.frame = frame
-        program = trace.program
-        _context.RUNS.append(run)
-        try:
-            program.fn(*program.args, **program.kwargs)
-        finally:
-            _context.RUNS.pop()
-            run.frame = None
-        driver.weigh(frame, ("<end>",))
+        run_particles(trace, rng, n, given, driver)
         k = int(rng.choice(n, p=resampling.normalize(driver.log_w)))
         paths = driver.paths()
         self._write(trace, rng, {k2: paths[".".join(map(str, self.chain + k2))][k]

@@ -26,9 +26,13 @@ from thrifty.core.model import as_program
 from thrifty.core.particles import ParticleFrame, StepFrame, per_particle, take
 from thrifty.core.run import Run
 from thrifty.core.trace import Trace
-from thrifty.core.vocab import DETERMINISTIC, LATENT, chain_length
+from thrifty.core.vocab import DETERMINISTIC, LATENT, ZeroProbability, chain_length
 from thrifty.errors import ModelError, NumericalError
 from thrifty.inference import resampling
+
+
+class NoParticleLeft(NumericalError):
+    """Every particle has weight zero: the evidence estimate is 0."""
 
 
 class _Generations:
@@ -57,7 +61,7 @@ class _Generations:
         new = self.log_w + inc
         top = resampling.log_sum_exp(new)
         if not top > -np.inf:
-            raise NumericalError(
+            raise NoParticleLeft(
                 f"every particle has probability zero after {fmt(addr)}: the observations "
                 "cannot be explained by any particle (more particles, or check the model)"
             )
@@ -112,6 +116,21 @@ class _Generations:
             out[t] = take(states[t], idx, n)
         return out
 
+    def trajectory(self, k: int) -> dict:
+        """address → value of every chain choice along the ancestry of final particle ``k``
+        (values as one trajectory's execution holds them: Python scalars, arrays)."""
+        out, i = {}, k
+        for g in range(len(self.sites) - 1, -1, -1):
+            a = self.ancestors[g]
+            if a is not None:
+                i = int(a[i])
+            chain, t, vals = self.sites[g]
+            for local, v in vals.items():
+                v = np.asarray(v)[i] if np.ndim(v) else v
+                v = np.asarray(v)
+                out[chain + (t,) + local] = v.item() if v.ndim == 0 else v.copy()
+        return out
+
     def paths(self) -> dict:
         """Every generation's site values along each final particle's ancestry, stacked over
         the steps of each chain: ``name → (n, T, ...)``."""
@@ -138,6 +157,23 @@ class _Generations:
                 for t, v in items:
                     out[name.replace(".", f".{t}.", 1) if "." in name else f"{name}.{t}"] = v
         return out
+
+
+def run_particles(trace, rng, n: int, given, driver) -> ParticleFrame:
+    """Execute ``trace``'s program once over ``n`` particles (its chains generation by
+    generation through ``driver``); returns the root frame (``shared_lp``: the given choices)."""
+    run = Run(trace, rng)
+    frame = ParticleFrame(run, n, given, driver)
+    run.frame = frame
+    program = trace.program
+    _context.RUNS.append(run)
+    try:
+        program.fn(*program.args, **program.kwargs)
+    finally:
+        _context.RUNS.pop()
+        run.frame = None
+    driver.weigh(frame, ("<end>",))  # observations after the last chain
+    return frame
 
 
 @dataclass
@@ -220,16 +256,11 @@ def smc(
 
     t0 = time.perf_counter()
     driver = _Generations(int(particles), resample, ess_threshold, rng)
-    run = Run(Trace(program), rng)
-    frame = ParticleFrame(run, int(particles), given, driver)
-    run.frame = frame
-    _context.RUNS.append(run)
     try:
-        program.fn(*program.args, **program.kwargs)
-    finally:
-        _context.RUNS.pop()
-        run.frame = None
-    driver.weigh(frame, ("<end>",))  # observations after the last chain
+        run_particles(Trace(program), rng, int(particles), given, driver)
+    except ZeroProbability as e:
+        raise ModelError(f"th.smc: the fixed value {e.value!r} of {fmt(e.addr)} has "
+                         f"probability zero under {e.dist!r}") from None
     if not driver.sites:
         raise ModelError("th.smc: the program has no th.markov chain (no generations)")
     seconds = time.perf_counter() - t0
@@ -249,4 +280,4 @@ def smc(
     )
 
 
-__all__ = ["SMCResult", "smc"]
+__all__ = ["NoParticleLeft", "SMCResult", "smc"]

@@ -1,0 +1,132 @@
+"""Particle marginal Metropolis–Hastings (Andrieu, Doucet & Holenstein 2010): ``th.pmmh``.
+
+MH on global parameters θ (latent choices outside the program's markov chains) whose likelihood
+p(y | θ) is replaced by the unbiased estimate Ẑ(θ) of :func:`thrifty.smc` with the chains'
+states as particles:
+
+    α = min(1, Ẑ(θ') p(θ') q(θ | θ') / (Ẑ(θ) p(θ) q(θ' | θ))).
+
+The estimate of the current state is kept until the state changes (re-estimating it every step
+would be a different, "Monte Carlo within Metropolis", algorithm that is not exact).  On
+acceptance the chains are set to one particle's trajectory drawn from the final weights, so the
+kernel leaves the joint posterior of θ and the chains invariant.  Cost per step: one SMC sweep,
+O(N·T).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from thrifty.core.address import as_name, fmt
+from thrifty.core.vocab import ZeroProbability
+from thrifty.errors import ModelError, SelectionError
+from thrifty.inference import resampling
+from thrifty.inference.kernel import Kernel
+from thrifty.inference.proposals import Drift, Prior, Proposal
+from thrifty.inference.smc import NoParticleLeft, _Generations, run_particles
+
+
+class PMMH(Kernel):
+    """Particle marginal MH; see :func:`pmmh`."""
+
+    name = "pmmh"
+
+    def __init__(self, selection, particles: int, proposal: Proposal, resample: str):
+        Kernel.__init__(self)
+        names = [selection] if isinstance(selection, (str, tuple)) else list(selection)
+        self.addrs = [as_name(s) for s in names]
+        if not isinstance(particles, (int, np.integer)) or particles < 1:
+            raise ValueError(f"pmmh: particles must be a positive int, got {particles!r}")
+        if not isinstance(proposal, (Drift, Prior)):
+            raise ValueError(
+                f"pmmh: proposal must be th.drift(...) or th.prior(), got {proposal!r}"
+            )
+        self.particles, self.proposal = int(particles), proposal
+        self.resample = resample
+        # the current state's (trace uid, clock, log p(choices outside the chains), log Ẑ)
+        self._current = None
+
+    def label(self) -> str:
+        sel = ", ".join(".".join(map(str, a)) for a in self.addrs)
+        return f"pmmh({sel}, {self.particles}, {self.proposal!r})"
+
+    def prepare(self, trace) -> None:
+        for a in self.addrs:
+            if trace.root.value_lp(a) is None:
+                raise SelectionError(
+                    f"pmmh: {'.'.join(map(str, a))!r} is not a latent choice at the top level "
+                    "of the program (PMMH updates global parameters outside the chains)"
+                )
+        if not trace.root.chains:
+            raise SelectionError("pmmh: the program has no th.markov chain to filter")
+
+    def _smc(self, trace, rng, values: dict):
+        """One SMC sweep with the selected choices at ``values`` (or RESAMPLE), the other
+        choices outside the chains at their trace values.  Returns (log p(θ) of the choices
+        outside the chains, minus those drawn from their priors; log Ẑ; driver; frame)."""
+        driver = _Generations(self.particles, self.resample, 0.5, rng)
+
+        def given(local):
+            if local in values:
+                return values[local]
+            vl = trace.root.value_lp(local)
+            if vl is None:
+                raise ModelError(f"pmmh: the trace has no value at {fmt(local)}")
+            return vl[0]
+
+        frame = run_particles(trace, rng, self.particles, given, driver)
+        return frame.shared_lp - frame.prior_drawn_lp, driver.log_z, driver, frame
+
+    def _step(self, trace, rng):
+        key = (trace.uid, trace.clock)
+        if self._current is None or self._current[:2] != key:
+            cur = {a: trace.root.value_lp(a)[0] for a in self.addrs}
+            prior, log_z, _, _ = self._smc(trace, rng, cur)
+            self._current = (*key, prior, log_z)
+        _, _, prior, log_z = self._current
+        new = {}
+        for a in self.addrs:
+            v, _ = trace.root.value_lp(a)
+            new[a] = self.proposal.propose(a, v, trace.root.get_site(a).discrete, rng)
+        self.stats.proposed += 1
+        try:
+            prior2, log_z2, driver, frame = self._smc(trace, rng, new)
+        except (ZeroProbability, NoParticleLeft):
+            return trace  # a proposal outside the support, or Ẑ(θ') = 0: rejected
+        self.stats.count("particles", self.particles)
+        if isinstance(self.proposal, Prior):  # q(θ | θ') = p(θ): the priors cancel
+            log_alpha = log_z2 - log_z
+        else:  # symmetric drift
+            log_alpha = prior2 + log_z2 - prior - log_z
+        if not (log_alpha >= 0 or np.log(rng.random()) < log_alpha):
+            return trace
+        self.stats.accepted += 1
+        targets = {a: frame.new[a].values for a in self.addrs}  # (drawn, for th.prior())
+        k = int(rng.choice(self.particles, p=resampling.normalize(driver.log_w)))
+        targets.update(driver.trajectory(k))
+        run = self.execute(trace, rng, targets=targets)
+        if run.aborted is not None:
+            raise ModelError(f"pmmh: the accepted state has probability zero: {run.aborted}")
+        run.commit()
+        self._current = (trace.uid, trace.clock, prior2 + frame.prior_drawn_lp, log_z2)
+        return trace
+
+
+def pmmh(selection, particles: int = 100, proposal: Proposal | None = None,
+         resample: str = "systematic") -> PMMH:
+    """Particle marginal MH on the global choices ``selection`` (a name or a list of names)
+    with the likelihood estimated by SMC over the program's markov chains (``particles``
+    particles).  ``proposal``: ``th.drift(scale)`` (default scale 0.1) or ``th.prior()``.
+
+    >>> import numpy as np, thrifty as th
+    >>> from thrifty.models.lds import lds, generate_lds
+    >>> y, C, _ = generate_lds(T=10, D=2, r=0.5, seed=0)
+    >>> r = th.infer(lds(y, C, 0.5, omega=4 * np.pi / 10), th.pmmh("q", 50, th.drift(0.03)),
+    ...              num_samples=30, seed=0, progress=False)
+    >>> r["q"].shape
+    (1, 30)
+    """
+    return PMMH(selection, particles, proposal if proposal is not None else Drift(0.1), resample)
+
+
+__all__ = ["PMMH", "pmmh"]

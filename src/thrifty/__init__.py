@@ -25,6 +25,7 @@ from thrifty.inference.proposals import drift, prior
 from thrifty.inference.selection import each, one, ordered_range, select
 from thrifty.inference.sgld import sgld
 from thrifty.inference.smc import SMCResult, smc
+from thrifty.inference.smc_replay import ReplayWarning
 from thrifty.inference.smh import smh
 from thrifty.inference.subsampled import subsampled_mh
 from thrifty.runtime import InterruptedWarning, load_checkpoint
@@ -38,6 +39,7 @@ __all__ = [
     "Kernel",
     "Model",
     "Program",
+    "ReplayWarning",
     "Result",
     "SMCResult",
     "Trace",

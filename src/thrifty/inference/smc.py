@@ -29,6 +29,11 @@ from thrifty.core.trace import Trace
 from thrifty.core.vocab import DETERMINISTIC, LATENT, ZeroProbability, chain_length
 from thrifty.errors import ModelError, NumericalError
 from thrifty.inference import resampling
+from thrifty.inference.smc_replay import smc_replay
+
+
+class _NotBatchable(Exception):
+    """A latent choice outside the chains with no given value: not a batched particle run."""
 
 
 class NoParticleLeft(NumericalError):
@@ -229,6 +234,11 @@ def smc(
     resampling happens when the ESS is below ``ess_threshold · particles`` (1.0: every step).
     Latent choices outside the chains must be given in ``fixed`` (address → value).
 
+    A program without ``th.markov`` chains (recursion, stochastic branching: 003 §4) runs on the
+    general path: a generation per top-level observation, each particle replaying its choices
+    from the start — O(N·K²) site executions for K observations, with a
+    :class:`~thrifty.inference.smc_replay.ReplayWarning` saying so.
+
     >>> import numpy as np, thrifty as th
     >>> from thrifty.models.lds import lds, generate_lds
     >>> y, C, _ = generate_lds(T=20, D=2, r=0.5, seed=0)
@@ -246,12 +256,7 @@ def smc(
 
     def given(local):
         if local not in given_values:
-            raise ModelError(
-                f"th.smc: the latent choice {fmt(local)} is outside the program's markov "
-                "chains; particles hold the chains' choices only — give its value with "
-                f"fixed={{{'.'.join(map(str, local))!r}: value}} (or update it with th.pmmh / "
-                "th.pgibbs inside th.infer)"
-            )
+            raise _NotBatchable  # a choice outside any chain: the general path
         return given_values[local]
 
     t0 = time.perf_counter()
@@ -261,8 +266,12 @@ def smc(
     except ZeroProbability as e:
         raise ModelError(f"th.smc: the fixed value {e.value!r} of {fmt(e.addr)} has "
                          f"probability zero under {e.dist!r}") from None
-    if not driver.sites:
-        raise ModelError("th.smc: the program has no th.markov chain (no generations)")
+    except _NotBatchable:
+        driver.sites = []
+    if not driver.sites:  # no chain: a generation per top-level observation
+        if fixed:
+            raise ModelError("th.smc: fixed= applies to programs with th.markov chains")
+        return smc_replay(program, int(particles), resample, ess_threshold, rng)
     seconds = time.perf_counter() - t0
     return SMCResult(
         values=driver.paths(),

@@ -34,6 +34,7 @@ from thrifty.errors import DistributionError
 LOG_2PI = math.log(2.0 * math.pi)
 HALF_LOG_2PI = 0.5 * LOG_2PI
 _SCALARS = (float, int)
+_FAST_SCALARS = frozenset((float, int, np.float64))  # scalars converted without NumPy
 
 
 def is_scalar(x) -> bool:
@@ -49,7 +50,7 @@ def as_params(*params, owner: Distribution | None = None):
     ``owner._fail`` when an owner is given (the parameters then fall back to scalars so that a
     deferred error leaves a usable object), else raised as ``DistributionError``.
     """
-    if all(type(p) is float or type(p) is int for p in params):
+    if all(type(p) in _FAST_SCALARS for p in params):
         return tuple(float(p) for p in params), ()
     arrays = [np.asarray(p, dtype=float) for p in params]
     if all(a.ndim == 0 for a in arrays):

@@ -268,7 +268,8 @@ def test_pgibbs_composes_with_mh_and_names_its_errors():
     r = th.infer(prog, k, num_samples=200, seed=0, progress=False)
     assert r["q"].shape == (1, 200) and np.all(r["q"] > 0)
     assert len(np.unique(r["x.z"][0, :, 0, 0])) > 20  # the chain moves
-    with pytest.raises(th.errors.SelectionError, match="no top-level markov chain 'nope'"):
+    with pytest.raises(th.errors.SelectionError,
+                       match=r"no markov chain 'nope'.*chains are \['x'\]"):
         th.infer(prog, th.pgibbs("nope", 8), num_samples=5, seed=0, progress=False)
     with pytest.raises(ValueError, match="multinomial"):
         th.pgibbs("x", 8, resample="systematic")
@@ -369,3 +370,66 @@ def test_replay_cost_is_reported_and_quadratic_in_observations():
         s4 = th.smc(branching(YS_BRANCH), particles=200, seed=1).stats["site_executions"]
         s8 = th.smc(branching(YS_BRANCH * 2), particles=200, seed=1).stats["site_executions"]
     assert 2.5 < s8 / s4 < 5.5, (s4, s8)
+
+
+# -- chains inside a plate: one group of particles per element, all in one batch ------------------
+@th.model
+def ar_plate(Y, phi=0.8, sig=1.0, tau=0.7):
+    B, T = Y.shape
+    with th.plate("series", B) as i:
+
+        def step(t, prev):
+            h = th.sample("h", dist.Normal(phi * prev, sig))
+            th.observe("y", dist.Normal(h, tau), Y[i, t])
+            return h
+
+        th.markov("h", step, T, 0.0)
+
+
+def _ar_kalman(y):
+    return (y[:, None], 0.8 * np.eye(1), np.eye(1), np.eye(1), 0.49 * np.eye(1), np.zeros(1))
+
+
+Y_PLATE = np.random.default_rng(0).normal(size=(3, 6))
+
+
+def test_smc_over_a_plate_of_chains():
+    """Each element has its own particles and weights; Ẑ = ∏ Ẑ_b is unbiased for ∏ Z_b."""
+    ll = sum(kalman_filter(*_ar_kalman(y))[0] for y in Y_PLATE)
+    r = th.smc(ar_plate(Y_PLATE), particles=400, seed=0)
+    assert r["series.h.h"].shape == (400, 3, 6) and r.weights.shape == (400, 3)
+    assert r.stats["groups"] == 3
+    _z_ratio_test([th.smc(ar_plate(Y_PLATE), particles=30, seed=s).log_evidence
+                   for s in range(300)], ll)
+
+
+def test_pgibbs_on_a_plate_of_chains_matches_the_smoother():
+    """PGAS on every element's chain at once: z-tests of the state means of each element at
+    t = 0 and T−1 against the RTS smoother (6 tests, |z| < 3.5)."""
+    from thrifty.diagnostics._arviz import az
+
+    res = th.infer(ar_plate(Y_PLATE), th.pgibbs("series.h", 10), num_samples=1500, burn_in=50,
+                   seed=3, progress=False)
+    h = res["series.h.h"][0]
+    assert h.shape == (1500, 3, 6)
+    for b in range(3):
+        ms, Ps = rts_smoother(*_ar_kalman(Y_PLATE[b]))
+        for t in (0, 5):
+            ess = float(az.ess(h[None, :, b, t]))
+            z = (h[:, b, t].mean() - ms[t, 0]) / np.sqrt(Ps[t, 0, 0] / ess)
+            assert abs(z) < 3.5, (b, t, z, ess)
+
+
+def test_stochastic_volatility_composes_particle_gibbs_with_subsampled_mh():
+    """000 §4.3's inference program runs: PGAS on 200 series' states, subsampled MH (sections:
+    the series) on φ, MH on σ²."""
+    from thrifty.models import generate_sv, sv
+
+    x = generate_sv(B=200, T=5, seed=0)
+    k = th.cycle([th.pgibbs("series.h", 10),
+                  th.subsampled_mh("phi", batch_size=20, epsilon=1e-3, proposal=th.drift(0.02)),
+                  th.mh("sigma2", th.drift(0.002))])
+    r = th.infer(sv(x), k, num_samples=100, seed=0, progress=False)
+    assert r["series.h.h"].shape == (1, 100, 200, 5)
+    assert 0 < r["phi"].min() and r["phi"].max() < 1 and np.all(r["sigma2"] > 0)
+    assert len(np.unique(r["phi"])) > 10

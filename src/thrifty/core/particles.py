@@ -96,10 +96,72 @@ class ParticleFrame(BatchFrame):
         return self.driver.chain(self, self._local(name), step, length, init, args)
 
     def plate(self, name, size):
+        return ParticlePlate(self, self._local(name), size)
+
+    def mem_read(self, mem, keys):
+        raise ModelError("th.mem in a particle run is not supported by the particle methods yet")
+
+
+class ParticlePlate:
+    """``th.plate`` in a particle run: the body runs once over size × n members (n particles
+    per element), its index ``i`` repeating each element n times; chains in the body are
+    handed to the driver with one group of particles per element."""
+
+    def __init__(self, root: ParticleFrame, local: tuple, size: int):
+        if isinstance(size, (bool, np.bool_)) or not isinstance(size, (int, np.integer)):
+            raise ModelError(f"plate {fmt(local)}: size must be an int, got {size!r}")
+        self.root, self.local, self.size = root, local, int(size)
+
+    def __enter__(self):
+        root = self.root
+        self.frame = PlateParticles(root.run, root, self.local, self.size)
+        root.run.frame = self.frame
+        return np.repeat(np.arange(self.size), root.n)
+
+    def __exit__(self, kind, exc, tb):
+        self.root.run.frame = self.root
+        if kind is None:
+            self.root.driver.weigh(self.frame, self.local)  # observed after the chains
+        return False
+
+
+class PlateParticles(BatchFrame):
+    """The body of a plate in a particle run (members: element-major, n particles each)."""
+
+    def __init__(self, run, root: ParticleFrame, addr: tuple, size: int):
+        BatchFrame.__init__(self, run, None, (), None)
+        self.init_members(size * root.n)
+        self.root, self.plate_addr, self.groups, self.per = root, addr, size, root.n
+        self.driver = root.driver
+
+    def member_addr(self, j: int, rel: tuple) -> tuple:
+        return self.plate_addr + (j // self.per,) + rel
+
+    def generic(self, rel: tuple) -> tuple:
+        return self.plate_addr + ("*",) + rel
+
+    generic_all = generic
+
+    def member_indices(self) -> np.ndarray:
+        return np.repeat(np.arange(self.groups), self.per)
+
+    def obs_key(self, rel: tuple):
+        return (self.plate_addr, rel)
+
+    def take_members(self, stored):
+        return np.asarray(stored)[self.member_indices()]
+
+    def where(self) -> str:
+        return f"plate {fmt(self.plate_addr)} of a particle batch"
+
+    def sample(self, name, d):
         raise ModelError(
-            f"plate {name!r} in a particle run: plates (and chains inside plates) are not "
-            "supported by the particle methods yet"
+            f"{fmt(self.plate_addr + ('*',) + as_name(name))}: a latent choice of a plate "
+            "element outside its chain; the particle methods hold the chains' choices only"
         )
+
+    def markov(self, name, step, length, init, args):
+        return self.driver.chain(self, self._local(name), step, length, init, args)
 
     def mem_read(self, mem, keys):
         raise ModelError("th.mem in a particle run is not supported by the particle methods yet")

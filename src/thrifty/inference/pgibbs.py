@@ -25,22 +25,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from thrifty.core.address import as_name, fmt
+from thrifty.core.address import as_name, as_pattern, fmt
 from thrifty.core.batch import BatchFrame
-from thrifty.core.particles import StepFrame, per_particle, take
-from thrifty.core.vocab import LATENT, NEG_INF, Plan, chain_length, same_value
+from thrifty.core.particles import StepFrame
+from thrifty.core.vocab import LATENT, Plan, VecTarget, same_value
 from thrifty.errors import ModelError, SelectionError
 from thrifty.inference import resampling
+from thrifty.inference.generations import Generations
 from thrifty.inference.kernel import Kernel
-from thrifty.inference.smc import _Generations, run_particles
+from thrifty.inference.smc import run_particles
 
 
 class _ConditionalStep(StepFrame):
-    """Step t over the particles; particle 0 takes the reference's choices."""
+    """Step t over the members; member g·n of each group takes the reference's choices."""
 
-    def __init__(self, run, root, rel, ref: dict):
+    def __init__(self, run, root, rel, ref: dict, per: int):
         StepFrame.__init__(self, run, root, rel)
-        self.ref = ref
+        self.ref, self.per = ref, per
 
     def sample(self, name, d):
         value = BatchFrame.sample(self, name, d)
@@ -50,110 +51,87 @@ class _ConditionalStep(StepFrame):
                 f"pgibbs: the reference trajectory has no choice {fmt(self.rel + local)} "
                 "(the steps' choices must be the same in every step)"
             )
-        value[0] = self.ref[local]  # the batch's own array (fresh draws)
+        value[:: self.per] = self.ref[local]  # the batch's own array (fresh draws)
         return value
 
 
 class _PinnedStep(StepFrame):
-    """Step t over the particles with every particle taking the reference's choices: its
-    latent log-density per particle is the reference's transition under that particle's
-    state (strict: a choice the reference does not have is an error)."""
+    """Step t with every member taking its group's reference choices: the latent log-density
+    per member is the reference's transition under that member's state (strict: a choice the
+    reference does not have is an error)."""
 
-    def __init__(self, run, root, rel, ref: dict):
+    def __init__(self, run, root, rel, ref: dict, per: int):
         StepFrame.__init__(self, run, root, rel)
-        self.ref = ref
+        self.ref, self.per = ref, per
 
     def sample(self, name, d):
         local = self._local(name)
         rel = self.rel + local
         if local not in self.ref:
             raise ModelError(f"pgibbs: the reference trajectory has no choice {fmt(rel)}")
-        v = np.asarray(self.ref[local])
+        v = np.repeat(np.asarray(self.ref[local]), self.per, axis=0)
         acc = self.acc
         lp = acc.member_lp(d.log_prob(v), rel, "sample")
         acc._add("lat_lp", lp, float(lp.sum()))
-        return np.broadcast_to(v, (acc.n,) + v.shape).copy()
+        return v
 
 
-class _Conditional(_Generations):
-    """Conditional SMC over one chain (the others are not particles)."""
+class Conditional(Generations):
+    """Conditional SMC: member 0 of each group is pinned to the reference trajectory
+    (``refs[t][site]``: the G references' values at step t); always resamples, multinomially."""
 
-    def __init__(self, n, rng, target, refs, ref_states, ancestor_sampling):
+    def __init__(self, n, rng, refs, ancestor_sampling):
         super().__init__(n, resampling.multinomial, 1.0, rng)
-        self.target, self.refs, self.ref_states = target, refs, ref_states
+        self.refs = refs
         self.ancestor_sampling = ancestor_sampling
         self.ancestor_changes = 0
 
-    def chain(self, frame, local, step, length, init, args):
-        if local != self.target:
-            raise ModelError(
-                f"pgibbs({fmt(self.target)}): the program has another markov chain "
-                f"{fmt(local)}; particle Gibbs updates one chain with the rest held fixed, "
-                "which is not supported for programs with several chains yet"
-            )
-        run, n = frame.run, self.n
-        T = chain_length(local, length, step)
-        self.weigh(frame, local)
-        prev = per_particle(init, n)
-        states = []
-        for t in range(T):
-            sf = _ConditionalStep(run, frame, local + (t,), self.refs[t])
-            run.frame = sf
-            try:
-                state = step(t, prev, *args)
-            finally:
-                run.frame = frame
-            self.weigh(frame, local + (t,))
-            self.sites.append((local, t, {k: s.values for k, s in sf.new.items()
-                                          if s.kind == LATENT}))
-            states.append(state)
-            a = None
-            if t < T - 1:
-                w = resampling.normalize(self.log_w)
-                self.ess.append(resampling.ess(w))
-                self.resampled.append(True)
-                a = self.resample(w, n, self.rng)
-                a[0] = 0
-                if self.ancestor_sampling:
-                    a[0] = self._ancestor(frame, local, step, args, t, state)
-                    self.ancestor_changes += a[0] != 0
-                self.log_w = np.zeros(n)
-            else:
-                self.ess.append(resampling.ess(resampling.normalize(self.log_w)))
-                self.resampled.append(False)
-            self.ancestors.append(a)
-            prev = state if a is None else take(state, a, n)
-        return self._lineage(states)
+    def step_frame(self, run, frame, rel, t):
+        return _ConditionalStep(run, frame, rel, self.refs[t], self.n)
 
-    def _ancestor(self, frame, local, step, args, t, state) -> int:
-        """The reference's ancestor at t + 1: w_t^l · p(reference's suffix | prefix l)."""
-        run, n = frame.run, self.n
-        log_w = self.log_w.copy()
+    def choose_ancestors(self, frame, local, step, args, t, state, a):
+        if a is None:  # after the last step
+            return None
+        ref = np.arange(self.G) * self.n
+        if self.ancestor_sampling:
+            a[ref] = self._ancestors(frame, local, step, args, t, state)
+            self.ancestor_changes += int((a[ref] != ref).sum())
+        else:
+            a[ref] = ref
+        return a
+
+    def _ancestors(self, frame, local, step, args, t, state) -> np.ndarray:
+        """Each reference's ancestor at t + 1: w_t^l · p(reference's suffix | prefix l)."""
+        run, n, G = frame.run, self.n, self.G
+        log_w = self.weighed.copy()  # w_t (maybe_resample has reset log_w)
         prev = state
-        saved_obs, saved_lat = frame.obs_lp, frame.lat_lp
+        saved = frame.obs_lp, frame.lat_lp
         for s in range(t + 1, len(self.refs)):
             frame.obs_lp = frame.lat_lp = None
-            pf = _PinnedStep(run, frame, local + (s,), self.refs[s])
+            pf = _PinnedStep(run, frame, local + (s,), self.refs[s], n)
             run.frame = pf
             try:
                 prev = step(s, prev, *args)
             finally:
                 run.frame = frame
             log_w += frame.total_member_lp()
-            if _all_equal(prev, self.ref_states[s], n):
-                break  # every particle's state is the reference's: the rest is common
-        frame.obs_lp, frame.lat_lp = saved_obs, saved_lat
-        if not resampling.log_sum_exp(log_w) > NEG_INF:
-            return 0
-        return int(self.rng.choice(n, p=resampling.normalize(log_w)))
+            if _coalesced(prev, G, n):
+                break  # within each group every prefix gives the same state: the rest is common
+        frame.obs_lp, frame.lat_lp = saved
+        W = resampling.normalize_rows(log_w.reshape(G, n))
+        u = self.rng.random((G, 1))
+        j = np.minimum((u > np.cumsum(W, axis=1)).sum(axis=1), n - 1)
+        return np.arange(G) * n + j
 
 
-def _all_equal(states, ref, n: int) -> bool:
-    """Every particle's state equals the reference state ``ref``."""
+def _coalesced(states, G: int, n: int) -> bool:
+    """Within each group, every member's state is the same."""
     if isinstance(states, np.ndarray) and states.dtype != object and states.ndim:
-        r = np.asarray(ref)
-        return r.dtype != object and r.shape == states.shape[1:] and bool(np.all(states == r))
-    return all(same_value(_member(states, i), ref) for i in range(n))
+        s = states.reshape((G, n) + states.shape[1:])
+        return bool(np.all(s == s[:, :1]))
+    members = [_member(states, i) for i in range(G * n)]
+    return all(same_value(members[g * n + j], members[g * n])
+               for g in range(G) for j in range(1, n))
 
 
 def _member(state, i):
@@ -162,6 +140,29 @@ def _member(state, i):
     if isinstance(state, (tuple, list)):
         return type(state)(_member(s, i) for s in state)
     return state
+
+
+def write_trajectories(kernel, trace, rng, driver, targets=None) -> None:
+    """Set the chains to one trajectory per group drawn from the final weights (and the
+    choices in ``targets``), by one execution committed into ``trace``."""
+    ks = driver.draw_final()
+    targets = dict(targets or {})
+    vec, plan = {}, Plan()
+    elems = np.arange(driver.G)
+    for (plate, chain, t, site), v in driver.trajectories(ks).items():
+        if plate is None:
+            x = np.asarray(v[0])
+            targets[chain + (t,) + site] = x.item() if x.ndim == 0 else x.copy()
+            plan.add_step(chain, t)
+        else:
+            vec[(plate, chain + (t,) + site)] = VecTarget(elems, np.asarray(v))
+    if driver.plate is not None:
+        plan.add_elements(driver.plate, elems)
+    run = kernel.execute(trace, rng, targets=targets, vec=vec, plan=plan)
+    if run.aborted is not None:  # cannot happen for trajectories the particles drew
+        raise ModelError(f"{kernel.name}: the drawn trajectory has probability zero: "
+                         f"{run.aborted}")
+    run.commit()
 
 
 class PGibbs(Kernel):
@@ -178,7 +179,7 @@ class PGibbs(Kernel):
                 f"pgibbs: resample={resample!r} — conditional resampling is implemented for "
                 "'multinomial' only (conditional systematic resampling needs its own scheme)"
             )
-        self.chain = as_name(chain)
+        self.chain = as_pattern(chain)
         self.particles = int(particles)
         self.ancestor_sampling = bool(ancestor_sampling)
 
@@ -187,30 +188,49 @@ class PGibbs(Kernel):
         return f"pgibbs({'.'.join(map(str, self.chain))!r}, {self.particles}, {kind})"
 
     def prepare(self, trace) -> None:
-        self._node(trace)
+        self._references(trace)
 
-    def _node(self, trace):
+    def _references(self, trace):
+        """(plate or None, chain, T, refs): ``refs[t][site]`` the current trajectories' values
+        at step t with a leading axis of groups (1 for a top-level chain, the plate's elements
+        for a chain in a plate)."""
+        name = ".".join(map(str, self.chain))
         node = trace.root.chains.get(self.chain)
-        if node is None:
-            raise SelectionError(
-                f"pgibbs: no top-level markov chain {'.'.join(map(str, self.chain))!r}; the "
-                f"program's chains are {['.'.join(map(str, k)) for k in trace.root.chains]}"
-            )
-        if not node.uniform():
-            raise SelectionError(
-                f"pgibbs: the chain {fmt(self.chain)} has steps with different choices or "
-                "nested nodes; particle Gibbs needs the same choices in every step"
-            )
-        return node
+        if node is not None:
+            if not node.uniform():
+                raise SelectionError(
+                    f"pgibbs: the chain {name!r} has steps with different choices or nested "
+                    "nodes; particle Gibbs needs the same choices in every step"
+                )
+            cols = {k: node.sites[k].values.array() for k in node.latent_sites()}
+            return None, self.chain, node.T, [{k: v[t][None] for k, v in cols.items()}
+                                              for t in range(node.T)]
+        for k in range(1, len(self.chain)):
+            plate, local = self.chain[:k], self.chain[k:]
+            pnode = trace.root.plates.get(plate)
+            cc = pnode.chains.get(local) if pnode is not None else None
+            if cc is not None:
+                cols = {}
+                for rel, site in cc.sites.items():
+                    if site.kind != LATENT:
+                        continue
+                    if not np.all(cc.present[rel]):
+                        raise SelectionError(f"pgibbs: the site {rel} of chain {name!r} is not "
+                                             "present in every step")
+                    cols[rel] = site.values.array()
+                return plate, local, cc.T, [{k2: v[:, t] for k2, v in cols.items()}
+                                            for t in range(cc.T)]
+        chains = [".".join(map(str, k)) for k in trace.root.chains] + [
+            ".".join(map(str, p + c)) for p, pn in trace.root.plates.items() for c in pn.chains]
+        raise SelectionError(
+            f"pgibbs: no markov chain {name!r} at the top level or in a top-level plate; the "
+            f"program's chains are {chains}"
+        )
 
     def _step(self, trace, rng):
-        node = self._node(trace)
-        names = node.latent_sites()
-        cols = {k: node.sites[k].values.array() for k in names}
-        refs = [{k: cols[k][t] for k in names} for t in range(node.T)]
-        ref_states = list(node.states)
+        plate, chain, T, refs = self._references(trace)
         n = self.particles
-        driver = _Conditional(n, rng, self.chain, refs, ref_states, self.ancestor_sampling)
+        driver = _Target(n, rng, refs, self.ancestor_sampling, plate, chain)
 
         def given(local):
             vl = trace.root.value_lp(local)
@@ -219,40 +239,45 @@ class PGibbs(Kernel):
             return vl[0]
 
         run_particles(trace, rng, n, given, driver)
-        k = int(rng.choice(n, p=resampling.normalize(driver.log_w)))
-        paths = driver.paths()
-        self._write(trace, rng, {k2: paths[".".join(map(str, self.chain + k2))][k]
-                                 for k2 in names})
+        write_trajectories(self, trace, rng, driver)
         st = self.stats
         st.proposed += 1
         st.accepted += 1
         st.count("particles", n)
-        st.count("generations", node.T)
+        st.count("generations", T)
         st.count("resampling_events", sum(driver.resampled))
         if self.ancestor_sampling:
-            st.count("reference_ancestor_changes", driver.ancestor_changes)
-        st.chain_steps += n * node.T
+            st.count("reference_ancestor_changes", driver.ancestor_changes / driver.G)
+        st.chain_steps += n * T * driver.G
         return trace
 
-    def _write(self, trace, rng, path: dict) -> None:
-        """Set the chain's choices to ``path`` (site → (T, ...)) by one execution."""
-        targets, plan = {}, Plan()
-        for k, values in path.items():
-            for t, v in enumerate(values):
-                v = np.asarray(v)
-                targets[self.chain + (t,) + k] = v.item() if v.ndim == 0 else v
-                plan.add_step(self.chain, t)
-        run = self.execute(trace, rng, targets=targets, plan=plan)
-        if run.aborted is not None:  # cannot happen for a trajectory the particles drew
-            raise ModelError(f"pgibbs: the drawn trajectory has probability zero: {run.aborted}")
-        run.commit()
+
+class _Target(Conditional):
+    """Conditional SMC on the selected chain; any other chain is an error."""
+
+    def __init__(self, n, rng, refs, ancestor_sampling, plate, chain):
+        super().__init__(n, rng, refs, ancestor_sampling)
+        self.target = (plate, chain)
+
+    def chain(self, frame, local, step, length, init, args):
+        here = (getattr(frame, "plate_addr", None), local)
+        if here != self.target:
+            raise ModelError(
+                f"pgibbs({'.'.join(map(str, (self.target[0] or ()) + self.target[1]))!r}): the "
+                f"program has another markov chain {'.'.join(map(str, (here[0] or ()) + local))!r}"
+                "; particle Gibbs updates one chain with the rest held fixed, which is not "
+                "supported for programs with several chains yet"
+            )
+        return super().chain(frame, local, step, length, init, args)
 
 
 def pgibbs(chain, particles: int = 10, ancestor_sampling: bool = True,
            resample: str = "multinomial") -> PGibbs:
-    """Particle Gibbs on the top-level markov chain ``chain`` (003): PGAS by default,
-    iterated conditional SMC with ``ancestor_sampling=False``.  Always accepts; compose with
-    other kernels for the parameters (``th.cycle([th.pgibbs("x", 10), th.mh("q", ...)])``).
+    """Particle Gibbs on the markov chain ``chain`` (003): PGAS by default, iterated
+    conditional SMC with ``ancestor_sampling=False``.  ``chain`` names a top-level chain
+    (``"x"``) or a chain inside a top-level plate (``"series.h"``: one conditional SMC per
+    element, all run as one batch).  Always accepts; compose with other kernels for the
+    parameters (``th.cycle([th.pgibbs("x", 10), th.mh("q", ...)])``).
 
     The chain's step must accept a leading particle axis on ``prev`` (as :func:`thrifty.smc`).
 

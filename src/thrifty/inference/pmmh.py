@@ -20,10 +20,11 @@ import numpy as np
 from thrifty.core.address import as_name, fmt
 from thrifty.core.vocab import ZeroProbability
 from thrifty.errors import ModelError, SelectionError
-from thrifty.inference import resampling
+from thrifty.inference.generations import Generations, NoParticleLeft
 from thrifty.inference.kernel import Kernel
+from thrifty.inference.pgibbs import write_trajectories
 from thrifty.inference.proposals import Drift, Prior, Proposal
-from thrifty.inference.smc import NoParticleLeft, _Generations, run_particles
+from thrifty.inference.smc import run_particles
 
 
 class PMMH(Kernel):
@@ -57,14 +58,14 @@ class PMMH(Kernel):
                     f"pmmh: {'.'.join(map(str, a))!r} is not a latent choice at the top level "
                     "of the program (PMMH updates global parameters outside the chains)"
                 )
-        if not trace.root.chains:
+        if not trace.root.chains and not any(p.chains for p in trace.root.plates.values()):
             raise SelectionError("pmmh: the program has no th.markov chain to filter")
 
     def _smc(self, trace, rng, values: dict):
         """One SMC sweep with the selected choices at ``values`` (or RESAMPLE), the other
         choices outside the chains at their trace values.  Returns (log p(θ) of the choices
         outside the chains, minus those drawn from their priors; log Ẑ; driver; frame)."""
-        driver = _Generations(self.particles, self.resample, 0.5, rng)
+        driver = Generations(self.particles, self.resample, 0.5, rng)
 
         def given(local):
             if local in values:
@@ -102,12 +103,7 @@ class PMMH(Kernel):
             return trace
         self.stats.accepted += 1
         targets = {a: frame.new[a].values for a in self.addrs}  # (drawn, for th.prior())
-        k = int(rng.choice(self.particles, p=resampling.normalize(driver.log_w)))
-        targets.update(driver.trajectory(k))
-        run = self.execute(trace, rng, targets=targets)
-        if run.aborted is not None:
-            raise ModelError(f"pmmh: the accepted state has probability zero: {run.aborted}")
-        run.commit()
+        write_trajectories(self, trace, rng, driver, targets)
         self._current = (trace.uid, trace.clock, prior2 + frame.prior_drawn_lp, log_z2)
         return trace
 

@@ -58,6 +58,44 @@ def residual(w: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
     return out
 
 
+def grouped(fn: Scheme, W: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Resample each row of ``W`` (G, n) independently with ``fn``: flat ancestor indices
+    (G·n,) into the G·n members, row g's offspring drawn from row g.  Multinomial, stratified
+    and systematic run vectorized over the rows (one search over the rows' CDFs shifted by
+    their row numbers); other schemes row by row."""
+    G, n = W.shape
+    if fn is multinomial:
+        u = np.sort(rng.random((G, n)), axis=1)
+    elif fn is stratified:
+        u = (np.arange(n) + rng.random((G, n))) / n
+    elif fn is systematic:
+        u = (np.arange(n) + rng.random((G, 1))) / n
+    else:
+        return np.concatenate([g * n + fn(W[g], n, rng) for g in range(G)])
+    cdf = np.cumsum(W, axis=1)
+    cdf[:, -1] = 1.0
+    rows = np.arange(G)[:, None]
+    idx = np.searchsorted((cdf + rows).ravel(), (u + rows).ravel(), side="right")
+    return np.minimum(idx, (rows * n + n - 1).repeat(n, axis=1).ravel())
+
+
+def normalize_rows(log_w: np.ndarray) -> np.ndarray:
+    """Row-wise normalised weights of (G, n) log-weights."""
+    m = log_w.max(axis=1, keepdims=True)
+    if not np.all(m > -np.inf):
+        raise FloatingPointError("every particle of a group has weight zero")
+    w = np.exp(log_w - m)
+    return w / w.sum(axis=1, keepdims=True)
+
+
+def log_sum_exp_rows(log_w: np.ndarray) -> np.ndarray:
+    """Row-wise log Σ exp of (G, n) log-weights (−∞ for an all −∞ row)."""
+    m = log_w.max(axis=1, keepdims=True)
+    safe = np.where(m > -np.inf, m, 0.0)
+    with np.errstate(divide="ignore"):
+        return (safe + np.log(np.exp(log_w - safe).sum(axis=1, keepdims=True)))[:, 0]
+
+
 SCHEMES: dict[str, Scheme] = {
     "multinomial": multinomial,
     "stratified": stratified,
@@ -104,9 +142,12 @@ def ess(w: np.ndarray) -> float:
 __all__ = [
     "SCHEMES",
     "ess",
+    "grouped",
     "log_sum_exp",
+    "log_sum_exp_rows",
     "multinomial",
     "normalize",
+    "normalize_rows",
     "residual",
     "scheme",
     "stratified",

@@ -23,145 +23,17 @@ import numpy as np
 from thrifty import _context
 from thrifty.core.address import as_name, fmt
 from thrifty.core.model import as_program
-from thrifty.core.particles import ParticleFrame, StepFrame, per_particle, take
+from thrifty.core.particles import ParticleFrame
 from thrifty.core.run import Run
 from thrifty.core.trace import Trace
-from thrifty.core.vocab import DETERMINISTIC, LATENT, ZeroProbability, chain_length
-from thrifty.errors import ModelError, NumericalError
-from thrifty.inference import resampling
+from thrifty.core.vocab import ZeroProbability
+from thrifty.errors import ModelError
+from thrifty.inference.generations import Generations, NoParticleLeft
 from thrifty.inference.smc_replay import smc_replay
 
 
 class _NotBatchable(Exception):
     """A latent choice outside the chains with no given value: not a batched particle run."""
-
-
-class NoParticleLeft(NumericalError):
-    """Every particle has weight zero: the evidence estimate is 0."""
-
-
-class _Generations:
-    """The driver of a particle run: weighs, resamples and remembers the generations."""
-
-    def __init__(self, n, resample, ess_threshold, rng):
-        self.n, self.rng = n, rng
-        self.resample = resampling.scheme(resample)
-        self.threshold = float(ess_threshold)
-        self.log_w = np.zeros(n)  # since the last resampling
-        self.log_z = 0.0
-        self.ess: list[float] = []
-        self.resampled: list[bool] = []
-        # per generation: (chain address, t, {site: values (n, ...)}) and the ancestors that
-        # the NEXT generation's particles were drawn from (None: no resampling)
-        self.sites: list[tuple] = []
-        self.ancestors: list[np.ndarray | None] = []
-
-    def weigh(self, frame: ParticleFrame, addr) -> None:
-        inc = frame.obs_lp
-        frame.obs_lp = frame.lat_lp = None
-        if inc is None:
-            return
-        if np.isnan(inc).any():
-            raise NumericalError(f"a particle's log-weight is NaN at {fmt(addr)}")
-        new = self.log_w + inc
-        top = resampling.log_sum_exp(new)
-        if not top > -np.inf:
-            raise NoParticleLeft(
-                f"every particle has probability zero after {fmt(addr)}: the observations "
-                "cannot be explained by any particle (more particles, or check the model)"
-            )
-        self.log_z += top - resampling.log_sum_exp(self.log_w)
-        self.log_w = new
-
-    def maybe_resample(self, allowed: bool) -> np.ndarray | None:
-        """Record the ESS of this generation; resample if it is below the threshold (and
-        ``allowed``: not after the last step of a chain)."""
-        w = resampling.normalize(self.log_w)
-        ess = resampling.ess(w)
-        self.ess.append(ess)
-        if allowed and ess < self.threshold * self.n:
-            self.resampled.append(True)
-            self.log_w = np.zeros(self.n)
-            return self.resample(w, self.n, self.rng)
-        self.resampled.append(False)
-        return None
-
-    def chain(self, frame: ParticleFrame, local, step, length, init, args):
-        run, n = frame.run, self.n
-        T = chain_length(local, length, step)
-        self.weigh(frame, local)  # observations before the chain
-        prev = per_particle(init, n)
-        states = []
-        for t in range(T):
-            sf = StepFrame(run, frame, local + (t,))
-            run.frame = sf
-            try:
-                state = step(t, prev, *args)
-            finally:
-                run.frame = frame
-            self.weigh(frame, local + (t,))
-            self.sites.append((local, t, {k: s.values for k, s in sf.new.items()
-                                          if s.kind in (LATENT, DETERMINISTIC)}))
-            states.append(state)
-            a = self.maybe_resample(t < T - 1)
-            self.ancestors.append(a)
-            prev = state if a is None else take(state, a, n)
-        return self._lineage(states)
-
-    def _lineage(self, states: list) -> list:
-        """The chain's states along each current particle's ancestry."""
-        n, out = self.n, [None] * len(states)
-        idx = np.arange(n)
-        k = len(self.ancestors)
-        for t in range(len(states) - 1, -1, -1):
-            k -= 1
-            a = self.ancestors[k]
-            if a is not None and t < len(states) - 1:
-                idx = a[idx]
-            out[t] = take(states[t], idx, n)
-        return out
-
-    def trajectory(self, k: int) -> dict:
-        """address → value of every chain choice along the ancestry of final particle ``k``
-        (values as one trajectory's execution holds them: Python scalars, arrays)."""
-        out, i = {}, k
-        for g in range(len(self.sites) - 1, -1, -1):
-            a = self.ancestors[g]
-            if a is not None:
-                i = int(a[i])
-            chain, t, vals = self.sites[g]
-            for local, v in vals.items():
-                v = np.asarray(v)[i] if np.ndim(v) else v
-                v = np.asarray(v)
-                out[chain + (t,) + local] = v.item() if v.ndim == 0 else v.copy()
-        return out
-
-    def paths(self) -> dict:
-        """Every generation's site values along each final particle's ancestry, stacked over
-        the steps of each chain: ``name → (n, T, ...)``."""
-        n, idx = self.n, np.arange(self.n)
-        per_step: list = [None] * len(self.sites)
-        for g in range(len(self.sites) - 1, -1, -1):
-            a = self.ancestors[g]
-            if a is not None:
-                idx = a[idx]
-            chain, t, vals = self.sites[g]
-            per_step[g] = (chain, t, {k: take(v, idx, n) for k, v in vals.items()})
-        by_name: dict = {}
-        for chain, t, vals in per_step:
-            for k, v in vals.items():
-                by_name.setdefault(".".join(str(p) for p in chain + k), []).append((t, v))
-        out = {}
-        for name, items in by_name.items():
-            steps = [t for t, _ in items]
-            if steps == list(range(len(steps))) and all(
-                np.shape(v) == np.shape(items[0][1]) for _, v in items
-            ):
-                out[name] = np.stack([np.asarray(v) for _, v in items], axis=1)
-            else:  # a site present in some steps only: one entry per step
-                for t, v in items:
-                    out[name.replace(".", f".{t}.", 1) if "." in name else f"{name}.{t}"] = v
-        return out
 
 
 def run_particles(trace, rng, n: int, given, driver) -> ParticleFrame:
@@ -186,8 +58,11 @@ class SMCResult:
     """Weighted particles from :func:`smc`.
 
     ``values[name]`` is ``(particles, T, ...)`` for a site of a chain (the particles' whole
-    trajectories, along their ancestry); ``weights`` are normalised; ``log_evidence`` is log Ẑ;
-    ``ess[g]`` and ``resampled[g]`` per generation (after weighing).
+    trajectories, along their ancestry) — ``(particles, G, T, ...)`` for a chain inside a plate
+    of G elements, each element with its own particles and weights; ``weights`` are normalised
+    over the particles (shape ``(particles,)`` or ``(particles, G)``); ``log_evidence`` is
+    log Ẑ; ``ess[g]`` (the mean over the plate's elements) and ``resampled[g]`` (how many
+    elements resampled) per generation.
     """
 
     values: dict
@@ -200,7 +75,9 @@ class SMCResult:
 
     @property
     def weights(self) -> np.ndarray:
-        return resampling.normalize(self.log_weights)
+        lw = self.log_weights
+        w = np.exp(lw - lw.max(axis=0))
+        return w / w.sum(axis=0)
 
     @property
     def particles(self) -> int:
@@ -214,7 +91,8 @@ class SMCResult:
 
     def mean(self, name: str) -> np.ndarray:
         """The weighted mean of ``name`` over the particles."""
-        return np.tensordot(self.weights, np.asarray(self[name], dtype=float), axes=1)
+        v, w = np.asarray(self[name], dtype=float), self.weights
+        return (w.reshape(w.shape + (1,) * (v.ndim - w.ndim)) * v).sum(axis=0)
 
 
 def smc(
@@ -260,7 +138,7 @@ def smc(
         return given_values[local]
 
     t0 = time.perf_counter()
-    driver = _Generations(int(particles), resample, ess_threshold, rng)
+    driver = Generations(int(particles), resample, ess_threshold, rng)
     try:
         run_particles(Trace(program), rng, int(particles), given, driver)
     except ZeroProbability as e:
@@ -275,7 +153,7 @@ def smc(
     seconds = time.perf_counter() - t0
     return SMCResult(
         values=driver.paths(),
-        log_weights=driver.log_w,
+        log_weights=driver.final_log_weights(),
         log_evidence=float(driver.log_z),
         ess=np.array(driver.ess),
         resampled=np.array(driver.resampled),
@@ -284,6 +162,7 @@ def smc(
             "particles": int(particles),
             "generations": len(driver.sites),
             "resampling_events": int(sum(driver.resampled)),
+            "groups": driver.G,
             "seconds": seconds,
         },
     )

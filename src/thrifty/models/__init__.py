@@ -4,16 +4,19 @@ from thrifty.models.hmm import forward_backward, hmm
 from thrifty.models.lds import generate_lds, lds, lds_matrices
 from thrifty.models.logistic import logistic_regression, robust_regression
 from thrifty.models.mrf import dense_mrf, exact_marginals, random_potentials
+from thrifty.models.sv import generate_sv, sv
 
 __all__ = [
     "dense_mrf",
     "exact_marginals",
     "forward_backward",
     "generate_lds",
+    "generate_sv",
     "hmm",
     "lds",
     "lds_matrices",
     "logistic_regression",
     "random_potentials",
     "robust_regression",
+    "sv",
 ]

@@ -1,0 +1,211 @@
+"""The driver of a particle run: generations of the chains, weights, resampling, ancestry.
+
+The members of a particle batch are ``G × n``: ``n`` particles for each of ``G`` independent
+*groups* — one group for a chain at the top level of the program, one per element for a chain
+inside a plate (member ``g·n + j`` is particle ``j`` of element ``g``).  Each group has its own
+weights, resampling and evidence (the evidence of the program is the product over groups).
+:class:`Generations` runs a chain step by step (``chain``), weighs the members by the step's
+observations (``weigh``), resamples each group whose ESS is low, and remembers every
+generation's choices and ancestors so that the particles' trajectories can be traced back
+(``paths``, ``trajectories``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from thrifty.core.address import fmt
+from thrifty.core.particles import StepFrame, per_particle, take
+from thrifty.core.vocab import DETERMINISTIC, LATENT, chain_length
+from thrifty.errors import ModelError, NumericalError
+from thrifty.inference import resampling
+
+
+class NoParticleLeft(NumericalError):
+    """Every particle (of some group) has weight zero: the evidence estimate is 0."""
+
+
+class Generations:
+    """Weighs, resamples and remembers the generations of a particle run (module docstring)."""
+
+    def __init__(self, n, resample, ess_threshold, rng):
+        self.n, self.rng = n, rng
+        self.resample = resampling.scheme(resample)
+        self.threshold = float(ess_threshold)
+        self.G = 1  # groups (fixed by the first chain)
+        self.plate: tuple | None = None  # the plate of the chains (None: top level)
+        self.started = False
+        self.log_w = np.zeros(n)  # per member, since its group's last resampling
+        self.log_z = 0.0
+        self.ess: list[float] = []  # per generation: the mean ESS over the groups
+        self.resampled: list[int] = []  # per generation: the number of groups resampled
+        # per generation: (plate, chain, t, {site: values (G·n, ...)}) and the ancestors the
+        # NEXT generation's members were drawn from (None: none resampled)
+        self.sites: list[tuple] = []
+        self.ancestors: list[np.ndarray | None] = []
+
+    @property
+    def members(self) -> int:
+        return self.G * self.n
+
+    # -- weights ----------------------------------------------------------------------------
+    def weigh(self, frame, addr) -> None:
+        """Multiply the members' weights by the likelihood of what ``frame`` observed."""
+        inc = frame.obs_lp
+        frame.obs_lp = frame.lat_lp = None
+        if inc is None:
+            return
+        if np.isnan(inc).any():
+            raise NumericalError(f"a particle's log-weight is NaN at {fmt(addr)}")
+        if len(inc) != len(self.log_w):  # observed outside the members (shared by all)
+            if np.ptp(inc) > 0:
+                raise ModelError(f"observation {fmt(addr)} differs between particles outside "
+                                 "the chains")
+            self.log_z += float(inc[0])
+            return
+        new = (self.log_w + inc).reshape(self.G, self.n)
+        top = resampling.log_sum_exp_rows(new)
+        if not np.all(top > -np.inf):
+            raise NoParticleLeft(
+                f"every particle has probability zero after {fmt(addr)}: the observations "
+                "cannot be explained by any particle (more particles, or check the model)"
+            )
+        self.log_z += float((top - resampling.log_sum_exp_rows(
+            self.log_w.reshape(self.G, self.n))).sum())
+        self.log_w = new.ravel()
+
+    def weights(self) -> np.ndarray:
+        """Normalised weights per group, (G, n)."""
+        return resampling.normalize_rows(self.log_w.reshape(self.G, self.n))
+
+    def maybe_resample(self, allowed: bool) -> np.ndarray | None:
+        """Record this generation's ESS; resample the groups whose ESS is below the threshold
+        (if ``allowed``: not after the last step of a chain).  Returns flat ancestors or None."""
+        W = self.weights()
+        self.weighed = self.log_w.copy()  # this generation's weights, before any reset
+        ess = 1.0 / (W * W).sum(axis=1)
+        self.ess.append(float(ess.mean()))
+        low = ess < self.threshold * self.n if allowed else np.zeros(self.G, dtype=bool)
+        self.resampled.append(int(low.sum()))
+        if not low.any():
+            return None
+        a = resampling.grouped(self.resample, W, self.rng)
+        if not low.all():
+            keep = np.repeat(~low, self.n)
+            a[keep] = np.flatnonzero(keep)
+        self.log_w[np.repeat(low, self.n)] = 0.0
+        return a
+
+    # -- a chain ------------------------------------------------------------------------------
+    def begin_chain(self, frame, plate) -> None:
+        """Fix the groups at the first chain; the members so far are uniform."""
+        G = getattr(frame, "groups", 1)
+        if self.started and (G != self.G or plate != self.plate):
+            raise ModelError(
+                "particle methods run the chains of one level: all at the top level or all in "
+                "one plate"
+            )
+        if not self.started:
+            if np.ptp(self.log_w) > 0:
+                raise ModelError("particles were weighed differently before the first chain")
+            self.G, self.plate, self.started = G, plate, True
+            self.log_w = np.zeros(self.members)
+
+    def step_frame(self, run, frame, rel, t):
+        return StepFrame(run, frame, rel)
+
+    def choose_ancestors(self, frame, local, step, args, t, state, a):
+        """Ancestors for generation t + 1 (conditional SMC overrides it)."""
+        return a
+
+    def chain(self, frame, local, step, length, init, args):
+        plate = getattr(frame, "plate_addr", None)
+        self.begin_chain(frame, plate)
+        run, m = frame.run, self.members
+        T = chain_length(local, length, step)
+        self.weigh(frame, local)  # observations before the chain
+        prev = per_particle(init, m)
+        states = []
+        for t in range(T):
+            sf = self.step_frame(run, frame, local + (t,), t)
+            run.frame = sf
+            try:
+                state = step(t, prev, *args)
+            finally:
+                run.frame = frame
+            self.weigh(frame, local + (t,))
+            self.sites.append((plate, local, t, {k: s.values for k, s in sf.new.items()
+                                                 if s.kind in (LATENT, DETERMINISTIC)}))
+            states.append(state)
+            a = self.choose_ancestors(frame, local, step, args, t, state,
+                                      self.maybe_resample(t < T - 1))
+            self.ancestors.append(a)
+            prev = state if a is None else take(state, a, m)
+        return self._lineage(states)
+
+    # -- ancestry -----------------------------------------------------------------------------
+    def _lineage(self, states: list) -> list:
+        """The chain's states along each current member's ancestry."""
+        m, out = self.members, [None] * len(states)
+        idx = np.arange(m)
+        k = len(self.ancestors)
+        for t in range(len(states) - 1, -1, -1):
+            k -= 1
+            a = self.ancestors[k]
+            if a is not None and t < len(states) - 1:
+                idx = a[idx]
+            out[t] = take(states[t], idx, m)
+        return out
+
+    def _traced(self, idx: np.ndarray):
+        """Per generation (newest first): (plate, chain, t, {site: values at the ancestors of
+        the members ``idx``})."""
+        m = self.members
+        for g in range(len(self.sites) - 1, -1, -1):
+            a = self.ancestors[g]
+            if a is not None:
+                idx = a[idx]
+            plate, chain, t, vals = self.sites[g]
+            yield plate, chain, t, {k: take(v, idx, m) for k, v in vals.items()}
+
+    def trajectories(self, ks: np.ndarray) -> dict:
+        """(plate, chain, t, site) → values (len(ks), ...) along the ancestry of the members
+        ``ks`` (one per group)."""
+        return {(plate, chain, t, k): v for plate, chain, t, vals in self._traced(ks)
+                for k, v in vals.items()}
+
+    def draw_final(self) -> np.ndarray:
+        """One member per group, drawn from the group's final weights (flat indices)."""
+        W = self.weights()
+        u = self.rng.random((self.G, 1))
+        j = np.minimum((u > np.cumsum(W, axis=1)).sum(axis=1), self.n - 1)
+        return np.arange(self.G) * self.n + j
+
+    def paths(self) -> dict:
+        """Every generation's site values along each final member's ancestry, stacked over
+        the steps of each chain: ``name → (n, T, ...)`` (top level) or ``(n, G, T, ...)``
+        (a chain in a plate of G elements)."""
+        by_name: dict = {}
+        for plate, chain, t, vals in self._traced(np.arange(self.members)):
+            for k, v in vals.items():
+                name = ".".join(str(p) for p in (plate or ()) + chain + k)
+                by_name.setdefault(name, []).append((t, v))
+        out = {}
+        for name, items in by_name.items():
+            items.reverse()
+            steps = [t for t, _ in items]
+            if steps != list(range(len(steps))) or any(
+                np.shape(v) != np.shape(items[0][1]) for _, v in items
+            ):
+                raise ModelError(f"site {name!r} is not present in every step of its chain; "
+                                 "the particle methods need the same choices in every step")
+            v = np.stack([np.asarray(v) for _, v in items], axis=1)  # (G·n, T, ...)
+            if self.plate is not None:
+                v = v.reshape((self.G, self.n) + v.shape[1:]).swapaxes(0, 1)
+            out[name] = v
+        return out
+
+    def final_log_weights(self) -> np.ndarray:
+        """(n,) at the top level, (n, G) for a plate's chains."""
+        lw = self.log_w.reshape(self.G, self.n)
+        return lw[0] if self.plate is None else lw.T.copy()

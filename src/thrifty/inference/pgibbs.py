@@ -246,6 +246,7 @@ class PGibbs(Kernel):
         st.count("particles", n)
         st.count("generations", T)
         st.count("resampling_events", sum(driver.resampled))
+        st.count("mean_ess", float(np.mean(driver.ess)))  # per generation, over the groups
         if self.ancestor_sampling:
             st.count("reference_ancestor_changes", driver.ancestor_changes / driver.G)
         st.chain_steps += n * T * driver.G

@@ -95,6 +95,9 @@ class PMMH(Kernel):
         except (ZeroProbability, NoParticleLeft):
             return trace  # a proposal outside the support, or Ẑ(θ') = 0: rejected
         self.stats.count("particles", self.particles)
+        self.stats.count("generations", len(driver.ess))
+        self.stats.count("resampling_events", sum(driver.resampled))
+        self.stats.count("mean_ess", float(np.mean(driver.ess)) if driver.ess else 0.0)
         if isinstance(self.proposal, Prior):  # q(θ | θ') = p(θ): the priors cancel
             log_alpha = log_z2 - log_z
         else:  # symmetric drift

@@ -433,3 +433,27 @@ def test_stochastic_volatility_composes_particle_gibbs_with_subsampled_mh():
     assert r["series.h.h"].shape == (1, 100, 200, 5)
     assert 0 < r["phi"].min() and r["phi"].max() < 1 and np.all(r["sigma2"] > 0)
     assert len(np.unique(r["phi"])) > 10
+
+
+@pytest.mark.parametrize("AS", [True, False], ids=["PGAS", "CSMC"])
+def test_pgibbs_on_ordered_ranges_matches_the_smoother(AS):
+    """Two blocks of steps, each updated by conditional SMC with the rest of the chain held
+    fixed (the block's first state drawn given the state before it, its last weighted by the
+    reference's suffix): z-tests at both ends of both blocks (8 tests, |z| < 3.5)."""
+    from thrifty.diagnostics._arviz import az
+
+    T = 12
+    y, C, _ = generate_lds(T=T, D=2, r=0.5, seed=4)
+    omega = 4 * np.pi / T
+    ms, Ps = rts_smoother(y, *lds_matrices(C, 0.5, omega, Q))
+    k = th.cycle([th.pgibbs(th.ordered_range("x", 0, 5), 10, ancestor_sampling=AS),
+                  th.pgibbs(th.ordered_range("x", 6, 11), 10, ancestor_sampling=AS)])
+    res = th.infer(lds(y, C, 0.5, omega=omega, q=Q), k, num_samples=1500, burn_in=50,
+                   seed=6, progress=False)
+    x = res["x.z"][0]
+    for t in (0, 5, 6, 11):
+        for c in range(2):
+            ess = float(az.ess(x[None, :, t, c]))
+            z = (x[:, t, c].mean() - ms[t][c]) / np.sqrt(Ps[t][c, c] / ess)
+            assert abs(z) < 3.5, (AS, t, c, z, ess)
+    assert any("ordered_range('x', 0, 5)" in k for k in res.stats)

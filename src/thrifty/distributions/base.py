@@ -67,7 +67,7 @@ def as_params(*params, owner: Distribution | None = None):
             raise DistributionError(message) from None
         owner._fail(message)
         return tuple(float(a.flat[0]) if a.size else math.nan for a in arrays), ()
-    return tuple(np.broadcast_to(a, shape) for a in arrays), shape
+    return tuple(a if a.shape == shape else np.broadcast_to(a, shape) for a in arrays), shape
 
 
 def scalar_or_array(x):
@@ -122,6 +122,12 @@ class Distribution:
 
     def _check_positive(self, name: str, value) -> None:
         """``value > 0`` and finite (NaN fails), elementwise."""
+        if type(value) is np.ndarray and value.size:  # two reductions, no temporaries
+            if not value.min() > 0:
+                self._fail(f"{name} must be positive, got {describe(value)}")
+            elif not value.max() < math.inf:
+                self._fail(f"{name} must be finite, got {describe(value)}")
+            return
         if not all_true(value > 0):
             self._fail(f"{name} must be positive, got {describe(value)}")
         elif not all_true(value < math.inf):
@@ -136,6 +142,10 @@ class Distribution:
 
     def _check_finite(self, name: str, value) -> None:
         """``value`` finite (not NaN, not ±inf), elementwise."""
+        if type(value) is np.ndarray and value.size:  # two reductions, no temporaries
+            if not (value.min() > -math.inf and value.max() < math.inf):
+                self._fail(f"{name} must be finite, got {describe(value)}")
+            return
         if not all_true(abs(value) < math.inf):
             self._fail(f"{name} must be finite, got {describe(value)}")
 

@@ -27,12 +27,13 @@ import numpy as np
 
 from thrifty.core.address import as_name, as_pattern, fmt
 from thrifty.core.batch import BatchFrame
-from thrifty.core.particles import StepFrame
+from thrifty.core.particles import StepFrame, per_particle, take
 from thrifty.core.vocab import LATENT, Plan, VecTarget, same_value
 from thrifty.errors import ModelError, SelectionError
 from thrifty.inference import resampling
 from thrifty.inference.generations import Generations
 from thrifty.inference.kernel import Kernel
+from thrifty.inference.selection import OrderedRange
 from thrifty.inference.smc import run_particles
 
 
@@ -80,11 +81,67 @@ class Conditional(Generations):
     """Conditional SMC: member 0 of each group is pinned to the reference trajectory
     (``refs[t][site]``: the G references' values at step t); always resamples, multinomially."""
 
-    def __init__(self, n, rng, refs, ancestor_sampling):
+    def __init__(self, n, rng, refs, ancestor_sampling, steps=None):
         super().__init__(n, resampling.multinomial, 1.0, rng)
         self.refs = refs
         self.ancestor_sampling = ancestor_sampling
         self.ancestor_changes = 0
+        self.lo, self.hi = steps if steps is not None else (0, len(refs) - 1)
+
+    def chain(self, frame, local, step, length, init, args):
+        if (self.lo, self.hi) == (0, len(self.refs) - 1):
+            return super().chain(frame, local, step, length, init, args)
+        return self._range_chain(frame, local, step, init, args)
+
+    def _pinned(self, frame, local, step, args, s, prev):
+        """Step s with every member taking the reference's choices; (state, lat + obs lp)."""
+        run = frame.run
+        frame.obs_lp = frame.lat_lp = None
+        pf = _PinnedStep(run, frame, local + (s,), self.refs[s], self.n)
+        run.frame = pf
+        try:
+            state = step(s, prev, *args)
+        finally:
+            run.frame = frame
+        lp = frame.total_member_lp()
+        frame.obs_lp = frame.lat_lp = None
+        return state, lp
+
+    def _range_chain(self, frame, local, step, init, args):
+        """Conditional SMC on steps lo..hi only: the steps before run with the reference's
+        choices (the members' states are the reference's), the steps after weigh the final
+        members by the reference's suffix under their states (003 §4.4's rescoring)."""
+        plate = getattr(frame, "plate_addr", None)
+        self.begin_chain(frame, plate)
+        run, m, T = frame.run, self.members, len(self.refs)
+        self.weigh(frame, local)
+        prev = per_particle(init, m)
+        states = []
+        for s in range(self.lo):
+            prev, _ = self._pinned(frame, local, step, args, s, prev)
+            states.append(prev)
+        for t in range(self.lo, self.hi + 1):
+            sf = self.step_frame(run, frame, local + (t,), t)
+            run.frame = sf
+            try:
+                state = step(t, prev, *args)
+            finally:
+                run.frame = frame
+            self.weigh(frame, local + (t,))
+            self.sites.append((plate, local, t, {k: v.values for k, v in sf.new.items()
+                                                 if v.kind == LATENT}))
+            states.append(state)
+            a = self.choose_ancestors(frame, local, step, args, t, state,
+                                      self.maybe_resample(t < self.hi))
+            self.ancestors.append(a)
+            prev = state if a is None else take(state, a, m)
+        suffix = np.zeros(m)
+        for s in range(self.hi + 1, T):
+            prev, lp = self._pinned(frame, local, step, args, s, prev)
+            suffix += lp
+            states.append(prev)
+        self.log_w = self.log_w + suffix  # p(reference's suffix | each member's prefix)
+        return states
 
     def step_frame(self, run, frame, rel, t):
         return _ConditionalStep(run, frame, rel, self.refs[t], self.n)
@@ -179,13 +236,19 @@ class PGibbs(Kernel):
                 f"pgibbs: resample={resample!r} — conditional resampling is implemented for "
                 "'multinomial' only (conditional systematic resampling needs its own scheme)"
             )
+        self.steps = None
+        if isinstance(chain, OrderedRange):
+            chain, self.steps = chain.chain, (chain.lo, chain.hi)
         self.chain = as_pattern(chain)
         self.particles = int(particles)
         self.ancestor_sampling = bool(ancestor_sampling)
 
     def label(self) -> str:
         kind = "PGAS" if self.ancestor_sampling else "CSMC"
-        return f"pgibbs({'.'.join(map(str, self.chain))!r}, {self.particles}, {kind})"
+        sel = repr(".".join(map(str, self.chain)))
+        if self.steps is not None:
+            sel = f"ordered_range({sel}, {self.steps[0]}, {self.steps[1]})"
+        return f"pgibbs({sel}, {self.particles}, {kind})"
 
     def prepare(self, trace) -> None:
         self._references(trace)
@@ -229,8 +292,11 @@ class PGibbs(Kernel):
 
     def _step(self, trace, rng):
         plate, chain, T, refs = self._references(trace)
+        if self.steps is not None and not 0 <= self.steps[0] <= self.steps[1] < T:
+            raise SelectionError(f"pgibbs: steps {self.steps[0]}..{self.steps[1]} are not in "
+                                 f"the chain's 0..{T - 1}")
         n = self.particles
-        driver = _Target(n, rng, refs, self.ancestor_sampling, plate, chain)
+        driver = _Target(n, rng, refs, self.ancestor_sampling, plate, chain, self.steps)
 
         def given(local):
             vl = trace.root.value_lp(local)
@@ -244,7 +310,7 @@ class PGibbs(Kernel):
         st.proposed += 1
         st.accepted += 1
         st.count("particles", n)
-        st.count("generations", T)
+        st.count("generations", T if self.steps is None else self.steps[1] - self.steps[0] + 1)
         st.count("resampling_events", sum(driver.resampled))
         st.count("mean_ess", float(np.mean(driver.ess)))  # per generation, over the groups
         if self.ancestor_sampling:
@@ -256,8 +322,8 @@ class PGibbs(Kernel):
 class _Target(Conditional):
     """Conditional SMC on the selected chain; any other chain is an error."""
 
-    def __init__(self, n, rng, refs, ancestor_sampling, plate, chain):
-        super().__init__(n, rng, refs, ancestor_sampling)
+    def __init__(self, n, rng, refs, ancestor_sampling, plate, chain, steps):
+        super().__init__(n, rng, refs, ancestor_sampling, steps)
         self.target = (plate, chain)
 
     def chain(self, frame, local, step, length, init, args):

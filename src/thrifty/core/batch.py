@@ -24,9 +24,11 @@ from thrifty.core.replay import BatchLanes, replay
 from thrifty.core.vocab import (
     DETERMINISTIC,
     FACTOR,
+    INF,
     LATENT,
     NEG_INF,
     check_dist,
+    infinite_error,
     outside_support,
 )
 from thrifty.errors import ModelError, NumericalError
@@ -187,8 +189,12 @@ class BatchFrame:
         """``lp.sum()``; NaN → error naming the member; an observation outside the family's
         domain → error naming the member."""
         s = float(lp.sum())
-        if s == s and s > NEG_INF:
+        if NEG_INF < s < INF:
             return s
+        if np.isposinf(lp).any() and not np.isnan(lp).any():
+            j = int(np.flatnonzero(np.isposinf(lp))[0])
+            v = np.asarray(value)
+            raise infinite_error(self.member_addr(j, rel), d, v if v.ndim == 0 else v[j])
         bad = np.isnan(lp)
         if bad.any():
             j = int(np.flatnonzero(bad)[0])
@@ -217,7 +223,7 @@ class BatchFrame:
         rel = self.rel + local
         acc = self.acc
         if d._error is not None:
-            check_dist(d, acc.generic(rel))
+            check_dist(d, acc.generic(rel), acc.run)
         lanes = BatchLanes(acc, rel, acc.shape_code(d, rel, "sample"))
         old = self.old.get(local) if self.old is not None else None
         if old is not None and old.kind != LATENT:
@@ -241,7 +247,7 @@ class BatchFrame:
         rel = self.rel + local
         acc, run = self.acc, self.run
         if d._error is not None:
-            check_dist(d, acc.generic(rel))
+            check_dist(d, acc.generic(rel), acc.run)
         code = acc.shape_code(d, rel, "observation")
         if run.new_obs is not None:  # Geweke: simulate the observation given the latents
             value = BatchLanes(acc, rel, code).draw(d)
@@ -270,8 +276,9 @@ class BatchFrame:
         acc = self.acc
         lp = acc.member_lp(log_weight, rel, "factor")
         s = float(lp.sum())
-        if s != s:
-            raise NumericalError(f"factor {fmt(acc.generic(rel))} is NaN")
+        if s != s or s == INF:
+            raise NumericalError(f"factor {fmt(acc.generic(rel))} is {s} (a log-weight must be "
+                                 "finite or -inf)")
         acc._add("obs_lp", lp, s)
         self.new[local] = MemberSite(None, lp, FACTOR)
 

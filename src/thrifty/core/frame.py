@@ -19,10 +19,12 @@ from thrifty.core.trace import EMPTY_BLOCK, Block, Site
 from thrifty.core.vocab import (
     DETERMINISTIC,
     FACTOR,
+    INF,
     LATENT,
     NEG_INF,
     OBSERVED,
     check_dist,
+    infinite_error,
     nan_error,
     outside_support,
     total,
@@ -71,7 +73,7 @@ class BlockFrame:
         local = self._local(name)
         addr = self.prefix + local
         if d._error is not None:
-            check_dist(d, addr)
+            check_dist(d, addr, self.run)
         run = self.run
         targets = run.targets
         target = targets.get(addr) if targets is not None else None
@@ -108,7 +110,7 @@ class BlockFrame:
         local = self._local(name)
         addr = self.prefix + local
         if d._error is not None:
-            check_dist(d, addr)
+            check_dist(d, addr, self.run)
         run = self.run
         if run.new_obs is not None:
             value = d.sample(run.rng, np.shape(value)[: np.ndim(value) - len(d.shape)])
@@ -124,6 +126,8 @@ class BlockFrame:
             if not d.in_domain(value):
                 raise outside_support(addr, d, value)
             run.note_impossible(addr, d, value)
+        elif lp == INF:
+            raise infinite_error(addr, d, value)
         new = self.new
         new.sites[local] = Site(value, lp, OBSERVED)
         new.lp += lp
@@ -135,8 +139,9 @@ class BlockFrame:
     def factor(self, name, log_weight):
         local = self._local(name)
         lp = total(log_weight)
-        if lp != lp:
-            raise NumericalError(f"factor at address {fmt(self.prefix + local)} is NaN")
+        if lp != lp or lp == INF:
+            raise NumericalError(f"factor at address {fmt(self.prefix + local)} is {lp} (a "
+                                 "log-weight must be finite or -inf)")
         if lp == NEG_INF:
             self.run.note_impossible(self.prefix + local, None, None)
         self.new.sites[local] = Site(None, lp, FACTOR)

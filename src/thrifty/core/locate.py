@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from thrifty.core.address import dotted
+from thrifty.core.address import dotted, fmt
 from thrifty.core.vocab import DETERMINISTIC, LATENT, RESAMPLE, Plan, VecTarget
+from thrifty.errors import ModelError
 
 
 class Location:
@@ -327,3 +328,42 @@ def plan_elements(trace, plan: Plan, plate_addr, elems) -> Plan:
     for chain, t in _enclosing_steps(trace, plate_addr):
         plan.add_step(chain, t)
     return plan
+
+
+def addressed_target(frame, rel):
+    """The targets of a plate frame at site ``rel`` given by address (``init=``): the site of
+    every element (``"data.z"`` → an array over the plate's elements) or single elements
+    (``("data", 3, "z")``); ``(positions, values)`` or None.  Counts them as seen."""
+    run, targets, addr = frame.run, frame.run.targets, frame.addr
+    k = len(addr)
+    whole = targets.get(addr + rel)
+    if whole is not None:
+        run.n_seen += 1
+        if whole is RESAMPLE:
+            return np.arange(frame.n), whole
+        values = np.asarray(whole)
+        if values.ndim == 0 or values.shape[0] != frame.N:
+            raise ModelError(
+                f"the value given for {fmt(addr + rel)} has shape {values.shape}; it sets the "
+                f"site of every element of plate {fmt(addr)}, so its leading axis must have "
+                f"length {frame.N}"
+            )
+        return np.arange(frame.n), values if frame.full else values[frame.idx]
+    by = frame.__dict__.get("_by_rel")
+    if by is None:  # the element targets of this plate, once per frame
+        by = {}
+        for a, v in targets.items():
+            if len(a) > k + 1 and a[:k] == addr and isinstance(a[k], (int, np.integer)):
+                by.setdefault(a[k + 1:], []).append((int(a[k]), v))
+        frame._by_rel = by
+    items = by.get(rel)
+    if not items:
+        return None
+    items.sort(key=lambda item: item[0])
+    elems = np.array([e for e, _ in items])
+    bad = elems[(elems < 0) | (elems >= frame.N)]
+    if len(bad):
+        raise ModelError(f"plate {fmt(addr)} has {frame.N} elements; a value was given for "
+                         f"element {int(bad[0])}")
+    run.n_seen += len(items)
+    return frame.positions(elems), np.asarray([v for _, v in items])

@@ -156,7 +156,7 @@ class MemJournal(Update):
         maddr = self.addr + (key,)
         d = mem.fn(key)
         if d._error is not None:
-            check_dist(d, maddr)
+            check_dist(d, maddr, run)
         self.discrete = d.is_discrete
         table = self.table
         has_old = table is not None and key in table.values

@@ -78,7 +78,7 @@ class ParticleFrame(BatchFrame):
     def sample(self, name, d):
         local = self._local(name)
         if d._error is not None:
-            check_dist(d, local)
+            check_dist(d, local, self.run)
         value = self.given(local)
         if value is RESAMPLE:  # a draw from the prior (its density is the proposal's)
             value = d.sample(self.run.rng)

@@ -27,6 +27,7 @@ import numpy as np
 from thrifty.core.address import fmt
 from thrifty.core.batch import BatchFrame, MemberSite
 from thrifty.core.column import Column
+from thrifty.core.locate import addressed_target
 from thrifty.core.node import Node, Update
 from thrifty.core.plate_chain import ChainColumns
 from thrifty.core.vocab import LATENT
@@ -291,13 +292,15 @@ class PlateFrame(BatchFrame):
 
     def target_for(self, rel):
         vec = self.run.vec
-        if not vec:
-            return None
-        tgt = vec.get((self.addr, rel))
-        if tgt is None:
-            return None
-        self.run.vec_seen.add((self.addr, rel))
-        return self.positions(tgt.elems), tgt.values
+        if vec:
+            tgt = vec.get((self.addr, rel))
+            if tgt is not None:
+                self.run.vec_seen.add((self.addr, rel))
+                return self.positions(tgt.elems), tgt.values
+        if self.run.targets is not None:  # targets by address (init=)
+            return addressed_target(self, rel)
+        return None
+
 
     def positions(self, elems: np.ndarray) -> np.ndarray:
         """Where the elements ``elems`` are among the executed ones."""

@@ -35,10 +35,12 @@ from __future__ import annotations
 import numpy as np
 
 from thrifty.core.vocab import (
+    INF,
     NEG_INF,
     RESAMPLE,
     StructureChange,
     ZeroProbability,
+    infinite_error,
     nan_error,
     total,
 )
@@ -64,7 +66,7 @@ def replay(lanes, d, old_value, old_lp, target, acct):
         if lanes.values_of(target) is RESAMPLE:
             value, lp = lanes.fresh(d, acct)
             return value, lp, True
-        return (*lanes.given(d, target), True)
+        return (*lanes.given(d, target, acct), True)
     else:
         hit, values = lanes.split(target)
         if values is RESAMPLE:  # a draw from the prior, with its q terms
@@ -101,7 +103,7 @@ class ScalarLanes:
 
     @staticmethod
     def finite(lp) -> bool:
-        return lp > NEG_INF and lp == lp
+        return NEG_INF < lp < INF
 
     @staticmethod
     def values_of(target):
@@ -122,10 +124,12 @@ class ScalarLanes:
         acct.lp_fresh += lp
         return value, lp
 
-    def given(self, d, target):
+    def given(self, d, target, acct):
         lp = self.log_prob(d, target)
         if not lp > NEG_INF:
             raise ZeroProbability(self.addr, d, target)
+        if lp == INF:
+            raise infinite_error(self.addr, d, target)
         return target, lp
 
     def resample(self, d, old, old_lp, hit, acct):
@@ -136,14 +140,14 @@ class ScalarLanes:
         lp = d.log_prob(value)
         if type(lp) is not float:
             lp = total(lp)
-        if lp != lp:
-            raise nan_error(self.addr, d, value)
+        if not lp < INF:
+            self.check_nan(d, value, lp)
         acct.q_fwd += lp
         acct.q_rev += old_lp
         return value, lp
 
     def propose(self, d, old, hit, values):
-        return self.given(d, values)
+        return self.given(d, values, None)
 
     def redraw(self, d, value, lp, old_lp, hit, acct):
         if lp != NEG_INF:
@@ -154,8 +158,11 @@ class ScalarLanes:
         return value, lp, True
 
     def check_nan(self, d, value, lp) -> None:
+        """NaN and +inf log-densities are errors naming the site (never a frozen chain)."""
         if lp != lp:
             raise nan_error(self.addr, d, value)
+        if lp == INF:
+            raise infinite_error(self.addr, d, value)
 
 
 class BatchLanes:
@@ -186,7 +193,7 @@ class BatchLanes:
     @staticmethod
     def finite(lp) -> bool:
         s = lp.sum()
-        return s > NEG_INF and s == s
+        return NEG_INF < s < INF
 
     @staticmethod
     def values_of(target):
@@ -209,13 +216,23 @@ class BatchLanes:
         acct.note_fresh(self.rel, self.n)
         return value, lp
 
-    def given(self, d, target):
-        value = np.asarray(target[1])
+    def given(self, d, target, acct):
+        pos, vals = target
+        n = self.n
+        if isinstance(pos, slice) or (len(pos) == n and np.array_equal(pos, np.arange(n))):
+            value = np.asarray(vals)
+            check = np.arange(self.n)
+        else:  # some members given (init of single elements): the others drawn fresh
+            value, _ = self.fresh(d, acct)
+            value = np.array(value)
+            value[pos] = vals
+            check = np.asarray(pos)
         lp = self.log_prob(d, value)
-        bad = np.flatnonzero(~(lp > NEG_INF))
+        bad = check[~(lp[check] > NEG_INF)]
         if len(bad):
             j = int(bad[0])
             raise ZeroProbability(self.frame.member_addr(j, self.rel), d, value[j])
+        self.check_nan(d, value, lp)
         return value, lp
 
     def resample(self, d, old, old_lp, hit, acct):
@@ -259,6 +276,10 @@ class BatchLanes:
         return value, lp, True
 
     def check_nan(self, d, value, lp) -> None:
+        """NaN and +inf log-densities are errors naming the member's site."""
         if np.isnan(lp).any():
             j = int(np.flatnonzero(np.isnan(lp))[0])
             raise nan_error(self.frame.member_addr(j, self.rel), d, np.asarray(value)[j])
+        if np.isposinf(lp).any():
+            j = int(np.flatnonzero(np.isposinf(lp))[0])
+            raise infinite_error(self.frame.member_addr(j, self.rel), d, np.asarray(value)[j])

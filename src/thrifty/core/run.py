@@ -98,6 +98,8 @@ class Run:
         self.mode = mode
         self.targets = targets or None
         self.vec = vec or None
+        # proposing new values of an existing trace: invalid parameters reject the proposal
+        self.proposing = trace.clock > 0 and (self.targets is not None or self.vec is not None)
         self.plan = plan or EMPTY_PLAN
         if mode.capture:
             self.captured = []

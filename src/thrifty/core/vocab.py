@@ -24,6 +24,7 @@ from thrifty.errors import DistributionError, ModelError, NumericalError
 
 LATENT, OBSERVED, FACTOR, DETERMINISTIC = 0, 1, 2, 3
 NEG_INF = -math.inf
+INF = math.inf
 
 
 class _Resample:
@@ -141,9 +142,32 @@ def total(lp) -> float:
     return lp if type(lp) is float else float(np.sum(lp))
 
 
-def check_dist(d, addr) -> None:
+class InvalidParameters(ZeroProbability):
+    """A proposal made a distribution's parameters invalid (``Normal(0, σ)`` with σ proposed
+    below 0): the proposal has probability zero and is rejected, as in Stan and PyMC."""
+
+    def __init__(self, addr, d):
+        Exception.__init__(self, f"invalid parameters at {fmt(addr)}: {d._error}")
+        self.addr, self.dist, self.value = addr, d, None
+
+
+def check_dist(d, addr, run=None) -> None:
+    """Raise for a distribution built with invalid parameters: a rejected proposal in a run
+    that proposes new values of an existing trace (``run.proposing``), else an error naming the
+    address (the initial trace, the data, a rescoring run)."""
     if d._error is not None:
+        if run is not None and run.proposing:
+            raise InvalidParameters(addr, d)
         raise DistributionError(f"{type(d).__name__} at address {fmt(addr)}: {d._error}")
+
+
+def infinite_error(addr, d, value) -> NumericalError:
+    v = value if np.ndim(value) == 0 else f"an array of shape {np.shape(value)}"
+    return NumericalError(
+        f"log-density is +inf at address {fmt(addr)}: {d!r} evaluated at {v!r} (a value on "
+        "the boundary of an open support, or a density with a singularity there); a chain "
+        "could never leave it — reparameterise, or bound the value away from the boundary"
+    )
 
 
 def nan_error(addr, d, value) -> NumericalError:

@@ -19,6 +19,9 @@ from thrifty.distributions.base import (
 )
 
 INF = math.inf
+TINY = 5e-324  # the smallest positive double: draws on an open boundary are moved inside
+ONE_BELOW = float(np.nextafter(1.0, 0.0))
+BIG = float(np.finfo(float).max)
 LOG_PI = math.log(math.pi)
 LOG_2 = math.log(2.0)
 
@@ -397,9 +400,11 @@ class Gamma(Distribution):
         self._check_positive("rate", self.rate)
 
     def sample(self, rng, shape=()):
+        # a small concentration underflows to exactly 0, outside the support: keep it positive
         if not shape and not self.batch_shape:
-            return rng.standard_gamma(self.concentration) / self.rate
-        return rng.standard_gamma(self.concentration, tuple(shape) + self.batch_shape) / self.rate
+            return max(rng.standard_gamma(self.concentration), TINY) / self.rate
+        g = rng.standard_gamma(self.concentration, tuple(shape) + self.batch_shape)
+        return np.maximum(g, TINY) / self.rate
 
     def log_prob(self, value):
         a, rate = self.concentration, self.rate
@@ -448,9 +453,13 @@ class InverseGamma(Distribution):
         self._check_positive("scale", self.scale)
 
     def sample(self, rng, shape=()):
+        # a small concentration gives gamma draws that underflow to 0: the inverse would be
+        # +inf, outside the support; keep the draws finite
         if not shape and not self.batch_shape:
-            return self.scale / rng.standard_gamma(self.concentration)
-        return self.scale / rng.standard_gamma(self.concentration, tuple(shape) + self.batch_shape)
+            return min(self.scale / max(rng.standard_gamma(self.concentration), TINY), BIG)
+        g = rng.standard_gamma(self.concentration, tuple(shape) + self.batch_shape)
+        with np.errstate(over="ignore"):
+            return np.minimum(self.scale / np.maximum(g, TINY), BIG)
 
     def log_prob(self, value):
         a, b = self.concentration, self.scale
@@ -506,9 +515,12 @@ class Beta(Distribution):
         self._check_positive("beta", self.beta)
 
     def sample(self, rng, shape=()):
+        # small α or β: NumPy returns exactly 0 or 1 (underflow), where the density is +∞ and
+        # a chain would freeze; the draws stay inside the open interval (0, 1)
         if not shape and not self.batch_shape:
-            return rng.beta(self.alpha, self.beta)
-        return rng.beta(self.alpha, self.beta, tuple(shape) + self.batch_shape)
+            return min(max(rng.beta(self.alpha, self.beta), TINY), ONE_BELOW)
+        return np.clip(rng.beta(self.alpha, self.beta, tuple(shape) + self.batch_shape),
+                       TINY, ONE_BELOW)
 
     def log_prob(self, value):
         a, b = self.alpha, self.beta

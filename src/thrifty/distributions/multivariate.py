@@ -231,7 +231,7 @@ class Dirichlet(Distribution):
         a = self.concentration
         shape = tuple(shape)
         if not self.batch_shape:
-            return rng.dirichlet(a, shape or None)
+            return _inside(rng.dirichlet(a, shape or None))
         g = rng.standard_gamma(a, shape + self.batch_shape + self.event_shape)
         s = g.sum(-1, keepdims=True)
         bad = ~(s[..., 0] > 0)
@@ -239,7 +239,7 @@ class Dirichlet(Distribution):
             for i in map(tuple, np.argwhere(bad)):
                 g[i] = rng.dirichlet(a[i[len(shape) :]])
             s = g.sum(-1, keepdims=True)
-        return g / s
+        return _inside(g / s)
 
     def log_prob(self, value):
         a = self.concentration
@@ -268,3 +268,12 @@ class Dirichlet(Distribution):
 
     def _params_repr(self):
         return f"concentration={describe(self.concentration)}"
+
+
+def _inside(p: np.ndarray) -> np.ndarray:
+    """Simplex points with no coordinate exactly 0 (tiny concentrations underflow to 0, where
+    the density is +∞ and a chain would freeze): zeros become the smallest positive double."""
+    if (p > 0).all():
+        return p
+    p = np.maximum(p, 5e-324)
+    return p / p.sum(-1, keepdims=True)

@@ -185,6 +185,14 @@ class MH(_Selecting):
             new = self.proposal.propose_many(plate + ("*",) + g.rel, cur, discrete, rng)
             vec[(plate, g.rel)] = VecTarget(g.element_array(), new)
             proposed[g.rel] = g
+        self._decide(trace, rng, plate, elems, vec, proposed)
+
+    def _decide(self, trace, rng, plate, elems, vec, proposed):
+        """MH decisions for the proposed values ``vec`` at the plate elements ``elems``, each
+        element on its own (the elements are conditionally independent).  A proposal that makes
+        some distribution's parameters invalid aborts the batched run without saying which
+        element did it: the same proposals are then decided in two halves, down to single
+        elements, whose invalid proposals are rejected."""
         plan = plan_elements(trace, _new_plan(), plate, elems)
         try:
             run = self.execute(trace, rng, vec=vec, plan=plan, mode=STRICT)
@@ -193,6 +201,20 @@ class MH(_Selecting):
                 f"mh on {self.selection!r}: the proposal changes the structure of plate "
                 f"{fmt(plate)} ({e}); use th.lmh for structure-changing choices"
             ) from None
+        if run.aborted is not None:
+            if len(elems) == 1:
+                self.stats.proposed += 1
+                return
+            for half in (elems[: len(elems) // 2], elems[len(elems) // 2:]):
+                sub = {}
+                for key, tgt in vec.items():
+                    sel = np.isin(tgt.elems, half)
+                    if sel.any():
+                        vals = tgt.values
+                        sub[key] = VecTarget(tgt.elems[sel],
+                                             vals if vals is RESAMPLE else np.asarray(vals)[sel])
+                self._decide(trace, rng, plate, half, sub, proposed)
+            return
         frame = run.plate_frames[plate]
         pos = frame.positions(elems)
         node = find_plate(trace, plate)
@@ -208,9 +230,11 @@ class MH(_Selecting):
             return
         keep = elems[acc]
         vec2 = {}
-        for rel, g in proposed.items():
+        for rel in proposed:
+            if (plate, rel) not in vec:
+                continue
             values = frame.value_at(rel)
-            ge = g.element_array()
+            ge = vec[(plate, rel)].elems
             sel = np.isin(ge, keep)
             vec2[(plate, rel)] = VecTarget(ge[sel], values[frame.positions(ge[sel])])
         plan2 = plan_elements(trace, _new_plan(), plate, keep)

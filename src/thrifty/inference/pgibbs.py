@@ -149,6 +149,10 @@ class Conditional(Generations):
     def choose_ancestors(self, frame, local, step, args, t, state, a):
         if a is None:  # after the last step
             return None
+        # the N − 1 free particles need N − 1 iid ancestors: the scheme returns its draws
+        # sorted, so overwriting the first (the smallest) with the reference's would bias
+        # them; shuffle each group's draws first and drop a uniformly chosen one
+        a = self.rng.permuted(a.reshape(self.G, self.n), axis=1).ravel()
         ref = np.arange(self.G) * self.n
         if self.ancestor_sampling:
             a[ref] = self._ancestors(frame, local, step, args, t, state)

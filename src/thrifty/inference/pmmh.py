@@ -75,7 +75,7 @@ class PMMH(Kernel):
                 raise ModelError(f"pmmh: the trace has no value at {fmt(local)}")
             return vl[0]
 
-        frame = run_particles(trace, rng, self.particles, given, driver)
+        frame = run_particles(trace, rng, self.particles, given, driver, proposing=True)
         return frame.shared_lp - frame.prior_drawn_lp, driver.log_z, driver, frame
 
     def _step(self, trace, rng):

@@ -36,10 +36,12 @@ class _NotBatchable(Exception):
     """A latent choice outside the chains with no given value: not a batched particle run."""
 
 
-def run_particles(trace, rng, n: int, given, driver) -> ParticleFrame:
+def run_particles(trace, rng, n: int, given, driver, proposing: bool = False) -> ParticleFrame:
     """Execute ``trace``'s program once over ``n`` particles (its chains generation by
-    generation through ``driver``); returns the root frame (``shared_lp``: the given choices)."""
+    generation through ``driver``); returns the root frame (``shared_lp``: the given choices).
+    ``proposing``: the given values are a proposal (invalid parameters reject it)."""
     run = Run(trace, rng)
+    run.proposing = proposing
     frame = ParticleFrame(run, n, given, driver)
     run.frame = frame
     program = trace.program

@@ -42,7 +42,7 @@ with pinned versions, see ``_common.PEER_REQUIREMENTS``); the data go to it in a
 parts still run.
 
 Writes ``benchmarks/results/pgas_lds.json`` and ``.png`` (ESS per sweep vs t, log y; ESS per
-second vs t).  Run (from ``benchmarks/``): ``python pgas_lds.py`` (about 10 minutes;
+second vs t).  Run (from ``benchmarks/``): ``python pgas_lds.py`` (about 5 minutes;
 ``--quick``: a smoke test of about a minute, written to ``pgas_lds_quick.*``).
 """
 

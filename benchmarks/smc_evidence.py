@@ -24,7 +24,7 @@ Both libraries implement the same estimator, so their sds should agree within sa
 
 Writes ``benchmarks/results/smc_evidence.json`` and ``.png`` (sd of log Ẑ vs N, log–log, both
 libraries; the bias of log Ẑ; particle-steps per second).  Run (from ``benchmarks/``):
-``python smc_evidence.py`` (about 3 minutes; ``--quick``: N ∈ {10, 100}, 10 runs each, written to
+``python smc_evidence.py`` (about 20 seconds; ``--quick``: N ∈ {10, 100}, 10 runs each, written to
 ``smc_evidence_quick.*``).
 """
 

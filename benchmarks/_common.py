@@ -82,3 +82,66 @@ def write(name: str, data: dict) -> Path:
     data = {"benchmark": name, "machine": machine(), **data}
     path.write_text(json.dumps(data, indent=2, default=float) + "\n")
     return path
+
+
+# -- the peer library in its own environment -----------------------------------------------------
+PEER_VENV = Path(__file__).resolve().parent / ".peer-venv"
+PEER_SCRIPT = Path(__file__).resolve().parent / "_peer_particles.py"
+# particles 0.4 pins numpy<2, so it cannot share thrifty's environment; these are the versions the
+# committed results were measured with (Python 3.11).
+PEER_REQUIREMENTS = (
+    "particles==0.4",
+    "numpy==1.26.4",
+    "scipy==1.11.4",
+    "numba==0.68.1",
+    "llvmlite==0.50.0",
+    "scikit-learn==1.9.1",
+    "joblib==1.6.0",
+    "threadpoolctl==3.8.0",
+)
+
+
+def peer_python() -> str | None:
+    """The Python of ``benchmarks/.peer-venv`` with the ``particles`` library, created (``python
+    -m venv`` + pip, pinned ``PEER_REQUIREMENTS``) on first use; None (and a message) when it
+    cannot be made, e.g. offline."""
+    import subprocess
+    import sys
+
+    py = PEER_VENV / "bin" / "python"
+
+    def works() -> bool:
+        try:
+            return py.exists() and subprocess.run(
+                [str(py), "-c", "import particles.mcmc, particles.state_space_models"],
+                capture_output=True, timeout=120, check=False,
+            ).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            return False
+
+    if works():
+        return str(py)
+    print(f"creating the peer environment {PEER_VENV} ({', '.join(PEER_REQUIREMENTS)})",
+          flush=True)
+    try:
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(PEER_VENV)], check=True)
+        subprocess.run([str(py), "-m", "pip", "install", "-q", *PEER_REQUIREMENTS], check=True)
+    except (OSError, subprocess.CalledProcessError) as e:
+        print(f"  could not create the peer environment: {e}", flush=True)
+        return None
+    return str(py) if works() else None
+
+
+def run_peer(py: str, npz: str | Path, tasks: list, timeout: float = 3600) -> dict:
+    """Run ``_peer_particles.py`` under ``py`` on the data in ``npz``; its JSON answer."""
+    import subprocess
+
+    request = json.dumps({"npz": str(npz), "tasks": tasks})
+    env = {**os.environ, **STEADY_HEAP_ENV, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+           "MKL_NUM_THREADS": "1"}
+    env.pop("PYTHONPATH", None)
+    out = subprocess.run([py, str(PEER_SCRIPT)], input=request, capture_output=True, text=True,
+                         timeout=timeout, check=False, env=env)
+    if out.returncode != 0:
+        raise RuntimeError(f"peer failed ({out.returncode}):\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout)

@@ -6,6 +6,8 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 
 class Model:
     """A probabilistic model: a Python function that calls ``th.sample``, ``th.observe``, ….
@@ -56,8 +58,8 @@ class Program:
     def __init__(self, fn: Callable, args: tuple = (), kwargs: dict | None = None, name=None):
         self.model = fn if isinstance(fn, Model) else None
         self.fn = fn.fn if isinstance(fn, Model) else fn
-        self.args = tuple(args)
-        self.kwargs = dict(kwargs or {})
+        self.args = tuple(as_data(a) for a in args)
+        self.kwargs = {k: as_data(v) for k, v in (kwargs or {}).items()}
         self.name = name or getattr(fn, "__name__", "program")
 
     def __repr__(self) -> str:
@@ -66,6 +68,35 @@ class Program:
 
     def __reduce__(self):
         return (Program, (self.model or self.fn, self.args, self.kwargs, self.name))
+
+
+def as_data(x):
+    """An argument of a program, as the model will read it: data are read *by position*.
+
+    * array-likes that are not NumPy arrays — pandas Series / DataFrames, xarray objects,
+      anything with ``to_numpy()`` or ``__array__`` — become NumPy arrays (a pandas Series
+      indexed 3, 1, 2 is read as its values in order, never by label);
+    * lists and tuples of numbers (or of equal-length lists of numbers) become NumPy arrays,
+      so ``y[i]`` works for the index arrays of plates;
+    * everything else (scalars, NumPy arrays, dicts, lists of other objects) is passed as is.
+    """
+    if isinstance(x, np.ndarray) or x is None or isinstance(x, (str, bytes, dict)):
+        return x
+    if isinstance(x, (list, tuple)):
+        if not x or not all(isinstance(v, (int, float, bool, np.number, list, tuple))
+                            for v in x):
+            return x
+        try:
+            a = np.asarray(x)
+        except ValueError:  # ragged
+            return x
+        return a if a.dtype.kind in "biuf" else x
+    to_numpy = getattr(x, "to_numpy", None)
+    if callable(to_numpy) and not isinstance(x, (int, float, complex, np.generic)):
+        return np.asarray(to_numpy())
+    if hasattr(x, "__array__") and not isinstance(x, (int, float, complex, np.generic)):
+        return np.asarray(x)
+    return x
 
 
 def model(fn: Callable) -> Model:

@@ -34,8 +34,84 @@ import numpy as np
 from thrifty.runtime.chain import ChainRecord, loads_state
 
 FORMAT = "thrifty-checkpoint"
-VERSION = 2
-SETTINGS = ("num_samples", "burn_in", "thin", "chains", "seed", "kernel", "program")
+VERSION = 3
+SETTINGS = ("num_samples", "burn_in", "thin", "chains", "seed", "kernel", "program",
+            "model_code", "data")
+
+
+# -- fingerprints: a checkpoint never resumes a different run ----------------------------------
+def _update_code(h, code) -> None:
+    """The model's code, with the code of the functions defined inside it (steps, helpers)."""
+    h.update(code.co_code)
+    h.update(repr(code.co_names).encode())
+    for c in code.co_consts:
+        if hasattr(c, "co_code"):
+            _update_code(h, c)
+        else:
+            h.update(repr(c).encode())
+
+
+def _update_data(h, x, depth: int = 0) -> None:
+    """Data by content: arrays by dtype, shape and bytes; containers recursively."""
+    if depth > 20:
+        h.update(b"<deep>")
+    elif isinstance(x, np.ndarray):
+        h.update(f"nd{x.dtype.str}{x.shape}".encode())
+        if x.dtype == object:
+            for v in x.ravel():
+                _update_data(h, v, depth + 1)
+        else:
+            h.update(np.ascontiguousarray(x).tobytes())
+    elif isinstance(x, (list, tuple)):
+        h.update(f"{type(x).__name__}{len(x)}".encode())
+        for v in x:
+            _update_data(h, v, depth + 1)
+    elif isinstance(x, dict):
+        h.update(f"dict{len(x)}".encode())
+        for k in sorted(x, key=repr):
+            h.update(repr(k).encode())
+            _update_data(h, x[k], depth + 1)
+    elif x is None or isinstance(x, (bool, int, float, complex, str, bytes, np.generic)):
+        h.update(repr(x).encode())
+    elif callable(x) and hasattr(x, "__code__"):
+        _update_code(h, x.__code__)
+    else:
+        try:
+            h.update(pickle.dumps(x, protocol=4))
+        except Exception:  # unpicklable: its type and repr
+            h.update(f"{type(x).__qualname__}:{x!r}".encode())
+
+
+def fingerprint(program) -> dict:
+    """Hashes of the model's code (with the functions defined inside it) and of the program's
+    arguments (data by content) — computed once per run, stored in the checkpoint, compared on
+    resume.  The kernel's configuration is compared through its label (selection, proposal,
+    batch size, ε, …)."""
+    import hashlib
+
+    code = hashlib.sha256()
+    fn = program.fn
+    if hasattr(fn, "__code__"):
+        _update_code(code, fn.__code__)
+    else:
+        code.update(repr(fn).encode())
+    data = hashlib.sha256()
+    _update_data(data, (program.args, program.kwargs))
+    # arrays the model reads from its module or its closure (data not passed as arguments)
+    names = getattr(getattr(fn, "__code__", None), "co_names", ())
+    glob = getattr(fn, "__globals__", {})
+    for name in names:
+        if isinstance(glob.get(name), np.ndarray):
+            data.update(name.encode())
+            _update_data(data, glob[name])
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            v = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if isinstance(v, np.ndarray):
+            _update_data(data, v)
+    return {"model_code": code.hexdigest()[:16], "data": data.hexdigest()[:16]}
 
 
 def seed_key(ss: np.random.SeedSequence) -> tuple:
@@ -86,6 +162,10 @@ def load_checkpoint(path, program=None) -> dict:
     return data
 
 
+_WHAT = {"model_code": "the model's code differs",
+         "data": "the data (the program's arguments) differ"}
+
+
 def _show(name, value) -> str:
     if name == "seed":
         return f"seed entropy {value[0]}" + (f" spawn_key {value[1]}" if value[1] else "")
@@ -111,7 +191,11 @@ class Checkpoint:
                 continue
             a, b = old.get(name), config.get(name)
             if a != b:
-                diffs.append(f"{name}: checkpoint has {_show(name, a)}, this call {_show(name, b)}")
+                if name in _WHAT:
+                    diffs.append(f"{_WHAT[name]} (fingerprint {a} in the checkpoint, {b} now)")
+                else:
+                    diffs.append(f"{name}: checkpoint has {_show(name, a)}, this call "
+                                 f"{_show(name, b)}")
         if diffs:
             raise ValueError(
                 f"checkpoint {self.path!r} was written by a run with other settings — "

@@ -13,7 +13,13 @@ import numpy as np
 from thrifty.core.model import as_program
 from thrifty.inference.kernel import Kernel
 from thrifty.runtime.chain import ChainRecord, ChainRun, RunConfig
-from thrifty.runtime.checkpoint import Checkpoint, read_checkpoint, seed_from_key, seed_key
+from thrifty.runtime.checkpoint import (
+    Checkpoint,
+    fingerprint,
+    read_checkpoint,
+    seed_from_key,
+    seed_key,
+)
 from thrifty.runtime.interrupt import StopRequest
 from thrifty.runtime.parallel import run_parallel, start_method
 from thrifty.runtime.progress import Progress
@@ -117,6 +123,8 @@ def infer(
         "kernel": kernel.label(),
         "program": program.name,
     }
+    if checkpoint is not None:  # a checkpoint never resumes a different run
+        config.update(fingerprint(program))
     records = [ChainRecord() for _ in range(chains)]
     notes: list[str] = []
     ckpt = None
@@ -183,7 +191,8 @@ def infer(
         stats=stats,
         interrupted=interrupted,
         notes=notes,
-        config={k: v for k, v in config.items() if k not in ("kernel", "program")},
+        config={k: v for k, v in config.items()
+                if k not in ("kernel", "program", "model_code", "data")},
     )
     wall = perf_counter() - t_start
     run_stats["wall_time"] = wall

@@ -28,9 +28,9 @@ def test_new_data_under_the_same_checkpoint_is_refused(tmp_path):
     first = _run(normal_mean(y), path)
     again = _run(normal_mean(y), path)  # same run: resumed, same draws
     np.testing.assert_array_equal(first["mu"], again["mu"])
-    with pytest.raises(ValueError, match="the data .* differ.*start afresh"):
+    with pytest.raises(ValueError, match=r"the data .* differ.*start afresh"):
         _run(normal_mean(y + 5.0), path)
-    with pytest.raises(ValueError, match="the data .* differ"):
+    with pytest.raises(ValueError, match=r"the data .* differ"):
         _run(normal_mean(y[:40]), path)  # another N
 
 

@@ -23,6 +23,8 @@ from thrifty.core.address import fmt
 from thrifty.core.node import Node, Update
 from thrifty.core.replay import ScalarLanes, replay
 from thrifty.core.vocab import check_dist
+from thrifty.distributions.base import Distribution
+from thrifty.errors import ModelError
 
 KEPT, FRESH, SET = 0, 1, 2
 
@@ -155,6 +157,12 @@ class MemJournal(Update):
             return entry
         maddr = self.addr + (key,)
         d = mem.fn(key)
+        if not isinstance(d, Distribution):
+            raise ModelError(
+                f"th.mem {fmt(self.addr)}: its function must return a distribution (e.g. "
+                f"lambda k: dist.Normal(0.0, 1.0)); for key {key!r} it returned "
+                f"{type(d).__name__} {d!r}"
+            )
         if d._error is not None:
             check_dist(d, maddr, run)
         self.discrete = d.is_discrete

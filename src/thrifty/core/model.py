@@ -109,6 +109,15 @@ def as_program(program) -> Program:
     if isinstance(program, Program):
         return program
     if isinstance(program, Model):
+        import inspect
+
+        try:
+            inspect.signature(program.fn).bind()
+        except TypeError:
+            raise TypeError(
+                f"got the model {program.__name__!r} itself; apply it to its arguments first: "
+                f"{program.__name__}(...) (a program is a model applied to its data)"
+            ) from None
         return program()
     if callable(program):
         return Program(program, (), {}, getattr(program, "__name__", None))

@@ -10,6 +10,7 @@ from thrifty import _context
 from thrifty.core.address import as_name
 from thrifty.core.mem import Mem
 from thrifty.core.model import Model
+from thrifty.distributions.base import Distribution
 from thrifty.errors import ModelError
 
 RUNS = _context.RUNS
@@ -32,6 +33,8 @@ def sample(name, d) -> Any:
     """
     if not RUNS:
         _frame("sample")
+    if not isinstance(d, Distribution):
+        raise _not_a_distribution("th.sample", name, d)
     return RUNS[-1].frame.sample(name, d)
 
 
@@ -39,7 +42,19 @@ def observe(name, d, value) -> Any:
     """Condition on ``value`` having been drawn from ``d``; returns ``value``."""
     if not RUNS:
         _frame("observe")
+    if not isinstance(d, Distribution):
+        raise _not_a_distribution("th.observe", name, d)
+    if value is None:
+        raise ModelError(f"th.observe({name!r}, ...): the observed value is None; pass the "
+                         "data (a number or an array), or use th.sample for a latent value")
     return RUNS[-1].frame.observe(name, d, value)
+
+
+def _not_a_distribution(what, name, d) -> ModelError:
+    return ModelError(
+        f"{what}({name!r}, ...): expected a distribution (e.g. dist.Normal(0.0, 1.0)), got "
+        f"{type(d).__name__} {d!r}"
+    )
 
 
 def factor(name, log_weight) -> None:

@@ -1,0 +1,63 @@
+"""Bad inputs get errors that name the site or argument and the fix (issue 12, defect 7)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import thrifty as th
+from thrifty import dist
+from thrifty.errors import ModelError
+
+
+def _infer(prog, kernel=None, **kw):
+    return th.infer(prog, kernel or th.lmh(), num_samples=5, seed=0, progress=False, **kw)
+
+
+def test_sample_of_a_number_names_the_site():
+    @th.model
+    def m():
+        th.sample("x", 3.0)
+
+    with pytest.raises(ModelError, match=r"th.sample\('x', \.\.\.\): expected a distribution"):
+        _infer(m())
+
+
+def test_observe_of_a_number_and_of_none_name_the_site():
+    @th.model
+    def m():
+        x = th.sample("x", dist.Normal(0.0, 1.0))
+        th.observe("y", x, 1.0)
+
+    with pytest.raises(ModelError, match=r"th.observe\('y', \.\.\.\): expected a distribution"):
+        _infer(m())
+
+    @th.model
+    def n():
+        x = th.sample("x", dist.Normal(0.0, 1.0))
+        th.observe("y", dist.Normal(x, 1.0), None)
+
+    with pytest.raises(ModelError, match=r"th.observe\('y', \.\.\.\): the observed value is None"):
+        _infer(n())
+
+
+def test_mem_function_returning_a_number_is_named():
+    @th.model
+    def m():
+        f = th.mem("w", lambda k: 1.5)
+        th.observe("y", dist.Normal(f(0), 1.0), 0.0)
+
+    with pytest.raises(ModelError, match=r"th.mem \('w',\).*must return a distribution"):
+        _infer(m())
+
+
+def test_an_unapplied_model_is_named():
+    @th.model
+    def needs_data(y):
+        th.sample("x", dist.Normal(0.0, 1.0))
+
+    with pytest.raises(TypeError, match=r"got the model 'needs_data' itself; apply it"):
+        _infer(needs_data)
+    r = _infer(th.model(lambda: th.sample("x", dist.Normal(0.0, 1.0))))  # no arguments: fine
+    assert r["x"].shape == (1, 5)
+    assert np.isfinite(r["x"]).all()

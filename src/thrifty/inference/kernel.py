@@ -94,6 +94,15 @@ class Kernel:
             if prepare is not None:
                 prepare(trace)
 
+    def start_all(self, trace, rng, init) -> None:
+        """Before sampling a fresh chain: let this kernel and those it is composed of move the
+        initial trace where they work (``th.smh`` starts at its expansion point θ̂ unless
+        ``init`` gives the choice)."""
+        for _, k in self.kernels():
+            start = getattr(k, "start", None)
+            if start is not None:
+                start(trace, rng, init or {})
+
     def __repr__(self) -> str:
         return self.name
 

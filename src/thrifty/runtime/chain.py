@@ -120,6 +120,11 @@ class ChainRun:
         prepare = getattr(self.kernel, "prepare_all", None)
         if prepare is not None and snapshot is None:
             prepare(self.trace)
+            start = getattr(self.kernel, "start_all", None)
+            if start is not None:
+                t1 = perf_counter()
+                start(self.trace, self.rng, init)
+                self.init_seconds += perf_counter() - t1
         keep = cfg.keep or Selector()
         if snapshot is None and not keep.everything:
             from thrifty.runtime.recorder import sources

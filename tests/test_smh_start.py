@@ -1,0 +1,39 @@
+"""th.smh started as a user would (no init) starts at θ̂ (issue 11, defect 5)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import thrifty as th
+from thrifty.datasets import synthetic_logistic
+from thrifty.models import logistic_regression
+from thrifty.models.logistic import laplace
+
+
+def test_smh_without_init_starts_at_the_mode_and_mixes():
+    """Before: started from the prior, 20,000 steps gave ESS 1.3 and a mean 3.7 posterior sds
+    off.  Now the first draw is within a few posterior sds of the mode, O(1) terms per step,
+    and the mean of w₀ agrees with the Laplace mean (|z| < 4 with an ESS-based error)."""
+    from thrifty.diagnostics._arviz import az
+
+    X, y, _ = synthetic_logistic(20_000, 5, seed=1)
+    r = th.infer(logistic_regression(X, y, prior_var=10.0), th.smh("w"), num_samples=2000,
+                 seed=0, progress=False)  # a wide prior: its draws start far from the data
+    mode, cov = laplace(X, y, prior_var=10.0)
+    sd = np.sqrt(np.diag(cov))
+    w = r["w"][0]
+    assert np.all(np.abs(w[0] - mode) < 5 * sd)
+    label = next(k for k in r.stats if k.startswith("smh"))
+    assert r.stats[label]["terms_per_step"] < 20
+    ess = float(az.ess(w[None, :, 0]))
+    assert ess > 200
+    z = (w[:, 0].mean() - mode[0]) / (sd[0] / np.sqrt(ess))
+    assert abs(z) < 4, (z, ess)
+
+
+def test_smh_with_init_starts_there():
+    X, y, _ = synthetic_logistic(5_000, 3, seed=2)
+    far = np.full(3, 3.0)
+    r = th.infer(logistic_regression(X, y), th.smh("w"), num_samples=3, seed=0,
+                 progress=False, init={"w": far})
+    assert np.abs(r["w"][0, 0] - far).max() < 0.5

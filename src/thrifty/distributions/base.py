@@ -67,7 +67,12 @@ def as_params(*params, owner: Distribution | None = None):
             raise DistributionError(message) from None
         owner._fail(message)
         return tuple(float(a.flat[0]) if a.size else math.nan for a in arrays), ()
-    return tuple(a if a.shape == shape else np.broadcast_to(a, shape) for a in arrays), shape
+    # 0-d parameters stay Python floats (they broadcast in every formula; a broadcast copy
+    # costs more than the formula on small batches)
+    return tuple(
+        float(a) if a.ndim == 0 else a if a.shape == shape else np.broadcast_to(a, shape)
+        for a in arrays
+    ), shape
 
 
 def scalar_or_array(x):

@@ -218,6 +218,7 @@ class ChainRecord:
         self.store = DrawStore()
         self.iteration = 0
         self.status = "pending"  # pending | running | done | stopped | interrupted | failed
+        self.error: str | None = None  # a failed chain's error (its worker crashed or raised)
         self.stats: list | None = None
         self.snapshot: dict | None = None  # last consistent state (for checkpoints)
         self.init_seconds = 0.0

@@ -194,6 +194,7 @@ def infer(
         config={k: v for k, v in config.items()
                 if k not in ("kernel", "program", "model_code", "data")},
     )
+    result.failed_chains = {c: r.error for c, r in enumerate(records) if r.error is not None}
     wall = perf_counter() - t_start
     run_stats["wall_time"] = wall
     run_stats["draws_per_second"] = new_draws / wall if wall > 0 else float("nan")
@@ -277,16 +278,23 @@ def _interrupt_message(records, result, ckpt, completed, parallel) -> str:
         "done": "complete",
         "pending": "not started",
         "interrupted": "interrupted inside a step",
+        "failed": "failed",
     }
     parts = [
         f"chain {c}: {r.num_draws} draws ({states.get(r.status, 'stopped')})"
         for c, r in enumerate(records)
     ]
     msg = "th.infer was interrupted; " + ", ".join(parts) + "."
+    failed = [f"chain {c} failed ({r.error.strip().splitlines()[-1]})"
+              for c, r in enumerate(records) if r.error is not None]
+    if failed:
+        msg += (" " + "; ".join(failed) + ": the result holds the other chains "
+                "(result.failed_chains has the errors).")
     if not completed and parallel:
         msg += (
-            " A second Ctrl-C terminated the worker processes: the draws of their last "
-            "fraction of a second (after their last report) are lost."
+            " Worker processes that did not stop (a second Ctrl-C, or a chain stuck inside a "
+            "step for more than 2 s after the first) were terminated: their draws since their "
+            "last report are lost."
         )
     if result.truncated:
         ids = result.chain_ids

@@ -29,6 +29,8 @@ import pickle
 import queue as queue_mod
 import signal
 import sys
+import threading
+import time
 import traceback
 import types
 from time import perf_counter
@@ -39,6 +41,9 @@ from thrifty.runtime.chain import ChainRun
 #: Limit each worker's BLAS threads to its share of the cores (off: benchmarks/parallel_chains.py
 #: measures what the limit saves).
 LIMIT_BLAS_THREADS = True
+#: Seconds the workers get to stop after a stop request (Ctrl-C) before they are terminated (a
+#: worker stuck inside a step never reaches its next report).
+STOP_GRACE = 2.0
 #: Start method override (tests); None = "fork" where available, else "spawn".
 START_METHOD: str | None = None
 
@@ -101,8 +106,33 @@ def _send(q, msg) -> None:
     q.put(data)
 
 
-def _worker(chain, job, q, stop, checkpoint_every, threads):
+def _exit_with_parent(parent: int) -> None:
+    """Make this worker exit when the main process dies (``kill -9`` included): on Linux the
+    kernel sends SIGKILL (``prctl(PR_SET_PDEATHSIG)``); elsewhere, and in case the parent died
+    before that call, a watcher thread notices the re-parenting within a second."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:
+        os._exit(1)
+
+    def watch():
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="thrifty-parent-watch", daemon=True).start()
+
+
+def _worker(chain, job, q, stop, checkpoint_every, threads, parent):
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _exit_with_parent(parent)
     try:
         if threads is not None:
             from threadpoolctl import threadpool_limits
@@ -206,8 +236,7 @@ def run_parallel(
             _, _, exc, tb = msg
             rec.status = "failed"
             errors.append((c, exc, tb))
-            active.pop(c).join()
-            stop.request()  # the other chains stop; their draws are kept in the checkpoint
+            active.pop(c).join()  # the other chains run on: their draws are returned
         progress.update(c, rec.iteration, rec.accepted, rec.proposed, rec.num_draws, rec.status)
 
     def check_dead():
@@ -229,17 +258,27 @@ def run_parallel(
                     "returning its draws (killed? out of memory?)"
                 )
                 errors.append((c, None, tb))
-                stop.request()
 
     threads = max(1, (os.cpu_count() or 1) // workers) if LIMIT_BLAS_THREADS else None
     last_check = perf_counter()
+    stop_seen = None  # when the stop request was first seen
+    hung = False
     try:
         while True:
+            if stop.requested and active:
+                stop_seen = stop_seen or perf_counter()
+                if perf_counter() - stop_seen > STOP_GRACE:  # a worker stuck inside a step
+                    for c, p in list(active.items()):
+                        p.terminate()
+                        p.join(1.0)
+                        records[c].status = "interrupted"
+                        active.pop(c)
+                    hung = True
             while pending and len(active) < workers and not stop.requested:
                 c = pending.pop(0)
                 p = ctx.Process(
                     target=_worker,
-                    args=(c, jobs.pop(c), q, event, every, threads),
+                    args=(c, jobs.pop(c), q, event, every, threads, os.getpid()),
                     name=f"thrifty-chain-{c}",
                     daemon=True,
                 )
@@ -268,10 +307,14 @@ def run_parallel(
     finally:
         stop.event = None
     if errors:
-        c, exc, tb = errors[0]
-        if checkpoint is not None:
-            checkpoint.write(records, cfg.total)
-        if exc is None:
-            raise RuntimeError(f"chain {c} failed in its worker process: {tb}")
-        raise exc from RemoteTraceback(tb)
-    return True
+        survivors = [r for r in records if r.status != "failed" and r.num_draws > 0]
+        if not survivors:  # nothing to return: the first chain's error
+            c, exc, tb = errors[0]
+            if checkpoint is not None:
+                checkpoint.write(records, cfg.total)
+            if exc is None:
+                raise RuntimeError(f"chain {c} failed in its worker process: {tb}")
+            raise exc from RemoteTraceback(tb)
+        for c, exc, tb in errors:  # the other chains' draws come back, the failure named
+            records[c].error = tb if exc is None else f"{type(exc).__name__}: {exc}"
+    return not hung

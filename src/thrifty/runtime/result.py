@@ -69,8 +69,8 @@ def build_result(records, *, program, stats, interrupted, notes, config,
     lengths (an interrupted run) are truncated to the shortest and chains without draws left
     out; the full per-chain data is then kept on the result."""
     lens = [r.num_draws for r in records]
-    if interrupted:
-        ids = [c for c, n in enumerate(lens) if n > 0]
+    if interrupted:  # (a failed chain's draws are kept in ``full`` only)
+        ids = [c for c, n in enumerate(lens) if n > 0 and records[c].status != "failed"]
     else:
         ids = list(range(len(records)))
     n = min((lens[c] for c in ids), default=0)
@@ -150,6 +150,7 @@ class Result:
         self.stats = stats
         self.sample_stats = sample_stats or {}
         self.interrupted = interrupted
+        self.failed_chains: dict[int, str] = {}  # chain → error, for chains whose worker failed
         self.program = program
         self.notes = list(notes or [])
         n_chains = len(output)

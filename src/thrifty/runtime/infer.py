@@ -158,9 +158,10 @@ def infer(
                     program, kernel, seeds, inits, cfg, records, n_workers, stop, display, ckpt
                 )
             elif todo:
-                completed = _run_sequential(
-                    program, kernel, seeds, inits, cfg, records, stop, display, ckpt
-                )
+                with _blas_limit(chains):
+                    completed = _run_sequential(
+                        program, kernel, seeds, inits, cfg, records, stop, display, ckpt
+                    )
     finally:
         display.close()
         if ckpt is not None and todo:
@@ -206,6 +207,20 @@ def infer(
 
 
 # -- running the chains in this process -----------------------------------------------------------
+def _blas_limit(chains: int):
+    """The BLAS thread limit of a chain in a worker process, applied here too (several chains):
+    the same seed gives the same draws whatever ``workers`` (issue 12, defect 4)."""
+    import contextlib
+
+    from thrifty.runtime import parallel
+
+    if chains <= 1 or not parallel.LIMIT_BLAS_THREADS:
+        return contextlib.nullcontext()
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=parallel.blas_threads(chains))
+
+
 def _run_sequential(program, kernel, seeds, inits, cfg, records, stop, display, ckpt) -> bool:
     """Run the chains one after the other; False if a KeyboardInterrupt cut a step short."""
     for c, rec in enumerate(records):

@@ -277,8 +277,9 @@ class BatchFrame:
         lp = acc.member_lp(log_weight, rel, "factor")
         s = float(lp.sum())
         if s != s or s == INF:
-            raise NumericalError(f"factor {fmt(acc.generic(rel))} is {s} (a log-weight must be "
-                                 "finite or -inf)")
+            raise NumericalError(f"factor {fmt(acc.generic(rel))} is "
+                                 f"{'NaN' if s != s else '+inf'} (a log-weight must be finite "
+                                 "or -inf)")
         acc._add("obs_lp", lp, s)
         self.new[local] = MemberSite(None, lp, FACTOR)
 

@@ -140,8 +140,9 @@ class BlockFrame:
         local = self._local(name)
         lp = total(log_weight)
         if lp != lp or lp == INF:
-            raise NumericalError(f"factor at address {fmt(self.prefix + local)} is {lp} (a "
-                                 "log-weight must be finite or -inf)")
+            raise NumericalError(f"factor at address {fmt(self.prefix + local)} is "
+                                 f"{'NaN' if lp != lp else '+inf'} (a log-weight must be "
+                                 "finite or -inf)")
         if lp == NEG_INF:
             self.run.note_impossible(self.prefix + local, None, None)
         self.new.sites[local] = Site(None, lp, FACTOR)

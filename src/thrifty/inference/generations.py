@@ -121,27 +121,33 @@ class Generations:
     def chain(self, frame, local, step, length, init, args):
         plate = getattr(frame, "plate_addr", None)
         self.begin_chain(frame, plate)
-        run, m = frame.run, self.members
         T = chain_length(local, length, step)
         self.weigh(frame, local)  # observations before the chain
-        prev = per_particle(init, m)
+        prev = per_particle(init, self.members)
         states = []
         for t in range(T):
-            sf = self.step_frame(run, frame, local + (t,), t)
-            run.frame = sf
-            try:
-                state = step(t, prev, *args)
-            finally:
-                run.frame = frame
-            self.weigh(frame, local + (t,))
-            self.sites.append((plate, local, t, {k: s.values for k, s in sf.new.items()
-                                                 if s.kind in (LATENT, DETERMINISTIC)}))
+            state, prev = self.generation(frame, plate, local, step, args, t, prev, t == T - 1)
             states.append(state)
-            a = self.choose_ancestors(frame, local, step, args, t, state,
-                                      self.maybe_resample(t < T - 1))
-            self.ancestors.append(a)
-            prev = state if a is None else take(state, a, m)
         return self._lineage(states)
+
+    def generation(self, frame, plate, local, step, args, t, prev, last: bool):
+        """Step t over the members: execute, weigh, remember, resample (unless ``last``).
+        Returns (the members' states, the next step's ``prev``: the states of their
+        ancestors)."""
+        run = frame.run
+        sf = self.step_frame(run, frame, local + (t,), t)
+        run.frame = sf
+        try:
+            state = step(t, prev, *args)
+        finally:
+            run.frame = frame
+        self.weigh(frame, local + (t,))
+        self.sites.append((plate, local, t, {k: s.values for k, s in sf.new.items()
+                                             if s.kind in (LATENT, DETERMINISTIC)}))
+        a = self.choose_ancestors(frame, local, step, args, t, state,
+                                  self.maybe_resample(not last))
+        self.ancestors.append(a)
+        return state, (state if a is None else take(state, a, self.members))
 
     # -- ancestry -----------------------------------------------------------------------------
     def _lineage(self, states: list) -> list:

@@ -27,7 +27,7 @@ import numpy as np
 
 from thrifty.core.address import as_name, as_pattern, fmt
 from thrifty.core.batch import BatchFrame
-from thrifty.core.particles import StepFrame, per_particle, take
+from thrifty.core.particles import StepFrame, per_particle
 from thrifty.core.vocab import LATENT, Plan, VecTarget, same_value
 from thrifty.errors import ModelError, SelectionError
 from thrifty.inference import resampling
@@ -113,7 +113,7 @@ class Conditional(Generations):
         members by the reference's suffix under their states (003 §4.4's rescoring)."""
         plate = getattr(frame, "plate_addr", None)
         self.begin_chain(frame, plate)
-        run, m, T = frame.run, self.members, len(self.refs)
+        m, T = self.members, len(self.refs)
         self.weigh(frame, local)
         prev = per_particle(init, m)
         states = []
@@ -121,20 +121,8 @@ class Conditional(Generations):
             prev, _ = self._pinned(frame, local, step, args, s, prev)
             states.append(prev)
         for t in range(self.lo, self.hi + 1):
-            sf = self.step_frame(run, frame, local + (t,), t)
-            run.frame = sf
-            try:
-                state = step(t, prev, *args)
-            finally:
-                run.frame = frame
-            self.weigh(frame, local + (t,))
-            self.sites.append((plate, local, t, {k: v.values for k, v in sf.new.items()
-                                                 if v.kind == LATENT}))
+            state, prev = self.generation(frame, plate, local, step, args, t, prev, t == self.hi)
             states.append(state)
-            a = self.choose_ancestors(frame, local, step, args, t, state,
-                                      self.maybe_resample(t < self.hi))
-            self.ancestors.append(a)
-            prev = state if a is None else take(state, a, m)
         suffix = np.zeros(m)
         for s in range(self.hi + 1, T):
             prev, lp = self._pinned(frame, local, step, args, s, prev)

@@ -61,3 +61,25 @@ def test_an_unapplied_model_is_named():
     r = _infer(th.model(lambda: th.sample("x", dist.Normal(0.0, 1.0))))  # no arguments: fine
     assert r["x"].shape == (1, 5)
     assert np.isfinite(r["x"]).all()
+
+
+def test_unbounded_recursion_names_the_last_address():
+    @th.model
+    def m():
+        def down(k):
+            th.sample(("x", k), dist.Normal(0.0, 1.0))
+            return down(k + 1)
+
+        down(0)
+
+    with pytest.raises(ModelError, match=r"recursed deeper than Python allows.*\('x', \d+\)"):
+        _infer(m())
+
+
+def test_init_of_the_wrong_shape_names_the_address_and_init():
+    @th.model
+    def m():
+        th.sample("w", dist.MvNormal(np.zeros(4), np.eye(4)))
+
+    with pytest.raises(ModelError, match=r"value given for \('w',\) has shape \(3,\).*init="):
+        _infer(m(), th.mh("w", th.drift(0.1)), init={"w": np.zeros(3)})

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from thrifty.core.address import fmt
 from thrifty.core.vocab import (
     INF,
     NEG_INF,
@@ -44,6 +45,7 @@ from thrifty.core.vocab import (
     nan_error,
     total,
 )
+from thrifty.errors import ModelError
 
 
 def replay(lanes, d, old_value, old_lp, target, acct):
@@ -125,6 +127,13 @@ class ScalarLanes:
         return value, lp
 
     def given(self, d, target, acct):
+        if d.event_shape or d.batch_shape:  # a value set from outside (init=, a proposal)
+            want = tuple(d.batch_shape) + tuple(d.event_shape)
+            if np.shape(target) != want:
+                raise ModelError(
+                    f"the value given for {fmt(self.addr)} has shape {np.shape(target)}, but "
+                    f"{d!r} draws values of shape {want} (check init= or the proposal)"
+                )
         lp = self.log_prob(d, target)
         if not lp > NEG_INF:
             raise ZeroProbability(self.addr, d, target)

@@ -52,7 +52,7 @@ from thrifty.core.vocab import (  # noqa: F401  (re-exported: the engine's words
     sorted_unique,
     total,
 )
-from thrifty.errors import SelectionError
+from thrifty.errors import ModelError, SelectionError
 
 
 class Run:
@@ -142,6 +142,13 @@ class Run:
             self.aborted = e
             self.lp_new = NEG_INF
             return self
+        except RecursionError:
+            last = self.lanes.addr
+            raise ModelError(
+                "the program recursed deeper than Python allows (unbounded recursion?); the "
+                f"last choice executed was at {fmt(last) if last else 'the start'} — bound the "
+                "recursion (e.g. a maximum depth) or write it as a loop or th.markov"
+            ) from None
         finally:
             _context.RUNS.pop()
             self.frame = None

@@ -33,21 +33,27 @@ def sample(name, d) -> Any:
     """
     if not RUNS:
         _frame("sample")
-    if not isinstance(d, Distribution):
-        raise _not_a_distribution("th.sample", name, d)
-    return RUNS[-1].frame.sample(name, d)
+    try:
+        return RUNS[-1].frame.sample(name, d)
+    except AttributeError:  # (checked here, off the hot path)
+        if not isinstance(d, Distribution):
+            raise _not_a_distribution("th.sample", name, d) from None
+        raise
 
 
 def observe(name, d, value) -> Any:
     """Condition on ``value`` having been drawn from ``d``; returns ``value``."""
     if not RUNS:
         _frame("observe")
-    if not isinstance(d, Distribution):
-        raise _not_a_distribution("th.observe", name, d)
     if value is None:
         raise ModelError(f"th.observe({name!r}, ...): the observed value is None; pass the "
                          "data (a number or an array), or use th.sample for a latent value")
-    return RUNS[-1].frame.observe(name, d, value)
+    try:
+        return RUNS[-1].frame.observe(name, d, value)
+    except AttributeError:  # (checked here, off the hot path)
+        if not isinstance(d, Distribution):
+            raise _not_a_distribution("th.observe", name, d) from None
+        raise
 
 
 def _not_a_distribution(what, name, d) -> ModelError:

@@ -37,15 +37,13 @@ does everywhere).
    alternated in 3 rounds, medians; least-squares log–log slopes in N at each T and in T at each
    N.  Target: every slope ≤ 1.15.
 
-Caveat (found with this script; a library bug, reported, not fixed here): both libraries'
-conditional resampling draws the N ancestors with *sorted* uniforms (thrifty's
-``resampling.multinomial``, particles' ``rs.multinomial``) and then overwrites the first, i.e.
-the smallest, with the reference's.  The N − 1 free ancestors are then not iid from the weights:
-the reference (index 0) is under-represented (N = 5, equal weights: 0.33 free descendants on
-average instead of 0.8), the kernel is not invariant for the posterior and overdisperses it
-(thrifty PGAS-5 on the LDS with T = 20: smoothed variances 1.14× the RTS values, 1.00× with
-permuted ancestors).  The ESS numbers here are those of the kernels as shipped; the
-``median_var_ratio_vs_rts`` column shows the size of the effect at this setting.
+A bug found with this script, fixed in thrifty: conditional resampling drew the N ancestors
+with *sorted* uniforms and overwrote the first — the smallest — with the reference's, so the
+N − 1 free ancestors were not iid from the weights and the kernel overdispersed the posterior
+(PGAS-5 on the LDS, T = 20: smoothed variances 1.14× the RTS values).  ``th.pgibbs`` now
+permutes each group's draws first (``tests/test_particles.py`` checks the variances).  The
+``particles`` library 0.4 (``CSMC.resample_move``) has the same flaw: its CSMC variance ratios
+in ``median_var_ratio_vs_rts`` show the effect at this setting.
 
 The peer runs in ``benchmarks/.peer-venv`` (``particles`` 0.4 pins numpy<2; created on first use
 with pinned versions, see ``_common.PEER_REQUIREMENTS``); the data go to it in a temporary
@@ -336,10 +334,10 @@ def main() -> None:
             "CSMC; the 'ESSrmin 0.5' rows use the library's default adaptive resampling.",
             "thrifty's seconds per sweep include recording the draws (th.infer's loop); the "
             "peer's include extracting and storing the trajectory.",
-            "Both libraries' conditional resampling uses sorted multinomial draws and overwrites "
-            "the first (smallest) ancestor with the reference's: the free ancestors are not iid, "
-            "the kernels overdisperse the posterior (see the module docstring and "
-            "median_var_ratio_vs_rts).",
+            "particles 0.4's conditional resampling overwrites the first (smallest) of sorted "
+            "multinomial draws with the reference's (thrifty did too until this was found, and "
+            "now permutes the draws first): see the module docstring and "
+            "median_var_ratio_vs_rts.",
         ],
         "wall_seconds": time.perf_counter() - t_start,
     }

@@ -145,3 +145,16 @@ def run_peer(py: str, npz: str | Path, tasks: list, timeout: float = 3600) -> di
     if out.returncode != 0:
         raise RuntimeError(f"peer failed ({out.returncode}):\n{out.stderr[-3000:]}")
     return json.loads(out.stdout)
+
+
+def peer_cli(doc: str):
+    """The command line of a benchmark with a peer library (``--quick``, ``--no-peer``); keeps
+    the heap steady for the run."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
+    ap.add_argument("--no-peer", action="store_true", help="skip the particles library")
+    args = ap.parse_args()
+    steady_heap()
+    return args

@@ -57,7 +57,6 @@ second vs t).  Run (from ``benchmarks/``): ``python pgas_lds.py`` (about 5 minut
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import tempfile
 import time
@@ -67,7 +66,7 @@ import arviz as az
 import numpy as np
 
 import thrifty as th
-from _common import RESULTS, peer_python, run_peer, steady_heap, write
+from _common import RESULTS, peer_cli, peer_python, run_peer, write
 from thrifty.diagnostics.kalman import rts_smoother
 from thrifty.models.lds import generate_lds, lds, lds_matrices
 
@@ -293,13 +292,9 @@ def headline(res) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
-    ap.add_argument("--no-peer", action="store_true", help="skip the particles library")
-    args = ap.parse_args()
+    args = peer_cli(__doc__)
     q = args.quick
     name = "pgas_lds_quick" if q else "pgas_lds"
-    steady_heap()
     T = 100
     sweeps, burn_in = (60, 10) if q else (500, 50)
     seeds = [0] if q else [0, 1, 2]

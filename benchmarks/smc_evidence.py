@@ -30,7 +30,6 @@ libraries; the bias of log Ẑ; particle-steps per second).  Run (from ``benchma
 
 from __future__ import annotations
 
-import argparse
 import math
 import tempfile
 import time
@@ -39,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 import thrifty as th
-from _common import RESULTS, peer_python, run_peer, steady_heap, write
+from _common import RESULTS, peer_cli, peer_python, run_peer, write
 from thrifty.diagnostics.kalman import kalman_filter
 from thrifty.models.lds import generate_lds, lds, lds_matrices
 
@@ -65,13 +64,9 @@ def summary(log_z_hat, log_z, seconds, n) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
-    ap.add_argument("--no-peer", action="store_true", help="skip the particles library")
-    args = ap.parse_args()
+    args = peer_cli(__doc__)
     q = args.quick
     name = "smc_evidence_quick" if q else "smc_evidence"
-    steady_heap()
     ns = (10, 100) if q else (10, 30, 100, 300, 1000)
     repeats, rounds = (10, 2) if q else (100, 4)
     per_round = repeats // rounds

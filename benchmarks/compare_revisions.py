@@ -62,11 +62,56 @@ def run(tree: Path) -> dict:
     return metrics(result)
 
 
+_PART_C = (
+    "import json, sys; sys.path.insert(0, {bench!r}); "
+    "from _common import steady_heap; steady_heap(); import core_overhead; "
+    "print(json.dumps(core_overhead.bench_mh_logistic()['ratio']))"
+)
+
+
+def run_c(tree: Path) -> float:
+    """Only (c), with this checkout's benchmark code on either revision's engine."""
+    env = dict(os.environ, PYTHONPATH=str(tree / "src"), **STEADY_HEAP_ENV)
+    out = subprocess.run([sys.executable, "-c", _PART_C.format(bench=str(HERE))], env=env,
+                         check=True, capture_output=True, text=True, cwd=tempfile.gettempdir())
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def main_c(args, old_tree: Path) -> None:
+    """``--part c``: paired alternations of (c), the noisiest of the three."""
+    rows = {"old": [], "new": []}
+    for r in range(args.rounds):
+        for name, tree in (("old", old_tree), ("new", REPO)):
+            rows[name].append(run_c(tree))
+        print(f"round {r + 1}: old {rows['old'][-1]:.4f}  new {rows['new'][-1]:.4f}", flush=True)
+    paired = [n / o for n, o in zip(rows["new"], rows["old"])]
+    out = {"rev": args.rev, "rounds": args.rounds, "c_ratio_to_numpy": rows,
+           "paired_new_over_old": paired, "mean_paired": statistics.mean(paired),
+           "median_paired": statistics.median(paired)}
+    print(f"(c) new/old per round: {[round(x, 3) for x in paired]}; mean "
+          f"{out['mean_paired']:.3f}, median {out['median_paired']:.3f}")
+    print(f"wrote {write(f'core_overhead_c_vs_{args.rev}', out)}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rev", default="db65572")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--part", choices=["all", "c"], default="all",
+                    help="c: only the MH-vs-NumPy ratio, with this checkout's benchmark code")
     args = ap.parse_args()
+    if args.part == "c":
+        tmp = Path(tempfile.mkdtemp(prefix="thrifty-rev-"))
+        old_tree = tmp / "tree"
+        subprocess.run(["git", "worktree", "add", "--detach", str(old_tree), args.rev],
+                       cwd=REPO, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            main_c(args, old_tree)
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(old_tree)], cwd=REPO,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            shutil.rmtree(tmp, ignore_errors=True)
+        return
     tmp = Path(tempfile.mkdtemp(prefix="thrifty-rev-"))
     old_tree = tmp / "tree"
     subprocess.run(["git", "worktree", "add", "--detach", str(old_tree), args.rev], cwd=REPO,

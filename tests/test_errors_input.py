@@ -83,3 +83,25 @@ def test_init_of_the_wrong_shape_names_the_address_and_init():
 
     with pytest.raises(ModelError, match=r"value given for \('w',\) has shape \(3,\).*init="):
         _infer(m(), th.mh("w", th.drift(0.1)), init={"w": np.zeros(3)})
+
+
+@th.model
+def plate_model(y):
+    mu = th.sample("mu", dist.Normal(0.0, 1.0))
+    with th.plate("data", len(y)) as i:
+        z = th.sample("z", dist.Normal(mu, 1.0))
+        th.observe("y", dist.Normal(z, 1.0), y[i])
+
+
+def test_selecting_the_sites_of_an_empty_plate_says_it_is_empty():
+    with pytest.raises(th.errors.SelectionError, match=r"plate\(s\) 'data' have 0 elements"):
+        _infer(plate_model(np.zeros(0)), th.mh("data.z", th.drift(0.1)))
+
+
+def test_a_result_without_draws_says_so():
+    r = th.infer(plate_model(np.zeros(3)), th.mh("mu", th.drift(0.1)), num_samples=0,
+                 progress=False)
+    with pytest.raises(KeyError, match="holds no draws"):
+        r["mu"]
+    with pytest.raises(ValueError, match="needs at least 2 draws"):
+        r.summary()

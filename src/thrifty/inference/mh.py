@@ -68,9 +68,13 @@ class _Selecting(Kernel):
         if self.selection is None or self.selection.resolve(trace):
             return
         if not _exists_in_some_trace(self.selection, trace):
+            empty = [".".join(map(str, a)) for a, node in trace.root.plates.items()
+                     if node.size == 0]
+            hint = (f" (plate(s) {', '.join(repr(e) for e in empty)} have 0 elements in this "
+                    "program: their sites have no choices)") if empty else ""
             raise SelectionError(
                 f"{self.name}: {self.selection!r} selects no latent choice of the "
-                f"program; its latent choices are named {_names(trace)}"
+                f"program; its latent choices are named {_names(trace)}{hint}"
             )
 
     def label(self) -> str:

@@ -179,6 +179,9 @@ class Result:
             return self._element(name)
         if name in self.samples:
             return self._dense(name)
+        if self.num_draws == 0:
+            raise KeyError(f"no variable {name!r}: the result holds no draws (num_samples=0, "
+                           "or the run was interrupted before its first draw)")
         raise KeyError(
             f"no variable {name!r} in the result; variables: {', '.join(sorted(self.samples))}"
         )
@@ -307,6 +310,9 @@ class Result:
         ess_tail and r_hat per (element of a) variable."""
         from thrifty.diagnostics._arviz import az
 
+        if self.num_draws < 2:
+            raise ValueError(f"summary() needs at least 2 draws per chain; the result holds "
+                             f"{self.num_draws} (num_samples={self.num_draws}?)")
         var_names = self._check_names(var_names)
         return az.summary(self.to_arviz(var_names), var_names=var_names, **kwargs)
 
@@ -315,6 +321,9 @@ class Result:
         _use_agg_without_display()
         from thrifty.diagnostics._arviz import az
 
+        if self.num_draws < 2:
+            raise ValueError(f"summary() needs at least 2 draws per chain; the result holds "
+                             f"{self.num_draws} (num_samples={self.num_draws}?)")
         var_names = self._check_names(var_names)
         with warnings.catch_warnings():  # ArviZ's use of deprecated matplotlib API
             warnings.filterwarnings("ignore", category=DeprecationWarning, module="arviz")

@@ -1,6 +1,12 @@
 """Checkpoint files of ``th.infer(..., checkpoint=path)``.
 
-A checkpoint is one pickle (written atomically: a temporary file, then ``os.replace``) of::
+A checkpoint is two files.  ``path`` is one small pickle, written atomically (a temporary file,
+then ``os.replace``); ``path + ".draws"`` is append-only: each write appends the chains' draws
+recorded since the previous write (pickled :meth:`DrawStore.chunk`s) and the main file records
+the byte ranges that belong to the run and the size of the draws file at that moment, so a
+write costs what was recorded since the last one, and a kill at any point leaves the previous
+checkpoint whole (bytes appended after it are cut off on resume).  Read back, the main file
+holds::
 
     {"format": "thrifty-checkpoint", "version": 1, "thrifty": <version>, "written": <time>,
      "config": {"num_samples", "burn_in", "thin", "chains", "seed": (entropy, spawn_key,
@@ -32,9 +38,10 @@ import time
 import numpy as np
 
 from thrifty.runtime.chain import ChainRecord, loads_state
+from thrifty.runtime.draws import DrawStore
 
 FORMAT = "thrifty-checkpoint"
-VERSION = 3
+VERSION = 4
 SETTINGS = ("num_samples", "burn_in", "thin", "chains", "seed", "kernel", "program",
             "model_code", "data")
 
@@ -123,8 +130,32 @@ def seed_from_key(key: tuple) -> np.random.SeedSequence:
     return np.random.SeedSequence(entropy, spawn_key=spawn_key, pool_size=pool_size)
 
 
+def _read_stores(path: str, data: dict) -> None:
+    """Rebuild each chain's ``store`` from the byte ranges of the draws file."""
+    ranges = [ch.pop("ranges") for ch in data["chains"]]
+    stores = []
+    with open(path + ".draws", "rb") if any(ranges) else _Nothing() as f:
+        for rs in ranges:
+            st = DrawStore()
+            for off, _ in rs:
+                f.seek(off)
+                st.extend(pickle.load(f))
+            stores.append(st)
+    for ch, st in zip(data["chains"], stores):
+        ch["store"] = st
+
+
+class _Nothing:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
 def read_checkpoint(path) -> dict | None:
-    """The content of the checkpoint file at ``path`` (None if there is no file)."""
+    """The content of the checkpoint at ``path`` (None if there is no file), each chain's draws
+    read back from the draws file."""
     path = os.fspath(path)
     if not os.path.exists(path):
         return None
@@ -143,6 +174,14 @@ def read_checkpoint(path) -> dict | None:
             f"checkpoint {path!r} has format version {data.get('version')}; this thrifty "
             f"reads version {VERSION}"
         )
+    data["_ranges"] = [list(ch["ranges"]) for ch in data["chains"]]
+    try:
+        _read_stores(path, data)
+    except Exception as e:
+        raise ValueError(
+            f"the draws of checkpoint {path!r} ({path}.draws) cannot be read ({type(e).__name__}"
+            f": {e}); remove both files or choose another checkpoint path"
+        ) from e
     return data
 
 
@@ -175,11 +214,25 @@ def _show(name, value) -> str:
 class Checkpoint:
     """Writes the run's state to ``path`` at most every ``every`` seconds (and when asked)."""
 
-    def __init__(self, path, every: float):
+    def __init__(self, path, every: float, chains: int):
         self.path = os.fspath(path)
+        self.draws_path = self.path + ".draws"
         self.every = float(every)
         self.config: dict = {}
         self.last_write = -math.inf  # the first write at the first tick: problems show at once
+        self.persisted = [0] * chains  # draws of each chain in the draws file
+        self.ranges: list[list] = [[] for _ in range(chains)]  # their byte ranges
+        self.draws_size = 0  # the draws file's length at the last complete write
+
+    def resume(self, saved: dict | None) -> None:
+        """Continue the draws file of ``saved`` (bytes after its last complete write cut off),
+        or start a new one."""
+        if saved is not None:
+            self.ranges = [list(r) for r in saved["_ranges"]]
+            self.persisted = [ch["store"].n for ch in saved["chains"]]
+            self.draws_size = saved["draws_size"]
+        with open(self.draws_path, "ab") as f:
+            f.truncate(self.draws_size)
 
     def check(self, saved: dict, config: dict, seed_given: bool) -> None:
         """Raise if the configuration of ``saved`` differs from ``config`` (``seed`` only when
@@ -223,15 +276,27 @@ class Checkpoint:
 
     def write(self, records: list[ChainRecord], total: int) -> None:
         chains = []
-        for rec in records:
+        with open(self.draws_path, "ab") as f:  # 1. append the draws since the last write
+            for c, rec in enumerate(records):
+                snap = rec.snapshot
+                n = snap["n_recorded"] if snap is not None else 0
+                if n > self.persisted[c]:
+                    off = f.tell()
+                    pickle.dump(rec.store.chunk(self.persisted[c], n), f,
+                                protocol=pickle.HIGHEST_PROTOCOL)
+                    self.ranges[c].append((off, f.tell() - off))
+                    self.persisted[c] = n
+            f.flush()
+            os.fsync(f.fileno())
+            self.draws_size = f.tell()
+        for c, rec in enumerate(records):  # 2. the small main file, atomically
             snap = rec.snapshot
-            n = snap["n_recorded"] if snap is not None else 0
             done = snap is not None and snap["iteration"] >= total
             chains.append(
                 {
                     "status": "done" if done else ("pending" if snap is None else "running"),
                     "iteration": snap["iteration"] if snap is not None else 0,
-                    "store": rec.store.prefix(n),
+                    "ranges": list(self.ranges[c]),
                     "snapshot": snap,
                 }
             )
@@ -244,6 +309,7 @@ class Checkpoint:
             "written": time.time(),
             "config": self.config,
             "chains": chains,
+            "draws_size": self.draws_size,
         }
         tmp = f"{self.path}.tmp{os.getpid()}"
         try:

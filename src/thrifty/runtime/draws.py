@@ -54,6 +54,16 @@ class Series:
         self.elems += other.elems
         self.values += other.values
 
+    def between(self, a: int, b: int) -> Series:
+        """The events of draws ``a ≤ d < b``."""
+        out = Series()
+        if self.draws:
+            i = int(np.searchsorted(self.draws, a, side="left"))
+            k = int(np.searchsorted(self.draws, b, side="left"))
+            out.draws, out.elems, out.values = (self.draws[i:k], self.elems[i:k],
+                                                self.values[i:k])
+        return out
+
     def prefix(self, n: int) -> Series:
         """The events of the first ``n`` draws."""
         out = Series()
@@ -297,6 +307,18 @@ class DrawStore:
         self.n_latent += chunk["n_latent"]
         self.outputs += chunk["outputs"]
         self.n += chunk["n"]
+
+    def chunk(self, a: int, b: int) -> dict:
+        """Draws ``a ≤ d < b`` as a chunk for :meth:`extend` (what a checkpoint appends)."""
+        series = {k: s.between(a, b) for k, s in self.series.items()}
+        return {
+            "meta": dict(self.meta),
+            "series": {k: s for k, s in series.items() if len(s)},
+            "lp": self.lp[a:b],
+            "n_latent": self.n_latent[a:b],
+            "outputs": self.outputs[a:b],
+            "n": b - a,
+        }
 
     def prefix(self, n: int) -> DrawStore:
         out = DrawStore()

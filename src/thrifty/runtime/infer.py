@@ -129,7 +129,7 @@ def infer(
     notes: list[str] = []
     ckpt = None
     if checkpoint is not None:
-        ckpt = Checkpoint(checkpoint, checkpoint_every)
+        ckpt = Checkpoint(checkpoint, checkpoint_every, chains)
         saved = read_checkpoint(checkpoint)
         if saved is not None:
             ckpt.check(saved, config, seed_given=seed is not None)
@@ -142,6 +142,7 @@ def infer(
                 f"{sum(r.num_draws for r in records)} draws)"
             )
         ckpt.config = config
+        ckpt.resume(saved)
     seeds = ss.spawn(chains)
 
     start_iterations = [r.iteration for r in records]

@@ -62,11 +62,11 @@ import tempfile
 import time
 from pathlib import Path
 
-import arviz as az
 import numpy as np
 
 import thrifty as th
 from _common import RESULTS, peer_cli, peer_python, run_peer, write
+from thrifty.diagnostics._arviz import ess as az_ess
 from thrifty.diagnostics.kalman import rts_smoother
 from thrifty.models.lds import generate_lds, lds, lds_matrices
 
@@ -89,7 +89,7 @@ def ess_per_t(x: np.ndarray) -> np.ndarray:
     out = np.empty(x.shape[1])
     for t in range(x.shape[1]):
         col = x[:, t]
-        out[t] = 1.0 if np.ptp(col) < 1e-12 else float(az.ess(col))
+        out[t] = 1.0 if np.ptp(col) < 1e-12 else az_ess(col)
     return out
 
 

@@ -43,7 +43,7 @@ from _common import RESULTS, write  # noqa: E402
 from thrifty import dist, glm  # noqa: E402
 from thrifty.core.simulate import initialize  # noqa: E402
 from thrifty.datasets import synthetic_logistic  # noqa: E402
-from thrifty.diagnostics._arviz import az  # noqa: E402
+from thrifty.diagnostics._arviz import ess as az_ess  # noqa: E402
 from thrifty.inference.smh import smh  # noqa: E402
 
 D = 10
@@ -75,7 +75,7 @@ KERNELS = {
 
 
 def ess0(x) -> float:
-    return float(az.ess(np.asarray(x)[None, :], method="bulk"))
+    return az_ess(np.asarray(x)[None, :])
 
 
 def run_chain(kernel, trace, rng, burn: int, steps: int) -> dict:

@@ -31,7 +31,7 @@ import time
 
 import thrifty as th
 from _common import write
-from thrifty.diagnostics._arviz import az
+from thrifty.diagnostics._arviz import ess as az_ess
 from thrifty.models import generate_sv, sv
 
 
@@ -54,7 +54,7 @@ def run(kind: str, x, draws: int, burn_in: int, seed: int) -> dict:
     out = {"seconds": secs, "wall_seconds": wall}
     for name in ("phi", "sigma2"):
         v = r[name][0]
-        ess = float(az.ess(v[None]))
+        ess = az_ess(v[None])
         out[name] = {"mean": float(v.mean()), "sd": float(v.std()), "ess": ess,
                      "ess_per_second": ess / secs}
     labels = {k: v for k, v in r.stats.items() if k not in ("run",) and not k.startswith("cycle")}

@@ -39,7 +39,7 @@ import numpy as np
 from scipy import stats
 
 import thrifty as th
-from thrifty.diagnostics._arviz import az
+from thrifty.diagnostics._arviz import ess as az_ess
 from thrifty.inference.mh import LMH, MH
 
 Z_MAX = 4.5
@@ -100,7 +100,7 @@ def ess(x, method: str = "mean") -> float:
     a = _as_2d(x)
     if np.all(a == a.flat[0]):
         return float(a.size)
-    return float(az.ess(a, method=method))
+    return az_ess(a, method=method)
 
 
 def thin_independent(x) -> np.ndarray:
@@ -150,7 +150,7 @@ def indicator_ess(ind) -> float | None:
     a2 = _as_2d(ind)
     if np.all(a2 == a2.flat[0]):
         return None
-    e = float(az.ess(a2, method="mean"))
+    e = az_ess(a2, method="mean")
     n01 = n10 = n0 = n1 = 0
     for row in a2:
         prev, nxt = row[:-1], row[1:]

@@ -214,14 +214,14 @@ def pg_runs():
 def test_pgibbs_marginals_match_the_rts_smoother(pg_runs, AS):
     """z-tests of the state means at t = 0, T/2, T−1 (both coordinates) against the RTS
     smoother, standard errors from the ESS; 6 tests, |z| < 3.5 (Bonferroni, ≈ 0.3 % overall)."""
-    from thrifty.diagnostics._arviz import az
+    from thrifty.diagnostics._arviz import ess as az_ess
 
     runs, ms, Ps = pg_runs
     x = runs[AS]["x.z"][0]
     assert x.shape == (1500, T_PG, 2)
     for t in (0, T_PG // 2, T_PG - 1):
         for k in range(2):
-            ess = float(az.ess(x[None, :, t, k]))
+            ess = az_ess(x[None, :, t, k])
             z = (x[:, t, k].mean() - ms[t][k]) / np.sqrt(Ps[t][k, k] / ess)
             assert abs(z) < 3.5, (AS, t, k, z, ess)
 
@@ -229,10 +229,10 @@ def test_pgibbs_marginals_match_the_rts_smoother(pg_runs, AS):
 def test_pgas_ess_is_flat_in_t(pg_runs):
     """PGAS with 10 particles: the ESS of the first state is at least half the last one's (003
     Fig. 1); iterated CSMC collapses at small t (printed, not asserted)."""
-    from thrifty.diagnostics._arviz import az
+    from thrifty.diagnostics._arviz import ess as az_ess
 
     runs, _, _ = pg_runs
-    ess = {AS: [float(az.ess(runs[AS]["x.z"][0][None, :, t, 0])) for t in (0, T_PG - 1)]
+    ess = {AS: [az_ess(runs[AS]["x.z"][0][None, :, t, 0]) for t in (0, T_PG - 1)]
            for AS in runs}
     print("ESS at t=0, t=T-1: PGAS", ess[True], "CSMC", ess[False])
     assert ess[True][0] >= 0.5 * ess[True][1]
@@ -280,7 +280,7 @@ def test_pgibbs_composes_with_mh_and_names_its_errors():
 def test_pmmh_matches_the_kalman_grid_posterior_of_q(proposal):
     """q | y on a grid from the exact Kalman likelihood × Gamma(10, 100) prior; z-tests of the
     PMMH means of q and q² with ESS-based standard errors, |z| < 3.5 (2 tests per run)."""
-    from thrifty.diagnostics._arviz import az
+    from thrifty.diagnostics._arviz import ess as az_ess
 
     T, r = 20, 0.5
     y, C, _ = generate_lds(T=T, D=2, r=r, seed=0)
@@ -297,7 +297,7 @@ def test_pmmh_matches_the_kalman_grid_posterior_of_q(proposal):
     for f in (lambda v: v, lambda v: v**2):
         exact = float((w * f(qs)).sum())
         sd = float(np.sqrt((w * (f(qs) - exact) ** 2).sum()))
-        ess = float(az.ess(f(q)[None]))
+        ess = az_ess(f(q)[None])
         z = (f(q).mean() - exact) / (sd / np.sqrt(ess))
         assert abs(z) < 3.5, (proposal, z, ess)
     label = next(k for k in res.stats if k.startswith("pmmh"))
@@ -406,7 +406,7 @@ def test_smc_over_a_plate_of_chains():
 def test_pgibbs_on_a_plate_of_chains_matches_the_smoother():
     """PGAS on every element's chain at once: z-tests of the state means of each element at
     t = 0 and T−1 against the RTS smoother (6 tests, |z| < 3.5)."""
-    from thrifty.diagnostics._arviz import az
+    from thrifty.diagnostics._arviz import ess as az_ess
 
     res = th.infer(ar_plate(Y_PLATE), th.pgibbs("series.h", 10), num_samples=1500, burn_in=50,
                    seed=3, progress=False)
@@ -415,7 +415,7 @@ def test_pgibbs_on_a_plate_of_chains_matches_the_smoother():
     for b in range(3):
         ms, Ps = rts_smoother(*_ar_kalman(Y_PLATE[b]))
         for t in (0, 5):
-            ess = float(az.ess(h[None, :, b, t]))
+            ess = az_ess(h[None, :, b, t])
             z = (h[:, b, t].mean() - ms[t, 0]) / np.sqrt(Ps[t, 0, 0] / ess)
             assert abs(z) < 3.5, (b, t, z, ess)
 
@@ -440,7 +440,7 @@ def test_pgibbs_on_ordered_ranges_matches_the_smoother(AS):
     """Two blocks of steps, each updated by conditional SMC with the rest of the chain held
     fixed (the block's first state drawn given the state before it, its last weighted by the
     reference's suffix): z-tests at both ends of both blocks (8 tests, |z| < 3.5)."""
-    from thrifty.diagnostics._arviz import az
+    from thrifty.diagnostics._arviz import ess as az_ess
 
     T = 12
     y, C, _ = generate_lds(T=T, D=2, r=0.5, seed=4)
@@ -453,7 +453,7 @@ def test_pgibbs_on_ordered_ranges_matches_the_smoother(AS):
     x = res["x.z"][0]
     for t in (0, 5, 6, 11):
         for c in range(2):
-            ess = float(az.ess(x[None, :, t, c]))
+            ess = az_ess(x[None, :, t, c])
             z = (x[:, t, c].mean() - ms[t][c]) / np.sqrt(Ps[t][c, c] / ess)
             assert abs(z) < 3.5, (AS, t, c, z, ess)
     assert any("ordered_range('x', 0, 5)" in k for k in res.stats)
@@ -466,7 +466,7 @@ def test_pgibbs_posterior_variances_match_the_smoother(AS):
     by ≈ 15 %).  Statistic per draw: the mean over t and both coordinates of
     (z_t − m_t)² / P_t (expectation 1 under the exact smoother); z-test with an ESS-based
     standard error, |z| < 4."""
-    from thrifty.diagnostics._arviz import az
+    from thrifty.diagnostics._arviz import ess as az_ess
 
     T = 20
     y, C, _ = generate_lds(T=T, D=2, r=0.5, seed=0)
@@ -477,6 +477,6 @@ def test_pgibbs_posterior_variances_match_the_smoother(AS):
     x = res["x.z"][0]
     var = np.stack([Ps[:, 0, 0], Ps[:, 1, 1]], axis=1)
     stat = (((x - ms) ** 2) / var).mean(axis=(1, 2))
-    ess = float(az.ess(stat[None]))
+    ess = az_ess(stat[None])
     z = (stat.mean() - 1.0) / (stat.std() / np.sqrt(ess))
     assert abs(z) < 4, (AS, stat.mean(), z, ess)

@@ -30,6 +30,7 @@ from thrifty.inference.smh import smh
 from thrifty.inference.subsampled import subsampled_mh
 from thrifty.runtime import InterruptedWarning, load_checkpoint
 from thrifty.runtime.infer import infer
+from thrifty.runtime.predictive import Predictive, predictive
 from thrifty.runtime.result import Result
 
 __version__ = "0.1.0"
@@ -38,6 +39,7 @@ __all__ = [
     "InterruptedWarning",
     "Kernel",
     "Model",
+    "Predictive",
     "Program",
     "ReplayWarning",
     "Result",
@@ -70,6 +72,7 @@ __all__ = [
     "pgibbs",
     "plate",
     "pmmh",
+    "predictive",
     "prior",
     "sample",
     "select",

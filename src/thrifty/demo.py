@@ -98,7 +98,8 @@ def logistic_section(out: Path, n: int, draws: int, chains: int, seed: int) -> d
     elapsed = time.perf_counter() - t0
     summary = r.summary()
     summary.insert(0, "true", theta)
-    cols = [c for c in ("true", "mean", "sd", "hdi_3%", "hdi_97%", "ess_bulk", "r_hat")
+    cols = [c for c in ("true", "mean", "sd", "hdi_3%", "hdi_97%", "eti89_lb", "eti89_ub",
+                      "ess_bulk", "r_hat")
             if c in summary.columns]
     print(summary[cols].to_string(float_format=lambda v: f"{v:8.3f}"))
     acc = next(iter(r.stats.values()))
@@ -111,7 +112,7 @@ def logistic_section(out: Path, n: int, draws: int, chains: int, seed: int) -> d
 
 
 def tall_section(out: Path, n: int, draws: dict, seed: int) -> dict:
-    from thrifty.diagnostics._arviz import az
+    from thrifty.diagnostics._arviz import ess as az_ess
 
     d = 5
     _rule(f"3. Tall data (N = {n:,}, d = {d}): exact MH vs subsampled MH vs SMH")
@@ -137,7 +138,7 @@ def tall_section(out: Path, n: int, draws: dict, seed: int) -> dict:
         wall = time.perf_counter() - t0
         st = r.stats[k.label()]
         w = r["w"]
-        ess = float(az.ess(w[..., 0]))
+        ess = az_ess(w[..., 0])
         terms = st.get("terms_per_step", st.get("sections_evaluated_per_step",
                                                 st["elements_per_step"]))
         rows[name] = {
@@ -193,7 +194,7 @@ def _plot_tall(path: Path, samples, rows, mean, sd) -> None:
 
 def particle_section(out: Path, T: int, sweeps: int, seed: int) -> dict:
     _rule(f"4. Particle Gibbs on the LDS of paper 003 (T = {T}, 10 particles, ω and q known)")
-    from thrifty.diagnostics._arviz import az
+    from thrifty.diagnostics._arviz import ess as az_ess
 
     r = 0.1
     y, C, _ = generate_lds(T=T, D=4, r=r, seed=seed)
@@ -209,7 +210,7 @@ def particle_section(out: Path, T: int, sweeps: int, seed: int) -> dict:
         secs[label] = time.perf_counter() - t0
         x = res["x.z"][0, :, :, 0]  # first coordinate of each state
         # a state that never moved has no meaningful ESS (ArviZ reports n): count it as 1
-        ess[label] = np.array([float(az.ess(x[None, :, t])) if np.ptp(x[:, t]) > 0 else 1.0
+        ess[label] = np.array([az_ess(x[None, :, t]) if np.ptp(x[:, t]) > 0 else 1.0
                                for t in range(T)])
         err[label] = float(np.abs(x.mean(axis=0) - means[:, 0]).max())
     ts = [0, T // 4, T // 2, T - 1]

@@ -45,9 +45,10 @@ def observe(name, d, value) -> Any:
     """Condition on ``value`` having been drawn from ``d``; returns ``value``."""
     if not RUNS:
         _frame("observe")
-    if value is None:
+    if value is None and getattr(RUNS[-1], "new_obs", None) is None:  # predictive: simulated
         raise ModelError(f"th.observe({name!r}, ...): the observed value is None; pass the "
-                         "data (a number or an array), or use th.sample for a latent value")
+                         "data (a number or an array), or use th.sample for a latent value "
+                         "(None is accepted only by th.predictive)")
     try:
         return RUNS[-1].frame.observe(name, d, value)
     except AttributeError:  # (checked here, off the hot path)

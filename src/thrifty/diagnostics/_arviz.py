@@ -1,7 +1,69 @@
-"""Import ArviZ once, without its banner about the 1.0 refactor."""
+"""ArviZ, imported once, and the few calls whose form differs between ArviZ 1.x and 0.2x.
+
+ArviZ 1.x (Python ≥ 3.12; ``arviz-base``/``arviz-stats``/``arviz-plots``, results as an
+``xarray.DataTree``) is what ``pip install arviz`` gives today; on older Pythons pip resolves
+ArviZ 0.2x (``InferenceData``).  thrifty works with both: everything that builds, summarises or
+plots goes through the functions here.
+"""
+
+from __future__ import annotations
 
 import warnings
 
+import numpy as np
+
 with warnings.catch_warnings():
-    warnings.simplefilter("ignore", FutureWarning)
-    import arviz as az  # noqa: F401
+    warnings.simplefilter("ignore", FutureWarning)  # 0.2x's banner about the 1.0 refactor
+    import arviz as az
+
+AZ1 = int(az.__version__.split(".")[0]) >= 1
+"""Whether the installed ArviZ is 1.x (DataTree-based)."""
+
+
+def from_groups(groups: dict[str, dict], coords: dict | None = None, dims: dict | None = None):
+    """A ``DataTree`` (1.x) or ``InferenceData`` (0.2x) of ``{group: {variable: array}}``;
+    arrays of sampled groups have leading (chain, draw) axes, ``observed_data`` none."""
+    groups = {g: v for g, v in groups.items() if v}
+    if AZ1:
+        return az.from_dict(groups, coords=coords, dims=dims)
+    return az.from_dict(**groups, coords=coords, dims=dims)
+
+
+def merge(data, other):
+    """``data`` with the groups of ``other`` added."""
+    if AZ1:
+        for name, child in other.children.items():
+            data[name] = child
+        return data
+    data.extend(other)
+    return data
+
+
+def ess(x: np.ndarray) -> float:
+    """Bulk effective sample size of draws of shape (chains, draws) or (draws,)."""
+    x = np.asarray(x, dtype=float)
+    if x.ndim == 1:
+        x = x[None]
+    if AZ1:
+        return float(az.ess(x, chain_axis=0, draw_axis=1))
+    return float(az.ess(x))
+
+
+def summary(data, var_names=None, **kwargs):
+    """``arviz.summary`` as a numeric DataFrame (1.x rounds for display unless told not to)."""
+    if AZ1:
+        kwargs.setdefault("round_to", "none")
+    return az.summary(data, var_names=var_names, **kwargs)
+
+
+def trace_figure(data, var_names=None, **kwargs):
+    """A matplotlib figure of ``plot_trace`` (0.2x) / ``plot_trace_dist`` (1.x): per variable,
+    the marginal density of each chain beside its trace."""
+    if AZ1:
+        pc = az.plot_trace_dist(data, var_names=var_names, backend="matplotlib", **kwargs)
+        return pc.viz["figure"].item()
+    with warnings.catch_warnings():  # 0.2x's use of deprecated matplotlib API
+        warnings.filterwarnings("ignore", category=DeprecationWarning, module="arviz")
+        warnings.filterwarnings("ignore", message=".*alias_mapping.*")
+        axes = az.plot_trace(data, var_names=var_names, **kwargs)
+    return np.ravel(axes)[0].figure

@@ -83,7 +83,7 @@ def geweke(
     >>> geweke(m(), th.mh("mu", th.drift(1.0)), num_samples=3000, seed=0).min_p > 1e-4
     True
     """
-    from thrifty.diagnostics._arviz import az
+    from thrifty.diagnostics._arviz import ess as az_ess
 
     program = as_program(program)
     rng = np.random.default_rng(seed)
@@ -110,7 +110,7 @@ def geweke(
         a, b = a[~np.isnan(a)], b[~np.isnan(b)]
         if len(a) < 10 or len(b) < 10:
             continue
-        ess = float(az.ess(b[None, :]))
+        ess = az_ess(b[None, :])
         se = np.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / max(ess, 1.0))
         z[name] = float((b.mean() - a.mean()) / se) if se > 0 else 0.0
         p[name] = float(2 * stats.norm.sf(abs(z[name])))

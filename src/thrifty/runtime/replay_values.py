@@ -42,22 +42,22 @@ def _targets(meta: dict, values: dict) -> tuple[dict, dict]:
     return targets, vec
 
 
-def outputs_from_values(program, store) -> list:
-    """The outputs of ``store`` (a chain's :class:`~thrifty.runtime.draws.DrawStore`) with the
-    pending ones computed from the recorded values."""
-    outputs = list(store.outputs)
-    if not any(o is PENDING for o in outputs):
-        return outputs
+def recorded_latents(store) -> list[str]:
+    """Names of the latent variables of ``store``; an error if the draws cannot be replayed
+    (a latent variable not recorded, or one read generically)."""
     missing = [n for n, m in store.meta.items() if m[3] and n not in store.series]
     if missing or any(m[0] == "generic" for m in store.meta.values()):
         raise ValueError(
-            "the program output reads plate values and was not recorded at every draw; it is "
-            "computed from the recorded draws, which needs every latent variable recorded "
+            "replaying the recorded draws (for outputs that read plate values, the pointwise "
+            "log-likelihood or the posterior predictive) needs every latent variable recorded "
             "(th.infer(..., record=None))"
         )
-    rng = np.random.default_rng(0)
-    trace = initialize(program, rng)
-    names = [n for n, m in store.meta.items() if m[3]]
+    return [n for n, m in store.meta.items() if m[3]]
+
+
+def draw_values(store, names: list[str]):
+    """``(d, values)`` for each draw ``d`` of ``store``: the recorded value of each variable in
+    ``names`` at that draw (one dict, updated in place from draw to draw)."""
     series = {n: store.series[n] for n in names}
     pos = dict.fromkeys(names, 0)
     cur: dict = {}
@@ -72,17 +72,37 @@ def outputs_from_values(program, store) -> list:
                     cur[n][e] = v
                 i += 1
             pos[n] = i
-        if outputs[d] is not PENDING:
-            continue
-        targets, vec = _targets(store.meta, cur)
-        run = Run(trace, rng, targets=targets, vec=vec, mode=RESCORE).execute()
-        try:
-            run.check_targets(len(targets), vec.keys())
-        except SelectionError as e:
-            raise ValueError(
-                f"the output of draw {d} cannot be computed from the recorded values ({e}); the "
-                "program's structure at that draw differs from a fresh execution"
-            ) from None
+        yield d, cur
+
+
+def replay(trace, rng, meta: dict, values: dict, d: int, mode=RESCORE, commit=True) -> Run:
+    """One full execution of ``trace``'s program with every latent choice set to ``values``
+    (draw ``d``), committed to ``trace`` unless ``commit`` is False."""
+    targets, vec = _targets(meta, values)
+    run = Run(trace, rng, targets=targets, vec=vec, mode=mode).execute()
+    try:
+        run.check_targets(len(targets), vec.keys())
+    except SelectionError as e:
+        raise ValueError(
+            f"draw {d} cannot be replayed from the recorded values ({e}); the program's "
+            "structure at that draw differs from a fresh execution"
+        ) from None
+    if commit:
         run.commit()
-        outputs[d] = trace.output
+    return run
+
+
+def outputs_from_values(program, store) -> list:
+    """The outputs of ``store`` (a chain's :class:`~thrifty.runtime.draws.DrawStore`) with the
+    pending ones computed from the recorded values."""
+    outputs = list(store.outputs)
+    if not any(o is PENDING for o in outputs):
+        return outputs
+    names = recorded_latents(store)
+    rng = np.random.default_rng(0)
+    trace = initialize(program, rng)
+    for d, cur in draw_values(store, names):
+        if outputs[d] is PENDING:
+            replay(trace, rng, store.meta, cur, d)
+            outputs[d] = trace.output
     return outputs

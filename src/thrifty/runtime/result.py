@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-import warnings
 from typing import Any
 
 import numpy as np
@@ -158,6 +157,8 @@ class Result:
         self._n_chains = n_chains
         self._full = full
         self.config = config or {}
+        self.posterior_predictive = None  # set by th.predictive(program, result)
+        self._ll = None  # pointwise log-likelihood, computed once
 
     # -- access ---------------------------------------------------------------------------------
     @property
@@ -272,13 +273,25 @@ class Result:
         if text not in self.notes:
             self.notes.append(text)
 
-    def to_arviz(self, var_names=None):
-        """An ``arviz.InferenceData`` with ``posterior`` (the numeric variables; others are
-        skipped with a note in ``result.notes``) and ``sample_stats`` (``lp``, ``n_latent``).
+    def to_arviz(self, var_names=None, *, log_likelihood: bool = False, prior=None,
+                 coords: dict | None = None, dims: dict | None = None):
+        """The draws as ArviZ data: an ``xarray.DataTree`` on ArviZ 1.x (``InferenceData`` on
+        0.2x) with the groups ``posterior`` (the numeric variables; others are skipped with a
+        note in ``result.notes``), ``sample_stats`` (``lp``, ``n_latent``), ``observed_data``
+        and, when asked for or computed,
 
-        Variables kept sparse (``result.sparse(name)``) are left out unless named in
-        ``var_names`` (their dense form exceeds ``dense_bytes``), with a note."""
-        from thrifty.diagnostics._arviz import az
+        * ``log_likelihood`` (``log_likelihood=True``): the log-density of every observation at
+          every draw (a plate's elements along the plate's dimension) for ``az.loo`` and
+          ``az.compare`` — one full execution of the program per kept draw;
+        * ``posterior_predictive``: after ``th.predictive(program, result)``;
+        * ``prior``/``prior_predictive``: ``prior=th.predictive(program)``.
+
+        Plate sites have the plate's name as a dimension (coordinates: element indices), markov
+        sites ``<chain>_t``, memoized functions one variable with a ``<name>_key`` coordinate;
+        ``coords``/``dims`` add or override names (``dims={"w": ["feature"]}``).  Variables
+        kept sparse (``result.sparse(name)``) are left out unless named in ``var_names``.
+        """
+        from thrifty.runtime.arviz_io import numeric, to_arviz_groups
 
         wanted = None if var_names is None else {n.lstrip("~") for n in var_names}
         posterior = {}
@@ -292,46 +305,71 @@ class Result:
                     )
                     continue
                 arr = arr.materialize()
-            kind = arr.dtype.kind
-            if kind == "b":
-                arr = arr.astype(np.int8)
-            elif kind not in "iuf":
-                why = "values of varying shapes or types" if kind == "O" else f"dtype {arr.dtype}"
+            arr, why = numeric(arr)
+            if arr is None:
                 self._note(f"to_arviz: variable {name!r} left out of the posterior ({why})")
                 continue
             posterior[name] = arr
-        coords = {"chain": np.asarray(self.chain_ids, dtype=np.int64)}
-        return az.from_dict(
-            posterior=posterior, sample_stats=dict(self.sample_stats), coords=coords
-        )
+        groups = {"posterior": posterior, "sample_stats": dict(self.sample_stats)}
+        obs_dims: dict = {}
+        if self.program is not None and self._stores is not None:
+            groups.update(self._observation_groups(log_likelihood, prior, obs_dims))
+        meta = self._stores[0].meta if self._stores else {}
+        return to_arviz_groups(groups, meta, obs_dims, coords, dims, chain_ids=self.chain_ids)
+
+    def _observation_groups(self, log_likelihood: bool, prior, obs_dims: dict) -> dict:
+        from thrifty.runtime.predictive import log_likelihood as pointwise
+        from thrifty.runtime.predictive import observed_data
+
+        out: dict = {}
+        observed, dims = observed_data(self.program)
+        out["observed_data"] = observed
+        obs_dims.update(dims)
+        if log_likelihood:
+            if self._ll is None:
+                self._ll = pointwise(self)
+            out["log_likelihood"] = self._ll[0]
+            obs_dims.update(self._ll[1])
+        for pred in (self.posterior_predictive, prior):
+            if pred is not None:
+                out.update({g: v for g, v in pred.groups().items() if g != "observed_data"})
+                obs_dims.update(pred.dims)
+        return out
 
     def summary(self, var_names=None, **kwargs):
-        """``arviz.summary`` as a pandas DataFrame: mean, sd, hdi_3%, hdi_97%, mcse, ess_bulk,
-        ess_tail and r_hat per (element of a) variable."""
-        from thrifty.diagnostics._arviz import az
+        """``arviz.summary`` as a pandas DataFrame of numbers, one row per (element of a)
+        variable: mean, sd, a credible interval (ArviZ 1.x: ``eti89_lb``/``eti89_ub``; 0.2x:
+        ``hdi_3%``/``hdi_97%``), ``ess_bulk``, ``ess_tail``, ``r_hat`` and MCSEs."""
+        from thrifty.diagnostics._arviz import summary
 
         if self.num_draws < 2:
             raise ValueError(f"summary() needs at least 2 draws per chain; the result holds "
                              f"{self.num_draws} (num_samples={self.num_draws}?)")
         var_names = self._check_names(var_names)
-        return az.summary(self.to_arviz(var_names), var_names=var_names, **kwargs)
+        return summary(self._posterior_only(var_names), var_names=var_names, **kwargs)
+
+    def _posterior_only(self, var_names):
+        """``to_arviz`` without the observation groups (what summaries and plots read)."""
+        program, self.program = self.program, None
+        try:
+            return self.to_arviz(var_names)
+        finally:
+            self.program = program
 
     def plot_trace(self, var_names=None, path=None, **kwargs):
-        """``arviz.plot_trace``: a matplotlib figure (saved to ``path`` if given)."""
+        """Trace plot (ArviZ's ``plot_trace_dist`` on 1.x, ``plot_trace`` on 0.2x): per
+        variable, each chain's marginal density beside its trace.  Returns the matplotlib
+        figure (saved to ``path`` if given)."""
         _use_agg_without_display()
-        from thrifty.diagnostics._arviz import az
+        from thrifty.diagnostics._arviz import trace_figure
 
         if self.num_draws < 2:
-            raise ValueError(f"summary() needs at least 2 draws per chain; the result holds "
+            raise ValueError(f"plot_trace() needs at least 2 draws per chain; the result holds "
                              f"{self.num_draws} (num_samples={self.num_draws}?)")
         var_names = self._check_names(var_names)
-        with warnings.catch_warnings():  # ArviZ's use of deprecated matplotlib API
-            warnings.filterwarnings("ignore", category=DeprecationWarning, module="arviz")
-            warnings.filterwarnings("ignore", message=".*alias_mapping.*")
-            axes = az.plot_trace(self.to_arviz(var_names), var_names=var_names, **kwargs)
-        fig = np.ravel(axes)[0].figure
+        fig = trace_figure(self._posterior_only(var_names), var_names=var_names, **kwargs)
         if path is not None:
-            fig.savefig(os.fspath(path))
+            fig.savefig(os.fspath(path), bbox_inches="tight")
         return fig
 
     def _check_names(self, var_names):

@@ -1,0 +1,99 @@
+"""The observations of a run, as arrays named like the results' variables.
+
+A run in ``capture`` mode lists every observation it executed as ``(address, distribution,
+value, element indices)`` — one entry per top-level or markov-step observation, one per
+vectorized plate observation (address with ``"*"`` in place of the element).  Here those
+entries become ``{name: (dims, array)}``: ``name`` drops the indices as result names do
+(``"data.y"``, ``"s.y"``), a plate's elements are the dimension named after the plate
+(``"data"``) and a chain's steps the dimension ``"<chain>_t"`` (``"s_t"``).  The values are the
+observed (or, in a predictive run, simulated) values, or their log-densities per observation
+(a plate element's or a step's observation is one point: its event dimensions are summed).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from thrifty.core.address import dotted
+
+
+def _is_index(p) -> bool:
+    return p == "*" or (isinstance(p, (int, np.integer)) and not isinstance(p, bool))
+
+
+def layout(addr: tuple) -> tuple[str, list[str]]:
+    """``(name, dims)`` of an observation address: ``("data", "*", "y")`` → ``("data.y",
+    ["data"])``, ``("s", 3, "y")`` → ``("s.y", ["s_t"])``."""
+    name = dotted(tuple(p for p in addr if not _is_index(p)))
+    dims = []
+    for i, p in enumerate(addr):
+        if _is_index(p):
+            prefix = dotted(tuple(q for q in addr[:i] if not _is_index(q)))
+            dims.append(prefix if p == "*" else f"{prefix}_t")
+    return name, dims
+
+
+def _pointwise_lp(d, value, members) -> np.ndarray | float:
+    lp = np.asarray(d.log_prob(value), dtype=float)
+    if members is None:
+        return float(lp.sum())
+    return lp.reshape(len(members), -1).sum(axis=1)
+
+
+def gather(captured: list, what: str = "value") -> dict[str, tuple[list[str], np.ndarray]]:
+    """``{name: (dims, array)}`` of the entries of ``run.captured``; ``what`` is ``"value"``
+    (the observed values) or ``"log_lik"`` (log-density per observation)."""
+    groups: dict[str, tuple[list, list]] = {}
+    for addr, d, value, members in captured:
+        x = _pointwise_lp(d, value, members) if what == "log_lik" else np.asarray(value)
+        name, dims = layout(addr)
+        groups.setdefault(name, (dims, []))[1].append((addr, members, x))
+    out = {}
+    for name, (dims, items) in groups.items():
+        if not dims:
+            out[name] = (dims, items[-1][2])
+            continue
+        cols, vals = [], []
+        for addr, members, x in items:
+            k = 1 if members is None else len(members)
+            idx = [np.asarray(members) if p == "*" else np.full(k, p) for p in addr if _is_index(p)]
+            cols.append(idx)
+            x = np.asarray(x, dtype=float)
+            vals.append(x.reshape((k,) + x.shape[1:]) if members is not None else x[None])
+        event = vals[0].shape[1:]
+        if any(v.shape[1:] != event for v in vals):
+            continue  # observations of varying shapes under one name: no array for them
+        shape = tuple(int(max(c[j].max() for c in cols)) + 1 for j in range(len(dims)))
+        arr = np.full(shape + event, np.nan)
+        for idx, v in zip(cols, vals):
+            arr[tuple(idx)] = v
+        out[name] = (dims, arr)
+    return out
+
+
+def stack(per_draw: list[dict]) -> dict[str, np.ndarray]:
+    """Arrays ``(draws, ...)`` of the per-draw ``gather`` outputs (padded with NaN where a
+    draw has fewer steps or elements)."""
+    names = dict.fromkeys(n for g in per_draw for n in g)
+    out = {}
+    for n in names:
+        xs = [np.asarray(g[n][1], dtype=float) if n in g else None for g in per_draw]
+        shapes = [x.shape for x in xs if x is not None]
+        if len({len(s) for s in shapes}) != 1:
+            continue
+        shape = tuple(max(s[j] for s in shapes) for j in range(len(shapes[0])))
+        arr = np.full((len(xs),) + shape, np.nan)
+        for i, x in enumerate(xs):
+            if x is not None:
+                arr[(i,) + tuple(slice(0, s) for s in x.shape)] = x
+        out[n] = arr
+    return out
+
+
+def dims_of(per_draw: list[dict]) -> dict[str, list[str]]:
+    """The dimension names of each gathered variable (first draw that has it)."""
+    out: dict = {}
+    for g in per_draw:
+        for n, (dims, _) in g.items():
+            out.setdefault(n, dims)
+    return out

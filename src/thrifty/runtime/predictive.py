@@ -1,0 +1,196 @@
+"""Prior and posterior predictive simulation, and the pointwise log-likelihood of draws.
+
+Each is one full execution of the program per draw, in ``capture`` mode (the run lists every
+observation it executes; :mod:`thrifty.runtime.observations` names and shapes them):
+
+* prior predictive — the program run from scratch with every observed value drawn from its
+  distribution (latent choices from the prior, then observations given them);
+* posterior predictive — for each kept draw, the latent choices set to the draw's values and
+  every observed value drawn afresh given them;
+* pointwise log-likelihood — for each kept draw, the log-density of every observation (each
+  plate element's and each markov step's observation a point), for ``az.loo``/``az.compare``.
+
+An observation whose value is ``None`` is allowed in predictive runs (``th.predictive`` of a
+program applied to new inputs with ``y=None``): only its simulated value is used.  The
+observations are simulated one by one in program order, but the program keeps computing with
+the values it was given (an autoregressive model that reads ``y[t-1]`` predicts one step ahead).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from thrifty.core.model import as_program
+from thrifty.core.run import Mode, Run
+from thrifty.core.trace import Trace
+from thrifty.runtime import observations as obs
+from thrifty.runtime.draws import DrawStore
+from thrifty.runtime.recorder import Recorder
+from thrifty.runtime.replay_values import draw_values, recorded_latents, replay
+
+_CAPTURE = Mode(capture=True)
+_SIMULATE = Mode(capture=True, simulate_observations=True)
+
+
+def observed_data(program) -> tuple[dict, dict]:
+    """``({name: observed values}, {name: dims})`` of one execution of ``program``."""
+    from thrifty.core.simulate import initialize
+
+    rng = np.random.default_rng(0)
+    trace = initialize(as_program(program), rng)
+    run = Run(trace, rng, mode=Mode(rescore=True, capture=True)).execute()
+    g = obs.gather([e for e in run.captured if e[2] is not None])
+    return {n: a for n, (_, a) in g.items()}, {n: d for n, (d, _) in g.items()}
+
+
+def _per_draw(program, store, rng, mode, what: str) -> list[dict]:
+    """``gather`` of each draw of one chain, replayed in ``mode``."""
+    names = recorded_latents(store)
+    out = []
+    for d, cur in draw_values(store, names):
+        run = replay(Trace(program), rng, store.meta, cur, d, mode=mode, commit=False)
+        out.append(obs.gather(run.captured, what))
+    return out
+
+
+def _chains(per_chain: list[list[dict]]) -> tuple[dict, dict]:
+    """``({name: (chains, draws, ...)}, {name: dims})`` of per-chain per-draw gathers."""
+    stacked = [obs.stack(draws) for draws in per_chain]
+    names = [n for n in stacked[0] if all(n in s for s in stacked)]
+    arrays = {}
+    for n in names:
+        shapes = {s[n].shape for s in stacked}
+        if len(shapes) == 1:
+            arrays[n] = np.stack([s[n] for s in stacked])
+    dims = obs.dims_of([g for draws in per_chain for g in draws[:1]])
+    return arrays, {n: dims[n] for n in arrays}
+
+
+def _stores(result) -> list[DrawStore]:
+    stores = result._stores
+    if stores is None:
+        raise ValueError("this result keeps no per-draw store to replay (built by hand?)")
+    n = result.num_draws
+    return [st.prefix(n) for st in stores]
+
+
+def log_likelihood(result) -> tuple[dict, dict]:
+    """Pointwise log-likelihood of every kept draw: ``({name: (chains, draws, ...)},
+    {name: dims})``.  Costs one full execution of the program per draw."""
+    program = result.program
+    rng = np.random.default_rng(0)  # (replays draw nothing: every latent choice is set)
+    per_chain = [_per_draw(program, st, rng, _CAPTURE, "log_lik") for st in _stores(result)]
+    return _chains(per_chain)
+
+
+class Predictive(Mapping):
+    """Simulated observations (``"prior"`` or ``"posterior"`` predictive), named like the
+    result's variables: ``pred["data.y"]`` has shape (chains, draws, N, ...).
+
+    ``latent`` holds the prior draws of the latent choices (prior predictive only),
+    ``observed`` the observed data (when the program has any) and ``dims`` the dimension
+    names; ``to_arviz()`` gives the groups ``prior``/``prior_predictive`` or
+    ``posterior_predictive``, with ``observed_data``.
+    """
+
+    def __init__(self, kind: str, simulated: dict, dims: dict, latent: dict | None = None,
+                 observed: dict | None = None, meta: dict | None = None):
+        self.kind = kind
+        self.simulated = simulated
+        self.dims = dims
+        self.latent = latent or {}
+        self.observed = observed or {}
+        self.meta = meta or {}
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name in self.simulated:
+            return self.simulated[name]
+        raise KeyError(f"no observation {name!r}; simulated: {', '.join(self.simulated)}")
+
+    def __iter__(self):
+        return iter(self.simulated)
+
+    def __len__(self) -> int:
+        return len(self.simulated)
+
+    def groups(self) -> dict[str, dict]:
+        """``{ArviZ group: {variable: array}}``."""
+        if self.kind == "prior":
+            return {"prior": dict(self.latent), "prior_predictive": dict(self.simulated),
+                    "observed_data": dict(self.observed)}
+        return {"posterior_predictive": dict(self.simulated),
+                "observed_data": dict(self.observed)}
+
+    def to_arviz(self):
+        """The predictive groups as an ArviZ ``DataTree`` (``InferenceData`` on ArviZ 0.2x)."""
+        from thrifty.runtime.arviz_io import to_arviz_groups
+
+        return to_arviz_groups(self.groups(), self.meta, self.dims)
+
+    def __repr__(self) -> str:
+        shapes = ", ".join(f"{n}: {a.shape}" for n, a in self.simulated.items())
+        return f"Predictive({self.kind}: {shapes})"
+
+
+def predictive(program, result=None, num_samples: int = 500, seed=None) -> Predictive:
+    """Prior predictive (no ``result``: ``num_samples`` runs of ``program`` from scratch) or
+    posterior predictive (every kept draw of ``result``, per chain) simulations of the
+    observations.  With a result, the predictive is also kept on it
+    (``result.posterior_predictive``) so that ``result.to_arviz()`` includes it.  ``program``
+    may be the model applied to new inputs (observed values may then be ``None``) as long as
+    its latent choices are those of the result's draws.
+
+    >>> import numpy as np, thrifty as th
+    >>> from thrifty import dist
+    >>> @th.model
+    ... def m(y):
+    ...     mu = th.sample("mu", dist.Normal(0.0, 1.0))
+    ...     with th.plate("data", len(y)) as i:
+    ...         th.observe("y", dist.Normal(mu, 1.0), y[i])
+    >>> prior = th.predictive(m(np.zeros(3)), num_samples=100, seed=0)
+    >>> prior["data.y"].shape
+    (1, 100, 3)
+    >>> r = th.infer(m(np.zeros(3)), th.mh("mu", th.drift(1.0)), num_samples=50, seed=0)
+    >>> th.predictive(m(np.zeros(3)), r, seed=1)["data.y"].shape
+    (1, 50, 3)
+    """
+    program = as_program(program)
+    try:
+        observed, obs_dims = observed_data(program)
+    except Exception:
+        observed, obs_dims = {}, {}
+    if result is None:
+        return _prior(program, int(num_samples), seed, observed)
+    seqs = np.random.SeedSequence(seed).spawn(result.num_chains)
+    per_chain = [
+        _per_draw(program, st, np.random.default_rng(sq), _SIMULATE, "value")
+        for st, sq in zip(_stores(result), seqs)
+    ]
+    simulated, dims = _chains(per_chain)
+    meta = result._stores[0].meta if result._stores else {}
+    pred = Predictive("posterior", simulated, {**obs_dims, **dims}, observed=observed, meta=meta)
+    result.posterior_predictive = pred
+    return pred
+
+
+def _prior(program, num_samples: int, seed, observed: dict) -> Predictive:
+    if num_samples < 1:
+        raise ValueError(f"predictive: num_samples must be a positive integer, got {num_samples}")
+    rng = np.random.default_rng(seed)
+    recorder = Recorder()
+    draws = []
+    for _ in range(num_samples):
+        trace = Trace(program)
+        run = Run(trace, rng, mode=_SIMULATE).execute()
+        run.commit()
+        recorder.record(trace)
+        draws.append(obs.gather(run.captured, "value"))
+    store = DrawStore()
+    store.extend(recorder.take())
+    from thrifty.runtime.result import stack_stores
+
+    latent = {n: np.asarray(a) for n, a in stack_stores([store], num_samples).items()}
+    simulated, dims = _chains([draws])
+    return Predictive("prior", simulated, dims, latent=latent, observed=observed, meta=store.meta)

@@ -36,6 +36,11 @@ def probe(trace, rng) -> bool:
     try:
         run = Run(trace, rng).execute()  # nothing planned: every plate runs zero elements
     except Exception as e:  # the code after a plate failed on empty plate values
+        if getattr(e, "in_plate", False):  # the plate's own body failed on no element
+            raise ModelError(
+                f"{e} (found by running the program with its plates on no element: thrifty "
+                "runs plates on any subset of their elements, so the body must work for any)"
+            ) from e
         raise ModelError(
             "executing the program with its plates running no element failed "
             f"({type(e).__name__}: {e}). thrifty runs plates on subsets of their elements, "

@@ -30,6 +30,7 @@ from __future__ import annotations
 from thrifty import _context
 from thrifty.core import markov, mem, plate, plate_chain
 from thrifty.core.address import fmt
+from thrifty.core.code_errors import WRAPPED, code_error, wraps
 from thrifty.core.frame import BlockFrame
 from thrifty.core.replay import ScalarLanes
 from thrifty.core.trace import Block
@@ -142,6 +143,10 @@ class Run:
             self.aborted = e
             self.lp_new = NEG_INF
             return self
+        except WRAPPED as e:
+            if not wraps(e):
+                raise
+            raise code_error(self, e) from e
         except RecursionError:
             last = self.lanes.addr
             raise ModelError(

@@ -11,16 +11,62 @@ error uses the effective sample size of the successive-conditional chain.
 from __future__ import annotations
 
 import copy
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
 
+from thrifty.core.address import dotted
 from thrifty.core.model import as_program
 from thrifty.core.run import Mode, Run
 from thrifty.core.simulate import _simulate
 
 _SIMULATE = Mode(simulate_observations=True)
+
+
+def _heavy_tailed(trace) -> dict[str, str]:
+    """``{name: distribution}`` of the sites whose distribution has no finite variance (a
+    z-test of the mean of x or x² is then meaningless)."""
+    out = {}
+    blocks = [((), trace.root.sites)] + [
+        (addr, node.sites) for addr, node in trace.root.plates.items()
+    ]
+    for prefix, sites in blocks:
+        for local, site in sites.items():
+            d = getattr(site, "dist", None)
+            if d is None:
+                continue
+            with np.errstate(all="ignore"):
+                var = np.asarray(d.variance, dtype=float)
+            if not np.all(np.isfinite(var)):
+                out[dotted(prefix + local)] = type(d).__name__
+    return out
+
+
+def _default_functions(names: list, prior: list, heavy: dict) -> dict:
+    """x and x² per scalar; for a site without finite variance, the bounded
+    arctan((x − m)/s) and 1{x > m} (m, s: median and half the IQR of its prior draws)."""
+    functions = {}
+    for n in names:
+        base = n.split("[")[0]
+        if base in heavy:
+            a = np.array([v[n] for v in prior if n in v], dtype=float)
+            m, s = np.median(a), max(float(np.subtract(*np.percentile(a, [75, 25]))) / 2, 1e-12)
+            functions[f"arctan({n})"] = lambda v, n=n, m=m, s=s: np.arctan(
+                (v.get(n, np.nan) - m) / s
+            )
+            functions[f"{n}>median"] = lambda v, n=n, m=m: float(v[n] > m) if n in v else np.nan
+            continue
+        functions[n] = lambda v, n=n: v.get(n, np.nan)
+        functions[f"{n}^2"] = lambda v, n=n: v.get(n, np.nan) ** 2
+    for base, family in heavy.items():
+        warnings.warn(
+            f"geweke: {base!r} has a prior without finite variance ({family}); its test "
+            "functions are arctan((x − median)/scale) and 1{x > median} instead of x and x²",
+            stacklevel=3,
+        )
+    return functions
 
 
 @dataclass
@@ -99,10 +145,7 @@ def geweke(
         succ.append(_scalars(trace.values(False)))
     names = sorted(set().union(*prior) & set().union(*succ))
     if functions is None:
-        functions = {}
-        for n in names:
-            functions[n] = lambda v, n=n: v.get(n, np.nan)
-            functions[f"{n}^2"] = lambda v, n=n: v.get(n, np.nan) ** 2
+        functions = _default_functions(names, prior, _heavy_tailed(trace))
     z, p, pv, sv = {}, {}, {}, {}
     for name, g in functions.items():
         a = np.array([g(v) for v in prior], dtype=float)

@@ -438,7 +438,7 @@ def test_stats():
         assert len(s["chains"]) == 2 and s["steps"] == sum(c["steps"] for c in s["chains"])
         for key in ("elements_per_step", "chain_steps_per_step", "seconds", "seconds_per_step"):
             assert key in s
-    z = r.stats["mh(select('data.z'), drift(0.5))"]
+    z = r.stats["mh('data.z', drift(0.5))"]
     assert 0.0 < z["acceptance_rate"] < 1.0 and z["elements_per_step"] > 0
     run = r.stats["run"]
     assert run["wall_time"] > 0 and run["draws"] == 200 and run["draws_per_second"] > 0

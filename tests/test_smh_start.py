@@ -37,3 +37,20 @@ def test_smh_with_init_starts_there():
     r = th.infer(logistic_regression(X, y), th.smh("w"), num_samples=3, seed=0,
                  progress=False, init={"w": far})
     assert np.abs(r["w"][0, 0] - far).max() < 0.5
+
+
+def test_taylor_proxy_without_init_starts_at_the_mode():
+    """subsampled_mh(proxy="taylor") also starts at θ̂ unless ``init`` gives the weights:
+    before, its first draw was a prior draw (a few units from the mode with prior_var 10)."""
+    X, y, _ = synthetic_logistic(20_000, 5, seed=1)
+    mode, cov = laplace(X, y, prior_var=10.0)
+    sd = np.sqrt(np.diag(cov))
+    k = th.subsampled_mh("w", batch_size=100, epsilon=0.01,
+                         proposal=th.drift(2.38 / np.sqrt(5) * float(sd.mean())), proxy="taylor")
+    r = th.infer(logistic_regression(X, y, prior_var=10.0), k, num_samples=50, seed=0,
+                 progress=False)
+    assert np.all(np.abs(r["w"][0, 0] - mode) < 5 * sd)
+    far = np.full(5, 3.0)
+    r = th.infer(logistic_regression(X, y, prior_var=10.0), k, num_samples=1, seed=0,
+                 progress=False, init={"w": far})
+    assert np.abs(r["w"][0, 0] - far).max() < 1.0

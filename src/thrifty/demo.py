@@ -56,7 +56,10 @@ def hmm_section(out: Path, steps: int, chains: int, seed: int) -> dict:
     m_lmh, m_gibbs = _marginals(r_lmh["s.z"]), _marginals(r_gibbs["s.z"])
     mae_lmh = float(np.abs(m_lmh - exact).mean())
     mae_gibbs = float(np.abs(m_gibbs - exact).mean())
-    print(f"{'state':>5}  {'exact P(z=0,1,2)':>22}  {'LMH':>22}  {'Gibbs':>22}")
+    print("Rows: time step t of the 18-step chain. Columns: the posterior probabilities of the")
+    print("hidden state z_t being 0, 1, 2 — exact (forward-backward), then estimated by LMH and")
+    print("by Gibbs.")
+    print(f"{'t':>5}  {'exact P(z_t=0,1,2)':>22}  {'LMH':>22}  {'Gibbs':>22}")
     for t in (0, 1, 6, 12, T - 1):
         fmt = lambda p: " ".join(f"{x:6.3f}" for x in p)  # noqa: E731
         print(f"{t:>5}  {fmt(exact[t]):>22}  {fmt(m_lmh[t]):>22}  {fmt(m_gibbs[t]):>22}")
@@ -98,9 +101,12 @@ def logistic_section(out: Path, n: int, draws: int, chains: int, seed: int) -> d
     elapsed = time.perf_counter() - t0
     summary = r.summary()
     summary.insert(0, "true", theta)
+    summary["ess_bulk"] = summary["ess_bulk"].round().astype(int)
     cols = [c for c in ("true", "mean", "sd", "hdi_3%", "hdi_97%", "eti89_lb", "eti89_ub",
                       "ess_bulk", "r_hat")
             if c in summary.columns]
+    print("Posterior of the 5 coefficients (rows) against the values that generated the data:")
+    print("mean, sd, 89% credible interval, effective sample size, R-hat (≈ 1: chains agree).")
     print(summary[cols].to_string(float_format=lambda v: f"{v:8.3f}"))
     acc = next(iter(r.stats.values()))
     rate = acc["acceptance_rate"] if isinstance(acc, dict) else np.nan
@@ -150,11 +156,17 @@ def tall_section(out: Path, n: int, draws: dict, seed: int) -> dict:
         }
         samples[name] = w[..., 0].ravel()
     ref_mean, ref_sd = mode[0], float(np.sqrt(cov[0, 0]))
+    print("Per kernel: milliseconds per step, likelihood terms evaluated per step (of N), "
+          "acceptance rate,")
+    print("effective samples of w0 per second, and the error of the posterior mean of w0 in "
+          "posterior sd.")
     print(f"{'':24} {'ms/step':>8} {'terms/step':>11} {'accept':>7} {'ESS/s (w0)':>11} "
           f"{'(mean−mode)/sd':>15}")
     for name, row in rows.items():
         z = (row["mean w0"] - ref_mean) / ref_sd
-        print(f"{name:24} {row['ms/step']:8.3f} {row['terms/step']:11.1f} "
+        terms = row["terms/step"]
+        terms = f"{terms:11,.0f}" if terms >= 10 else f"{terms:11.2f}"
+        print(f"{name:24} {row['ms/step']:8.3f} {terms} "
               f"{row['acceptance']:7.2f} {row['ESS/s (w0)']:11.1f} {z:15.2f}")
     base = rows["exact MH"]["ESS/s (w0)"]
     print("ESS/s relative to exact MH: "
@@ -180,12 +192,16 @@ def _plot_tall(path: Path, samples, rows, mean, sd) -> None:
     axes[0].set_title("posterior of w[0]")
     axes[0].legend(fontsize=7)
     names = list(rows)
-    axes[1].bar(range(len(names)), [rows[n]["ESS/s (w0)"] for n in names],
-                color=[f"C{j}" for j in range(len(names))])
-    axes[1].set_yscale("log")
-    axes[1].set_xticks(range(len(names)))
-    axes[1].set_xticklabels(names, fontsize=8)
-    axes[1].set_title("effective samples per second (w[0])")
+    pos = np.arange(len(names))[::-1]  # horizontal bars: the names never overlap
+    axes[1].barh(pos, [rows[n]["ESS/s (w0)"] for n in names],
+                 color=[f"C{j}" for j in range(len(names))])
+    axes[1].set_xscale("log")
+    axes[1].set_yticks(pos)
+    axes[1].set_yticklabels(names, fontsize=8)
+    axes[1].set_xlabel("effective samples of w[0] per second (log scale)")
+    axes[1].set_title("sampling efficiency")
+    axes[0].set_xlabel("w[0]")
+    axes[0].set_ylabel("density")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -53,3 +53,12 @@ def code_error(run, exc: BaseException) -> ModelError:
 def wraps(exc: BaseException) -> bool:
     """Whether ``exc`` is an error of the model's code that gets context."""
     return isinstance(exc, WRAPPED) and not isinstance(exc, ThriftyError)
+
+
+def leave_with_error(frame, exc: BaseException) -> None:
+    """A plate's body raised ``exc``: give an error of the model's code its context (raises),
+    and mark thrifty's own errors as raised inside a plate."""
+    if wraps(exc):
+        raise plate_code_error(frame, exc) from exc
+    if isinstance(exc, ThriftyError) and not hasattr(exc, "in_plate"):
+        exc.in_plate = True

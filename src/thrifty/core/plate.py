@@ -26,13 +26,13 @@ import numpy as np
 
 from thrifty.core.address import fmt
 from thrifty.core.batch import BatchFrame, MemberSite
-from thrifty.core.code_errors import plate_code_error, wraps
+from thrifty.core.code_errors import leave_with_error
 from thrifty.core.column import Column
 from thrifty.core.locate import addressed_target
 from thrifty.core.node import Node, Update
 from thrifty.core.plate_chain import ChainColumns
 from thrifty.core.vocab import LATENT
-from thrifty.errors import ModelError, ThriftyError
+from thrifty.errors import ModelError
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 _FIRST = np.zeros(1, dtype=np.int64)  # the position of the one executed element
@@ -213,10 +213,8 @@ class PlateContext:
         self.parent.run.frame = self.parent
         if exc_type is None:
             self.frame.finalize()
-        elif wraps(exc):
-            raise plate_code_error(self.frame, exc) from exc
-        elif isinstance(exc, ThriftyError) and not hasattr(exc, "in_plate"):
-            exc.in_plate = True
+        else:
+            leave_with_error(self.frame, exc)
         return False
 
 

@@ -39,14 +39,15 @@ def merge(data, other):
     return data
 
 
-def ess(x: np.ndarray) -> float:
-    """Bulk effective sample size of draws of shape (chains, draws) or (draws,)."""
+def ess(x: np.ndarray, method: str = "bulk") -> float:
+    """Effective sample size (``method``: ``"bulk"``, ``"mean"``, ``"tail"``, …) of draws of
+    shape (chains, draws) or (draws,)."""
     x = np.asarray(x, dtype=float)
     if x.ndim == 1:
         x = x[None]
     if AZ1:
-        return float(az.ess(x, chain_axis=0, draw_axis=1))
-    return float(az.ess(x))
+        return float(az.ess(x, method=method, chain_axis=0, draw_axis=1))
+    return float(az.ess(x, method=method))
 
 
 def summary(data, var_names=None, **kwargs):
@@ -61,9 +62,13 @@ def trace_figure(data, var_names=None, **kwargs):
     the marginal density of each chain beside its trace."""
     if AZ1:
         pc = az.plot_trace_dist(data, var_names=var_names, backend="matplotlib", **kwargs)
-        return pc.viz["figure"].item()
-    with warnings.catch_warnings():  # 0.2x's use of deprecated matplotlib API
-        warnings.filterwarnings("ignore", category=DeprecationWarning, module="arviz")
-        warnings.filterwarnings("ignore", message=".*alias_mapping.*")
-        axes = az.plot_trace(data, var_names=var_names, **kwargs)
-    return np.ravel(axes)[0].figure
+        if "chain" in data["posterior"].dims and data["posterior"].sizes["chain"] > 1:
+            pc.add_legend("chain", loc="outside right upper")
+        fig = pc.viz["figure"].item()
+    else:
+        with warnings.catch_warnings():  # 0.2x's use of deprecated matplotlib API
+            warnings.filterwarnings("ignore", category=DeprecationWarning, module="arviz")
+            warnings.filterwarnings("ignore", message=".*alias_mapping.*")
+            fig = np.ravel(az.plot_trace(data, var_names=var_names, **kwargs))[0].figure
+    fig.set_layout_engine("constrained")  # titles and tick labels without overlaps
+    return fig

@@ -247,8 +247,8 @@ class Prefix(Selection):
     def __init__(self, pattern):
         self.pattern = as_pattern(pattern)
 
-    def __repr__(self) -> str:
-        return f"select({dotted(self.pattern)!r})"
+    def __repr__(self) -> str:  # as the user writes it: th.mh("w", ...) → mh('w', ...)
+        return repr(dotted(self.pattern))
 
     def matches(self, addr, name) -> bool:
         return _prefix(self.pattern, addr) or _prefix(self.pattern, name)
@@ -429,6 +429,8 @@ class Union(Selection):
         return out
 
     def __repr__(self) -> str:
+        if all(isinstance(p, Prefix) for p in self.parts):
+            return "[" + ", ".join(repr(p) for p in self.parts) + "]"
         return " | ".join(repr(p) for p in self.parts)
 
 

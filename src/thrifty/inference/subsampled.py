@@ -164,6 +164,12 @@ class SubsampledMH(_Selecting):
             f"epsilon={self.epsilon}, {self.proposal!r}{proxy})"
         )
 
+    def start(self, trace, rng, init: dict) -> None:
+        """With ``proxy="taylor"``, start a fresh chain at θ̂ unless ``init`` gives the choice
+        (:meth:`TaylorProxy.start`)."""
+        if self.proxy is not None:
+            self.proxy.start(self, trace, rng, init)
+
     # -- one step ---------------------------------------------------------------------------
     def global_choices(self, trace, rng):
         """The selected choices (one block for ``th.one``); ``None`` when there are none now.

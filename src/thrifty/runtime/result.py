@@ -111,6 +111,11 @@ def build_result(records, *, program, stats, interrupted, notes, config,
     )
 
 
+COMPACT_ABOVE = 12
+"""``plot_trace`` draws one panel per element of the plotted variables up to this many, then
+one panel per variable (elements overlaid)."""
+
+
 class Result:
     """Draws of ``th.infer``.
 
@@ -361,13 +366,19 @@ class Result:
         variable, each chain's marginal density beside its trace.  Returns the matplotlib
         figure (saved to ``path`` if given)."""
         _use_agg_without_display()
-        from thrifty.diagnostics._arviz import trace_figure
+        from thrifty.diagnostics._arviz import AZ1, trace_figure
 
         if self.num_draws < 2:
             raise ValueError(f"plot_trace() needs at least 2 draws per chain; the result holds "
                              f"{self.num_draws} (num_samples={self.num_draws}?)")
         var_names = self._check_names(var_names)
-        fig = trace_figure(self._posterior_only(var_names), var_names=var_names, **kwargs)
+        data = self._posterior_only(var_names)
+        if "compact" not in kwargs:  # a panel per element while there are few of them
+            post = data["posterior"] if AZ1 else data.posterior
+            names = var_names or list(post.data_vars)
+            size = sum(int(np.prod(post[n].shape[2:])) for n in names if not n.startswith("~"))
+            kwargs["compact"] = size > COMPACT_ABOVE
+        fig = trace_figure(data, var_names=var_names, **kwargs)
         if path is not None:
             fig.savefig(os.fspath(path), bbox_inches="tight")
         return fig

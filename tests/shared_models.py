@@ -56,3 +56,26 @@ def assert_copy_replays(kernel, trace, steps=30, seed=5) -> None:
         kernel.step(t1, r1)
         k2.step(t2, r2)
     np.testing.assert_array_equal(t1["w"], t2["w"])
+
+
+class Slow(th.Kernel):
+    """Delegates to ``inner`` after sleeping ``Slow.delay`` seconds per step (a class attribute,
+    not saved in checkpoints): slows a run down enough to interrupt it."""
+
+    delay = 0.001
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def step(self, trace, rng):
+        import time
+
+        time.sleep(Slow.delay)
+        return self.inner.step(trace, rng)
+
+    def kernels(self):
+        return self.inner.kernels()
+
+    def label(self):
+        return self.inner.label()

@@ -31,6 +31,7 @@ from thrifty.inference.subsampled import subsampled_mh
 from thrifty.runtime import InterruptedWarning, load_checkpoint
 from thrifty.runtime.infer import infer
 from thrifty.runtime.predictive import Predictive, predictive
+from thrifty.runtime.ray_executor import RayExecutor
 from thrifty.runtime.result import Result
 
 __version__ = "0.1.0"
@@ -41,6 +42,7 @@ __all__ = [
     "Model",
     "Predictive",
     "Program",
+    "RayExecutor",
     "ReplayWarning",
     "Result",
     "SMCResult",

@@ -23,6 +23,7 @@ from thrifty.runtime.checkpoint import (
 from thrifty.runtime.interrupt import StopRequest
 from thrifty.runtime.parallel import run_parallel, start_method
 from thrifty.runtime.progress import Progress
+from thrifty.runtime.ray_executor import RayExecutor, run_ray
 from thrifty.runtime.recorder import Selector
 from thrifty.runtime.result import DENSE_BYTES, Result, build_result
 
@@ -47,6 +48,7 @@ def infer(
     record=None,
     exclude=None,
     dense_bytes: int = DENSE_BYTES,
+    executor=None,
 ) -> Result:
     """Run ``chains`` MCMC chains of ``kernel`` on ``program`` and return their draws.
 
@@ -83,6 +85,11 @@ def infer(
         materialises it, ``result.sparse(name).mean()`` / ``.var()`` give per-element moments
         without materialising.
 
+    executor : where the chains run: ``None`` (worker processes on this machine, or this
+        process; see ``workers``), ``"ray"`` or a :class:`~thrifty.RayExecutor` (Ray tasks on
+        the cluster ``ray.init`` connects to — see :mod:`thrifty.runtime.ray_executor`; at most
+        ``workers`` at a time, default all chains).  The draws are the same for the same seed.
+
     Ctrl-C stops the chains after their current step (a second Ctrl-C aborts at once) and returns
     the draws so far with ``result.interrupted = True``; chains of unequal lengths are truncated
     to the shortest (chains without draws are left out) and ``result.chain_draws`` keeps them all.
@@ -108,6 +115,7 @@ def infer(
         raise TypeError(f"checkpoint must be a file path (str or os.PathLike), got {checkpoint!r}")
     inits = _inits(init, chains)
     ss = _seed_sequence(seed)
+    executor = _executor(executor)
     if isinstance(dense_bytes, bool) or not isinstance(dense_bytes, numbers.Real):
         raise TypeError(f"dense_bytes must be a number of bytes, got {dense_bytes!r}")
     if not dense_bytes >= 0:  # NaN included; inf: every variable dense
@@ -147,14 +155,20 @@ def infer(
 
     start_iterations = [r.iteration for r in records]
     todo = [c for c, r in enumerate(records) if r.status != "done"]
-    n_workers = min(workers or os.cpu_count() or 1, max(len(todo), 1))
-    parallel = n_workers > 1
+    default_workers = chains if executor is not None else os.cpu_count() or 1
+    n_workers = min(workers or default_workers, max(len(todo), 1))
+    parallel = n_workers > 1 or executor is not None
     stop = StopRequest()
     completed = True
     display = Progress(bool(progress) and bool(todo), chains, cfg, parallel, records)
     try:
         with stop.installed():
-            if parallel:
+            if executor is not None and todo:
+                completed = run_ray(
+                    executor, program, kernel, seeds, inits, cfg, records, n_workers, stop,
+                    display, ckpt
+                )
+            elif parallel:
                 completed = run_parallel(
                     program, kernel, seeds, inits, cfg, records, n_workers, stop, display, ckpt
                 )
@@ -179,7 +193,8 @@ def infer(
         "steps_per_second": None,
         "chains": chains,
         "workers": n_workers,
-        "start_method": start_method() if parallel else "in-process",
+        "start_method": "ray" if executor is not None else start_method() if parallel
+        else "in-process",
         "init_seconds": [r.init_seconds for r in records],
         "chain_seconds": [r.seconds for r in records],
         "interrupted": interrupted,
@@ -205,6 +220,17 @@ def infer(
         msg = _interrupt_message(records, result, ckpt, completed, parallel)
         warnings.warn(msg, InterruptedWarning, 2)
     return result
+
+
+def _executor(executor) -> RayExecutor | None:
+    if executor is None or executor == "processes":
+        return None
+    if executor == "ray":
+        return RayExecutor()
+    if isinstance(executor, RayExecutor):
+        return executor
+    raise ValueError(f"executor must be None, 'processes', 'ray' or a th.RayExecutor, got "
+                     f"{executor!r}")
 
 
 # -- running the chains in this process -----------------------------------------------------------

@@ -140,8 +140,11 @@ def _exit_with_parent(parent: int) -> None:
 
 
 def _worker(chain, job, q, stop, checkpoint_every, threads, parent):
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _exit_with_parent(parent)
+    """Run one chain, reporting to ``q`` (``put``) and polling ``stop`` (``is_set``); a local
+    worker process also ignores SIGINT and exits with its ``parent``."""
+    if parent is not None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        _exit_with_parent(parent)
     try:
         if threads is not None:
             from threadpoolctl import threadpool_limits
@@ -193,6 +196,72 @@ class RemoteTraceback(Exception):
 
 
 # -- the main process -----------------------------------------------------------------------------
+class Collector:
+    """What the main process does with the workers' messages (shared by the executors): draws
+    and statistics into the chain records, snapshots into the checkpoint, progress."""
+
+    def __init__(self, records, progress, checkpoint, cfg):
+        self.records, self.progress, self.checkpoint, self.cfg = records, progress, checkpoint, cfg
+        self.errors: list = []  # (chain, exception or None, traceback text)
+
+    def handle(self, msg) -> bool:
+        """Take one message; True when it was the chain's last (final or error)."""
+        kind, c = msg[0], msg[1]
+        rec = self.records[c]
+        last = False
+        if kind == "started":
+            _, _, it, init_seconds, stats = msg
+            rec.init_seconds = init_seconds
+            rec.set_stats(stats)
+            rec.iteration = it
+        elif kind == "tick":
+            _, _, it, payload, stats = msg
+            rec.extend(payload)
+            rec.set_stats(stats)
+            rec.iteration = it
+        elif kind == "snapshot":
+            rec.snapshot = msg[2]
+            if self.checkpoint.due():
+                self.checkpoint.write(self.records, self.cfg.total)
+        elif kind == "final":
+            _, _, done, it, payload, stats, snap, seconds = msg
+            rec.extend(payload)
+            rec.set_stats(stats)
+            rec.iteration = it
+            rec.seconds = seconds
+            rec.status = "done" if done else "stopped"
+            if snap is not None:
+                rec.snapshot = snap
+            last = True
+        elif kind == "error":
+            _, _, exc, tb = msg
+            self.fail(c, exc, tb)
+            last = True  # the other chains run on: their draws are returned
+        self.progress.update(c, rec.iteration, rec.accepted, rec.proposed, rec.num_draws,
+                             rec.status)
+        return last
+
+    def fail(self, c: int, exc, tb: str) -> None:
+        self.records[c].status = "failed"
+        self.errors.append((c, exc, tb))
+
+    def finish(self) -> None:
+        """After the run: raise the first error if no chain has draws to return; otherwise
+        name each failure on its record (the other chains' draws come back)."""
+        if not self.errors:
+            return
+        survivors = [r for r in self.records if r.status != "failed" and r.num_draws > 0]
+        if not survivors:
+            c, exc, tb = self.errors[0]
+            if self.checkpoint is not None:
+                self.checkpoint.write(self.records, self.cfg.total)
+            if exc is None:
+                raise RuntimeError(f"chain {c} failed in its worker: {tb}")
+            raise exc from RemoteTraceback(tb)
+        for c, exc, tb in self.errors:
+            self.records[c].error = tb if exc is None else f"{type(exc).__name__}: {exc}"
+
+
 def run_parallel(
     program, kernel, seeds, inits, cfg, records, workers, stop, progress, checkpoint
 ) -> bool:
@@ -212,41 +281,11 @@ def run_parallel(
         job = (program, kernel, seeds[c], inits[c], cfg, records[c].snapshot)
         jobs[c] = dumps_job(job) if method != "fork" else job
     active: dict = {}
-    errors: list = []
+    collect = Collector(records, progress, checkpoint, cfg)
 
     def handle(msg):
-        kind, c = msg[0], msg[1]
-        rec = records[c]
-        if kind == "started":
-            _, _, it, init_seconds, stats = msg
-            rec.init_seconds = init_seconds
-            rec.set_stats(stats)
-            rec.iteration = it
-        elif kind == "tick":
-            _, _, it, payload, stats = msg
-            rec.extend(payload)
-            rec.set_stats(stats)
-            rec.iteration = it
-        elif kind == "snapshot":
-            rec.snapshot = msg[2]
-            if checkpoint.due():
-                checkpoint.write(records, cfg.total)
-        elif kind == "final":
-            _, _, done, it, payload, stats, snap, seconds = msg
-            rec.extend(payload)
-            rec.set_stats(stats)
-            rec.iteration = it
-            rec.seconds = seconds
-            rec.status = "done" if done else "stopped"
-            if snap is not None:
-                rec.snapshot = snap
-            active.pop(c).join()
-        elif kind == "error":
-            _, _, exc, tb = msg
-            rec.status = "failed"
-            errors.append((c, exc, tb))
-            active.pop(c).join()  # the other chains run on: their draws are returned
-        progress.update(c, rec.iteration, rec.accepted, rec.proposed, rec.num_draws, rec.status)
+        if collect.handle(msg):
+            active.pop(msg[1]).join()
 
     def check_dead():
         """A worker that exited without its final message (killed, out of memory, ...)."""
@@ -261,12 +300,8 @@ def run_parallel(
                     pass
             if c in active:
                 active.pop(c)
-                records[c].status = "failed"
-                tb = (
-                    f"the worker process of chain {c} exited with code {p.exitcode} without "
-                    "returning its draws (killed? out of memory?)"
-                )
-                errors.append((c, None, tb))
+                collect.fail(c, None, f"the worker process of chain {c} exited with code "
+                             f"{p.exitcode} without returning its draws (killed? out of memory?)")
 
     threads = blas_threads(len(records)) if LIMIT_BLAS_THREADS else None
     last_check = perf_counter()
@@ -315,15 +350,5 @@ def run_parallel(
         return False
     finally:
         stop.event = None
-    if errors:
-        survivors = [r for r in records if r.status != "failed" and r.num_draws > 0]
-        if not survivors:  # nothing to return: the first chain's error
-            c, exc, tb = errors[0]
-            if checkpoint is not None:
-                checkpoint.write(records, cfg.total)
-            if exc is None:
-                raise RuntimeError(f"chain {c} failed in its worker process: {tb}")
-            raise exc from RemoteTraceback(tb)
-        for c, exc, tb in errors:  # the other chains' draws come back, the failure named
-            records[c].error = tb if exc is None else f"{type(exc).__name__}: {exc}"
+    collect.finish()
     return not hung

@@ -1,0 +1,177 @@
+"""Chains as Ray tasks: ``th.infer(..., executor="ray")`` or ``executor=th.RayExecutor(...)``.
+
+Each chain runs the same worker loop as a local worker process (:func:`parallel._worker`), as a
+Ray task on whatever cluster ``ray.init`` connected to — an existing one
+(``ray.init(address="auto")`` on a cluster node, ``ray.init("ray://head:10001")`` from outside,
+or ``RAY_ADDRESS``), else a local instance started here.  Messages (draws, statistics,
+snapshots) come back through a ``ray.util.queue.Queue``; Ctrl-C sets a stop flag held by a small
+actor, which the chains poll at each report (about ten times a second).  The program and kernel
+are put in the object store once and shared by the chains.
+
+Same seeds, same draws: each chain gets the seed it gets locally and limits its BLAS threads to
+``cpu_count // chains`` of its own node, as a local worker does (on nodes with other core counts
+or BLAS builds the last bits of floating-point sums may differ).  A chain whose worker dies (node
+lost, process killed) is reported in ``result.failed_chains`` with the draws it had sent; a chain
+that stops answering after a stop request is cancelled after ``STOP_GRACE`` seconds.
+"""
+
+from __future__ import annotations
+
+import queue as queue_mod
+from dataclasses import dataclass, field
+from time import perf_counter
+
+from thrifty.runtime import parallel
+
+
+def _ray():
+    try:
+        import ray
+    except ImportError:
+        raise ImportError(
+            "executor='ray' needs Ray: pip install 'thrifty[ray]' (or pip install ray)"
+        ) from None
+    return ray
+
+
+@dataclass
+class RayExecutor:
+    """Run chains as Ray tasks (see the module docstring).
+
+    ``address``: the cluster for ``ray.init`` when Ray is not initialised yet (``None``: Ray's
+    default — ``RAY_ADDRESS`` or a new local instance; ``"auto"``: the cluster of this node);
+    ``num_cpus``: CPUs reserved per chain; ``init_kwargs``: more arguments of ``ray.init``.
+
+    >>> import thrifty as th
+    >>> th.RayExecutor(address="auto")
+    RayExecutor(address='auto', num_cpus=1, init_kwargs={})
+    """
+
+    address: str | None = None
+    num_cpus: float = 1
+    init_kwargs: dict = field(default_factory=dict)
+
+    def connect(self):
+        ray = _ray()
+        if not ray.is_initialized():
+            kw = {"include_dashboard": False, "log_to_driver": True, **self.init_kwargs}
+            ray.init(address=self.address, **kw)
+        return ray
+
+
+class _StopFlag:
+    """The stop request, readable by every chain (a Ray actor)."""
+
+    def __init__(self):
+        self.value = False
+
+    def set(self):
+        self.value = True
+
+    def is_set(self) -> bool:
+        return self.value
+
+
+class _RemoteStop:
+    """``is_set()`` of the stop actor, for the worker loop."""
+
+    def __init__(self, actor):
+        self.actor = actor
+
+    def is_set(self) -> bool:
+        import ray
+
+        return ray.get(self.actor.is_set.remote())
+
+
+def _chain_task(chain, shared, rest, q, stop_actor, every, threads):
+    """One chain in a Ray worker; ``shared`` (program, kernel) comes from the object store."""
+    program, kernel = shared
+    seed, init, cfg, snapshot = rest
+    job = (program, kernel, seed, init, cfg, snapshot)
+    parallel._worker(chain, job, q, _RemoteStop(stop_actor), every, threads, None)
+
+
+def run_ray(executor: RayExecutor, program, kernel, seeds, inits, cfg, records, workers, stop,
+            progress, checkpoint) -> bool:
+    """Like :func:`parallel.run_parallel`, with the chains as Ray tasks."""
+    ray = executor.connect()
+    from ray.util.queue import Queue
+
+    q = Queue()
+    flag = ray.remote(num_cpus=0)(_StopFlag).remote()
+    task = ray.remote(num_cpus=executor.num_cpus, max_retries=0)(_chain_task)
+    every = checkpoint.every if checkpoint is not None else None
+    threads = parallel.blas_threads(len(records)) if parallel.LIMIT_BLAS_THREADS else None
+    pending = [c for c, r in enumerate(records) if r.status != "done"]
+    shared = ray.put((program, kernel))
+    jobs = {c: (seeds[c], inits[c], cfg, records[c].snapshot) for c in pending}
+    collect = parallel.Collector(records, progress, checkpoint, cfg)
+    active: dict = {}  # chain → task reference
+    stop_seen = None
+    hung = False
+
+    def drain(deadline: float) -> None:
+        while perf_counter() < deadline:
+            try:
+                msg = parallel._receive(q.get(timeout=0.05))
+            except queue_mod.Empty:
+                return
+            if collect.handle(msg):
+                active.pop(msg[1], None)
+
+    def check_dead() -> None:
+        """A task that ended without its final message: its worker died."""
+        refs = list(active.values())
+        done, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
+        for ref in done:
+            c = next(c for c, r in active.items() if r == ref)
+            drain(perf_counter() + 1.0)  # its last messages may still be queued
+            if c not in active:
+                continue
+            active.pop(c)
+            try:
+                ray.get(ref)
+                why = "ended without returning its draws"
+            except Exception as e:
+                why = f"failed: {type(e).__name__}: {str(e).splitlines()[0]}"
+            collect.fail(c, None, f"the Ray task of chain {c} {why}")
+
+    last_check = perf_counter()
+    try:
+        while True:
+            if stop.requested and active:
+                if stop_seen is None:
+                    flag.set.remote()
+                    stop_seen = perf_counter()
+                elif perf_counter() - stop_seen > parallel.STOP_GRACE:
+                    for c, ref in list(active.items()):
+                        ray.cancel(ref, force=True)
+                        records[c].status = "interrupted"
+                        active.pop(c)
+                    hung = True
+            while pending and len(active) < workers and not stop.requested:
+                c = pending.pop(0)
+                active[c] = task.remote(c, shared, jobs.pop(c), q, flag, every, threads)
+                records[c].status = "running"
+            if not active:
+                break
+            try:
+                msg = parallel._receive(q.get(timeout=0.1))
+            except queue_mod.Empty:
+                msg = None
+            if msg is not None and collect.handle(msg):
+                active.pop(msg[1], None)
+            if msg is None or perf_counter() - last_check > 1.0:
+                check_dead()
+                last_check = perf_counter()
+    except KeyboardInterrupt:  # a second Ctrl-C: cancel what runs
+        for c, ref in active.items():
+            ray.cancel(ref, force=True)
+            records[c].status = "interrupted"
+        return False
+    finally:
+        ray.kill(flag)
+        q.shutdown()
+    collect.finish()
+    return not hung

@@ -1,0 +1,54 @@
+"""Run by tests/test_ray.py in a subprocess: Ctrl-C, checkpoint and resume under Ray."""
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+import warnings
+
+import numpy as np
+import ray
+
+import thrifty as th
+from thrifty.models import hmm
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from shared_models import Slow  # noqa: E402  (importable by the workers: checkpoints)
+
+path = sys.argv[1]
+ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+         runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join([HERE, *sys.path])}})
+kw = dict(num_samples=4000, chains=2, seed=11)
+started = threading.Event()
+
+
+def interrupt():  # Ctrl-C in the driver, once both chains have sent draws
+    started.wait(60)
+    os.kill(os.getpid(), signal.SIGINT)
+
+
+threading.Thread(target=interrupt, daemon=True).start()
+threading.Timer(4.0, started.set).start()
+with warnings.catch_warnings(record=True) as w:
+    warnings.simplefilter("always")
+    part = th.infer(hmm(), Slow(th.lmh()), checkpoint=path, checkpoint_every=0.05,
+                    executor="ray", progress=True, **kw)
+out = {
+    "interrupted": part.interrupted,
+    "draws": part.num_draws,
+    "warnings": [str(x.message) for x in w],
+}
+Slow.delay = 0.0
+t0 = time.perf_counter()
+resumed = th.infer(hmm(), th.lmh(), checkpoint=path, executor="ray", progress=False, **kw)
+out["resume_seconds"] = time.perf_counter() - t0
+straight = th.infer(hmm(), th.lmh(), workers=1, progress=False, **kw)
+out["resumed_interrupted"] = resumed.interrupted
+out["equal"] = bool(
+    np.array_equal(resumed["s.z"], straight["s.z"])
+    and np.array_equal(resumed.sample_stats["lp"], straight.sample_stats["lp"])
+)
+print(json.dumps(out))

@@ -14,6 +14,7 @@ from thrifty.core.primitives import (
 )
 from thrifty.core.simulate import initialize, simulate
 from thrifty.core.trace import Trace
+from thrifty.inference.adaptive import adaptive_lmh
 from thrifty.inference.austerity import austerity_gibbs
 from thrifty.inference.compose import cycle, mixture
 from thrifty.inference.gibbs import gibbs
@@ -47,6 +48,7 @@ __all__ = [
     "Result",
     "SMCResult",
     "Trace",
+    "adaptive_lmh",
     "austerity_gibbs",
     "call",
     "cycle",

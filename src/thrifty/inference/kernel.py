@@ -26,9 +26,12 @@ class Stats:
     runs: int = 0  # program executions
     seconds: float = 0.0
     extra: dict = field(default_factory=dict)  # kernel-specific counters (reported per step)
+    # per site name: [selected, accepted, Σ reward, Σ count] (adaptive kernels)
+    sites: dict = field(default_factory=dict)
 
     def __post_init__(self):
         self.extra = dict(self.extra)  # copies (dataclasses.replace) must not share counters
+        self.sites = {k: list(v) for k, v in self.sites.items()}
 
     def add_run(self, run: Run) -> None:
         self.runs += 1
@@ -46,6 +49,19 @@ class Stats:
             "seconds": self.seconds,
             "seconds_per_step": self.seconds / steps,
             **{f"{k}_per_step": v / steps for k, v in self.extra.items()},
+            **({"sites": self._sites(steps)} if self.sites else {}),
+        }
+
+    def _sites(self, steps: int) -> dict:
+        """Per site name: the fraction of steps that selected it (its mean selection
+        probability), its acceptance rate and its unit reward Σr/Σc."""
+        return {
+            name: {
+                "selection_probability": sel / steps,
+                "acceptance_rate": acc / sel if sel else float("nan"),
+                "unit_reward": r / c if c else float("nan"),
+            }
+            for name, (sel, acc, r, c) in self.sites.items()
         }
 
     def count(self, name: str, amount: float = 1) -> None:
@@ -57,8 +73,11 @@ class Stats:
         for k, v in other.extra.items():
             extra[k] = extra.get(k, 0) + v
         values = [getattr(self, f) + getattr(other, f) for f in self.__dataclass_fields__
-                  if f != "extra"]
-        return Stats(*values, extra=extra)
+                  if f not in ("extra", "sites")]
+        sites = {k: list(v) for k, v in self.sites.items()}
+        for k, v in other.sites.items():
+            sites[k] = [a + b for a, b in zip(sites.get(k, [0, 0, 0.0, 0.0]), v)]
+        return Stats(*values, extra=extra, sites=sites)
 
 
 class Kernel:

@@ -17,8 +17,12 @@ OBSERVATIONS = np.array(
 
 
 @th.model
-def hmm(ys=OBSERVATIONS, transitions=TRANSITIONS, initial=INITIAL, means=MEANS, sd=1.0):
+def hmm(ys=OBSERVATIONS, transitions=TRANSITIONS, initial=INITIAL, means=MEANS, sd=1.0,
+        predict=None):
     """States ``s.z`` for t = 0..len(ys)+1; ``ys[t-1]`` is observed at step t = 1..len(ys).
+
+    Returns the states, or with ``predict`` (step indices) the tuple of those states — the
+    output adaptive LMH rewards (001 §5.1 predicts states 0 and 17: ``predict=(0, 17)``).
 
     >>> tr = th.simulate(hmm(), seed=0)
     >>> len(tr.output)
@@ -33,7 +37,8 @@ def hmm(ys=OBSERVATIONS, transitions=TRANSITIONS, initial=INITIAL, means=MEANS, 
             th.observe("y", dist.Normal(means[z], sd), ys[t - 1])
         return z
 
-    return th.markov("s", step, T)
+    states = th.markov("s", step, T)
+    return states if predict is None else tuple(states[t] for t in predict)
 
 
 def forward_backward(

@@ -1,0 +1,212 @@
+"""Adaptive lightweight Metropolis–Hastings, ``th.adaptive_lmh`` (paper 001 §3, Alg. 2–3).
+
+LMH picks the choice to resample uniformly; AdLMH picks choice i with probability
+
+    α_i = W_i / Σ_k W_k                                                          (001 Eq. 5)
+
+where W_i is the upper confidence bound of the choice's *unit reward* r_i / c_i (Eq. 17, see
+:mod:`thrifty.inference.arms`), resamples it from its prior as LMH does, and accepts with
+
+    min(1, p(y'|x')p(x') α'_k p(x \\ x' | x ∩ x') / (p(y|x)p(x) α_k p(x' \\ x | x' ∩ x)))   (Eq. 6)
+
+— α'_k/α_k in place of LMH's |x|/|x'|.  The weights do not change within a step, so
+α'_k/α_k = ΣW/ΣW′, which is 1 unless the proposal creates (fresh) or removes (stale) choices.
+
+Rewards come from the program *output* z (its return value, flattened to components, and the
+values of top-level ``th.deterministic`` sites).  After an accepted step that resampled x_k,
+for each component z_j (Alg. 3, with Eq. 7's 1/|z| per component): x_k joins z_j's history; if
+z_j changed, every entry m of the history gets r_m += w, c_m += w with w = 1/(|z|·|history|)
+and the history is flushed; otherwise c_k += 1/|z|.  Rejected steps change nothing (Alg. 2).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+
+from thrifty.core.locate import locate, plan_for
+from thrifty.core.run import RESAMPLE, VecTarget
+from thrifty.core.snapshot import provisional_commit
+from thrifty.core.vocab import DETERMINISTIC, same_value
+from thrifty.errors import SelectionError
+from thrifty.inference.arms import Arms
+from thrifty.inference.kernel import Kernel
+from thrifty.inference.selection import Everything, select
+
+
+def flatten_output(z, out: list) -> list:
+    """The components of an output: numbers and array elements one by one, containers
+    (tuples, lists, dicts by sorted key, markov ``States``) recursively, anything else whole."""
+    if isinstance(z, (int, float, bool, np.generic, str)) or z is None:
+        out.append(z)
+    elif isinstance(z, np.ndarray):
+        out.extend(z.ravel().tolist() if z.dtype.kind in "biuf" else list(z.ravel()))
+    elif isinstance(z, Mapping):
+        for k in sorted(z, key=repr):
+            flatten_output(z[k], out)
+    elif isinstance(z, (list, tuple)) or type(z).__name__ == "States":
+        for x in z:
+            flatten_output(x, out)
+    else:
+        out.append(z)
+    return out
+
+
+def output_of(trace) -> list:
+    """z: the flattened program output and the top-level deterministic values."""
+    z = flatten_output(trace.output, [])
+    for s in trace.root.sites.values():
+        if s.kind == DETERMINISTIC:
+            flatten_output(s.value, z)
+    return z
+
+
+class AdaptiveLMH(Kernel):
+    """Adaptive LMH; see :func:`thrifty.adaptive_lmh`."""
+
+    name = "adaptive_lmh"
+
+    def __init__(self, exploration: float = 0.5, sel=None, freeze_after: int | None = None):
+        super().__init__()
+        if not exploration >= 0:
+            raise ValueError(f"adaptive_lmh: exploration must be >= 0, got {exploration!r}")
+        if freeze_after is not None and (isinstance(freeze_after, bool) or freeze_after < 0):
+            raise ValueError(f"adaptive_lmh: freeze_after must be None or a number of steps "
+                             f">= 0, got {freeze_after!r}")
+        self.exploration = float(exploration)
+        self.selection = Everything() if sel is None else select(sel)
+        self.freeze_after = freeze_after
+        self.arms = Arms(self.exploration, _site_name, self.stats.sites)
+        self.histories: list[dict] = []  # per output component: address → times selected
+        self.last_z: list | None = None
+        self.n_steps = 0
+        self._key = None  # (trace uid, structure) the arms are aligned with
+
+    def label(self) -> str:
+        sel = "" if isinstance(self.selection, Everything) else f", sel={self.selection!r}"
+        frz = "" if self.freeze_after is None else f", freeze_after={self.freeze_after}"
+        return f"adaptive_lmh({self.exploration:g}{sel}{frz})"
+
+    @property
+    def adapting(self) -> bool:
+        return self.freeze_after is None or self.n_steps < self.freeze_after
+
+    # -- the arms of the current trace ---------------------------------------------------------
+    def _addresses(self, trace) -> list:
+        cs = self.selection.resolve(trace)
+        return [cs.address(r) for r in range(cs.count)] if cs else []
+
+    def _align(self, trace) -> None:
+        key = (trace.uid, trace.structure)
+        if self._key != key:
+            self.arms.align(self._addresses(trace))
+            self._key = key
+            if self.last_z is None:
+                self.last_z = output_of(trace)
+
+    # -- one step (001 Alg. 2) -------------------------------------------------------------------
+    def _step(self, trace, rng):
+        if trace.stale_nodes:
+            self.refresh(trace, rng)
+        self._align(trace)
+        arms = self.arms
+        if not arms.addrs:
+            raise SelectionError(f"{self.label()}: the program has no latent choices to select")
+        k = arms.draw(rng)  # line 4: x_k with probability α_k (Eq. 5)
+        addr = arms.addrs[k]
+        loc = locate(trace, addr)
+        plan = plan_for(trace, [loc])
+        if loc.kind == "element":  # line 5: resample x_k from its prior
+            vec = {(loc.plate_addr, loc.rel): VecTarget(np.array([loc.elem]), RESAMPLE)}
+            run = self.execute(trace, rng, vec=vec, plan=plan)
+        else:
+            run = self.execute(trace, rng, targets={addr: RESAMPLE}, plan=plan)
+        log_alpha = run.log_weight
+        self.n_steps += 1
+        self.stats.proposed += 1
+        counts = arms.saved[addr][2]  # the site name's totals
+        counts[0] += 1
+        if run.n_fresh or run.n_stale:  # Eq. 6: α'_k/α_k = ΣW / ΣW'
+            fork = provisional_commit(trace, run)
+            new_addrs = self._addresses(fork)
+            log_alpha += math.log(arms.total_weight()) - math.log(arms.weights_of(new_addrs))
+            if not (log_alpha >= 0 or math.log(rng.random()) < log_alpha):
+                trace.revert(fork)
+                return trace
+            trace.become(fork)
+        elif not (log_alpha >= 0 or (log_alpha > -math.inf and math.log(rng.random()) < log_alpha)):
+            return trace  # line 10: rejected, W unchanged
+        else:
+            run.commit()
+        self.stats.accepted += 1
+        counts[1] += 1
+        self._align(trace)
+        if self.adapting:  # line 8: W^{t+1} from the output (Alg. 3)
+            self._propagate(addr, output_of(trace))
+        return trace
+
+    def _propagate(self, addr, z: list) -> None:
+        last, arms = self.last_z, self.arms
+        if last is None or len(last) != len(z):  # the output's shape changed: new histories
+            self.histories = [{} for _ in z]
+            last = [_NOTHING] * len(z)
+        elif len(self.histories) != len(z):
+            self.histories = [{} for _ in z]
+        share = 1.0 / max(len(z), 1)
+        unchanged = 0
+        for j, h in enumerate(self.histories):
+            h[addr] = h.get(addr, 0) + 1  # Alg. 3 line 1
+            if last[j] is _NOTHING or not same_value(z[j], last[j]):  # line 2
+                w = share / sum(h.values())  # line 3
+                for m, times in h.items():  # lines 4–6
+                    arms.reward(m, w * times)
+                h.clear()  # line 7
+            else:
+                unchanged += 1  # line 9, summed over the components
+        if unchanged:
+            arms.charge(addr, share * unchanged)
+        self.last_z = z
+
+    # -- reports -----------------------------------------------------------------------------------
+    def adaptation(self) -> dict:
+        """Per arm (address): selection probability α_i, unit reward r_i/c_i, count c_i."""
+        arms = self.arms
+        total = arms.total_weight() if arms.addrs else 1.0
+        out = {}
+        for a in arms.addrs:
+            r, c, _ = arms.saved[a]
+            out[a] = {"alpha": arms.weight(a) / total, "unit_reward": r / c, "count": c}
+        return out
+
+
+_NOTHING = object()
+
+
+def _site_name(addr) -> str:
+    return ".".join(str(p) for p in addr if not isinstance(p, (int, np.integer)))
+
+
+def adaptive_lmh(exploration: float = 0.5, sel=None, freeze_after: int | None = None):
+    """Adaptive LMH (paper 001): LMH whose choice of the variable to resample adapts to how
+    often resampling it changes the program's output; see :mod:`thrifty.inference.adaptive`.
+
+    ``exploration`` is C of the upper confidence bound (001 uses 0.5); ``sel`` restricts the
+    choices (default: all latent choices); ``freeze_after`` stops adapting after that many
+    steps of this kernel (diminishing adaptation made exact; default ``None``: adapt forever,
+    as in the paper, where the unit rewards converge and the exploration term shrinks like
+    sqrt(log t / t)).
+
+    Cost per step: an LMH step plus O(log n) to draw the choice and O(|z|) (output components)
+    plus O(log n) per rewarded choice after an accepted step; a step that creates or removes
+    choices costs O(n) more (the arms of the new trace are enumerated).
+
+    >>> import thrifty as th
+    >>> from thrifty.models import hmm
+    >>> r = th.infer(hmm(predict=(0, 17)), th.adaptive_lmh(), num_samples=2000, seed=0,
+    ...              progress=False)
+    >>> r["s.z"].shape
+    (1, 2000, 18)
+    """
+    return AdaptiveLMH(exploration, sel, freeze_after)

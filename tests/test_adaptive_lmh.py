@@ -21,7 +21,7 @@ from thrifty.inference.arms import Arms, SumTree
 from thrifty.models.hmm import forward_backward, hmm
 
 
-# -- the arms ---------------------------------------------------------------------------------------
+# -- the arms -------------------------------------------------------------------------------------
 def test_sum_tree_matches_numpy():
     rng = np.random.default_rng(0)
     v = rng.random(37)
@@ -70,7 +70,7 @@ def test_rewards_favour_the_choice_the_output_depends_on():
     assert sites["x1"]["selection_probability"] + sites["x2"]["selection_probability"] == 1.0
 
 
-# -- the posterior ------------------------------------------------------------------------------------
+# -- the posterior --------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_hmm_marginals_after_100k_steps():
     """The issue's criterion: mean |error| of the 18 × 3 marginals below 0.03 (LMH's level),
@@ -100,7 +100,7 @@ def test_structure_change_posterior_is_unbiased():
     assert abs(prob_z(b, 1, math.exp(log_b1) + 0.03)) > Z_MAX
 
 
-# -- stats, freezing, checkpoints ---------------------------------------------------------------------
+# -- stats, freezing, checkpoints -----------------------------------------------------------------
 def test_freeze_after_stops_adapting():
     k = th.adaptive_lmh(freeze_after=500)
     r = th.infer(hmm(predict=(0, 17)), k, num_samples=3000, seed=0, progress=False,

@@ -126,7 +126,9 @@ class AdaptiveLMH(Kernel):
         log_alpha = run.log_weight
         self.n_steps += 1
         self.stats.proposed += 1
-        counts = arms.saved[addr][2]  # the site name's totals
+        mine = arms.saved[addr]
+        mine[3] += 1
+        counts = mine[2]  # the site name's totals
         counts[0] += 1
         if run.n_fresh or run.n_stale:  # Eq. 6: α'_k/α_k = ΣW / ΣW'
             fork = provisional_commit(trace, run)
@@ -142,6 +144,7 @@ class AdaptiveLMH(Kernel):
             run.commit()
         self.stats.accepted += 1
         counts[1] += 1
+        mine[4] += 1
         self._align(trace)
         if self.adapting:  # line 8: W^{t+1} from the output (Alg. 3)
             self._propagate(addr, output_of(trace))
@@ -171,13 +174,15 @@ class AdaptiveLMH(Kernel):
 
     # -- reports -----------------------------------------------------------------------------------
     def adaptation(self) -> dict:
-        """Per arm (address): selection probability α_i, unit reward r_i/c_i, count c_i."""
+        """Per arm of the current trace (address): selection probability α_i, unit reward
+        r_i/c_i, count c_i, and the times it was selected and accepted."""
         arms = self.arms
         total = arms.total_weight() if arms.addrs else 1.0
         out = {}
         for a in arms.addrs:
-            r, c, _ = arms.saved[a]
-            out[a] = {"alpha": arms.weight(a) / total, "unit_reward": r / c, "count": c}
+            r, c, _, sel, acc = arms.saved[a]
+            out[a] = {"alpha": arms.weight(a) / total, "unit_reward": r / c, "count": c,
+                      "selected": sel, "accepted": acc}
         return out
 
 

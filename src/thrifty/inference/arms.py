@@ -73,7 +73,8 @@ class Arms:
         self.C = float(exploration)
         self.name_of = name_of  # address → site name, for per-name totals in ``by_name``
         self.by_name = by_name if by_name is not None else {}  # name → [.., .., Σr, Σc]
-        self.saved: dict = {}  # address → [r, c, its name's totals] of every arm ever seen
+        # address → [r, c, its name's totals, times selected, times accepted] of every arm seen
+        self.saved: dict = {}
         self.total_count = 0.0  # Σ_j c_j over all arms ever seen
         self.addrs: list = []  # the current trace's arms, in order
         self.pos: dict = {}  # address → position in ``addrs``
@@ -85,7 +86,7 @@ class Arms:
         if s is None:
             name = None if self.name_of is None else self.name_of(addr)
             tally = self.by_name.setdefault(name, [0, 0, 0.0, 0.0])
-            s = self.saved[addr] = [1.0, 1.0, tally]
+            s = self.saved[addr] = [1.0, 1.0, tally, 0, 0]
             self.total_count += 1.0
             tally[2] += 1.0
             tally[3] += 1.0

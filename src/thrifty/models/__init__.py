@@ -1,8 +1,9 @@
 """Ready-made models from the papers."""
 
+from thrifty.models.gp import gp_hyperparameters
 from thrifty.models.hmm import forward_backward, hmm
 from thrifty.models.lds import generate_lds, lds, lds_matrices
-from thrifty.models.logistic import logistic_regression, robust_regression
+from thrifty.models.logistic import logistic_regression, robust_regression, sitewise_logistic
 from thrifty.models.mrf import dense_mrf, exact_marginals, random_potentials
 from thrifty.models.sv import generate_sv, sv
 
@@ -12,11 +13,13 @@ __all__ = [
     "forward_backward",
     "generate_lds",
     "generate_sv",
+    "gp_hyperparameters",
     "hmm",
     "lds",
     "lds_matrices",
     "logistic_regression",
     "random_potentials",
     "robust_regression",
+    "sitewise_logistic",
     "sv",
 ]

@@ -23,8 +23,9 @@ def rotation(omega) -> np.ndarray:
 
 
 @th.model
-def lds(y, C, r, omega=None, q=None):
+def lds(y, C, r, omega=None, q=None, returns: str = "states"):
     """The LDS with T = len(y) steps ``x.z`` (2-d states); ω and q sampled unless given.
+    Returns the states, or (ω, q) with ``returns="params"`` (the output 001 §5.4 predicts).
 
     A step is written once for one trajectory and for many particles: ``prev`` may carry a
     leading particle axis.
@@ -48,7 +49,8 @@ def lds(y, C, r, omega=None, q=None):
         th.observe("y", dist.Normal(z @ C.T, sr), y[t])
         return z
 
-    return th.markov("x", step, T, X0)
+    states = th.markov("x", step, T, X0)
+    return (omega, q) if returns == "params" else states
 
 
 def generate_lds(T: int = 100, D: int = 36, omega: float | None = None, q: float = 0.1,

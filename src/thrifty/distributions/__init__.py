@@ -19,6 +19,7 @@ from thrifty.distributions.continuous import (
     StudentT,
     Uniform,
 )
+from thrifty.distributions.counts import Multinomial, NegativeBinomial, NegativeBinomial2
 from thrifty.distributions.discrete import (
     Bernoulli,
     Binomial,
@@ -28,7 +29,10 @@ from thrifty.distributions.discrete import (
     Geometric,
     Poisson,
 )
+from thrifty.distributions.lkj import LKJCholesky
 from thrifty.distributions.multivariate import Dirichlet, MvNormal
+from thrifty.distributions.positive import HalfCauchy, HalfNormal, HalfStudentT
+from thrifty.distributions.wrappers import Mixture, Truncated
 
 __all__ = [
     "Bernoulli",
@@ -43,13 +47,22 @@ __all__ = [
     "Exponential",
     "Gamma",
     "Geometric",
+    "HalfCauchy",
+    "HalfNormal",
+    "HalfStudentT",
     "InverseGamma",
+    "LKJCholesky",
     "Laplace",
     "LogNormal",
+    "Mixture",
+    "Multinomial",
     "MvNormal",
+    "NegativeBinomial",
+    "NegativeBinomial2",
     "Normal",
     "Poisson",
     "StudentT",
+    "Truncated",
     "Uniform",
     "constraints",
 ]

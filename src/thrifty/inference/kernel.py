@@ -28,10 +28,12 @@ class Stats:
     extra: dict = field(default_factory=dict)  # kernel-specific counters (reported per step)
     # per site name: [selected, accepted, Σ reward, Σ count] (adaptive kernels)
     sites: dict = field(default_factory=dict)
+    proposal: list = field(default_factory=list)  # per chain: the adapted proposal (drift())
 
     def __post_init__(self):
         self.extra = dict(self.extra)  # copies (dataclasses.replace) must not share counters
         self.sites = {k: list(v) for k, v in self.sites.items()}
+        self.proposal = list(self.proposal)
 
     def add_run(self, run: Run) -> None:
         self.runs += 1
@@ -50,6 +52,7 @@ class Stats:
             "seconds_per_step": self.seconds / steps,
             **{f"{k}_per_step": v / steps for k, v in self.extra.items()},
             **({"sites": self._sites(steps)} if self.sites else {}),
+            **({"proposal": self.proposal} if self.proposal else {}),  # one per chain
         }
 
     def _sites(self, steps: int) -> dict:
@@ -73,17 +76,18 @@ class Stats:
         for k, v in other.extra.items():
             extra[k] = extra.get(k, 0) + v
         values = [getattr(self, f) + getattr(other, f) for f in self.__dataclass_fields__
-                  if f not in ("extra", "sites")]
+                  if f not in ("extra", "sites", "proposal")]
         sites = {k: list(v) for k, v in self.sites.items()}
         for k, v in other.sites.items():
             sites[k] = [a + b for a, b in zip(sites.get(k, [0, 0, 0.0, 0.0]), v)]
-        return Stats(*values, extra=extra, sites=sites)
+        return Stats(*values, extra=extra, sites=sites, proposal=self.proposal + other.proposal)
 
 
 class Kernel:
     """Base class of the MCMC kernels."""
 
     name = "kernel"
+    tuning = False  # True during burn-in (set by the chain): kernels may adapt their proposals
 
     def __init__(self):
         self.stats = Stats()
@@ -112,6 +116,16 @@ class Kernel:
             prepare = getattr(k, "prepare", None)
             if prepare is not None:
                 prepare(trace)
+
+    def set_tuning(self, on: bool) -> None:
+        """Burn-in (``on``) or sampling: this kernel and those it is composed of may adapt
+        only while tuning; the chain turns it off when the burn-in ends."""
+        for _, k in self.kernels():
+            k._tune(on)
+        self._tune(on)
+
+    def _tune(self, on: bool) -> None:
+        self.tuning = on
 
     def start_all(self, trace, rng, init) -> None:
         """Before sampling a fresh chain: let this kernel and those it is composed of move the

@@ -177,7 +177,21 @@ class MH(_Selecting):
             else:
                 trace.revert(fork)
             return
-        self.accept(run, log_alpha, rng)
+        accepted = self.accept(run, log_alpha, rng)
+        if self.tuning and self._adapts:
+            self.proposal.learn_block(_accept_prob(log_alpha), accepted)
+
+    @property
+    def _adapts(self) -> bool:
+        return getattr(self.proposal, "adaptive", False)
+
+    def _tune(self, on: bool) -> None:
+        """Adapt ``th.drift()`` during the burn-in; at its end, report the frozen proposal in
+        ``result.stats`` (``"proposal"``)."""
+        if self.tuning and not on and self._adapts:
+            self.proposal.freeze()
+            self.stats.proposal = [self.proposal.describe()]
+        self.tuning = on
 
     # -- element-wise proposals in one plate -----------------------------------------------------
     def _elementwise(self, trace, groups, rng):
@@ -225,6 +239,10 @@ class MH(_Selecting):
         log_alpha = frame.elem_lp[pos] - node.elem_lp.take(elems)
         if frame.q is not None:
             log_alpha = log_alpha + frame.q[pos]
+        if self.tuning and self._adapts:  # burn-in: the mean acceptance probability
+            mean_prob = float(np.mean(np.exp(np.minimum(log_alpha, 0.0))))
+            for g in proposed.values():
+                self.proposal.learn_many(plate + ("*",) + g.rel, mean_prob)
         u = rng.random(len(elems))
         with np.errstate(divide="ignore"):
             acc = np.log(u) < log_alpha
@@ -247,6 +265,10 @@ class MH(_Selecting):
 
 def _new_plan():
     return Plan()
+
+
+def _accept_prob(log_alpha: float) -> float:
+    return 1.0 if log_alpha >= 0 else (math.exp(log_alpha) if log_alpha > -math.inf else 0.0)
 
 
 class LMH(_Selecting):

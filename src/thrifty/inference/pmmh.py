@@ -23,7 +23,7 @@ from thrifty.errors import ModelError, SelectionError
 from thrifty.inference.generations import Generations, NoParticleLeft
 from thrifty.inference.kernel import Kernel
 from thrifty.inference.pgibbs import write_trajectories
-from thrifty.inference.proposals import Drift, Prior, Proposal
+from thrifty.inference.proposals import Drift, Prior, Proposal, require_scale
 from thrifty.inference.smc import run_particles
 
 
@@ -43,6 +43,7 @@ class PMMH(Kernel):
                 f"pmmh: proposal must be th.drift(...) or th.prior(), got {proposal!r}"
             )
         self.particles, self.proposal = int(particles), proposal
+        require_scale("pmmh", self.proposal)
         self.resample = resample
         # the current state's (trace uid, clock, log p(choices outside the chains), log Ẑ)
         self._current = None

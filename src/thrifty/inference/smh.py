@@ -104,7 +104,7 @@ from thrifty.errors import SelectionError
 from thrifty.glm import GLM
 from thrifty.inference.alias import AliasTable
 from thrifty.inference.mh import _Selecting
-from thrifty.inference.proposals import Drift
+from thrifty.inference.proposals import Drift, require_scale
 
 _LAZY = Mode(lazy=True, capture=True)  # the global factor: plates execute no element
 _FULL = Mode(rescore=True, capture=True)  # set-up: every observation, captured
@@ -221,6 +221,7 @@ class SMH(_Selecting):
         self.rw_mix = float(rw_mix)
         self.order = order
         self.proposal = proposal
+        require_scale("smh", self.proposal)
         self.theta_hat = None if theta_hat is None else np.asarray(theta_hat, dtype=float)
         self.bound = bound
         self.rho = float(rho)

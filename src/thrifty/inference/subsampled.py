@@ -32,7 +32,7 @@ from thrifty.core.locate import find_plate, locate, plan_elements, trace_chain
 from thrifty.core.run import LAZY, Mode, Plan
 from thrifty.errors import SelectionError
 from thrifty.inference.mh import _Selecting
-from thrifty.inference.proposals import Proposal, drift
+from thrifty.inference.proposals import Proposal, drift, require_scale
 from thrifty.inference.proxy import TaylorProxy
 from thrifty.inference.selection import One
 from thrifty.inference.sequential import sequential_test
@@ -139,6 +139,7 @@ class SubsampledMH(_Selecting):
         self.epsilon = float(epsilon)
         self.k0 = int(k0)
         self.proposal = proposal if proposal is not None else drift(0.1)
+        require_scale(self.name, self.proposal)
         if not isinstance(self.proposal, Proposal):
             raise TypeError(f"subsampled_mh: proposal must be a proposal, got {proposal!r}")
         if proxy not in (None, "taylor"):

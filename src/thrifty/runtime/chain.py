@@ -150,6 +150,9 @@ class ChainRun:
         trace = self.trace
         it = self.iteration
         rec_next = cfg.burn_in + (self.n_recorded + 1) * thin
+        burn_in = cfg.burn_in
+        tune = getattr(self.kernel, "set_tuning", None) or (lambda on: None)
+        tune(it < burn_in)  # kernels adapt during the burn-in only
         chunk = 1
         t_start = perf_counter()
         try:
@@ -159,6 +162,8 @@ class ChainRun:
                 while it < end:
                     trace = step(trace, rng)
                     it += 1
+                    if it == burn_in:
+                        tune(False)
                     if it == rec_next:
                         record(trace)
                         self.n_recorded += 1

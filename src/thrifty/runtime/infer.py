@@ -116,6 +116,8 @@ def infer(
     inits = _inits(init, chains)
     ss = _seed_sequence(seed)
     executor = _executor(executor)
+    if burn_in == 0:
+        _warn_unadapted(kernel)
     if isinstance(dense_bytes, bool) or not isinstance(dense_bytes, numbers.Real):
         raise TypeError(f"dense_bytes must be a number of bytes, got {dense_bytes!r}")
     if not dense_bytes >= 0:  # NaN included; inf: every variable dense
@@ -220,6 +222,19 @@ def infer(
         msg = _interrupt_message(records, result, ckpt, completed, parallel)
         warnings.warn(msg, InterruptedWarning, 2)
     return result
+
+
+def _warn_unadapted(kernel) -> None:
+    labels = [label for label, k in kernel.kernels()
+              if getattr(getattr(k, "proposal", None), "adaptive", False)]
+    if labels:
+        warnings.warn(
+            f"{', '.join(labels)}: th.drift() without a scale adapts during the burn-in, and "
+            "burn_in=0 leaves it at its initial scale (sd 0.1 per coordinate); give a burn-in "
+            "(e.g. burn_in=1000) or a scale, th.drift(s)",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def _executor(executor) -> RayExecutor | None:

@@ -1,0 +1,154 @@
+"""``th.drift()`` without a scale adapts during burn-in and is frozen after it (issue 11, item 4).
+
+Thresholds: z-tests of posterior means with ESS-based standard errors, |z| < 4.5 (Z_MAX of
+``stat_helpers``; Bonferroni over several coordinates); Geweke min p > 1e-4 (as the other Geweke
+tests); acceptance bands are stated where used.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+
+import numpy as np
+import pytest
+
+import thrifty as th
+from stat_helpers import mean_z, z_threshold
+from thrifty import dist
+from thrifty.core.simulate import initialize
+from thrifty.diagnostics import geweke
+
+RNG = np.random.default_rng(0)
+XR = np.c_[np.ones(40), RNG.normal(size=(40, 2))]
+XR[:, 2] = 0.9 * XR[:, 1] + 0.45 * XR[:, 2]  # correlated covariates: correlated posterior
+WR = np.array([1.0, 2.0, -1.0])
+YR = XR @ WR + RNG.normal(size=40)
+
+
+@th.model
+def regression(X, y, prior_var=100.0):
+    w = th.sample("w", dist.MvNormal(np.zeros(X.shape[1]), prior_var * np.eye(X.shape[1])))
+    with th.plate("data", len(y)) as i:
+        th.observe("y", dist.Normal(X[i] @ w, 1.0), y[i])
+
+
+def exact_regression(X, y, prior_var=100.0):
+    prec = X.T @ X + np.eye(X.shape[1]) / prior_var
+    cov = np.linalg.inv(prec)
+    return cov @ X.T @ y, cov
+
+
+def test_posterior_of_a_correlated_regression_through_infer():
+    mean, cov = exact_regression(XR, YR)
+    k = th.mh("w", th.drift())
+    r = th.infer(regression(XR, YR), k, num_samples=6000, burn_in=3000, chains=2, seed=1,
+                 progress=False)
+    w = r["w"]
+    zmax = z_threshold(3)
+    for j in range(3):
+        z = mean_z(w[..., j], mean[j], np.sqrt(cov[j, j]))
+        assert abs(z) < zmax, (j, z)
+    st = r.stats[k.label()]
+    assert 0.15 < st["acceptance_rate"] < 0.35  # near 0.234 (a block of 3)
+    prop = st["proposal"][0]["w"]
+    assert prop["covariance_windows"] >= 3 and prop["steps"] == 3000
+
+
+def test_acceptance_reaches_the_target_in_one_and_five_dimensions():
+    """Gaussian targets of very different scales: after burn-in the acceptance is within
+    ±0.08 of 0.44 (one coordinate) and 0.234 (five) — a fixed sd 0.1 gives ≈ 1."""
+
+    @th.model
+    def gauss(d, sd):
+        th.sample("x", dist.Normal(np.zeros(d), sd) if d > 1 else dist.Normal(0.0, sd))
+
+    for d, target in ((1, 0.44), (5, 0.234)):
+        k = th.mh("x", th.drift())
+        sd = 30.0 if d == 1 else np.array([0.01, 1.0, 10.0, 100.0, 3.0])
+        r = th.infer(gauss(d, sd), k, num_samples=8000, burn_in=4000, seed=2, progress=False)
+        assert abs(r.stats[k.label()]["acceptance_rate"] - target) < 0.08, d
+        x = r["x"][0] / sd  # standardised: sd 1 in every coordinate
+        assert np.all(np.abs(np.std(x, axis=0) - 1.0) < 0.3), np.std(x, axis=0)
+
+
+def test_the_sampling_phase_is_a_fixed_kernel():
+    """After set_tuning(False) the proposal's parameters never change."""
+    k = th.mh("w", th.drift())
+    rng = np.random.default_rng(0)
+    trace = initialize(regression(XR, YR), rng)
+    k.set_tuning(True)
+    for _ in range(600):
+        trace = k.step(trace, rng)
+    k.set_tuning(False)
+    (a,) = k.proposal.adapters.values()
+    frozen = (a.log_lam, a.chol.copy(), a.t)
+    for _ in range(500):
+        trace = k.step(trace, rng)
+    assert (a.log_lam, a.t) == frozen[::2] and np.array_equal(a.chol, frozen[1])
+    assert k.stats.proposal and k.stats.proposal[0]["w"]["steps"] == 600
+
+
+def test_geweke_of_the_adapted_kernel():
+    """The frozen adapted kernel leaves the posterior invariant (Geweke, min p > 1e-4)."""
+
+    @th.model
+    def small(X, y):
+        w = th.sample("w", dist.MvNormal(np.zeros(2), np.eye(2)))
+        with th.plate("data", len(y)) as i:
+            th.observe("y", dist.Normal(X[i] @ w, 1.0), y[i])
+
+    X = XR[:5, :2]
+    y = YR[:5]
+    k = th.mh("w", th.drift())
+    rng = np.random.default_rng(3)
+    trace = initialize(small(X, y), rng)
+    k.set_tuning(True)
+    for _ in range(1500):
+        trace = k.step(trace, rng)
+    k.set_tuning(False)
+    res = geweke(small(X, y), copy.deepcopy(k), num_samples=20_000, seed=4)
+    assert res.min_p > 1e-4, res
+
+
+def test_elementwise_plate_sites_adapt_one_scale():
+    @th.model
+    def hier(y):
+        mu = th.sample("mu", dist.Normal(0.0, 10.0))
+        with th.plate("g", len(y)) as i:
+            z = th.sample("z", dist.Normal(mu, 5.0))
+            th.observe("y", dist.Normal(z, 0.5), y[i])
+
+    y = np.linspace(-20, 20, 30)
+    k = th.cycle([th.mh("mu", th.drift()), th.mh("g.z", th.drift())])
+    r = th.infer(hier(y), k, num_samples=3000, burn_in=2000, seed=0, progress=False)
+    zst = r.stats["mh('g.z', drift())"]
+    assert abs(zst["acceptance_rate"] - 0.44) < 0.1
+    assert "g.z" in zst["proposal"][0]
+    post_sd = 1 / np.sqrt(1 / 25 + 1 / 0.25)
+    assert abs(np.std(r["g.z"][0] - r["g.z"][0].mean(0), axis=0).mean() - post_sd) < 0.1
+
+
+def test_checkpoint_resume_mid_burn_in_gives_the_same_draws(tmp_path):
+    from test_runtime import Interrupting
+
+    kw = dict(num_samples=800, burn_in=1200, chains=2, seed=5, workers=1, progress=False)
+    straight = th.infer(regression(XR, YR), th.mh("w", th.drift()), **kw)
+    path = tmp_path / "d.ckpt"
+    with pytest.warns(UserWarning):
+        th.infer(regression(XR, YR), Interrupting(th.mh("w", th.drift()), after=700,
+                                                  how="raise"),
+                 checkpoint=path, checkpoint_every=0.0, **kw)
+    resumed = th.infer(regression(XR, YR), th.mh("w", th.drift()), checkpoint=path, **kw)
+    np.testing.assert_array_equal(resumed["w"], straight["w"])
+
+
+def test_no_burn_in_warns_and_other_kernels_need_a_scale():
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        th.infer(regression(XR, YR), th.mh("w", th.drift()), num_samples=10, progress=False)
+    assert any("burn_in=0" in str(x.message) for x in w)
+    with pytest.raises(ValueError, match="without a scale"):
+        th.subsampled_mh("w", 10, 0.01, th.drift())
+    with pytest.raises(ValueError, match="without a scale"):
+        th.smh("w", proposal=th.drift())

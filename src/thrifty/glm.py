@@ -61,6 +61,17 @@ can subsample::
 
 ``params()`` (default: the instance's attributes) identifies a family's parameters; SMH re-does its
 O(N) set-up when they change (e.g. a noise scale updated by another kernel).
+
+>>> import numpy as np, thrifty as th
+>>> from thrifty import dist, glm
+>>> @th.model
+... def logreg(X, y):
+...     w = th.sample("w", dist.MvNormal(np.zeros(2), np.eye(2)))
+...     with th.plate("data", len(y)) as i:
+...         th.observe("y", glm.logistic(X[i], w), y[i])   # a GLM observation: th.smh applies
+>>> X = np.c_[np.ones(4), [0.1, -0.3, 0.5, 0.2]]
+>>> th.simulate(logreg(X, np.array([1, 0, 1, 1])), seed=0)["w"].shape
+(2,)
 """
 
 from __future__ import annotations

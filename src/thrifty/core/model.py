@@ -53,7 +53,17 @@ def _import(module: str, qualname: str):
 
 
 class Program:
-    """A model together with its arguments: what inference runs."""
+    """A model together with its arguments: what inference runs.
+
+    >>> import thrifty as th
+    >>> from thrifty import dist
+    >>> @th.model
+    ... def m(y):
+    ...     th.observe("y", dist.Normal(th.sample("mu", dist.Normal(0.0, 1.0)), 1.0), y)
+    >>> prog = m(0.3)                 # a Program: the model applied to its data
+    >>> type(prog).__name__, prog.name
+    ('Program', 'm')
+    """
 
     def __init__(self, fn: Callable, args: tuple = (), kwargs: dict | None = None, name=None):
         self.model = fn if isinstance(fn, Model) else None
@@ -100,7 +110,20 @@ def as_data(x):
 
 
 def model(fn: Callable) -> Model:
-    """Decorator turning a Python function into a :class:`Model`."""
+    """Decorator turning a Python function into a :class:`Model`.
+
+    >>> import thrifty as th
+    >>> from thrifty import dist
+    >>> @th.model
+    ... def coin(flips):
+    ...     p = th.sample("p", dist.Beta(1.0, 1.0))
+    ...     with th.plate("flips", len(flips)) as i:
+    ...         th.observe("y", dist.Bernoulli(probs=p), flips[i])
+    >>> r = th.infer(coin([1, 0, 1, 1]), th.mh("p", th.drift(0.2)), num_samples=500, seed=0,
+    ...              progress=False)
+    >>> r["p"].shape
+    (1, 500)
+    """
     return Model(fn)
 
 

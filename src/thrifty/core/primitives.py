@@ -30,6 +30,15 @@ def sample(name, d) -> Any:
 
     Inside a plate the value has one entry per executed element; inside markov step ``t`` of
     chain ``c`` the address is ``(c, t, name)``.
+
+    >>> import thrifty as th
+    >>> from thrifty import dist
+    >>> @th.model
+    ... def m():
+    ...     return th.sample("x", dist.Gamma(2.0, 1.0))
+    >>> x = th.simulate(m(), seed=0).output
+    >>> x > 0
+    True
     """
     if not RUNS:
         _frame("sample")
@@ -42,7 +51,18 @@ def sample(name, d) -> Any:
 
 
 def observe(name, d, value) -> Any:
-    """Condition on ``value`` having been drawn from ``d``; returns ``value``."""
+    """Condition on ``value`` having been drawn from ``d``; returns ``value``.
+
+    >>> import thrifty as th
+    >>> from thrifty import dist
+    >>> @th.model
+    ... def m():
+    ...     mu = th.sample("mu", dist.Normal(0.0, 1.0))
+    ...     th.observe("y", dist.Normal(mu, 1.0), 2.0)    # condition on y = 2
+    >>> r = th.infer(m(), th.mh("mu", th.drift(1.0)), num_samples=3000, seed=0, progress=False)
+    >>> bool(abs(r["mu"].mean() - 1.0) < 0.15)               # posterior N(1, 1/2)
+    True
+    """
     if not RUNS:
         _frame("observe")
     if value is None and getattr(RUNS[-1], "new_obs", None) is None:  # predictive: simulated
@@ -65,12 +85,35 @@ def _not_a_distribution(what, name, d) -> ModelError:
 
 
 def factor(name, log_weight) -> None:
-    """Add ``log_weight`` to the log-density of the trace."""
+    """Add ``log_weight`` to the log-density of the trace.
+
+    >>> import thrifty as th
+    >>> from thrifty import dist
+    >>> @th.model
+    ... def m():
+    ...     x = th.sample("x", dist.Normal(0.0, 1.0))
+    ...     th.factor("positive", 0.0 if x > 0 else -float("inf"))   # condition on x > 0
+    >>> r = th.infer(m(), th.mh("x", th.drift(1.0)), num_samples=200, seed=0, progress=False,
+    ...              init={"x": 1.0})
+    >>> bool((r["x"] > 0).all())
+    True
+    """
     _frame("factor").factor(name, log_weight)
 
 
 def deterministic(name, value) -> Any:
-    """Record ``value`` (a function of the choices) in every sample; returns it."""
+    """Record ``value`` (a function of the choices) in every sample; returns it.
+
+    >>> import thrifty as th
+    >>> from thrifty import dist
+    >>> @th.model
+    ... def m():
+    ...     x = th.sample("x", dist.Normal(0.0, 1.0))
+    ...     th.deterministic("x2", x * x)             # recorded with every draw
+    >>> r = th.infer(m(), th.lmh(), num_samples=5, seed=0, progress=False)
+    >>> bool((r["x2"] == r["x"] ** 2).all())
+    True
+    """
     return _frame("deterministic").deterministic(name, value)
 
 
@@ -80,6 +123,17 @@ def plate(name, size: int):
     ``i`` indexes the elements the engine executes: ``slice(0, size)`` for all of them (so
     ``X[i]`` copies nothing), a sorted integer array for a subset.  Sites inside the body have
     one value per executed element.  Values from inside the plate must not be used after it.
+
+    >>> import numpy as np, thrifty as th
+    >>> from thrifty import dist
+    >>> @th.model
+    ... def m(y):
+    ...     mu = th.sample("mu", dist.Normal(0.0, 1.0))
+    ...     with th.plate("data", len(y)) as i:          # i: the executed elements
+    ...         z = th.sample("z", dist.Normal(mu, 1.0))
+    ...         th.observe("y", dist.Normal(z, 0.5), y[i])
+    >>> th.simulate(m(np.zeros(4)), seed=0).values()["data.z"].shape
+    (4,)
     """
     return _frame("plate").plate(name, size)
 
@@ -92,6 +146,17 @@ def markov(name, step: Callable, length: int, init=None, *args):
     states come back as a read-only sequence (index, slice, iterate, ``len``, ``list(...)``,
     equality with a list) that a one-step update returns in O(1); inside a plate, as a list of
     arrays (one entry per executed element).
+
+    >>> import thrifty as th
+    >>> from thrifty import dist
+    >>> @th.model
+    ... def walk(T):
+    ...     def step(t, prev):
+    ...         return th.sample("x", dist.Normal(prev, 1.0))
+    ...     return th.markov("s", step, T, 0.0)
+    >>> tr = th.simulate(walk(5), seed=0)
+    >>> len(tr.output), sorted(tr.values())
+    (5, ['s.x'])
     """
     return _frame("markov").markov(name, step, length, init, args)
 
@@ -101,6 +166,16 @@ def mem(name, fn: Callable) -> Mem:
 
     ``fn(key)`` must return a distribution; ``f(key)`` draws at address ``(name, key)`` once
     per trace.  Inside a plate, ``f`` accepts an array of keys (one per element).
+
+    >>> import thrifty as th
+    >>> from thrifty import dist
+    >>> @th.model
+    ... def clusters():
+    ...     mean = th.mem("mean", lambda k: dist.Normal(0.0, 10.0))   # one draw per key
+    ...     return mean(1), mean(2), mean(1)
+    >>> a, b, c = th.simulate(clusters(), seed=0).output
+    >>> a == c, a == b
+    (True, False)
     """
     frame = _frame("mem")
     prefix = getattr(frame, "prefix", None)
@@ -112,7 +187,20 @@ def mem(name, fn: Callable) -> Mem:
 
 
 def call(name, submodel, *args, **kwargs) -> Any:
-    """Run ``submodel`` (a ``@th.model`` or plain function) with its names under ``name``."""
+    """Run ``submodel`` (a ``@th.model`` or plain function) with its names under ``name``.
+
+    >>> import thrifty as th
+    >>> from thrifty import dist
+    >>> @th.model
+    ... def prior_scale():
+    ...     return th.sample("s", dist.Gamma(2.0, 2.0))
+    >>> @th.model
+    ... def m():
+    ...     s = th.call("hyper", prior_scale)        # its choice is at ("hyper", "s")
+    ...     return th.sample("x", dist.Normal(0.0, s))
+    >>> sorted(th.simulate(m(), seed=0).values())
+    ['hyper.s', 'x']
+    """
     frame = _frame("call")
     fn = submodel.fn if isinstance(submodel, Model) else submodel
     saved = frame.scope

@@ -67,6 +67,16 @@ def initialize(program, seed=None, init: dict | None = None, max_tries: int = 10
     the other choices are drawn from the prior.  Raises
     :class:`~thrifty.errors.InitializationError` naming the observation (or choice) that had
     zero probability when no try succeeds.
+
+    >>> import thrifty as th
+    >>> from thrifty import dist
+    >>> @th.model
+    ... def m():
+    ...     x = th.sample("x", dist.Normal(0.0, 1.0))
+    ...     th.observe("y", dist.Normal(x, 0.1), 3.0)
+    >>> tr = th.initialize(m(), seed=0, init={"x": 3.0})
+    >>> tr["x"]
+    3.0
     """
     rng = _rng(seed)
     program = as_program(program)

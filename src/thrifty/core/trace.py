@@ -158,6 +158,15 @@ class Trace:
     structure : a counter advanced by every commit that creates or drops choices.
     uid : a number unique to this trace object in this process (forks and unpickled traces get
         their own), for caches of kernels.
+
+    >>> import thrifty as th
+    >>> from thrifty import dist
+    >>> @th.model
+    ... def m():
+    ...     return th.sample("mu", dist.Normal(0.0, 1.0))
+    >>> tr = th.simulate(m(), seed=0)     # a Trace: the choices of one execution
+    >>> tr["mu"] == tr.output, tr.n_latent
+    (True, 1)
     """
 
     def __init__(self, program):

@@ -1,5 +1,11 @@
 """Data sets: seeded synthetic generators (no downloads) and loaders of the small real sets
-that ship with scikit-learn (an optional dependency, imported by those loaders only)."""
+that ship with scikit-learn (an optional dependency, imported by those loaders only).
+
+>>> import thrifty as th
+>>> X, y, theta = th.datasets.synthetic_logistic(100, 3, seed=0)
+>>> X.shape, y.shape, theta.shape
+((100, 3), (100,), (3,))
+"""
 
 from __future__ import annotations
 

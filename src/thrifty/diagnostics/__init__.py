@@ -1,4 +1,14 @@
-"""Diagnostics: Geweke tests, summaries and plots."""
+"""Diagnostics: Geweke tests, summaries and plots.
+
+>>> import thrifty as th
+>>> from thrifty import dist
+>>> from thrifty.diagnostics import geweke
+>>> @th.model
+... def m():
+...     th.observe("y", dist.Normal(th.sample("mu", dist.Normal(0.0, 1.0)), 1.0), 0.0)
+>>> geweke(m(), th.mh("mu", th.drift(1.0)), num_samples=2000, seed=0).min_p > 1e-4
+True
+"""
 
 from thrifty.diagnostics.adaptation import adaptation_snapshots, plot_adaptation
 from thrifty.diagnostics.geweke import GewekeResult, geweke

@@ -3,6 +3,10 @@
 Every family follows the conventions of :mod:`thrifty.distributions.base`: fast scalar paths,
 vectorized ``log_prob`` that broadcasts over plate elements, ``-inf`` outside the support, and
 errors that name the distribution (and, inside a program run, the address).
+
+>>> from thrifty import dist
+>>> round(dist.HalfCauchy(1.0).log_prob(0.0), 6)
+-0.451583
 """
 
 from thrifty.distributions import constraints

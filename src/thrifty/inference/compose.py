@@ -83,10 +83,22 @@ def _unique(pairs):
 
 
 def cycle(kernels, repeats: int = 1) -> Cycle:
-    """Run ``kernels`` one after the other, ``repeats`` times, as one step."""
+    """Run ``kernels`` one after the other, ``repeats`` times, as one step.
+
+    >>> import thrifty as th
+    >>> k = th.cycle([th.mh("mu", th.drift(0.5)), th.lmh()], repeats=2)
+    >>> k.label()
+    "cycle([mh('mu', drift(0.5)), lmh()], repeats=2)"
+    """
     return Cycle(kernels, repeats)
 
 
 def mixture(weighted) -> Mixture:
-    """Each step, run one kernel of ``[(p1, k1), (p2, k2), ...]`` chosen with probability p_i."""
+    """Each step, run one kernel of ``[(p1, k1), (p2, k2), ...]`` chosen with probability p_i.
+
+    >>> import thrifty as th
+    >>> k = th.mixture([(0.9, th.mh("mu", th.drift(0.5))), (0.1, th.lmh())])
+    >>> k.label()
+    "mixture([(0.9, mh('mu', drift(0.5))), (0.1, lmh())])"
+    """
     return Mixture(weighted)

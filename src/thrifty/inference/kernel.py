@@ -84,7 +84,22 @@ class Stats:
 
 
 class Kernel:
-    """Base class of the MCMC kernels."""
+    """Base class of the MCMC kernels.
+
+    >>> import thrifty as th
+    >>> from thrifty import dist
+    >>> class Twice(th.Kernel):                      # a kernel of your own: two MH steps per step
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.inner = th.mh("mu", th.drift(1.0))
+    ...     def _step(self, trace, rng):
+    ...         return self.inner.step(self.inner.step(trace, rng), rng)
+    >>> @th.model
+    ... def m():
+    ...     th.observe("y", dist.Normal(th.sample("mu", dist.Normal(0.0, 1.0)), 1.0), 0.5)
+    >>> th.infer(m(), Twice(), num_samples=10, seed=0, progress=False)["mu"].shape
+    (1, 10)
+    """
 
     name = "kernel"
     tuning = False  # True during burn-in (set by the chain): kernels may adapt their proposals

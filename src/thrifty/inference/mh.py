@@ -349,6 +349,12 @@ def lmh(selection=None) -> LMH:
     """Lightweight MH (paper 001): one latent choice chosen uniformly, resampled from its prior.
 
     With ``selection`` the choice is drawn among the selected ones.
+
+    >>> import thrifty as th
+    >>> from thrifty.models import hmm
+    >>> r = th.infer(hmm(), th.lmh(), num_samples=500, seed=0, progress=False)
+    >>> r["s.z"].shape
+    (1, 500, 18)
     """
     return LMH(selection)
 

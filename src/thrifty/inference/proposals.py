@@ -173,7 +173,12 @@ def require_scale(kernel: str, proposal) -> None:
 
 
 def prior() -> Prior:
-    """Propose from the choice's prior (given its current parents)."""
+    """Propose from the choice's prior (given its current parents).
+
+    >>> import thrifty as th
+    >>> th.mh("z", th.prior()).label()  # resample z from its prior: the ratio needs the likelihood
+    "mh('z', prior())"
+    """
     return Prior()
 
 

@@ -448,7 +448,12 @@ class Everything(Selection):
 
 
 def select(x) -> Selection:
-    """Turn a pattern (str / tuple), a list of patterns, or a Selection into a Selection."""
+    """Turn a pattern (str / tuple), a list of patterns, or a Selection into a Selection.
+
+    >>> import thrifty as th
+    >>> th.select(["mu", "data.z"])        # a list of patterns: their union
+    ['mu', 'data.z']
+    """
     if isinstance(x, Selection):
         return x
     if isinstance(x, list):
@@ -459,15 +464,30 @@ def select(x) -> Selection:
 
 
 def each(sel) -> Each:
-    """Update each selected choice in turn (see :mod:`thrifty.inference.selection`)."""
+    """Update each selected choice in turn (see :mod:`thrifty.inference.selection`).
+
+    >>> import thrifty as th
+    >>> th.mh(th.each(["mu", "sigma"]), th.drift(0.5)).label()   # one proposal per choice in turn
+    "mh(each(['mu', 'sigma']), drift(0.5))"
+    """
     return Each(sel)
 
 
 def one(sel) -> One:
-    """Update one selected block, chosen uniformly, with the 1/#blocks correction."""
+    """Update one selected block, chosen uniformly, with the 1/#blocks correction.
+
+    >>> import thrifty as th
+    >>> th.mh(th.one("data.z"), th.drift(0.5)).label()   # one plate element per step
+    "mh(one('data.z'), drift(0.5))"
+    """
     return One(sel)
 
 
 def ordered_range(chain, lo: int, hi: int) -> OrderedRange:
-    """The choices of steps ``lo..hi`` (inclusive) of markov chain ``chain``."""
+    """The choices of steps ``lo..hi`` (inclusive) of markov chain ``chain``.
+
+    >>> import thrifty as th
+    >>> th.ordered_range("x", 10, 20)                    # steps 10..19 of the chain x
+    ordered_range('x', 10, 20)
+    """
     return OrderedRange(chain, lo, hi)

@@ -65,6 +65,13 @@ class SMCResult:
     over the particles (shape ``(particles,)`` or ``(particles, G)``); ``log_evidence`` is
     log Ẑ; ``ess[g]`` (the mean over the plate's elements) and ``resampled[g]`` (how many
     elements resampled) per generation.
+
+    >>> import thrifty as th
+    >>> from thrifty.models import lds, generate_lds
+    >>> y, C, _ = generate_lds(T=10, D=3, seed=0)
+    >>> res = th.smc(lds(y, C, 0.1), particles=50, fixed={"omega": 0.4, "q": 0.1}, seed=0)
+    >>> res["x.z"].shape, bool(res.log_evidence < 0)
+    ((50, 10, 2), True)
     """
 
     values: dict

@@ -23,7 +23,12 @@ from thrifty.inference import resampling
 
 
 class ReplayWarning(UserWarning):
-    """th.smc runs a program without markov chains by replaying prefixes (O(N·K²))."""
+    """th.smc runs a program without markov chains by replaying prefixes (O(N·K²)).
+
+    >>> import thrifty as th
+    >>> issubclass(th.ReplayWarning, UserWarning)  # th.smc on a program without th.markov chains
+    True
+    """
 
 
 class _Holder:

@@ -186,7 +186,16 @@ def read_checkpoint(path) -> dict | None:
 
 
 def load_checkpoint(path, program=None) -> dict:
-    """Read a checkpoint; with ``program``, each chain's snapshot gets ``trace`` and ``kernel``."""
+    """Read a checkpoint; with ``program``, each chain's snapshot gets ``trace`` and ``kernel``.
+
+    >>> import os, tempfile, thrifty as th
+    >>> from thrifty.models import hmm
+    >>> path = os.path.join(tempfile.mkdtemp(), "run.ckpt")
+    >>> _ = th.infer(hmm(), th.lmh(), num_samples=20, seed=0, progress=False, checkpoint=path)
+    >>> saved = th.load_checkpoint(path)
+    >>> saved["config"]["num_samples"], saved["chains"][0]["status"]
+    (20, 'done')
+    """
     from thrifty.core.model import as_program
 
     data = read_checkpoint(path)

@@ -29,7 +29,12 @@ from thrifty.runtime.result import DENSE_BYTES, Result, build_result
 
 
 class InterruptedWarning(UserWarning):
-    """``th.infer`` was interrupted (Ctrl-C) and returns the draws collected so far."""
+    """``th.infer`` was interrupted (Ctrl-C) and returns the draws collected so far.
+
+    >>> import warnings, thrifty as th
+    >>> issubclass(th.InterruptedWarning, UserWarning)  # Ctrl-C: a warning, and the draws so far
+    True
+    """
 
 
 def infer(
@@ -93,6 +98,18 @@ def infer(
     Ctrl-C stops the chains after their current step (a second Ctrl-C aborts at once) and returns
     the draws so far with ``result.interrupted = True``; chains of unequal lengths are truncated
     to the shortest (chains without draws are left out) and ``result.chain_draws`` keeps them all.
+
+    >>> import numpy as np, thrifty as th
+    >>> from thrifty import dist
+    >>> @th.model
+    ... def m(y):
+    ...     mu = th.sample("mu", dist.Normal(0.0, 10.0))
+    ...     with th.plate("data", len(y)) as i:
+    ...         th.observe("y", dist.Normal(mu, 1.0), y[i])
+    >>> r = th.infer(m(np.array([1.0, 2.0, 3.0])), th.mh("mu", th.drift(1.0)), num_samples=2000,
+    ...              burn_in=200, chains=2, seed=0, progress=False)
+    >>> r["mu"].shape, bool(abs(r["mu"].mean() - 2.0) < 0.2)
+    ((2, 2000), True)
     """
     t_start = perf_counter()
     program = _check_program(program)

@@ -93,6 +93,17 @@ class Predictive(Mapping):
     ``observed`` the observed data (when the program has any) and ``dims`` the dimension
     names; ``to_arviz()`` gives the groups ``prior``/``prior_predictive`` or
     ``posterior_predictive``, with ``observed_data``.
+
+    >>> import numpy as np, thrifty as th
+    >>> from thrifty import dist
+    >>> @th.model
+    ... def m(n):
+    ...     mu = th.sample("mu", dist.Normal(0.0, 1.0))
+    ...     with th.plate("data", n) as i:
+    ...         th.observe("y", dist.Normal(mu, 1.0), None)
+    >>> pred = th.predictive(m(4), num_samples=10, seed=0)
+    >>> pred.kind, pred["data.y"].shape, sorted(pred.groups())
+    ('prior', (1, 10, 4), ['observed_data', 'prior', 'prior_predictive'])
     """
 
     def __init__(self, kind: str, simulated: dict, dims: dict, latent: dict | None = None,

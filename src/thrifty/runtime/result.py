@@ -132,6 +132,16 @@ class Result:
     ``chain_ids`` truncated to the shortest (``truncated`` is True if anything was cut);
     ``chain_draws``, ``chain_output`` and ``chain_sample_stats`` keep every draw of every chain.
     ``summary()``, ``to_arviz()`` and ``plot_trace()`` use ArviZ.
+
+    >>> import thrifty as th
+    >>> from thrifty import dist
+    >>> @th.model
+    ... def m():
+    ...     th.observe("y", dist.Normal(th.sample("mu", dist.Normal(0.0, 1.0)), 1.0), 0.5)
+    >>> r = th.infer(m(), th.mh("mu", th.drift(1.0)), num_samples=100, chains=2, seed=0,
+    ...              progress=False)
+    >>> r["mu"].shape, r.num_chains, r.num_draws
+    ((2, 100), 2, 100)
     """
 
     def __init__(

@@ -8,12 +8,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test docs lint bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e ".[dev,ray]"
+	$(BIN)/pip install -q -e ".[dev,ray,docs]"
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -22,6 +22,11 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/pytest
+
+# The documentation site (Sphinx, pydata theme; the worked examples run during the build),
+# warnings as errors: docs/_build/html/index.html
+docs: $(STAMP)
+	$(BIN)/python -m sphinx -E -W --keep-going -b html docs docs/_build/html
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/core_overhead.py

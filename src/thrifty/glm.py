@@ -3,7 +3,7 @@
 A GLM observation has a *linear predictor* ``η = x·θ`` and a scalar *potential*
 ``U(η, y) = −log p(y | η)``.  ``th.smh`` (paper 002) needs, per observation, the potential, its
 first derivatives at a reference point and a bound on a higher derivative; a GLM supplies all of
-them through one scalar function of η, because the chain rule gives
+them through one scalar function of η, because the chain rule gives::
 
     ∇_θ U_i = U'(η_i) x_i,   ∇²_θ U_i = U''(η_i) x_i x_iᵀ (rank one),
     |∂^β U_i| ≤ sup_η |U^{(k)}(η)| · Π_j |x_ij|^{β_j}   for |β| = k,
@@ -22,7 +22,7 @@ Usage (inside a model)::
 Families (all derivatives are with respect to η):
 
 =====================  ====================================  ============  =====================
-family                 U(η, y)                               sup |U''|     sup |U'''|
+family                 U(η, y)                               sup \\|U''\\|   sup \\|U'''\\|
 =====================  ====================================  ============  =====================
 ``Logistic()``         softplus(η) − yη, y ∈ {0, 1}          1/4           1/(6√3)
 ``Probit()``           −log Φ((2y − 1)η), y ∈ {0, 1}         1             0.29572 (numeric)
@@ -34,17 +34,20 @@ family                 U(η, y)                               sup |U''|     sup 
 
 ``bound(4)`` (used by the tightest SMH bound) is 1/8, 0.18896, 0 and 6(ν+1)/(νσ²)² respectively.
 
-Derivations.  *Logistic*: with s = σ(η), U' = s − y, U'' = s(1−s) = t ≤ 1/4, U''' = t(1 − 2s) with
-(1 − 2s)² = 1 − 4t, so U'''² = t²(1 − 4t), maximal at t = 1/6: 1/108, i.e. 1/(6√3); U'''' =
-t(1 − 6t) ∈ [−1/8, 1/24].  *Probit*: with h(z) = −log Φ(z), m = φ/Φ and w = z + m: h' = −m,
-h'' = m w ∈ (0, 1) (one minus the variance of a truncated normal), h''' = m(1 − w² − m w),
-h'''' = m(w³ + 4 m w² − 3 w + m² w − m); U^{(k)}(η) = s^k h^{(k)}(sη) with s = ±1.  The sups of
-|h'''| and |h''''| (at z ≈ 1.0024 and z ≈ 2.0713) were found on a grid of spacing 1e-5 over
-[−12, 12] (both decay like |z|^{-3} and e^{-z²/2} outside) and are rounded up by 1e-4.
-*Student-t*: with a = νσ² and r = y − η, U_rr = (ν+1)(a − r²)/(a + r²)², maximal at r = 0;
-U_rrr = 2(ν+1) r (r² − 3a)/(a + r²)³ — with r = √a·t its modulus is 2(ν+1)a^{-3/2} g(t),
-g(t) = |t(t² − 3)|/(1 + t²)³, whose maximum is at t = √2 − 1 (g' ∝ t⁴ − 6t² + 1) and equals
-1/(24 − 16√2); U_rrrr = −6(ν+1)(r⁴ − 6ar² + a²)/(a + r²)⁴, maximal in modulus at r = 0.
+Derivations::
+
+    *Logistic*: with s = σ(η), U' = s − y, U'' = s(1−s) = t ≤ 1/4, U''' = t(1 − 2s) with
+    (1 − 2s)² = 1 − 4t, so U'''² = t²(1 − 4t), maximal at t = 1/6: 1/108, i.e. 1/(6√3); U'''' =
+    t(1 − 6t) ∈ [−1/8, 1/24].  *Probit*: with h(z) = −log Φ(z), m = φ/Φ and w = z + m: h' = −m,
+    h'' = m w ∈ (0, 1) (one minus the variance of a truncated normal), h''' = m(1 − w² − m w),
+    h'''' = m(w³ + 4 m w² − 3 w + m² w − m); U^{(k)}(η) = s^k h^{(k)}(sη) with s = ±1.  The sups of
+    |h'''| and |h''''| (at z ≈ 1.0024 and z ≈ 2.0713) were found on a grid of spacing 1e-5 over
+    [−12, 12] (both decay like |z|^{-3} and e^{-z²/2} outside) and are rounded up by 1e-4.
+    *Student-t*: with a = νσ² and r = y − η, U_rr = (ν+1)(a − r²)/(a + r²)², maximal at r = 0;
+    U_rrr = 2(ν+1) r (r² − 3a)/(a + r²)³ — with r = √a·t its modulus is 2(ν+1)a^{-3/2} g(t),
+    g(t) = |t(t² − 3)|/(1 + t²)³, whose maximum is at t = √2 − 1 (g' ∝ t⁴ − 6t² + 1) and equals
+    1/(24 − 16√2); U_rrrr = −6(ν+1)(r⁴ − 6ar² + a²)/(a + r²)⁴, maximal in modulus at r = 0.
+
 ``tests/test_glm.py`` checks every derivative against finite differences and every bound against
 a dense grid.
 

@@ -1,6 +1,6 @@
 """Half distributions on [0, ∞): HalfNormal, HalfCauchy, HalfStudentT (the usual priors of scales).
 
-Each is |X| for X symmetric about 0 with the given scale: density 2·f(x) on x ≥ 0.
+Each is ``|X|`` for X symmetric about 0 with the given scale: density 2·f(x) on x ≥ 0.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ class _Half(Distribution):
 
 
 class HalfNormal(_Half):
-    """|N(0, scale²)|: density √(2/π)/scale · exp(−x²/(2 scale²)) on x ≥ 0.
+    """The absolute value of N(0, scale²): density √(2/π)/scale · exp(−x²/(2 scale²)) on x ≥ 0.
 
     >>> from thrifty import dist
     >>> round(dist.HalfNormal(1.0).log_prob(0.0), 6)  # log √(2/π)
@@ -79,8 +79,8 @@ class HalfNormal(_Half):
 
 
 class HalfCauchy(_Half):
-    """|Cauchy(0, scale)|: density 2/(π scale (1 + (x/scale)²)) on x ≥ 0.  No finite mean or
-    variance (both ``inf``, as in ``scipy.stats.halfcauchy``).
+    """The absolute value of Cauchy(0, scale): density 2/(π scale (1 + (x/scale)²)) on x ≥ 0.
+    No finite mean or variance (both ``inf``, as in ``scipy.stats.halfcauchy``).
 
     >>> from thrifty import dist
     >>> round(dist.HalfCauchy(1.0).log_prob(0.0), 6)  # log(2/π)
@@ -114,8 +114,9 @@ class HalfCauchy(_Half):
 
 
 class HalfStudentT(_Half):
-    """|t_df(0, scale)|: twice the Student-t density on x ≥ 0 (Stan's and PyMC's half-t prior).
-    The mean is finite for df > 1 and the variance for df > 2 (else ``inf``).
+    """The absolute value of t_df(0, scale): twice the Student-t density on x ≥ 0 (Stan's and
+    PyMC's half-t prior).  The mean is finite for df > 1 and the variance for df > 2 (else
+    ``inf``).
 
     >>> from thrifty import dist
     >>> d = dist.HalfStudentT(3.0, 2.0)

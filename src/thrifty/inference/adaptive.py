@@ -203,7 +203,7 @@ def adaptive_lmh(exploration: float = 0.5, sel=None, freeze_after: int | None = 
     as in the paper, where the unit rewards converge and the exploration term shrinks like
     sqrt(log t / t)).
 
-    Cost per step: an LMH step plus O(log n) to draw the choice and O(|z|) (output components)
+    Cost per step: an LMH step plus O(log n) to draw the choice and ``O(|z|)`` (output components)
     plus O(log n) per rewarded choice after an accepted step; a step that creates or removes
     choices costs O(n) more (the arms of the new trace are enumerated).
 

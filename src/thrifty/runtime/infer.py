@@ -89,16 +89,19 @@ def infer(
         this many bytes (default 128 MiB) is kept as per-draw changes: ``result[name]``
         materialises it, ``result.sparse(name).mean()`` / ``.var()`` give per-element moments
         without materialising.
-
     executor : where the chains run: ``None`` (worker processes on this machine, or this
         process; see ``workers``), ``"ray"`` or a :class:`~thrifty.RayExecutor` (Ray tasks on
         the cluster ``ray.init`` connects to — see :mod:`thrifty.runtime.ray_executor`; at most
         ``workers`` at a time, default all chains).  The draws are the same for the same seed.
 
+    Notes
+    -----
     Ctrl-C stops the chains after their current step (a second Ctrl-C aborts at once) and returns
     the draws so far with ``result.interrupted = True``; chains of unequal lengths are truncated
     to the shortest (chains without draws are left out) and ``result.chain_draws`` keeps them all.
 
+    Examples
+    --------
     >>> import numpy as np, thrifty as th
     >>> from thrifty import dist
     >>> @th.model

@@ -11,8 +11,11 @@ ticks (about ten times per second per chain), never per step.
 from __future__ import annotations
 
 import sys
+import warnings
 
-from tqdm.auto import tqdm
+with warnings.catch_warnings():  # tqdm.auto in Jupyter without ipywidgets: a text bar, quietly
+    warnings.simplefilter("ignore")
+    from tqdm.auto import tqdm
 
 
 class _Bar(tqdm):

@@ -119,7 +119,7 @@ one panel per variable (elements overlaid)."""
 class Result:
     """Draws of ``th.infer``.
 
-    ``result[name]`` is an array of shape (chains, draws, *value_shape) — ``name`` as in
+    ``result[name]`` is an array of shape ``(chains, draws, *value_shape)`` — ``name`` as in
     ``"w"``, ``"data.z"`` (plate site: one column per element) or ``"s.x"`` (markov site: one
     column per step); ``result[("data", 3, "z")]`` is one element.  ``result.output`` holds the
     program's return values (per chain, a list per draw), ``result.sample_stats`` per-draw

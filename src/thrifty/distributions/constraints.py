@@ -97,6 +97,58 @@ class _RealVector(Constraint):
         return "real_vector"
 
 
+class _NonnegativeIntegerVector(Constraint):
+    """Vectors of non-negative integers (the counts of a multinomial)."""
+
+    event_dim = 1
+    is_discrete = True
+
+    def check(self, x):
+        x = np.asarray(x, float)
+        return np.all((x >= 0) & (x == np.floor(x)) & (x < np.inf), axis=-1)
+
+    def __repr__(self) -> str:
+        return "nonnegative_integer_vector"
+
+
+class _CorrCholesky(Constraint):
+    """Lower Cholesky factors of correlation matrices: lower triangular, positive diagonal,
+    rows of unit Euclidean norm (within 1e-6)."""
+
+    event_dim = 2
+
+    def check(self, x):
+        x = np.asarray(x, float)
+        if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+            return np.zeros(x.shape[:-2], bool)
+        upper = np.triu(np.ones(x.shape[-2:], bool), 1)
+        lower_ok = np.all(np.where(upper, x == 0, True), axis=(-2, -1))
+        diag_ok = np.all(np.diagonal(x, axis1=-2, axis2=-1) > 0, axis=-1)
+        norm_ok = np.all(np.abs((x * x).sum(-1) - 1.0) < 1e-6, axis=-1)
+        return lower_ok & diag_ok & norm_ok
+
+    def __repr__(self) -> str:
+        return "corr_cholesky"
+
+
+class _Union(Constraint):
+    """The union of constraints with the same event dimension (the support of a mixture)."""
+
+    def __init__(self, parts):
+        self.parts = tuple(parts)
+        self.event_dim = self.parts[0].event_dim
+        self.is_discrete = all(c.is_discrete for c in self.parts)
+
+    def check(self, x):
+        out = self.parts[0].check(x)
+        for c in self.parts[1:]:
+            out = out | c.check(x)
+        return out
+
+    def __repr__(self) -> str:
+        return " | ".join(repr(c) for c in self.parts)
+
+
 class _Any(Constraint):
     def check(self, x):
         return np.ones(np.shape(x), bool)
@@ -117,6 +169,8 @@ positive_integer = _IntegerInterval(1, np.inf)
 integer = _IntegerInterval(-np.inf, np.inf)
 simplex = _Simplex()
 any_value = _Any()
+nonnegative_integer_vector = _NonnegativeIntegerVector()
+corr_cholesky = _CorrCholesky()
 
 
 def interval(lower, upper) -> Constraint:
@@ -129,3 +183,12 @@ def integer_interval(lower, upper) -> Constraint:
 
 def greater_than(lower) -> Constraint:
     return _GreaterThan(lower)
+
+
+def union(*parts: Constraint) -> Constraint:
+    """The union of ``parts`` (duplicates dropped; one distinct part is returned as it is)."""
+    distinct = []
+    for c in parts:
+        if not any(c is d for d in distinct):
+            distinct.append(c)
+    return distinct[0] if len(distinct) == 1 else _Union(distinct)

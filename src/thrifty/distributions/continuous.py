@@ -8,7 +8,7 @@ import numpy as np
 from scipy.special import betaln, gammaln, poch, xlog1py, xlogy
 
 from thrifty.distributions import _special as sm
-from thrifty.distributions import constraints
+from thrifty.distributions import constraints, cumulative
 from thrifty.distributions.base import (
     HALF_LOG_2PI,
     Distribution,
@@ -33,7 +33,7 @@ def _undefined_where(cond, value):
     return np.where(cond, np.nan, value)
 
 
-class Normal(Distribution):
+class Normal(cumulative.NormalCDF, Distribution):
     """Normal distribution with mean ``loc`` and standard deviation ``scale``.
 
     >>> import numpy as np
@@ -79,7 +79,7 @@ class Normal(Distribution):
         return f"loc={describe(self.loc)}, scale={describe(self.scale)}"
 
 
-class LogNormal(Distribution):
+class LogNormal(cumulative.LogNormalCDF, Distribution):
     """Distribution of ``exp(X)`` for ``X ~ Normal(loc, scale)``.
 
     >>> from thrifty import dist
@@ -132,7 +132,7 @@ class LogNormal(Distribution):
         return f"loc={describe(self.loc)}, scale={describe(self.scale)}"
 
 
-class StudentT(Distribution):
+class StudentT(cumulative.StudentTCDF, Distribution):
     """Student's t distribution with ``df`` degrees of freedom, location ``loc``, scale ``scale``.
 
     ``mean`` is NaN for ``df <= 1``; ``variance`` is ``inf`` for ``1 < df <= 2`` and NaN for
@@ -197,7 +197,7 @@ class StudentT(Distribution):
         return f"df={describe(self.df)}, loc={describe(self.loc)}, scale={describe(self.scale)}"
 
 
-class Cauchy(Distribution):
+class Cauchy(cumulative.CauchyCDF, Distribution):
     """Cauchy distribution with location ``loc`` and scale ``scale``.
 
     It has no mean or variance: ``mean`` and ``variance`` are NaN.
@@ -242,7 +242,7 @@ class Cauchy(Distribution):
         return f"loc={describe(self.loc)}, scale={describe(self.scale)}"
 
 
-class Laplace(Distribution):
+class Laplace(cumulative.LaplaceCDF, Distribution):
     """Laplace (double exponential) distribution: density ``exp(-|x - loc| / scale) / (2 scale)``.
 
     >>> from thrifty import dist
@@ -284,7 +284,7 @@ class Laplace(Distribution):
         return f"loc={describe(self.loc)}, scale={describe(self.scale)}"
 
 
-class Uniform(Distribution):
+class Uniform(cumulative.UniformCDF, Distribution):
     """Uniform distribution on the closed interval ``[low, high]`` (``low < high``, both finite).
 
     >>> from thrifty import dist
@@ -336,7 +336,7 @@ class Uniform(Distribution):
         return f"low={describe(self.low)}, high={describe(self.high)}"
 
 
-class Exponential(Distribution):
+class Exponential(cumulative.ExponentialCDF, Distribution):
     """Exponential distribution with rate ``rate`` (mean ``1 / rate``), support ``[0, inf)``.
 
     >>> from thrifty import dist
@@ -379,7 +379,7 @@ class Exponential(Distribution):
         return f"rate={describe(self.rate)}"
 
 
-class Gamma(Distribution):
+class Gamma(cumulative.GammaCDF, Distribution):
     """Gamma distribution with shape ``concentration`` and rate ``rate`` (mean ``α / rate``).
 
     Density ``rate^α / Γ(α) x^(α-1) exp(-rate x)`` on ``[0, inf)`` (at 0 it is ``+inf`` for
@@ -431,7 +431,7 @@ class Gamma(Distribution):
         return f"concentration={describe(self.concentration)}, rate={describe(self.rate)}"
 
 
-class InverseGamma(Distribution):
+class InverseGamma(cumulative.InverseGammaCDF, Distribution):
     """Distribution of ``1 / X`` for ``X ~ Gamma(concentration, rate=scale)``.
 
     Density ``β^α / Γ(α) x^(-α-1) exp(-β / x)`` on ``(0, inf)`` with ``α = concentration``,
@@ -494,7 +494,7 @@ class InverseGamma(Distribution):
         return f"concentration={describe(self.concentration)}, scale={describe(self.scale)}"
 
 
-class Beta(Distribution):
+class Beta(cumulative.BetaCDF, Distribution):
     """Beta distribution on ``[0, 1]`` with density ``x^(α-1) (1-x)^(β-1) / B(α, β)``.
 
     At the endpoints the density is finite only when the matching parameter is 1 (``+inf`` below

@@ -1,163 +1,323 @@
-"""Count families beyond Poisson: NegativeBinomial (and Stan's mean/dispersion form) and
-Multinomial."""
+"""Count families: ``NegativeBinomial``, ``NegativeBinomial2`` (mean / concentration) and
+``Multinomial`` (vector-valued, ``event_shape = (K,)``)."""
 
 from __future__ import annotations
 
 import math
 
 import numpy as np
-from scipy.special import expit, gammaln, log_expit, xlogy
+import scipy.stats as st
+from scipy.special import (
+    betainc,
+    betaincc,
+    gammaln,
+    log_expit,
+    logsumexp,
+    xlog1py,
+    xlogy,
+)
 
+from thrifty.distributions import _special as sm
 from thrifty.distributions import constraints
 from thrifty.distributions.base import (
     Distribution,
+    all_true,
     as_params,
     describe,
     is_integral,
     scalar_or_array,
 )
+from thrifty.distributions.cumulative import Cumulative, _as_counts
+from thrifty.distributions.discrete import (
+    _ARRAY,
+    _probs_or_logits,
+    _ProbsLogits,
+    _scalar_count,
+    _xmul,
+)
 from thrifty.errors import DistributionError
 
+INF = math.inf
 
-class NegativeBinomial(Distribution):
-    """Number of successes before ``total_count`` failures, each trial a success with
-    probability ``probs`` (or ``sigmoid(logits)``) — the convention of NumPyro's
-    ``NegativeBinomialProbs`` and PyTorch: pmf C(k + r − 1, k) (1 − p)^r p^k, mean r p/(1 − p)
-    (``scipy.stats.nbinom(r, 1 − p)``).  ``total_count`` r > 0 need not be an integer.
+
+_STIRLING_MIN = 1e3  # from here on the Stirling series (3 terms) is exact to double precision
+
+
+def _stirling_tail(x):
+    """``log Γ(x) - ((x - 1/2) log x - x + log(2π)/2)`` for ``x >= 1e3`` (error < 1e-24)."""
+    x2 = x * x
+    return (1.0 / 12.0 - (1.0 / 360.0 - 1.0 / (1260.0 * x2)) / x2) / x
+
+
+def _lgamma_diff(a, b):
+    """``log Γ(a + b) - log Γ(a)`` (``a, a + b > 0``), without the cancellation of two large
+    log-gammas: for ``a, a + b >= 1e3`` the Stirling forms are subtracted analytically,
+    ``(a - 1/2) log1p(b/a) + b log(a + b) - b`` plus the difference of the series tails."""
+    big = np.minimum(a, a + b) >= _STIRLING_MIN
+    with np.errstate(all="ignore"):
+        direct = gammaln(a + b) - gammaln(a)
+        x = a + b
+        stirling = (a - 0.5) * np.log1p(b / a) + b * np.log(x) - b
+        stirling = stirling + (_stirling_tail(x) - _stirling_tail(a))
+    return np.where(big, stirling, direct)
+
+
+def _nb_log_coeff(r, k):
+    """``log Γ(k + r) - log Γ(r) - log k!`` (the log binomial coefficient of the negative
+    binomial), expanding around the larger of ``r`` and ``k + 1``."""
+    with np.errstate(all="ignore"):
+        from_r = _lgamma_diff(r, k) - gammaln(k + 1.0)
+        from_k = _lgamma_diff(k + 1.0, r - 1.0) - gammaln(r)
+    return np.where(r >= k + 1.0, from_r, from_k)
+
+
+class NegativeBinomial(Cumulative, _ProbsLogits):
+    """Negative binomial: the number of successes before the ``total_count``-th failure, in
+    Bernoulli trials whose success probability is ``probs`` (or ``logits = log(p / (1 - p))``).
+
+    This is the NumPyro / PyTorch convention (``NegativeBinomialProbs`` /
+    ``NegativeBinomialLogits``): with ``r = total_count`` (any real ``r > 0``) and ``p = probs``,
+
+        P(k) = Γ(k + r) / (Γ(r) k!) · p^k (1 - p)^r,   k = 0, 1, 2, ...
+
+    mean ``r p / (1 - p)`` (``r exp(logits)``), variance ``mean / (1 - p)``.  In scipy's
+    convention (failures before the ``n``-th success) this is ``scipy.stats.nbinom(r, 1 - p)``.
+    ``probs`` must be in ``[0, 1)`` (``p = 0`` is a point mass at 0); ``logits`` below ``+inf``.
+    It is also the Gamma-Poisson mixture: ``k ~ Poisson(λ)``, ``λ ~ Gamma(r, rate=(1 - p) / p)``.
+    For the mean / dispersion form of Stan and PyMC see :class:`NegativeBinomial2`.
 
     >>> from thrifty import dist
-    >>> round(dist.NegativeBinomial(2.0, probs=0.5).log_prob(1), 6)  # C(2,1)/8 = 1/4
-    -1.386294
+    >>> d = dist.NegativeBinomial(2.0, probs=0.25)
+    >>> round(d.log_prob(0), 6), round(d.mean, 6)  # 2 log(3/4); mean 2 · (1/4) / (3/4)
+    (-0.575364, 0.666667)
     """
 
     is_discrete = True
     domain = constraints.nonnegative_integer
 
-    def __init__(self, total_count, probs=None, logits=None):
-        if (probs is None) == (logits is None):
-            self._fail("give exactly one of probs and logits")
-            probs = 0.5 if probs is None and logits is None else probs
-        if probs is not None:
-            (self.total_count, p), self.batch_shape = as_params(total_count, probs, owner=self)
-            if not np.all((np.asarray(p) >= 0) & (np.asarray(p) < 1)):
-                self._fail(f"probs must be in [0, 1), got {describe(p)}")
-            with np.errstate(divide="ignore"):
-                self._log_p = np.log(p) if np.ndim(p) else (math.log(p) if p > 0 else -math.inf)
-                self._log_q = np.log1p(-p) if np.ndim(p) else math.log1p(-min(p, 1.0 - 1e-300))
-            self.probs = p
-        else:
-            (self.total_count, z), self.batch_shape = as_params(total_count, logits, owner=self)
-            if not np.all(np.asarray(z) < np.inf):
-                self._fail(f"logits must be below +inf, got {describe(z)}")
-            self._log_p = scalar_or_array(log_expit(z))
-            self._log_q = scalar_or_array(log_expit(-np.asarray(z)))
-            self.probs = scalar_or_array(expit(z))
+    def __init__(
+        self,
+        total_count: float | np.ndarray,
+        probs: float | np.ndarray | None = None,
+        logits: float | np.ndarray | None = None,
+    ):
+        (self.total_count,) = _probs_or_logits(self, probs, logits, total_count)
         self._check_positive("total_count", self.total_count)
+        self._check_nb_probs()
+
+    def _check_nb_probs(self):
+        if self.logits is not None:
+            lg = self.logits
+            if not all_true(lg < INF):  # NaN fails too
+                self._fail(f"logits must not be NaN or +inf, got {describe(lg)}")
+        elif not all_true((self._probs >= 0) & (self._probs < 1)):
+            self._fail(f"probs must be in [0, 1), got {describe(self._probs)}")
+
+    def _log_p_q(self):  # (log p, log(1 - p)); p = 0 gives log p = -inf
+        if self.logits is not None:
+            return log_expit(self.logits), log_expit(-self.logits)
+        with np.errstate(divide="ignore"):
+            return np.log(self._probs), np.log1p(-self._probs)
+
+    def _failure_prob(self):
+        """``1 - p`` (scipy's success probability), precise from either parameter."""
+        if self.logits is not None:
+            return np.exp(log_expit(-np.asarray(self.logits, dtype=float)))
+        return 1.0 - np.asarray(self._probs, dtype=float)
 
     def sample(self, rng, shape=()):
-        p = self.probs
+        q = self._failure_prob()  # numpy counts failures before n successes of probability q
         if not shape and not self.batch_shape:
-            return int(rng.negative_binomial(self.total_count, 1.0 - p)) if p > 0 else 0
-        return rng.negative_binomial(self.total_count, 1.0 - np.asarray(p),
-                                     tuple(shape) + self.batch_shape)
+            return int(rng.negative_binomial(self.total_count, float(q)))
+        return rng.negative_binomial(self.total_count, q, tuple(shape) + self.batch_shape)
 
     def log_prob(self, value):
         r = self.total_count
+        if not self.batch_shape:
+            k = _scalar_count(value)
+            if k is not _ARRAY:
+                if not 0 <= k < INF:
+                    return -INF
+                if r < _STIRLING_MIN and k < _STIRLING_MIN:
+                    lp = math.lgamma(k + r) - math.lgamma(r) - math.lgamma(k + 1.0)
+                else:  # large arguments: without the cancellation of the log-gammas
+                    lp = float(_nb_log_coeff(r, float(k)))
+                if self.logits is None:
+                    return lp + sm.xlogy(k, self._probs) + r * math.log1p(-self._probs)
+                lg = self.logits
+                return lp + sm.xmul(k, sm.log_expit(lg)) + r * sm.log_expit(-lg)
         x = np.asarray(value, dtype=float)
         ok = is_integral(x) & (x >= 0)
         k = np.where(ok, x, 0.0)
-        with np.errstate(invalid="ignore"):
-            lp = (gammaln(k + r) - gammaln(k + 1.0) - gammaln(r) + r * np.asarray(self._log_q)
-                  + np.where(k > 0, k * np.asarray(self._log_p), 0.0))
+        lp = _nb_log_coeff(r, k)
+        if self.logits is None:
+            lp = lp + xlogy(k, self._probs) + xlog1py(r, -self._probs)
+        else:
+            lp = lp + _xmul(k, log_expit(self.logits)) + r * log_expit(-self.logits)
         return scalar_or_array(np.where(ok, lp, -np.inf))
+
+    # P(X <= k) = I_{1-p}(r, k + 1) (regularized incomplete beta), the survival function its
+    # complement, each computed directly
+    def cdf(self, value):
+        k = np.floor(np.asarray(value, dtype=float))
+        with np.errstate(invalid="ignore"):
+            c = betainc(self.total_count, np.maximum(k, 0.0) + 1.0, self._failure_prob())
+        return scalar_or_array(np.where(k < 0, 0.0, c))
+
+    def sf(self, value):
+        k = np.floor(np.asarray(value, dtype=float))
+        with np.errstate(invalid="ignore"):
+            s = betaincc(self.total_count, np.maximum(k, 0.0) + 1.0, self._failure_prob())
+        return scalar_or_array(np.where(k < 0, 1.0, s))
+
+    def icdf(self, q):
+        return _as_counts(st.nbinom.ppf(q, self.total_count, self._failure_prob()))
+
+    def isf(self, s):
+        return _as_counts(st.nbinom.isf(s, self.total_count, self._failure_prob()))
 
     @property
     def mean(self):
-        p = np.asarray(self.probs)
-        return scalar_or_array(self.total_count * p / (1.0 - p))
+        if self.logits is not None:
+            e = np.exp(self.logits) if self.batch_shape else math.exp(self.logits)
+            return self.total_count * e
+        return self.total_count * self._probs / (1.0 - self._probs)
 
     @property
     def variance(self):
-        p = np.asarray(self.probs)
-        return scalar_or_array(self.total_count * p / (1.0 - p) ** 2)
+        return self.mean / scalar_or_array(self._failure_prob())
 
     def _params_repr(self):
-        return f"total_count={describe(self.total_count)}, probs={describe(self.probs)}"
+        return f"total_count={describe(self.total_count)}, {self._pq_repr()}"
 
 
 class NegativeBinomial2(NegativeBinomial):
-    """Negative binomial with ``mean`` μ > 0 and ``concentration`` φ > 0 (Stan's
-    ``neg_binomial_2``, PyMC's ``NegativeBinomial(mu, alpha)``, NumPyro's ``GammaPoisson``):
-    variance μ + μ²/φ.  The same as ``NegativeBinomial(φ, probs=μ/(μ + φ))``.
+    """Negative binomial by its ``mean`` μ and ``concentration`` φ (Stan's ``neg_binomial_2``,
+    PyMC's ``NegativeBinomial(mu, alpha)``, NumPyro's ``NegativeBinomial2``).
+
+    Variance ``μ + μ² / φ``; as φ -> inf it tends to ``Poisson(μ)``.  It is
+    ``NegativeBinomial(total_count=φ, logits=log(μ / φ))`` (success probability
+    ``μ / (μ + φ)``), i.e. ``scipy.stats.nbinom(φ, φ / (μ + φ))``.  Both parameters must be
+    positive.
 
     >>> from thrifty import dist
     >>> d = dist.NegativeBinomial2(3.0, 2.0)
-    >>> round(d.mean, 12), round(d.variance, 12)
-    (3.0, 7.5)
+    >>> d.mean, d.variance, round(d.log_prob(0), 6)  # 3 + 9/2; log (2/5)^2
+    (3.0, 7.5, -1.832581)
     """
 
-    def __init__(self, mean, concentration):
-        (m, phi), _ = as_params(mean, concentration, owner=self)
-        self._check_positive("mean", m)
-        self._check_positive("concentration", phi)
-        mm, pp = np.asarray(m, dtype=float), np.asarray(phi, dtype=float)
+    def __init__(self, mean: float | np.ndarray, concentration: float | np.ndarray):
+        (self._mean, self.concentration), self.batch_shape = as_params(
+            mean, concentration, owner=self
+        )
+        self._check_positive("mean", self._mean)
+        self._check_positive("concentration", self.concentration)
+        self.total_count = self.concentration
+        self._probs = None
         with np.errstate(all="ignore"):
-            logits = np.log(mm) - np.log(pp)  # log(p / (1 − p)) with p = μ/(μ + φ)
-        super().__init__(phi, logits=scalar_or_array(logits))
+            lg = np.log(self._mean) - np.log(self.concentration)
+        self.logits = lg if self.batch_shape else float(lg)
+
+    @property
+    def mean(self):
+        return self._mean
+
+    @property
+    def variance(self):
+        return self._mean + self._mean**2 / self.concentration
+
+    def _params_repr(self):
+        return f"mean={describe(self._mean)}, concentration={describe(self.concentration)}"
 
 
 class Multinomial(Distribution):
-    """Counts of ``total_count`` draws among K categories with probabilities ``probs``
-    (..., K): event shape (K,), pmf n! Π p_i^{x_i} / x_i!.
+    """Multinomial: the counts in ``K`` categories of ``total_count`` independent draws with
+    probabilities ``probs`` (or ``logits``, normalised over the last axis); ``event_shape = (K,)``.
+
+        P(x) = n! / (x_1! ... x_K!) · p_1^x_1 ... p_K^x_K,   x_i >= 0 integers, Σ x_i = n
+
+    (``scipy.stats.multinomial(n, p)``; NumPyro's ``Multinomial(total_count, probs, logits)``).
+    ``log_prob`` is ``-inf`` for vectors that are not non-negative integers summing to
+    ``total_count``.  ``batch_shape`` broadcasts ``total_count`` with ``probs.shape[:-1]``.
 
     >>> import numpy as np
     >>> from thrifty import dist
-    >>> round(dist.Multinomial(2, np.array([0.5, 0.5])).log_prob(np.array([1, 1])), 6)
-    -0.693147
+    >>> d = dist.Multinomial(3, np.array([0.5, 0.25, 0.25]))
+    >>> round(d.log_prob(np.array([1, 1, 1])), 6), d.event_shape  # log(6 / 32)
+    (-1.673976, (3,))
     """
 
     is_discrete = True
-    domain = constraints.any_value
+    domain = constraints.nonnegative_integer_vector
 
-    def __init__(self, total_count, probs):
-        p = np.asarray(probs, dtype=float)
-        n = total_count
-        if not (isinstance(n, (int, np.integer)) and not isinstance(n, bool) and n >= 0):
-            self._fail(f"total_count must be a non-negative integer, got {n!r}")
-            n = 0
-        if p.ndim == 0:
-            self._fail(f"probs must be a vector (..., K), got {describe(p)}")
-            p = p.reshape(1)
-        elif not (np.all(p >= 0) and np.allclose(p.sum(-1), 1.0, atol=1e-6)):
-            self._fail(f"probs must be non-negative and sum to 1 over the last axis, got "
-                       f"{describe(p)}")
-        self.total_count, self.probs = int(n), p
-        self.batch_shape, self.event_shape = p.shape[:-1], p.shape[-1:]
+    def __init__(
+        self,
+        total_count: int | np.ndarray,
+        probs: np.ndarray | None = None,
+        logits: np.ndarray | None = None,
+    ):
+        if (probs is None) == (logits is None):
+            self._fail("give exactly one of probs or logits")
+            probs, logits = np.ones(1), None
+        name = "probs" if logits is None else "logits"
+        a = np.asarray(probs if logits is None else logits, dtype=float)
+        if a.ndim == 0:
+            self._fail(f"{name} must have at least one dimension, got {describe(a)}")
+            a = np.ones(1) if logits is None else np.zeros(1)
+        if logits is None:
+            if not (all_true(a >= 0) and all_true(np.abs(a.sum(-1) - 1.0) < 1e-6)):
+                self._fail(f"probs must be non-negative and sum to 1, got {describe(a)}")
+            self.probs = a
+            with np.errstate(divide="ignore"):
+                self._logp = np.log(a)
+        else:
+            if not all_true(~np.isnan(a)):
+                self._fail(f"logits must not be NaN, got {describe(a)}")
+            self._logp = a - logsumexp(a, axis=-1, keepdims=True)
+            self.probs = np.exp(self._logp)
+        n = np.asarray(total_count, dtype=float)
+        if not all_true(is_integral(n) & (n >= 0)):
+            self._fail(f"total_count must be a non-negative integer, got {describe(n)}")
+            n = np.zeros(())
+        try:
+            self.batch_shape = np.broadcast_shapes(n.shape, a.shape[:-1])
+        except ValueError:
+            self._fail(f"total_count shape {n.shape} and {name} shape {a.shape} do not broadcast")
+            n, self.batch_shape = np.zeros(()), a.shape[:-1]
+        self.total_count = float(n) if n.ndim == 0 else n
+        self.event_shape = a.shape[-1:]
+
+    @property
+    def logits(self):
+        return self._logp
 
     def sample(self, rng, shape=()):
-        shape = tuple(shape)
-        p = self.probs / self.probs.sum(-1, keepdims=True)
-        if not self.batch_shape:
-            return rng.multinomial(self.total_count, p, size=shape or None)
-        return rng.multinomial(self.total_count, np.broadcast_to(p, shape + p.shape))
+        n = np.asarray(self.total_count).astype(np.int64)
+        p = self.probs / self.probs.sum(-1, keepdims=True)  # numpy rejects sums above 1 + 1e-12
+        size = tuple(shape) + tuple(self.batch_shape)
+        return rng.multinomial(n, p, size=size or None)
 
     def log_prob(self, value):
         x = np.asarray(value, dtype=float)
-        if x.ndim == 0 or x.shape[-1] != self.probs.shape[-1]:
-            raise DistributionError(f"Multinomial: value must have shape (..., "
-                                    f"{self.probs.shape[-1]}), got {x.shape}")
-        ok = np.all(is_integral(x) & (x >= 0), axis=-1) & (x.sum(-1) == self.total_count)
+        K = self.event_shape[0]
+        if x.ndim == 0 or x.shape[-1] != K:
+            raise DistributionError(f"Multinomial: value must have shape (..., {K}), got {x.shape}")
+        n = self.total_count
+        ok = np.all(is_integral(x) & (x >= 0), axis=-1) & (x.sum(-1) == n)
         k = np.where(is_integral(x) & (x >= 0), x, 0.0)
-        lp = gammaln(self.total_count + 1.0) + (xlogy(k, self.probs) - gammaln(k + 1.0)).sum(-1)
+        lp = gammaln(np.asarray(n) + 1.0) - gammaln(k + 1.0).sum(-1) + _xmul(k, self._logp).sum(-1)
         return scalar_or_array(np.where(ok, lp, -np.inf))
 
     @property
     def mean(self):
-        return self.total_count * self.probs
+        n = np.asarray(self.total_count)[..., None]
+        return np.broadcast_to(n * self.probs, self.batch_shape + self.event_shape)
 
     @property
     def variance(self):
-        return self.total_count * self.probs * (1.0 - self.probs)
+        n = np.asarray(self.total_count)[..., None]
+        p = self.probs
+        return np.broadcast_to(n * p * (1.0 - p), self.batch_shape + self.event_shape)
 
     def _params_repr(self):
-        return f"total_count={self.total_count}, probs={describe(self.probs)}"
+        return f"total_count={describe(self.total_count)}, probs={describe(self.probs)}"

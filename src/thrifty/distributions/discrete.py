@@ -10,7 +10,7 @@ import numpy as np
 from scipy.special import expit, gammaln, log_expit, logsumexp, xlog1py, xlogy
 
 from thrifty.distributions import _special as sm
-from thrifty.distributions import constraints
+from thrifty.distributions import constraints, cumulative
 from thrifty.distributions.base import (
     Distribution,
     all_true,
@@ -386,7 +386,7 @@ class Binomial(_ProbsLogits):
         return f"total_count={describe(self.total_count)}, {self._pq_repr()}"
 
 
-class Poisson(Distribution):
+class Poisson(cumulative.PoissonCDF, Distribution):
     """Poisson distribution with mean ``rate`` (``rate >= 0``; ``rate = 0`` is a point mass at 0).
 
     >>> from thrifty import dist

@@ -1,94 +1,100 @@
-"""LKJ distribution of the Cholesky factor of a correlation matrix (Lewandowski, Kurowicka and
-Joe 2009), as Stan's ``lkj_corr_cholesky`` and NumPyro's ``LKJCholesky``.
-
-For R = L Lᵀ, p(R) ∝ det(R)^(η − 1); on L (lower triangular, positive diagonal, unit rows)
-
-    log p(L) = Σ_{i=2..d} (d − i + 2η − 2) · log L_ii − log c_d(η),
-
-with the Jacobian Π L_ii^(d − i) of R = L Lᵀ and LKJ's normalising constant (their Eq. 16)
-c_d(η) = Π_{k=1}^{d−1} [2^(2η − 2 + d − k) · B(η + (d − k − 1)/2, η + (d − k − 1)/2)]^(d − k).
-Sampling is the onion method (their §3.2), row by row of L.  Each off-diagonal correlation r
-of R has (r + 1)/2 ~ Beta(η − 1 + d/2, η − 1 + d/2).
-"""
+"""``LKJCholesky``: the LKJ distribution on Cholesky factors of correlation matrices."""
 
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
-from scipy.special import betaln
+from scipy.special import gammaln, xlogy
 
 from thrifty.distributions import constraints
-from thrifty.distributions.base import Distribution, describe, scalar_or_array
+from thrifty.distributions.base import Distribution, as_params, describe, scalar_or_array
 from thrifty.errors import DistributionError
+
+LOG_PI = math.log(math.pi)
+TINY = 5e-324
 
 
 class LKJCholesky(Distribution):
-    """Cholesky factors of ``dim`` × ``dim`` correlation matrices with ``concentration`` η > 0
-    (η = 1: uniform over correlation matrices; larger η: closer to the identity).
+    """LKJ distribution over lower Cholesky factors ``L`` of ``dim x dim`` correlation matrices
+    ``R = L Lᵀ`` with ``concentration`` η > 0 (NumPyro ``LKJCholesky(dimension, concentration)``,
+    Stan ``lkj_corr_cholesky``); ``event_shape = (dim, dim)``.
+
+    The density of ``R`` is proportional to ``det(R)^(η-1)`` (η = 1: uniform over correlation
+    matrices; larger η concentrates near the identity).  As a density over the strictly lower
+    entries of ``L`` (rows of unit norm, positive diagonal):
+
+        log p(L) = Σ_{i=2..d} (d - i + 2η - 2) log L_ii - log Z,
+        log Z = Σ_{i=2..d} [ (i-1)/2 log π + log Γ(η + (d-i)/2) - log Γ(η + (d-1)/2) ].
+
+    The density factorises over the rows: row ``i`` is ``(w, sqrt(1 - |w|²))`` with ``w`` in the
+    unit ball of dimension ``i - 1`` and density ∝ ``(1 - |w|²)^((d-i)/2 + η - 1)``.  Sampling
+    draws each row that way (the onion method): ``|w|² ~ Beta((i-1)/2, η + (d-i)/2)`` and a
+    uniform direction.  Each off-diagonal correlation ``r`` of ``R`` then has
+    ``(r + 1)/2 ~ Beta(η - 1 + d/2, η - 1 + d/2)``.  ``log_prob`` is ``-inf`` unless ``L`` is lower
+    triangular with a positive diagonal and rows of unit norm (within 1e-6).
 
     >>> import numpy as np
     >>> from thrifty import dist
-    >>> L = dist.LKJCholesky(3, 2.0).sample(np.random.default_rng(0))
-    >>> np.allclose(np.diag(L @ L.T), 1.0)
-    True
+    >>> d = dist.LKJCholesky(2, 1.0)
+    >>> round(d.log_prob(np.eye(2)), 6)  # uniform correlation on (-1, 1): log(1/2)
+    -0.693147
+    >>> L = d.sample(np.random.default_rng(0))
+    >>> L.shape, bool(np.allclose(np.diag(L @ L.T), 1.0))
+    ((2, 2), True)
     """
 
-    domain = constraints.any_value
+    domain = constraints.corr_cholesky
 
-    def __init__(self, dim: int, concentration=1.0):
-        if not (isinstance(dim, (int, np.integer)) and not isinstance(dim, bool) and dim >= 1):
-            self._fail(f"dim must be an integer >= 1, got {dim!r}")
-            dim = 1
-        eta = float(concentration) if np.ndim(concentration) == 0 else math.nan
-        if not eta > 0 or not math.isfinite(eta):
-            self._fail(f"concentration must be a positive scalar, got {describe(concentration)}")
-            eta = 1.0
-        self.dim, self.concentration = int(dim), eta
-        self.event_shape = (self.dim, self.dim)
-        d = self.dim
-        k = np.arange(1, d)
-        a = eta + (d - k - 1) / 2.0
-        self._log_c = float(np.sum((d - k) * ((2 * eta - 2 + d - k) * math.log(2.0)
-                                              + betaln(a, a))))
-        self._power = np.array([d - i + 2 * eta - 2 for i in range(2, d + 1)])
+    def __init__(self, dim: int, concentration: float | np.ndarray = 1.0):
+        try:
+            d = operator.index(dim)
+        except TypeError:
+            d = int(dim) if isinstance(dim, float) and dim.is_integer() else -1
+        if d < 2:
+            self._fail(f"dim must be an integer >= 2, got {dim!r}")
+            d = 2
+        self.dim = d
+        self.event_shape = (d, d)
+        (self.concentration,), self.batch_shape = as_params(concentration, owner=self)
+        self._check_positive("concentration", self.concentration)
+        eta = np.asarray(self.concentration, dtype=float)[..., None]
+        i = np.arange(2, d + 1)  # 1-based row numbers of the diagonal entries L_22 ... L_dd
+        self._exponents = d - i + 2.0 * eta - 2.0  # (batch..., d - 1)
+        log_z = 0.5 * (i - 1) * LOG_PI + gammaln(eta + 0.5 * (d - i)) - gammaln(eta + 0.5 * (d - 1))
+        self._log_normalizer = scalar_or_array(log_z.sum(-1))
 
     def sample(self, rng, shape=()):
-        shape = tuple(shape)
-        n = int(np.prod(shape, dtype=np.int64)) if shape else 1
-        out = np.stack([self._onion(rng) for _ in range(n)])
-        return out.reshape(shape + self.event_shape) if shape else out[0]
-
-    def _onion(self, rng) -> np.ndarray:
-        d, eta = self.dim, self.concentration
-        L = np.zeros((d, d))
-        L[0, 0] = 1.0
-        if d == 1:
-            return L
-        beta = eta + (d - 2) / 2.0
-        r = 2.0 * rng.beta(beta, beta) - 1.0
-        L[1, 0], L[1, 1] = r, math.sqrt(max(1.0 - r * r, 0.0))
-        for k in range(2, d):
-            beta -= 0.5
-            y = rng.beta(k / 2.0, beta)
-            u = rng.standard_normal(k)
-            w = math.sqrt(y) * u / np.linalg.norm(u)
-            L[k, :k] = w
-            L[k, k] = math.sqrt(max(1.0 - y, 0.0))
+        d = self.dim
+        size = tuple(shape) + tuple(self.batch_shape)
+        eta = np.broadcast_to(np.asarray(self.concentration, dtype=float), size)
+        L = np.zeros(size + (d, d))
+        L[..., 0, 0] = 1.0
+        for i in range(1, d):  # row i (0-based) has i free entries w
+            g1 = rng.standard_gamma(0.5 * i, size)
+            g2 = np.maximum(rng.standard_gamma(eta + 0.5 * (d - 1 - i), size), TINY)
+            # |w|² = g1 / s ~ Beta(i/2, η + (d-1-i)/2) and L_ii² = g2 / s, both without
+            # cancellation; square roots taken apart so that a tiny g2 does not underflow to 0
+            root_s = np.sqrt(g1 + g2)
+            z = rng.standard_normal(size + (i,))
+            u = z / np.linalg.norm(z, axis=-1, keepdims=True)
+            L[..., i, :i] = (np.sqrt(g1) / root_s)[..., None] * u
+            L[..., i, i] = np.sqrt(g2) / root_s
         return L
 
     def log_prob(self, value):
         x = np.asarray(value, dtype=float)
         d = self.dim
-        if x.shape[-2:] != (d, d):
-            raise DistributionError(f"LKJCholesky: value must have shape (..., {d}, {d}), got "
-                                    f"{x.shape}")
-        diag = np.diagonal(x, axis1=-2, axis2=-1)
-        ok = (np.all(np.triu(x, 1) == 0, axis=(-2, -1)) & np.all(diag > 0, axis=-1)
-              & np.all(np.abs(np.sum(x * x, axis=-1) - 1.0) < 1e-8, axis=-1))
-        lp = np.sum(self._power * np.log(np.where(diag[..., 1:] > 0, diag[..., 1:], 1.0)),
-                    axis=-1) - self._log_c
+        if x.ndim < 2 or x.shape[-2:] != (d, d):
+            raise DistributionError(
+                f"LKJCholesky: value must have shape (..., {d}, {d}), got {x.shape}"
+            )
+        ok = constraints.corr_cholesky.check(x)
+        diag = np.diagonal(x, axis1=-2, axis2=-1)[..., 1:]
+        diag = np.where(ok[..., None], diag, 1.0)
+        lp = xlogy(self._exponents, diag).sum(-1) - self._log_normalizer
         return scalar_or_array(np.where(ok, lp, -np.inf))
 
     def _params_repr(self):
-        return f"dim={self.dim}, concentration={self.concentration!r}"
+        return f"dim={self.dim}, concentration={describe(self.concentration)}"

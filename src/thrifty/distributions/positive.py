@@ -1,6 +1,8 @@
-"""Half distributions on [0, ∞): HalfNormal, HalfCauchy, HalfStudentT (the usual priors of scales).
+"""Half distributions for scale parameters: ``HalfNormal``, ``HalfCauchy``, ``HalfStudentT``.
 
-Each is ``|X|`` for X symmetric about 0 with the given scale: density 2·f(x) on x ≥ 0.
+Each is the law of ``|X|`` for a centred ``X`` (NumPyro / PyMC parametrisations: a ``scale``,
+plus ``df`` for the half Student t), with support ``[0, inf)`` and a finite density at 0 (so a
+draw of exactly 0 is a valid value).
 """
 
 from __future__ import annotations
@@ -8,63 +10,107 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import gammaln
-
-from thrifty.distributions import constraints
-from thrifty.distributions.base import (
-    HALF_LOG_2PI,
-    Distribution,
-    as_params,
-    describe,
-    scalar_or_array,
+from scipy.special import (
+    betainc,
+    betainccinv,
+    betaincinv,
+    erf,
+    erfc,
+    erfinv,
+    log_ndtr,
+    ndtri,
+    ndtri_exp,
+    poch,
 )
 
+from thrifty.distributions import _special as sm
+from thrifty.distributions import constraints
+from thrifty.distributions.base import Distribution, as_params, describe, scalar_or_array
+from thrifty.distributions.cumulative import _UNDERFLOW, Cumulative, t_tail_log_constant
+
 INF = math.inf
+BIG = float(np.finfo(float).max)
 LOG_2 = math.log(2.0)
 LOG_PI = math.log(math.pi)
+HALF_LOG_2_OVER_PI = 0.5 * math.log(2.0 / math.pi)
+LOG_2_OVER_PI = math.log(2.0 / math.pi)
+SQRT_2 = math.sqrt(2.0)
 
 
-def _const(x, shape):
-    return np.full(shape, x) if shape else x
+def _quiet():
+    return np.errstate(all="ignore")
 
 
-class _Half(Distribution):
+def _z(d, value):
+    """``max(x, 0) / scale`` as an array (NaN stays NaN): the cumulative functions are those of
+    ``|X|``, 0 below 0."""
+    return np.maximum(np.asarray(value, dtype=float), 0.0) / d.scale
+
+
+def _moment_or_inf(d, ok, value):
+    """``value`` where the moment exists (``ok``), ``inf`` elsewhere: a float for scalar
+    parameters, else an array of the batch shape."""
+    if not d.batch_shape:
+        return float(value) if ok else INF
+    return np.broadcast_to(np.where(ok, value, np.inf), d.batch_shape)
+
+
+class HalfNormal(Cumulative, Distribution):
+    """Half-normal distribution: ``|X|`` for ``X ~ Normal(0, scale)`` (NumPyro / PyMC
+    ``HalfNormal``).
+
+    Density ``sqrt(2/π) / scale · exp(-x² / (2 scale²))`` on ``[0, inf)``
+    (``scipy.stats.halfnorm(scale=scale)``); mean ``scale sqrt(2/π)``.
+
+    >>> from thrifty import dist
+    >>> d = dist.HalfNormal(2.0)
+    >>> round(d.log_prob(0.0), 6), d.log_prob(-0.1), round(d.mean, 6)  # log(sqrt(2/π)/2)
+    (-0.918939, -inf, 1.595769)
+    """
+
     domain = constraints.nonnegative
 
-    def _lp(self, z, log_scale):  # log f(z) of the symmetric base at z = x / scale
-        raise NotImplementedError
+    def __init__(self, scale: float | np.ndarray = 1.0):
+        (self.scale,), self.batch_shape = as_params(scale, owner=self)
+        self._check_positive("scale", self.scale)
+
+    def sample(self, rng, shape=()):
+        if not shape and not self.batch_shape:
+            return abs(self.scale * rng.standard_normal())
+        return np.abs(self.scale * rng.standard_normal(tuple(shape) + self.batch_shape))
 
     def log_prob(self, value):
         t = type(value)
         if (t is float or t is int) and not self.batch_shape:
             if not 0.0 <= value < INF:
                 return -INF
-            return LOG_2 + self._lp(value / self.scale, math.log(self.scale))
+            z = value / self.scale
+            return HALF_LOG_2_OVER_PI - math.log(self.scale) - 0.5 * z * z
         x = np.asarray(value, dtype=float)
         ok = (x >= 0) & (x < np.inf)
-        lp = LOG_2 + self._lp(np.where(ok, x, 0.0) / self.scale, np.log(self.scale))
+        z = np.where(ok, x, 0.0) / self.scale
+        lp = HALF_LOG_2_OVER_PI - np.log(self.scale) - 0.5 * z * z
         return scalar_or_array(np.where(ok, lp, -np.inf))
 
+    def cdf(self, value):
+        return scalar_or_array(erf(_z(self, value) / SQRT_2))
 
-class HalfNormal(_Half):
-    """The absolute value of N(0, scale²): density √(2/π)/scale · exp(−x²/(2 scale²)) on x ≥ 0.
+    def sf(self, value):
+        return scalar_or_array(erfc(_z(self, value) / SQRT_2))
 
-    >>> from thrifty import dist
-    >>> round(dist.HalfNormal(1.0).log_prob(0.0), 6)  # log √(2/π)
-    -0.225791
-    """
+    def log_sf(self, value):
+        return scalar_or_array(LOG_2 + log_ndtr(-_z(self, value)))
 
-    def __init__(self, scale=1.0):
-        (self.scale,), self.batch_shape = as_params(scale, owner=self)
-        self._check_positive("scale", self.scale)
+    def icdf(self, q):
+        q = np.asarray(q, dtype=float)
+        x = self.scale * SQRT_2 * erfinv(q)
+        return scalar_or_array(np.where(q >= 0, x, np.nan))  # erfinv is odd: -0.1 is not NaN
 
-    def _lp(self, z, log_scale):
-        return -HALF_LOG_2PI - log_scale - 0.5 * z * z
+    def isf(self, s):
+        return scalar_or_array(-self.scale * ndtri(0.5 * np.asarray(s, dtype=float)))
 
-    def sample(self, rng, shape=()):
-        if not shape and not self.batch_shape:
-            return abs(rng.standard_normal()) * self.scale
-        return np.abs(rng.standard_normal(tuple(shape) + self.batch_shape)) * self.scale
+    def _isf_log(self, log_s):
+        return scalar_or_array(-self.scale * ndtri_exp(np.asarray(log_s, dtype=float) - LOG_2))
 
     @property
     def mean(self):
@@ -78,84 +124,195 @@ class HalfNormal(_Half):
         return f"scale={describe(self.scale)}"
 
 
-class HalfCauchy(_Half):
-    """The absolute value of Cauchy(0, scale): density 2/(π scale (1 + (x/scale)²)) on x ≥ 0.
-    No finite mean or variance (both ``inf``, as in ``scipy.stats.halfcauchy``).
+def _half_cauchy_quantile(q):
+    """``tan(π q / 2)``, as ``1 / tan(π (1 - q) / 2)`` above 1/2 (precise near ``q = 1``)."""
+    q = np.asarray(q, dtype=float)
+    with _quiet():
+        t = np.where(q <= 0.5, np.tan(0.5 * np.pi * q), 1.0 / np.tan(0.5 * np.pi * (1.0 - q)))
+    return np.where((q >= 0) & (q <= 1), t, np.nan)
+
+
+class HalfCauchy(Cumulative, Distribution):
+    """Half-Cauchy distribution: ``|X|`` for ``X ~ Cauchy(0, scale)`` (NumPyro / PyMC
+    ``HalfCauchy``), the usual weakly informative prior on a scale.
+
+    Density ``2 / (π scale (1 + (x / scale)²))`` on ``[0, inf)``
+    (``scipy.stats.halfcauchy(scale=scale)``); the median is ``scale``.  It has no finite mean:
+    ``mean`` and ``variance`` are ``inf``, as scipy reports them.
 
     >>> from thrifty import dist
-    >>> round(dist.HalfCauchy(1.0).log_prob(0.0), 6)  # log(2/π)
-    -0.451583
+    >>> d = dist.HalfCauchy(1.0)
+    >>> round(d.log_prob(0.0), 6), round(d.icdf(0.5), 12), d.mean  # log(2/π); median = scale
+    (-0.451583, 1.0, inf)
     """
 
-    def __init__(self, scale=1.0):
+    domain = constraints.nonnegative
+
+    def __init__(self, scale: float | np.ndarray = 1.0):
         (self.scale,), self.batch_shape = as_params(scale, owner=self)
         self._check_positive("scale", self.scale)
 
-    def _lp(self, z, log_scale):
-        if type(z) is float:
-            return -LOG_PI - log_scale - math.log1p(z * z)
-        return -LOG_PI - log_scale - np.log1p(z * z)
-
     def sample(self, rng, shape=()):
         if not shape and not self.batch_shape:
-            return abs(rng.standard_cauchy()) * self.scale
-        return np.abs(rng.standard_cauchy(tuple(shape) + self.batch_shape)) * self.scale
+            return min(abs(self.scale * rng.standard_cauchy()), BIG)
+        x = np.abs(self.scale * rng.standard_cauchy(tuple(shape) + self.batch_shape))
+        return np.minimum(x, BIG)  # a zero normal denominator gives inf, outside the support
+
+    def log_prob(self, value):
+        t = type(value)
+        if (t is float or t is int) and not self.batch_shape:
+            if not 0.0 <= value < INF:
+                return -INF
+            z = value / self.scale
+            return LOG_2_OVER_PI - math.log(self.scale) - math.log1p(z * z)
+        x = np.asarray(value, dtype=float)
+        ok = (x >= 0) & (x < np.inf)
+        z = np.where(ok, x, 0.0) / self.scale
+        lp = LOG_2_OVER_PI - np.log(self.scale) - np.log1p(z * z)
+        return scalar_or_array(np.where(ok, lp, -np.inf))
+
+    def cdf(self, value):
+        return scalar_or_array(np.arctan2(_z(self, value), 1.0) / (0.5 * np.pi))
+
+    def sf(self, value):  # (2/π) arctan(1/z): precise in the upper tail
+        return scalar_or_array(np.arctan2(1.0, _z(self, value)) / (0.5 * np.pi))
+
+    def icdf(self, q):
+        return scalar_or_array(self.scale * _half_cauchy_quantile(q))
+
+    def isf(self, s):
+        s = np.asarray(s, dtype=float)
+        with _quiet():
+            return scalar_or_array(np.where(s > 0, self.scale / _half_cauchy_quantile(s), np.inf))
 
     @property
     def mean(self):
-        return _const(INF, self.batch_shape)
+        return np.full(self.batch_shape, np.inf) if self.batch_shape else INF
 
     @property
     def variance(self):
-        return _const(INF, self.batch_shape)
+        return self.mean
 
     def _params_repr(self):
         return f"scale={describe(self.scale)}"
 
 
-class HalfStudentT(_Half):
-    """The absolute value of t_df(0, scale): twice the Student-t density on x ≥ 0 (Stan's and
-    PyMC's half-t prior).  The mean is finite for df > 1 and the variance for df > 2 (else
-    ``inf``).
+class HalfStudentT(Cumulative, Distribution):
+    """Half Student t distribution: ``|X|`` for ``X ~ StudentT(df, 0, scale)`` (PyMC
+    ``HalfStudentT(nu=df, sigma=scale)``).
+
+    Density ``2 t_df(x / scale) / scale`` on ``[0, inf)`` with ``t_df`` the standard Student t
+    density.  ``mean`` is ``inf`` for ``df <= 1`` and ``variance`` is ``inf`` for ``df <= 2`` (the
+    moments diverge); ``df = 1`` is the half-Cauchy, ``df -> inf`` the half-normal.
 
     >>> from thrifty import dist
     >>> d = dist.HalfStudentT(3.0, 2.0)
-    >>> round(d.log_prob(1.0), 6)
-    -0.862158
+    >>> round(d.log_prob(1.0), 6), round(d.mean, 6)  # log t_3(1/2); see mean for the formula
+    (-1.160974, 2.205316)
     """
 
-    def __init__(self, df, scale=1.0):
+    domain = constraints.nonnegative
+
+    def __init__(self, df: float | np.ndarray, scale: float | np.ndarray = 1.0):
         (self.df, self.scale), self.batch_shape = as_params(df, scale, owner=self)
         self._check_positive("df", self.df)
         self._check_positive("scale", self.scale)
 
-    def _lp(self, z, log_scale):
-        v = self.df
-        if type(z) is float:
-            return (math.lgamma(0.5 * (v + 1)) - math.lgamma(0.5 * v) - 0.5 * math.log(v * math.pi)
-                    - log_scale - 0.5 * (v + 1) * math.log1p(z * z / v))
-        return (gammaln(0.5 * (v + 1)) - gammaln(0.5 * v) - 0.5 * np.log(v * np.pi)
-                - log_scale - 0.5 * (v + 1) * np.log1p(z * z / v))
-
     def sample(self, rng, shape=()):
         if not shape and not self.batch_shape:
-            return abs(rng.standard_t(self.df)) * self.scale
-        return np.abs(rng.standard_t(self.df, tuple(shape) + self.batch_shape)) * self.scale
+            return min(abs(self.scale * rng.standard_t(self.df)), BIG)
+        x = np.abs(self.scale * rng.standard_t(self.df, tuple(shape) + self.batch_shape))
+        return np.minimum(x, BIG)  # tiny df: a chi-square draw underflowing to 0 gives inf
+
+    def log_prob(self, value):
+        t = type(value)
+        df = self.df
+        if (t is float or t is int) and not self.batch_shape:
+            if not 0.0 <= value < INF:
+                return -INF
+            z = value / self.scale
+            return (
+                LOG_2
+                + sm.log_gamma_ratio_half(0.5 * df)
+                - 0.5 * (math.log(df) + LOG_PI)
+                - math.log(self.scale)
+                - 0.5 * (df + 1.0) * math.log1p(z * z / df)
+            )
+        x = np.asarray(value, dtype=float)
+        ok = (x >= 0) & (x < np.inf)
+        z = np.where(ok, x, 0.0) / self.scale
+        lp = (
+            LOG_2
+            + np.log(poch(0.5 * df, 0.5))
+            - 0.5 * (np.log(df) + LOG_PI)
+            - np.log(self.scale)
+            - 0.5 * (df + 1.0) * np.log1p(z * z / df)
+        )
+        return scalar_or_array(np.where(ok, lp, -np.inf))
+
+    # P(|T| <= z) = I_{z²/(df+z²)}(1/2, df/2) and P(|T| > z) = I_{df/(df+z²)}(df/2, 1/2): both
+    # tails without cancellation
+    def _cdf_sf(self, value):
+        """``(cdf, sf)``, each from its own incomplete beta where it is at most 1/2 (else one
+        minus the other); z² under- or overflows beyond 1e±100, where the leading terms
+        ``2 f(0) z`` and ``2 K z^(-df)`` are exact in double precision."""
+        z, df = _z(self, value), self.df
+        with _quiet():
+            p = betainc(0.5, 0.5 * df, 1.0 / (1.0 + df / (z * z)))
+            p = np.where(z < 1e-100, 2.0 * z * poch(0.5 * df, 0.5) / np.sqrt(df * np.pi), p)
+            s = betainc(0.5 * df, 0.5, 1.0 / (1.0 + z * z / df))
+            far = np.exp(LOG_2 + t_tail_log_constant(df) - df * np.log(z))
+            s = np.where((z > 1e100) & (z < np.inf), far, s)
+        return np.where(p <= 0.5, p, 1.0 - s), np.where(s <= 0.5, s, 1.0 - p)
+
+    def cdf(self, value):
+        return scalar_or_array(self._cdf_sf(value)[0])
+
+    def sf(self, value):
+        return scalar_or_array(self._cdf_sf(value)[1])
+
+    # Each inverse is taken from the side whose probability is at most 1/2 (the other is exact:
+    # 1 - q for q >= 1/2); where the incomplete-beta inverse underflows, the leading terms are
+    # exact in double precision: cdf(z) = 2 f(0) z near 0 and sf(z) = 2 K z^(-df) far out.
+    def _inverse_cdf(self, q):
+        df = self.df
+        y = betaincinv(0.5, 0.5 * df, q)  # z² / (df + z²)
+        w = betainccinv(0.5 * df, 0.5, q)  # its complement df / (df + z²)
+        with _quiet():
+            near_zero = q * np.sqrt(df * np.pi) / (2.0 * poch(0.5 * df, 0.5))
+            return np.where(y < _UNDERFLOW, near_zero, np.sqrt(df * y / w))
+
+    def _inverse_sf(self, s):
+        df = self.df
+        w = betaincinv(0.5 * df, 0.5, s)  # df / (df + z²)
+        y = betainccinv(0.5, 0.5 * df, s)  # its complement z² / (df + z²)
+        with _quiet():
+            far = np.exp((LOG_2 + t_tail_log_constant(df) - np.log(s)) / df)
+            return np.where(w < _UNDERFLOW, far, np.sqrt(df * y / w))
+
+    def icdf(self, q):
+        q = np.asarray(q, dtype=float)
+        z = np.where(q <= 0.5, self._inverse_cdf(q), self._inverse_sf(1.0 - q))
+        return scalar_or_array(self.scale * z)
+
+    def isf(self, s):
+        s = np.asarray(s, dtype=float)
+        z = np.where(s <= 0.5, self._inverse_sf(s), self._inverse_cdf(1.0 - s))
+        return scalar_or_array(self.scale * z)
 
     @property
-    def mean(self):
-        v, s = np.asarray(self.df, dtype=float), np.asarray(self.scale, dtype=float)
-        with np.errstate(all="ignore"):
-            m = 2 * s * np.sqrt(v / np.pi) * np.exp(gammaln(0.5 * (v + 1)) - gammaln(0.5 * v)) / (
-                v - 1)
-        return scalar_or_array(np.where(v > 1, m, np.inf))
+    def mean(self):  # 2 scale sqrt(df / π) Γ((df + 1) / 2) / (Γ(df / 2) (df - 1))
+        df = self.df
+        with _quiet():
+            m = self.scale * 2.0 * np.sqrt(df / math.pi) * poch(0.5 * df, 0.5) / (df - 1.0)
+        return _moment_or_inf(self, df > 1, m)
 
     @property
     def variance(self):
-        v, s = np.asarray(self.df, dtype=float), np.asarray(self.scale, dtype=float)
-        with np.errstate(all="ignore"):
-            var = s**2 * v / (v - 2) - np.asarray(self.mean) ** 2
-        return scalar_or_array(np.where(v > 2, var, np.inf))
+        df = self.df
+        with _quiet():
+            v = self.scale**2 * df / (df - 2.0) - self.mean**2
+        return _moment_or_inf(self, df > 2, v)
 
     def _params_repr(self):
         return f"df={describe(self.df)}, scale={describe(self.scale)}"

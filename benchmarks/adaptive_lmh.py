@@ -33,6 +33,7 @@ import time
 
 import numpy as np
 from scipy import stats
+from scipy.special import expit
 
 import thrifty as th
 from _common import RESULTS, write
@@ -156,7 +157,7 @@ def case_iris(R, S, seed):
             r, sec = run(sitewise_logistic(X[keep], y[keep]), label, 1, S, seed + c)
             secs.append(sec)
             beta = np.stack([r[f"b{j}"][0] for j in range(X.shape[1])], axis=1)  # (S, 5)
-            prob = 1.0 / (1.0 + np.exp(-(beta @ X[list(held)].T)))  # (S, 2)
+            prob = expit(beta @ X[list(held)].T)  # (S, 2)
             mean = np.cumsum(prob, axis=0)[ns - 1] / ns[:, None]
             truth = y[list(held)] == 1
             err[c] = ((mean > 0.5) != truth).mean(axis=1)

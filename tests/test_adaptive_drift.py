@@ -154,3 +154,31 @@ def test_no_burn_in_warns_and_other_kernels_need_a_scale():
         th.subsampled_mh("w", 10, 0.01, th.drift())
     with pytest.raises(ValueError, match="without a scale"):
         th.smh("w", proposal=th.drift())
+
+
+def test_the_block_starts_near_the_mode_unless_init_gives_it():
+    """A prior draw of σ² is ~1 here and the posterior's ~100: the adapted block starts at a
+    draw from the Laplace approximation (first draw within 6 posterior sds), not where the
+    prior put it; with ``init`` it starts there."""
+    rng = np.random.default_rng(4)
+    X = np.c_[np.ones(60), rng.normal(size=60) * 50]
+    y = X @ np.array([300.0, 2.0]) + 10 * rng.normal(size=60)
+
+    @th.model
+    def reg(X, y):
+        s2 = th.sample("s2", dist.InverseGamma(2.0, 2.0))
+        w = th.sample("w", dist.MvNormal(np.zeros(2), 1e4 * s2 * np.eye(2)))
+        with th.plate("data", len(y)) as i:
+            th.observe("y", dist.Normal(X[i] @ w, np.sqrt(s2)), y[i])
+
+    r = th.infer(reg(X, y), th.mh(["w", "s2"], th.drift()), num_samples=50, burn_in=10,
+                 seed=0, progress=False)
+    mean, cov = exact_regression(X, y, prior_var=1e6)  # (for unit noise: w's sd scales by σ ≈ 10)
+    w0 = r["w"][0, 0]
+    assert np.all(np.abs(w0 - mean) < 6 * 10 * np.sqrt(np.diag(cov))), (w0, mean)
+    assert 30 < r["s2"][0, 0] < 300
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (burn_in=0 warns: not what is tested here)
+        r = th.infer(reg(X, y), th.mh(["w", "s2"], th.drift()), num_samples=1, burn_in=0,
+                     seed=0, progress=False, init={"w": np.zeros(2), "s2": 1.0})
+    assert abs(r["s2"][0, 0] - 1.0) < 0.5  # started at init (one small step at most)

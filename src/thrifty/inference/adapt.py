@@ -48,6 +48,15 @@ class Adapter:
         self.windows_done = 0
         self._factor = None
 
+    def start_from(self, cov) -> None:
+        """Σ from a covariance estimate (the Laplace approximation at the start), λ = 1."""
+        if not self.covariance:
+            self.log_lam = 0.5 * float(np.log(np.asarray(cov, dtype=float).item()))
+        else:
+            self.chol = np.linalg.cholesky(np.asarray(cov, dtype=float))
+            self.log_lam = 0.0
+        self._factor = None
+
     def factor(self):
         """The proposal's scale: a float (λ) or a lower-triangular matrix λ·(2.38/√d)·chol(Σ)."""
         if self._factor is None:

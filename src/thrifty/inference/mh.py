@@ -185,6 +185,15 @@ class MH(_Selecting):
     def _adapts(self) -> bool:
         return getattr(self.proposal, "adaptive", False)
 
+    def start(self, trace, rng, init: dict) -> None:
+        """With ``th.drift()`` (adapted), start a block of continuous choices at a draw from the
+        Laplace approximation and its proposal at that covariance
+        (:mod:`thrifty.inference.laplace_start`), unless ``init`` gives the block."""
+        if self._adapts:
+            from thrifty.inference.laplace_start import laplace_start
+
+            laplace_start(self, trace, rng, init)
+
     def _tune(self, on: bool) -> None:
         """Adapt ``th.drift()`` during the burn-in; at its end, report the frozen proposal in
         ``result.stats`` (``"proposal"``)."""

@@ -95,6 +95,12 @@ class Drift(Proposal):
             out[loc.addr] = float(v) if p.ndim == 0 and isinstance(loc.value, float) else v
         return out, 0.0
 
+    def init_covariance(self, key, cov) -> None:
+        """Start the block ``key``'s adapter from the covariance ``cov`` (a Laplace
+        approximation), with λ = 1."""
+        a = self._adapter(key, len(cov), covariance=True)
+        a.start_from(cov)
+
     def learn_block(self, accept_prob: float, accepted: bool) -> None:
         """Burn-in: adapt the last block proposal's adapter (its acceptance probability, and
         the state after the step)."""
@@ -188,8 +194,11 @@ def drift(scale=None) -> Drift:
     Without ``scale`` the walk adapts during the burn-in of ``th.infer`` (in ``th.mh``): one
     scale per site towards acceptance 0.44, and for a block of several coordinates a covariance
     estimate with Haario's 2.38²/d scaling towards 0.234; it is frozen after the burn-in, so the
-    draws come from a fixed MH kernel (:mod:`thrifty.inference.adapt`).  It starts at sd 0.1
-    per coordinate — the scale it keeps if there is no burn-in (``th.infer`` then warns).
+    draws come from a fixed MH kernel (:mod:`thrifty.inference.adapt`).  A block of continuous
+    top-level choices first moves to a draw from the Laplace approximation at the mode and starts
+    its covariance there (:mod:`thrifty.inference.laplace_start`; skipped when ``init`` gives the
+    block).  Otherwise it starts at sd 0.1 per coordinate — the scale it keeps if there is no
+    burn-in (``th.infer`` then warns).
 
     >>> import numpy as np, thrifty as th
     >>> from thrifty import dist

@@ -145,7 +145,7 @@ def plot(res, path) -> None:
     ax.set_yscale("log")
     ax.set_ylabel("ESS per draw")
     ax.set_title("Diabetes regression: random-walk MH on (w, σ²) as one block")
-    ax.legend(fontsize=8)
+    fig.legend(fontsize=8, loc="outside lower center", ncols=2)
     fig.savefig(path, dpi=110)
     plt.close(fig)
 

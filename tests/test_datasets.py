@@ -109,3 +109,19 @@ def test_loaders_explain_a_missing_scikit_learn(monkeypatch):
 def test_docstring_examples_run():
     result = doctest.testmod(datasets, verbose=False, report=False)
     assert result.failed == 0 and result.attempted > 0
+
+
+def test_clustered_nonlinear_is_seeded_and_not_linearly_separable_overall():
+    """One logistic regression does much worse than one per cluster (the set needs a mixture
+    of experts); the generator is deterministic given the seed."""
+    from sklearn.linear_model import LogisticRegression
+
+    a = datasets.clustered_nonlinear(3000, 1000, seed=1)
+    b = datasets.clustered_nonlinear(3000, 1000, seed=1)
+    assert np.array_equal(a.X_train, b.X_train) and np.array_equal(a.y_test, b.y_test)
+    one = LogisticRegression().fit(a.X_train[:, 1:], a.y_train).score(a.X_test[:, 1:], a.y_test)
+    from sklearn.neighbors import KNeighborsClassifier
+
+    local = KNeighborsClassifier(25).fit(a.X_train[:, 1:], a.y_train).score(a.X_test[:, 1:],
+                                                                          a.y_test)
+    assert local > one + 0.1, (one, local)

@@ -133,3 +133,34 @@ def breast_cancer(test_fraction: float = 0.2, seed=0, pca: int | None = None) ->
     """
     data = _sklearn_datasets().load_breast_cancer()
     return _split(data.data, data.target.astype(np.int8), test_fraction, seed, pca)
+
+
+def clustered_nonlinear(n_train: int = 10_000, n_test: int = 1_000, clusters: int = 6,
+                        seed=0) -> TrainTest:
+    """A 2-d nonlinear classification set in the spirit of paper 000 Fig. 6b (which does not
+    specify its generator): ``clusters`` Gaussian clusters of features (centres on a circle of
+    radius 4, sd 1) each with its own logistic decision boundary through its centre at a random
+    angle (weights of norm 4) — linear within a cluster, nonlinear overall, so a joint DP
+    mixture of logistic regressions fits it and one logistic regression does not.  Returns
+    ``TrainTest`` with an intercept column first (labels int8 in {0, 1}).
+
+    >>> d = clustered_nonlinear(200, 50, seed=0)
+    >>> d.X_train.shape, d.X_test.shape, sorted(set(d.y_train.tolist()))
+    ((200, 3), (50, 3), [0, 1])
+    """
+    rng = np.random.default_rng(seed)
+    angles = 2 * np.pi * np.arange(clusters) / clusters
+    centres = 4.0 * np.c_[np.cos(angles), np.sin(angles)]
+    normals = rng.uniform(0, 2 * np.pi, clusters)
+    weights = 4.0 * np.c_[np.cos(normals), np.sin(normals)]
+
+    def draw(n):
+        k = rng.integers(clusters, size=n)
+        x = centres[k] + rng.standard_normal((n, 2))
+        logit = np.einsum("ij,ij->i", x - centres[k], weights[k])
+        y = (rng.random(n) < 1.0 / (1.0 + np.exp(-logit))).astype(np.int8)
+        return np.c_[np.ones(n), x], y
+
+    Xtr, ytr = draw(n_train)
+    Xte, yte = draw(n_test)
+    return TrainTest(Xtr, ytr, Xte, yte)

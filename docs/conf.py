@@ -7,7 +7,7 @@ sys.path.insert(0, os.path.abspath("../src"))
 
 project = "thrifty"
 author = "the thrifty developers"
-copyright = "2026, the thrifty developers"  # noqa: A001
+copyright = "2026, the thrifty developers"
 
 extensions = [
     "myst_nb",  # MyST markdown pages and notebooks executed during the build

@@ -28,6 +28,8 @@ from thrifty.inference.sgld import sgld
 from thrifty.inference.smc import SMCResult, smc
 from thrifty.inference.smc_replay import ReplayWarning
 from thrifty.inference.smh import smh
+from thrifty.processes import collapsed
+from thrifty.processes.crp import CRP
 from thrifty.inference.subsampled import subsampled_mh
 from thrifty.runtime import InterruptedWarning, load_checkpoint
 from thrifty.runtime.infer import infer
@@ -38,6 +40,7 @@ from thrifty.runtime.result import Result
 __version__ = "0.1.0"
 
 __all__ = [
+    "CRP",
     "InterruptedWarning",
     "Kernel",
     "Model",
@@ -51,6 +54,7 @@ __all__ = [
     "adaptive_lmh",
     "austerity_gibbs",
     "call",
+    "collapsed",
     "cycle",
     "datasets",
     "deterministic",

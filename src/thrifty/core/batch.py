@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from thrifty.core import coupled
 from thrifty.core.address import as_name, fmt
 from thrifty.core.replay import BatchLanes, replay
 from thrifty.core.vocab import (
@@ -62,6 +63,7 @@ class BatchFrame:
     q: np.ndarray | None = None  # per member: log q_rev − log q_fwd of resampled targets
     lp_total = lp_fresh = lp_stale = q_fwd = q_rev = 0.0
     n_fresh = n_stale = mem_calls = 0
+    coupled: dict | None = None  # rel → CoupledSite (plates only: thrifty.core.coupled)
 
     def __init__(self, run, acc, rel: tuple, old):
         self.run = run
@@ -222,6 +224,8 @@ class BatchFrame:
         local = self._local(name)
         rel = self.rel + local
         acc = self.acc
+        if d.coupled:  # a th.CRP draw: exchangeable, not independent
+            return coupled.sample(self, local, rel, d)
         if d._error is not None:
             check_dist(d, acc.generic(rel), acc.run)
         lanes = BatchLanes(acc, rel, acc.shape_code(d, rel, "sample"))
@@ -246,6 +250,8 @@ class BatchFrame:
         local = self._local(name)
         rel = self.rel + local
         acc, run = self.acc, self.run
+        if d.coupled:  # a collapsed family: observations coupled through its statistics
+            return coupled.observe(self, local, rel, d, value)
         if d._error is not None:
             check_dist(d, acc.generic(rel), acc.run)
         code = acc.shape_code(d, rel, "observation")

@@ -25,6 +25,7 @@ from thrifty.core.replay import ScalarLanes, replay
 from thrifty.core.vocab import check_dist
 from thrifty.distributions.base import Distribution
 from thrifty.errors import ModelError
+from thrifty.processes.collapsed import Collapsed, CollapsedView
 
 KEPT, FRESH, SET = 0, 1, 2
 
@@ -157,6 +158,12 @@ class MemJournal(Update):
             return entry
         maddr = self.addr + (key,)
         d = mem.fn(key)
+        if getattr(d, "coupled", False) and not isinstance(d, Distribution):
+            raise ModelError(
+                f"th.mem {fmt(self.addr)} returns {d!r}, a collapsed family or exchangeable "
+                "procedure: read it inside a plate with one key per element and observe it "
+                '(th.observe("x", feats(z), x[i]))'
+            )
         if not isinstance(d, Distribution):
             raise ModelError(
                 f"th.mem {fmt(self.addr)}: its function must return a distribution (e.g. "
@@ -353,8 +360,11 @@ def read_batch(frame, mem, keys):
             f"mem {fmt(mem.addr)} read in {acc.where()} with keys of shape {keys.shape} "
             f"for {n} executed element(s)"
         )
-    j = journal(run, mem.addr)
     uniq, inv = np.unique(keys, return_inverse=True)
+    if mem.addr not in run.mem_journals and mem.addr not in run.trace.mems:
+        if _collapsed(mem, uniq):  # one collapsed family per key: a coupled observation
+            return CollapsedView(mem.addr, mem.fn, keys)
+    j = journal(run, mem.addr)
     vals = [j.resolve(run, mem, k.item() if isinstance(k, np.generic) else k).value for k in uniq]
     callno = acc.mem_calls
     acc.mem_calls += 1
@@ -364,6 +374,18 @@ def read_batch(frame, mem, keys):
         sample = next(iter(table.values.values()), 0.0) if table is not None else 0.0
         return np.zeros((0,) + np.shape(sample), dtype=np.asarray(sample).dtype)
     return np.asarray(vals)[inv.reshape(keys.shape)]
+
+
+def _collapsed(mem, uniq) -> bool:
+    """Whether ``mem``'s function returns collapsed families (asked of its first key; with no
+    key executed, of key 0 — a function that cannot take it is not a collapsed one)."""
+    if len(uniq):
+        k = uniq[0]
+        return isinstance(mem.fn(k.item() if isinstance(k, np.generic) else k), Collapsed)
+    try:
+        return isinstance(mem.fn(0), Collapsed)
+    except Exception:
+        return False
 
 
 def account_block_reads(run, old_block, new_block, step_of=None) -> None:

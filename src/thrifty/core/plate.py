@@ -24,6 +24,7 @@ import math
 
 import numpy as np
 
+from thrifty.core import coupled
 from thrifty.core.address import fmt
 from thrifty.core.batch import BatchFrame, MemberSite
 from thrifty.core.code_errors import leave_with_error
@@ -80,6 +81,7 @@ class PlateNode(Node):
         self.mem_keys: dict[tuple, Column] = {}  # (mem address, call number) → keys
         self.n_stale = 0  # elements executed before ``valid_from``
         self.mem_stale = False  # some elements may have read a mem key changed since
+        self.procs: dict = {}  # coupled sites (th.CRP draws, collapsed observations) → state
         self._latent: list | None = None
 
     # -- the node interface -----------------------------------------------------------------
@@ -88,10 +90,13 @@ class PlateNode(Node):
         return self.size * self.n_latent_elem
 
     def total_lp(self) -> float:
+        if self.procs:  # coupled sites: their joint log-densities (thrifty.core.coupled)
+            return self.lp_sum + sum(p.log_prob() for p in self.procs.values())
         return self.lp_sum
 
     def latent_lp(self) -> float:
         out = sum(float(s.lp.array().sum()) for s in self.sites.values() if s.kind == LATENT)
+        out += sum(p.log_prob() for p in self.procs.values() if p.latent)
         for cols in self.chains.values():
             out += cols.latent_lp()
         return out
@@ -116,6 +121,7 @@ class PlateNode(Node):
         out.elem_lp = self.elem_lp.share()
         out.stamp = self.stamp.share()
         out.mem_keys = {k: c.share() for k, c in self.mem_keys.items()}
+        out.procs = dict(self.procs)  # (states are never changed in place: runs copy them)
         return out
 
     # -- staleness ------------------------------------------------------------------------------
@@ -256,6 +262,7 @@ class PlateFrame(BatchFrame):
             run.full = False
         super().__init__(run, None, (), None if fresh_node else _OldElements(old, self.idx))
         self.init_members(n)
+        self.coupled = {}
         self.parent = parent
         self.dirty = parent.dirty  # did something that precedes the plate change?
         self.addr = addr
@@ -378,6 +385,8 @@ class PlateFrame(BatchFrame):
             node.lp_sum = self.lp_total
             node.n_latent_elem = n_latent_elem
             node.mem_keys = {k: Column(np.asarray(v).copy()) for k, v in self.mem_keys.items()}
+            if self.coupled:
+                coupled.install(node, self)
             if self.old_node is not None:
                 run.drop_node(self.old_node, self.addr)
             update = NewPlate(node, self.parent.new, self.local)
@@ -396,6 +405,8 @@ class PlateFrame(BatchFrame):
                 self.note_stale(rel, count)
             run.lp_old += old_lp - self.lp_stale
             update = PlateUpdate(self, node, n_latent_elem)
+        if self.coupled:
+            coupled.account(self, run)
         if self.mem_keys or (self.old_node is not None and self.old_node.mem_keys):
             run.account_plate_reads(self, None if self.fresh_node else self.old_node)
         run.lp_new += self.lp_total - self.lp_fresh
@@ -499,6 +510,8 @@ class PlateUpdate(Update):
             node.chains
         )
         _write_sites(node.sites, f, idx, node.size, f.full)
+        if f.coupled or (f.full and node.procs):
+            coupled.install(node, f)
         for local, steps in f.new_chains.items():
             cols = node.chains.get(local)
             if f.full or cols is None or cols.T != len(steps):

@@ -110,6 +110,7 @@ class Distribution:
     batch_shape: tuple = ()
     is_discrete: bool = False
     has_enumerate_support: bool = False
+    coupled: bool = False  # draws coupled across plate elements (th.CRP, collapsed families)
     domain: constraints.Constraint = constraints.real
     _error: str | None = None
 

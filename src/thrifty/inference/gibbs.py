@@ -64,11 +64,11 @@ class Gibbs(_Selecting):
             "use th.lmh or th.mh for choices that decide which other choices exist"
         )
 
-    def _site(self, trace, addr, rng):
+    def _site(self, trace, addr, rng, one=False):
         loc = locate(trace, addr)
         if loc is None:
             raise SelectionError(f"gibbs: no latent choice at {fmt(addr)}")
-        if loc.kind == "element":
+        if loc.kind == "element" and not one:
             from thrifty.inference.selection import PlateGroup
 
             node = find_plate(trace, loc.plate_addr)
@@ -107,6 +107,14 @@ class Gibbs(_Selecting):
         node = find_plate(trace, plate)
         site = node.site(g.rel)
         addr = plate + ("*",) + g.rel
+        if site.dist is not None and site.dist.coupled:  # CRP labels: one element at a time
+            for e in g.element_array().tolist():
+                self._table(trace, plate, g.rel, e, rng)
+            return
+        if node.procs:  # other sites of the plate are coupled: the elements are not independent
+            for e in g.element_array().tolist():
+                self._site(trace, plate + (e,) + g.rel, rng, one=True)
+            return
         values = _support(site.dist, addr)
         elems = g.element_array()
         plan = plan_elements(trace, Plan(), plate, elems)
@@ -131,11 +139,51 @@ class Gibbs(_Selecting):
             self.execute(trace, rng, vec=vec, plan=plan2, mode=STRICT).commit()
 
 
+    def _table(self, trace, plate, rel, e, rng):
+        """Gibbs on one CRP label (Neal 2000): the occupied tables and a new one.
+
+        The candidates are scored by executing element ``e`` with each label (O(1) in N, O(K)
+        runs): the CRP's predictive given the other labels times what the element's other
+        sites say.  A collapsed per-table model gives Algorithm 3; a memoized per-table choice
+        such as ``w(z)`` that is not collapsed gives Algorithm 8 with one auxiliary table: a
+        new table's ``w`` is drawn from its prior in the candidate's run (fresh choices leave
+        the weight) and kept if chosen; when ``e`` sits alone, its own table is the auxiliary
+        one and no other new table is offered.  Emptied tables leave the trace with their mem
+        entries.
+        """
+        node = find_plate(trace, plate)
+        crp = node.procs[rel]
+        cur = int(node.sites[rel].values.get(e))
+        labels = list(crp.counts)
+        if crp.counts[cur] > 1:
+            labels.append(crp.next_label)
+        elems = np.array([e])
+        plan = plan_elements(trace, Plan(), plate, elems)
+        logw = np.zeros(len(labels))
+        runs = []
+        for k, v in enumerate(labels):
+            if v == cur:
+                runs.append(None)
+                continue
+            vec = {(plate, rel): VecTarget(elems, np.array([v]))}
+            run = self.execute(trace, rng, vec=vec, plan=plan)
+            logw[k] = run.log_weight if run.aborted is None else -np.inf
+            runs.append(run)
+        k = int(_gumbel_choice(logw[:, None], rng)[0])
+        self.stats.proposed += 1
+        self.stats.accepted += 1
+        if runs[k] is not None:
+            runs[k].commit()
+
+
 def gibbs(selection) -> Gibbs:
     """Enumerative Gibbs on the discrete choices named by ``selection``.
 
     Each choice is updated in turn from its full conditional; a site of many plate elements is
     updated for all of them in one vectorized pass (they are conditionally independent).
+    Labels drawn from a ``th.CRP`` are updated one element at a time over the occupied tables
+    and a new one (Neal 2000, Alg. 3 with collapsed per-table models, Alg. 8 with m = 1 when a
+    memoized per-table choice is not collapsed): O(K) runs of one element each.
     ``th.gibbs(th.one("data.z"))`` updates a single element chosen uniformly, in O(1).
 
     >>> import numpy as np, thrifty as th

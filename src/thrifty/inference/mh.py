@@ -205,6 +205,8 @@ class MH(_Selecting):
     # -- element-wise proposals in one plate -----------------------------------------------------
     def _elementwise(self, trace, groups, rng):
         plate = groups[0].plate_addr
+        if find_plate(trace, plate).procs:  # coupled sites: the elements are not independent
+            return self._one_at_a_time(trace, groups, rng)
         elems = np.unique(np.concatenate([g.element_array() for g in groups]))
         vec, proposed = {}, {}
         for g in groups:
@@ -213,6 +215,16 @@ class MH(_Selecting):
             vec[(plate, g.rel)] = VecTarget(g.element_array(), new)
             proposed[g.rel] = g
         self._decide(trace, rng, plate, elems, vec, proposed)
+
+    def _one_at_a_time(self, trace, groups, rng):
+        """A plate with coupled sites (th.CRP draws, collapsed observations): one proposal and
+        one MH decision per element, in turn, on the whole run's ratio."""
+        from thrifty.inference.selection import ChoiceSet, PlateGroup
+
+        for g in groups:
+            for e in g.element_array().tolist():
+                one = PlateGroup(g.plate_addr, g.rel, g.size, np.array([e]))
+                self._joint(trace, ChoiceSet([], [one], []), rng, None)
 
     def _decide(self, trace, rng, plate, elems, vec, proposed):
         """MH decisions for the proposed values ``vec`` at the plate elements ``elems``, each

@@ -14,9 +14,13 @@ one observation between clusters costs O(1) in the number of observations.
 * ``NormalInverseWishart(m0, k0, v0, S0)``: Σ ~ IW(v0, S0), μ | Σ ~ N(m0, Σ/k0), x ~ N(μ, Σ)
   (d-dim; the predictive is a multivariate Student-t with v_n − d + 1 degrees of freedom).
 
-Status: these are the building blocks of issue 10 (exchangeable random procedures).  Their use
-as per-cluster observation models inside plates (``th.mem`` of a collapsed family, observed with
-``th.observe``) needs the engine's support for coupled plate sites, which does not exist yet.
+In a model, a collapsed family is observed inside a plate — one family for every element
+(``th.observe("x", th.collapsed.NormalGamma(0, 1, 2, 2), x[i])``) or one per cluster through
+``th.mem`` (``feats = th.mem("feats", lambda k: th.collapsed.NIW(m0, k0, v0, S0))``, then
+``th.observe("x", feats(z), x[i])``).  The engine keeps each cluster's statistics in the plate's
+node (:mod:`thrifty.core.coupled`): an element that moves between clusters is unincorporated from
+one and incorporated into the other, and the observations' log-density is the sum of the
+clusters' marginal likelihoods.
 """
 
 from __future__ import annotations
@@ -32,9 +36,75 @@ LOG_PI = math.log(math.pi)
 class Collapsed:
     """Common interface: ``incorporate(x)``, ``unincorporate(x)``, ``predictive_log_prob(x)``,
     ``marginal_log_prob()`` (log p of every incorporated observation), ``sample(rng)`` (one
-    draw from the predictive) and ``n`` (observations incorporated)."""
+    draw from the predictive), ``n`` (observations incorporated), ``copy()`` and
+    ``same_prior(other)``."""
 
     n = 0
+    coupled = True  # observations of it are exchangeable, not independent (the engine's marker)
+    _error = None
+    is_discrete = False
+    event_dim = 0  # dimensions of one observation (1 for the Normal–Inverse-Wishart)
+
+    def _prior(self) -> tuple:
+        raise NotImplementedError
+
+    def same_prior(self, other) -> bool:
+        """Whether ``other`` is the same family with the same hyperparameters."""
+        if type(other) is not type(self):
+            return False
+        return all(np.array_equal(a, b) for a, b in zip(self._prior(), other._prior()))
+
+    def copy(self):
+        """The same statistics, independent of this object (O(statistics))."""
+        out = object.__new__(type(self))
+        out.__dict__.update(self.__dict__)
+        for k, v in out.__dict__.items():
+            if isinstance(v, np.ndarray):
+                out.__dict__[k] = v.copy()
+        return out
+
+    def log_prob(self, value):
+        from thrifty.errors import ModelError
+
+        raise ModelError(
+            f"{type(self).__name__} is a collapsed family: its observations are coupled, so "
+            'observe them inside a plate (with th.plate("data", N) as i: th.observe("x", '
+            "family, x[i])), or one family per cluster through th.mem"
+        )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(n={self.n})"
+
+
+class CollapsedView:
+    """What a memoized collapsed family returns for an array of keys (``feats(z)`` inside a
+    plate): one family per element, chosen by its key.  ``th.observe`` of it is a coupled
+    observation (:mod:`thrifty.core.coupled`)."""
+
+    coupled = True
+    _error = None
+    __slots__ = ("addr", "fn", "keys")
+
+    def __init__(self, addr, fn, keys):
+        self.addr, self.fn, self.keys = addr, fn, keys
+
+    def family(self, key):
+        """A fresh family for ``key`` (its prior: nothing incorporated)."""
+        from thrifty.errors import ModelError
+
+        f = self.fn(key)
+        if not isinstance(f, Collapsed):
+            raise ModelError(
+                f"th.mem {self.addr!r}: its function returns a collapsed family for some keys "
+                f"and {type(f).__name__} for key {key!r}; it must return one kind"
+            )
+        return f
+
+    def log_prob(self, value):
+        Collapsed.log_prob(self, value)
+
+    def __repr__(self) -> str:
+        return f"CollapsedView({self.addr!r}, {len(self.keys)} keys)"
 
     def predictive_log_prob(self, x) -> float:
         raise NotImplementedError
@@ -57,6 +127,9 @@ class BetaBernoulli(Collapsed):
             raise ValueError(f"BetaBernoulli: a and b must be positive, got a={a!r}, b={b!r}")
         self.a, self.b = float(a), float(b)
         self.n, self.s = 0, 0
+
+    def _prior(self):
+        return (self.a, self.b)
 
     def incorporate(self, x) -> None:
         self.n += 1
@@ -94,6 +167,9 @@ class GammaPoisson(Collapsed):
             raise ValueError(f"GammaPoisson: a and b must be positive, got a={a!r}, b={b!r}")
         self.a, self.b = float(a), float(b)
         self.n, self.s, self.lf = 0, 0, 0.0
+
+    def _prior(self):
+        return (self.a, self.b)
 
     def incorporate(self, x) -> None:
         self.n += 1
@@ -140,6 +216,9 @@ class NormalGamma(Collapsed):
                              f"{kappa0!r}, {a0!r}, {b0!r}")
         self.mu0, self.kappa0, self.a0, self.b0 = float(mu0), float(kappa0), float(a0), float(b0)
         self.n, self.sx, self.sxx = 0, 0.0, 0.0
+
+    def _prior(self):
+        return (self.mu0, self.kappa0, self.a0, self.b0)
 
     def incorporate(self, x) -> None:
         x = float(x)
@@ -227,6 +306,17 @@ class NormalInverseWishart(Collapsed):
         self.n = 0
         self.sx = np.zeros(d)
         self.L = self.L0.copy()  # chol(S_n)
+
+    event_dim = 1
+
+    def _prior(self):
+        return (self.m0, self.k0, self.v0, self.L0)
+
+    def copy(self):
+        out = object.__new__(NormalInverseWishart)
+        out.__dict__.update(self.__dict__)
+        out.L, out.sx = self.L.copy(), self.sx.copy()  # (m0 and L0 are never written)
+        return out
 
     def _mean(self, n, sx):
         return (self.k0 * self.m0 + sx) / (self.k0 + n)

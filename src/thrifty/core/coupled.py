@@ -1,0 +1,275 @@
+"""Coupled sites of a plate: exchangeable draws and collapsed observations (issue 10).
+
+A plate's elements are conditionally independent — except at a *coupled* site:
+
+* ``z = th.sample("z", th.CRP(alpha))``: the table labels of the elements are exchangeable;
+  their joint density is the Ewens probability of the partition (:class:`~thrifty.processes.CRP`);
+* ``th.observe("x", feats(z), x[i])`` with ``feats = th.mem("feats", lambda k: NIW(...))`` (or
+  a bare collapsed family): the observations of one cluster share an integrated-out parameter;
+  their joint density is the cluster's marginal likelihood
+  (:mod:`thrifty.processes.collapsed`).
+
+The plate's node keeps one *state* per coupled site (``PlateNode.procs``): the seating of the
+CRP, or the statistics of every cluster with the key each element is incorporated in.  Per
+element, a coupled site stores log-density 0; the site's joint log-density is the state's
+``log_prob()``, part of the node's ``total_lp()``.  A run that executes some elements changes
+a *copy* of the state (O(K) for K tables, O(d²) per touched cluster — never O(N)): it
+unincorporates each changed element's old value and incorporates the new one, so the change of
+the joint is exact whatever elements run (paper 000 §4.2; Neal 2000, Alg. 3 and 8).  The
+journal entry installs the copy on commit; a rejected proposal leaves the trace's state alone.
+
+Element-wise vectorised updates (Gibbs or MH on every element in one pass) assume independent
+elements and are refused for coupled sites; ``th.gibbs`` updates CRP labels one at a time over
+the occupied tables and a new one (:mod:`thrifty.inference.gibbs`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from thrifty.core.address import fmt
+from thrifty.core.column import Column
+from thrifty.core.vocab import LATENT, RESAMPLE, check_dist
+from thrifty.errors import ModelError
+from thrifty.processes.collapsed import Collapsed, CollapsedView
+from thrifty.processes.crp import CRP
+
+
+class CollapsedState:
+    """The clusters of a collapsed observation site: ``keys`` (the cluster each element is
+    incorporated in, −1 for none), ``fams`` (key → family with its statistics), ``mls`` (key →
+    marginal log-likelihood) and their sum ``total``."""
+
+    __slots__ = ("fams", "keys", "mls", "total")
+    latent = False
+
+    def __init__(self, size: int):
+        self.keys = Column(np.full(size, -1, dtype=np.int64))
+        self.fams: dict = {}
+        self.mls: dict = {}
+        self.total = 0.0
+
+    def copy(self) -> CollapsedState:
+        out = object.__new__(CollapsedState)
+        out.keys = self.keys.share()
+        out.fams, out.mls, out.total = dict(self.fams), dict(self.mls), self.total
+        return out
+
+    def log_prob(self) -> float:
+        return self.total
+
+    def __repr__(self) -> str:
+        return f"CollapsedState({len(self.fams)} clusters, log p = {self.total:.4g})"
+
+
+CRP.latent = True  # a CRP's seating is the joint of latent choices (the labels)
+
+
+class CoupledSite:
+    """A run's handle on one coupled site of a plate: the stored state (``old``), the copy the
+    run changes (``new``, made at the first change) and the clusters it touched."""
+
+    __slots__ = ("fresh", "new", "old", "touched")
+
+    def __init__(self, old):
+        self.old = old
+        self.new = old
+        self.fresh = old is None
+        self.touched: set = set()
+
+    def writable(self, make):
+        if self.new is None:
+            self.new = make()
+        elif self.new is self.old:
+            self.new = self.old.copy()
+        return self.new
+
+
+def _site(frame, local, rel, what):
+    acc = frame.acc
+    if frame is not acc or acc.coupled is None:
+        raise ModelError(
+            f"{what} at {fmt(acc.generic(rel))}: coupled sites (th.CRP draws, collapsed "
+            "families) are supported in the body of a plate, not in markov steps or particle "
+            "runs"
+        )
+    w = acc.coupled.get(rel)
+    if w is None:
+        old = None if acc.fresh_node else acc.old_node.procs.get(rel)
+        w = acc.coupled[rel] = CoupledSite(old)
+    return acc, w
+
+
+def _label(acc, rel, j, v) -> int:
+    try:
+        k = int(v)
+    except (TypeError, ValueError):
+        k = -1
+    if k < 0 or k != v:
+        raise ModelError(f"the value given for {fmt(acc.member_addr(j, rel))} is {v!r}; a CRP "
+                         "table label is a non-negative integer")
+    return k
+
+
+def sample(frame, local, rel, d):
+    """``th.sample(name, crp)`` over the executed elements (see the module docstring)."""
+    acc, w = _site(frame, local, rel, "a th.CRP draw")
+    if d._error is not None:
+        check_dist(d, acc.generic(rel), acc.run)
+    if not isinstance(d, CRP):
+        raise ModelError(f"th.sample at {fmt(acc.generic(rel))}: {d!r} is a collapsed family; "
+                         "observe it (th.observe) — latent draws from it are not supported")
+    rng, n = acc.run.rng, acc.n
+    old = frame.old.get(local) if frame.old is not None else None
+    target = acc.target_for(rel)
+    pos, vals = target if target is not None else ((), None)
+    if w.old is None or old is None or old.kind != LATENT:  # a new site: seat every element
+        acc.require_full("a new choice", rel)
+        st = w.writable(lambda: CRP(d.alpha))
+        given = {} if vals is None or vals is RESAMPLE else dict(zip(np.asarray(pos).tolist(),
+                                                                    np.asarray(vals).tolist()))
+        values = np.empty(n, dtype=np.int64)
+        for j in range(n):
+            v = _label(acc, rel, j, given[j]) if j in given else st.sample(rng)
+            st.incorporate(v)
+            values[j] = v
+        w.fresh = True
+        acc.n_fresh += n - len(given)
+        acc.note_fresh(rel, n - len(given))
+        changed = True
+    else:
+        values = np.asarray(old.values)
+        if d.alpha != w.old.alpha:  # a new concentration: the same seating, rescored
+            w.writable(None).alpha = d.alpha
+        changed = False
+        if len(pos):
+            st = w.writable(None)
+            values = values.copy()
+            resample = vals is RESAMPLE
+            vals = None if resample else np.asarray(vals).reshape(-1)
+            for k, p in enumerate(np.asarray(pos).tolist()):
+                v_old = int(values[p])
+                st.unincorporate(v_old)
+                if resample:  # a draw from the prior: the predictive given the others
+                    v = st.sample(rng)
+                    q_fwd, q_rev = st.predictive_log_prob(v), st.predictive_log_prob(v_old)
+                    acc.q_fwd += q_fwd
+                    acc.q_rev += q_rev
+                    acc.add_q(np.array([p]), q_rev - q_fwd)
+                else:
+                    v = _label(acc, rel, p, vals[k])
+                st.incorporate(v)
+                values[p] = v
+                changed |= v != v_old
+    acc._add("lat_lp", np.zeros(n), 0.0, True)
+    from thrifty.core.batch import MemberSite
+
+    frame.new[local] = MemberSite(values, np.zeros(n), LATENT, True, d)
+    if changed:
+        frame.changed.add(local)
+    return values
+
+
+def observe(frame, local, rel, d, value):
+    """``th.observe(name, family or feats(z), x[i])`` over the executed elements."""
+    acc, w = _site(frame, local, rel, "a collapsed observation")
+    run, n = acc.run, acc.n
+    if run.new_obs is not None or run.obs_values is not None:
+        raise ModelError(f"observation {fmt(acc.generic(rel))} of a collapsed family: "
+                         "simulating it (Geweke tests, predictive checks) is not supported")
+    if isinstance(d, Collapsed):
+        proto = d
+        keys = np.zeros(n, dtype=np.int64)
+        family = lambda k: proto  # noqa: E731
+    elif isinstance(d, CollapsedView):
+        keys = np.asarray(d.keys)
+        if keys.dtype.kind not in "iu":
+            raise ModelError(f"observation {fmt(acc.generic(rel))}: a collapsed family per "
+                             f"cluster needs integer keys (table labels), got {keys.dtype}")
+        keys = keys.astype(np.int64, copy=False)
+        family = d.family
+    else:
+        raise ModelError(f"th.observe at {fmt(acc.generic(rel))}: {d!r} cannot be observed "
+                         "(a th.CRP is sampled with th.sample)")
+    x = np.asarray(value, dtype=float)
+    if x.ndim == 0 or x.shape[0] != n:
+        raise ModelError(f"shape mismatch in {acc.where()} at observation "
+                         f"{fmt(acc.generic(rel))}: observed value of shape {x.shape} for {n} "
+                         "executed element(s); index the data with the plate's index")
+    old_keys = None if w.old is None else w.old.keys.take(acc.idx)
+    moved = np.arange(n) if old_keys is None else np.flatnonzero(old_keys != keys)
+    if w.old is None or len(moved):
+        size = acc.N
+        st = w.writable(lambda: CollapsedState(size))
+        fams, touched = st.fams, w.touched
+        for j in moved.tolist():
+            if old_keys is not None and old_keys[j] >= 0:
+                k = int(old_keys[j])
+                if k not in touched:
+                    fams[k] = fams[k].copy()
+                    touched.add(k)
+                fams[k].unincorporate(x[j])
+            k = int(keys[j])
+            if k not in touched:
+                proto = family(k)
+                cur = fams.get(k)
+                fams[k] = proto.copy() if cur is None else cur.copy()
+                touched.add(k)
+            fams[k].incorporate(x[j])
+        if len(moved):
+            elems = acc.member_indices()[moved]
+            st.keys.put(elems, keys[moved])
+    # the hyperparameters of the families read must be the ones their statistics were built with
+    for k in np.unique(keys).tolist() if acc.full else ():
+        cur = (w.new or w.old).fams.get(k)
+        if cur is not None and not cur.same_prior(family(k)):
+            raise ModelError(
+                f"observation {fmt(acc.generic(rel))}: the collapsed family of cluster {k} "
+                "changed its hyperparameters; random hyperparameters of collapsed families are "
+                "not supported (give them as data)"
+            )
+    acc._add("obs_lp", np.zeros(n), 0.0, True)
+    return value
+
+
+def account(frame, run) -> None:
+    """The change of the coupled sites' joint log-densities, at the end of a plate execution.
+
+    A CRP's joint (Ewens) is O(1) from its statistics; a collapsed site's changes by the
+    touched clusters' marginal likelihoods (O(d³) each).  A new CRP seating is fresh (its
+    choices were drawn from their prior); a new collapsed site is an observation.
+    """
+    for rel, w in frame.coupled.items():
+        new = w.new
+        if new is None or new is w.old:  # unchanged: no change of the joint
+            continue
+        if isinstance(new, CRP):
+            if w.fresh and w.old is None:
+                run.lp_fresh += new.log_prob()
+            else:
+                run.lp_old += w.old.log_prob()
+                run.lp_new += new.log_prob()
+            continue
+        for k in w.touched:
+            fam = new.fams[k]
+            old_ml = new.mls.get(k, 0.0)
+            if fam.n == 0:
+                del new.fams[k]
+                new.mls.pop(k, None)
+                ml = 0.0
+            else:
+                ml = new.mls[k] = fam.marginal_log_prob()
+            new.total += ml - old_ml
+            run.lp_old += old_ml
+            run.lp_new += ml
+
+
+def install(node, frame) -> None:
+    """On commit: the plate node takes the run's states of its coupled sites."""
+    procs = node.procs
+    if frame.full:
+        for rel in [r for r in procs if r not in frame.coupled]:
+            del procs[rel]
+    for rel, w in frame.coupled.items():
+        if w.new is not None:
+            procs[rel] = w.new

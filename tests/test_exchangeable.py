@@ -1,0 +1,247 @@
+"""Exchangeable sites in models (issue 10): th.CRP draws and collapsed observations in plates.
+
+Posterior tests compare partition frequencies of a chain with exact enumeration over the Bell(n)
+partitions.  Draws are thinned so that successive kept draws are close to independent (the
+lag-1 autocorrelation of the top partition's indicator is checked to be small), then a χ² test
+over the cells with expected count ≥ 5 (the rest pooled) must have p > 1e-4, seeds fixed.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+import thrifty as th
+from thrifty import dist
+from thrifty.errors import ModelError
+from thrifty.processes.collapsed import NormalGamma, NormalInverseWishart
+
+
+def set_partitions(n):
+    def grow(prefix, m):
+        if len(prefix) == n:
+            yield tuple(prefix)
+            return
+        for k in range(m + 1):
+            yield from grow(prefix + [k], max(m, k + 1))
+    yield from grow([0], 1)
+
+
+def canonical(labels):
+    seen: dict = {}
+    return tuple(seen.setdefault(int(x), len(seen)) for x in labels)
+
+
+def log_ewens(p, alpha):
+    c = np.bincount(p)
+    return (len(c) * math.log(alpha) + math.lgamma(alpha) - math.lgamma(alpha + len(p))
+            + sum(math.lgamma(v) for v in c))
+
+
+def chi2_partitions(z, probs, parts, thin=1):
+    """χ² p-value of the partitions in draws ``z`` (draws × n) against ``probs``."""
+    index = {p: i for i, p in enumerate(parts)}
+    cells = np.array([index[canonical(row)] for row in z[::thin]])
+    top = int(np.argmax(probs))
+    ind = (cells == top).astype(float)
+    assert abs(np.corrcoef(ind[:-1], ind[1:])[0, 1]) < 0.2  # thinned draws ≈ independent
+    counts = np.bincount(cells, minlength=len(parts)).astype(float)
+    n = counts.sum()
+    big = probs * n >= 5
+    obs, exp = counts[big], probs[big] * n
+    if (~big).any():
+        obs, exp = np.append(obs, counts[~big].sum()), np.append(exp, probs[~big].sum() * n)
+    return stats.chisquare(obs, exp).pvalue
+
+
+@th.model
+def seating(n, alpha):
+    crp = th.CRP(alpha)
+    with th.plate("guests", n):
+        return th.sample("table", crp)
+
+
+def test_crp_prior_through_simulate_matches_ewens():
+    alpha, n, draws = 1.7, 5, 6000
+    parts = list(set_partitions(n))
+    probs = np.exp([log_ewens(np.array(p), alpha) for p in parts])
+    z = np.array([th.simulate(seating(n, alpha), seed=s).output for s in range(draws)])
+    assert chi2_partitions(z, probs, parts) > 1e-4
+    t = th.simulate(seating(n, alpha), seed=3)
+    assert t.log_joint() == pytest.approx(log_ewens(np.array(canonical(t.output)), alpha))
+
+
+X6 = np.array([-2.0, -1.8, 0.1, 0.0, 2.2, 2.0])
+NG = (0.0, 0.1, 2.0, 2.0)
+
+
+@th.model
+def dpm(x, alpha):
+    a = th.sample("alpha", dist.Gamma(1.0, 1.0)) if alpha is None else alpha
+    crp = th.CRP(a)
+    feats = th.mem("feats", lambda k: th.collapsed.NormalGamma(*NG))
+    with th.plate("data", len(x)) as i:
+        z = th.sample("z", crp)
+        th.observe("x", feats(z), x[i])
+    return z
+
+
+def exact_dpm(x, log_prior_of_partition, family):
+    parts = list(set_partitions(len(x)))
+    lw = []
+    for p in parts:
+        p = np.array(p)
+        lp = log_prior_of_partition(p)
+        for k in range(p.max() + 1):
+            f = family()
+            for v in x[p == k]:
+                f.incorporate(v)
+            lp += f.marginal_log_prob()
+        lw.append(lp)
+    w = np.exp(np.array(lw) - max(lw))
+    return parts, w / w.sum()
+
+
+def test_log_joint_is_ewens_plus_cluster_marginals():
+    t = th.simulate(dpm(X6, None), seed=1)
+    z, a = t.output, t["alpha"]
+    _, _ = exact_dpm(X6[:1], lambda p: 0.0, lambda: NormalGamma(*NG))
+    want = stats.gamma.logpdf(a, 1.0) + log_ewens(np.array(canonical(z)), a)
+    for k in np.unique(z):
+        f = NormalGamma(*NG)
+        for v in X6[z == k]:
+            f.incorporate(v)
+        want += f.marginal_log_prob()
+    assert t.log_joint() == pytest.approx(want, abs=1e-9)
+
+
+def test_gibbs_on_labels_matches_enumeration_alpha_fixed():
+    parts, probs = exact_dpm(X6, lambda p: log_ewens(p, 1.0), lambda: NormalGamma(*NG))
+    r = th.infer(dpm(X6, 1.0), th.gibbs("data.z"), num_samples=6000, burn_in=200, seed=1,
+                 progress=False)
+    assert chi2_partitions(r["data.z"][0], probs, parts) > 1e-4
+
+
+def test_gibbs_and_mh_on_alpha_match_enumeration():
+    def prior(p):  # ∫ Ewens(p; α) Gamma(α; 1, 1) dα
+        val, _ = integrate.quad(lambda a: math.exp(log_ewens(p, a) - a), 0, np.inf)
+        return math.log(val)
+
+    parts, probs = exact_dpm(X6, prior, lambda: NormalGamma(*NG))
+    kernel = th.cycle([th.mh("alpha", th.drift(0.8)), th.gibbs("data.z")])
+    r = th.infer(dpm(X6, None), kernel, num_samples=6000, burn_in=200, seed=2, progress=False)
+    assert chi2_partitions(r["data.z"][0], probs, parts) > 1e-4
+
+
+def test_lmh_on_the_labels_matches_enumeration():
+    """LMH resamples one label from its prior — the CRP predictive given the others."""
+    parts, probs = exact_dpm(X6, lambda p: log_ewens(p, 1.0), lambda: NormalGamma(*NG))
+    r = th.infer(dpm(X6, 1.0), th.lmh(), num_samples=24000, burn_in=500, seed=3,
+                 progress=False)
+    assert chi2_partitions(r["data.z"][0], probs, parts, thin=4) > 1e-4
+
+
+X2 = np.array([[-2.0, 0.5], [-1.7, 0.8], [0.1, -0.2], [2.0, 2.2], [2.3, 1.9]])
+
+
+@th.model
+def niw_dpm(x):
+    crp = th.CRP(0.8)
+    feats = th.mem("feats", lambda k: th.collapsed.NormalInverseWishart(np.zeros(2), 0.2, 4.0,
+                                                                        np.eye(2)))
+    with th.plate("data", len(x)) as i:
+        th.observe("x", feats(th.sample("z", crp)), x[i])
+
+
+def test_niw_mixture_gibbs_matches_enumeration():
+    parts, probs = exact_dpm(
+        X2, lambda p: log_ewens(p, 0.8),
+        lambda: NormalInverseWishart(np.zeros(2), 0.2, 4.0, np.eye(2)))
+    r = th.infer(niw_dpm(X2), th.gibbs("data.z"), num_samples=5000, burn_in=200, seed=4,
+                 progress=False)
+    assert chi2_partitions(r["data.z"][0], probs, parts) > 1e-4
+
+
+@th.model
+def mean_dpm(x):
+    """Per-table means that are *not* collapsed: Gibbs on z is Neal's Alg. 8 (m = 1)."""
+    crp = th.CRP(1.0)
+    mu = th.mem("mu", lambda k: dist.Normal(0.0, 2.0))
+    with th.plate("data", len(x)) as i:
+        z = th.sample("z", crp)
+        th.observe("x", dist.Normal(mu(z), 0.5), x[i])
+
+
+def test_uncollapsed_table_parameters_alg8_matches_enumeration():
+    x = np.array([-1.5, -1.2, 1.0, 1.4])
+
+    class NormalKnownVariance:  # marginal of a cluster: N(x; 0, 0.25 I + 4 11ᵀ)
+        def __init__(self):
+            self.xs = []
+
+        def incorporate(self, v):
+            self.xs.append(v)
+
+        def marginal_log_prob(self):
+            n = len(self.xs)
+            cov = 0.25 * np.eye(n) + 4.0 * np.ones((n, n))
+            return stats.multivariate_normal(np.zeros(n), cov).logpdf(self.xs)
+
+    parts, probs = exact_dpm(x, lambda p: log_ewens(p, 1.0), NormalKnownVariance)
+    kernel = th.cycle([th.gibbs("data.z"), th.mh("mu", th.drift(0.7))])
+    r = th.infer(mean_dpm(x), kernel, num_samples=8000, burn_in=300, seed=5, progress=False)
+    assert chi2_partitions(r["data.z"][0], probs, parts, thin=2) > 1e-4
+
+
+def test_a_label_update_executes_one_element_per_candidate_whatever_n():
+    work = []
+    for n in (200, 2000):
+        x = np.random.default_rng(0).normal(size=n)
+        r = th.infer(dpm(x, 1.0), th.gibbs(th.one("data.z")), num_samples=200, burn_in=0,
+                     seed=0, init={"data.z": np.zeros(n, dtype=int)}, progress=False)
+        s = r.stats["gibbs(one('data.z'))"]
+        assert s["elements_per_step"] == pytest.approx(s["runs_per_step"])  # one each
+        work.append(s["elements_per_step"])
+    assert work[1] < 2 * work[0]  # O(K), not O(N)
+
+
+def test_coupled_sites_are_refused_where_they_cannot_be_exact():
+    @th.model
+    def top():
+        return th.sample("z", th.CRP(1.0))
+
+    with pytest.raises(ModelError, match="inside a plate"):
+        th.simulate(top(), seed=0)
+
+    @th.model
+    def top_collapsed():
+        c = th.mem("c", lambda k: th.collapsed.BetaBernoulli(1.0, 1.0))
+        th.observe("y", c(0), 1)
+
+    with pytest.raises(ModelError, match="inside a plate"):
+        th.simulate(top_collapsed(), seed=0)
+    with pytest.raises(ModelError, match="simulating it"):
+        th.diagnostics.geweke(dpm(X6, 1.0), th.gibbs("data.z"), num_samples=20, seed=0)
+
+
+def test_elementwise_mh_on_a_coupled_plate_decides_one_element_at_a_time():
+    parts, probs = exact_dpm(X6, lambda p: log_ewens(p, 1.0), lambda: NormalGamma(*NG))
+    r = th.infer(dpm(X6, 1.0), th.mh("data.z", th.prior()), num_samples=8000, burn_in=300,
+                 seed=6, progress=False)
+    assert chi2_partitions(r["data.z"][0], probs, parts, thin=2) > 1e-4
+
+
+def test_bare_collapsed_family_in_a_plate():
+    @th.model
+    def coin(y):
+        with th.plate("flips", len(y)) as i:
+            th.observe("y", th.collapsed.BetaBernoulli(2.0, 3.0), y[i])
+
+    y = np.array([1, 0, 1, 1])
+    t = th.simulate(coin(y), seed=0)
+    from scipy.special import betaln
+
+    assert t.log_joint() == pytest.approx(betaln(2 + 3, 3 + 1) - betaln(2, 3), abs=1e-12)

@@ -28,9 +28,9 @@ from thrifty.inference.sgld import sgld
 from thrifty.inference.smc import SMCResult, smc
 from thrifty.inference.smc_replay import ReplayWarning
 from thrifty.inference.smh import smh
+from thrifty.inference.subsampled import subsampled_mh
 from thrifty.processes import collapsed
 from thrifty.processes.crp import CRP
-from thrifty.inference.subsampled import subsampled_mh
 from thrifty.runtime import InterruptedWarning, load_checkpoint
 from thrifty.runtime.infer import infer
 from thrifty.runtime.predictive import Predictive, predictive

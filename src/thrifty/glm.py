@@ -399,10 +399,13 @@ class StudentT(GLMFamily):
 class GLM(Distribution):
     """Observations ``y_i ~ family(η_i)`` with ``η = X @ theta``; batch shape ``(n,)``.
 
-    ``X`` is ``(n, d)`` (or ``(d,)`` for one observation), ``theta`` ``(d,)``.  ``log_prob(y) =
-    −U(X @ theta, y)``.  ``th.smh`` recognises these observations as the local sections of the
+    ``X`` is ``(n, d)`` (or ``(d,)`` for one observation), ``theta`` ``(d,)`` — or ``(n, d)``, one
+    weight vector per observation (per-cluster weights read through ``th.mem``, ``w(z)``).
+    ``log_prob(y) = −U(η, y)``.  ``th.smh`` recognises these observations as the local sections of the
     choice ``theta`` (see the module docstring).
     """
+
+    _rowwise = False
 
     def __init__(self, family: GLMFamily, X, theta):
         if not isinstance(family, GLMFamily):
@@ -412,8 +415,13 @@ class GLM(Distribution):
         self.is_discrete = family.is_discrete
         X = np.asarray(X, dtype=float)
         theta = np.asarray(theta, dtype=float)
+        if theta.ndim == 2 and X.ndim == 2 and theta.shape == X.shape:  # a θ per observation
+            self._rowwise = True
+            self._check_finite("theta", theta)
+            self.X, self.theta, self.batch_shape, self._eta = X, theta, X.shape[:-1], None
+            return
         if theta.ndim != 1:
-            self._fail(f"theta must be a vector, got {describe(theta)}")
+            self._fail(f"theta must be a vector (or (n, d) like X), got {describe(theta)}")
             theta = theta.reshape(-1)
         if X.ndim not in (1, 2) or X.shape[-1] != theta.shape[0]:
             self._fail(
@@ -431,7 +439,10 @@ class GLM(Distribution):
     def eta(self) -> np.ndarray:
         """The linear predictor ``X @ theta`` (computed once)."""
         if self._eta is None:
-            self._eta = self.X @ self.theta
+            if self._rowwise:
+                self._eta = np.einsum("ij,ij->i", self.X, self.theta)
+            else:
+                self._eta = self.X @ self.theta
         return self._eta
 
     def log_prob(self, value):

@@ -225,7 +225,11 @@ class BatchFrame:
         rel = self.rel + local
         acc = self.acc
         if d.coupled:  # a th.CRP draw: exchangeable, not independent
-            return coupled.sample(self, local, rel, d)
+            value, changed = coupled.sample(self, local, rel, d)
+            self.new[local] = MemberSite(value, np.zeros(acc.n), LATENT, True, d)
+            if changed:
+                self.changed.add(local)
+            return value
         if d._error is not None:
             check_dist(d, acc.generic(rel), acc.run)
         lanes = BatchLanes(acc, rel, acc.shape_code(d, rel, "sample"))

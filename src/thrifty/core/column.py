@@ -214,3 +214,28 @@ class Column:
 
     def __setstate__(self, data):
         self.data, self.patch, self.owned = data, None, True
+
+
+class ColumnSite:
+    """One site over a plate's elements: a column of values and a column of log-densities."""
+
+    __slots__ = ("discrete", "dist", "kind", "lp", "values")
+
+    def __init__(self, values: Column | None, lp: Column | None, kind, discrete=False, dist=None):
+        self.values = values
+        self.lp = lp
+        self.kind = kind
+        self.discrete = discrete
+        self.dist = dist  # the distribution of the last execution (for its support)
+
+    def take(self, elems):
+        return self.values.take(elems)
+
+    def share(self) -> ColumnSite:
+        return ColumnSite(
+            None if self.values is None else self.values.share(),
+            None if self.lp is None else self.lp.share(),
+            self.kind,
+            self.discrete,
+            self.dist,
+        )

@@ -112,7 +112,8 @@ def _label(acc, rel, j, v) -> int:
 
 
 def sample(frame, local, rel, d):
-    """``th.sample(name, crp)`` over the executed elements (see the module docstring)."""
+    """``th.sample(name, crp)`` over the executed elements (see the module docstring):
+    ``(labels, changed)``; each element's own log-density is 0 (the joint is the state's)."""
     acc, w = _site(frame, local, rel, "a th.CRP draw")
     if d._error is not None:
         check_dist(d, acc.generic(rel), acc.run)
@@ -162,12 +163,7 @@ def sample(frame, local, rel, d):
                 values[p] = v
                 changed |= v != v_old
     acc._add("lat_lp", np.zeros(n), 0.0, True)
-    from thrifty.core.batch import MemberSite
-
-    frame.new[local] = MemberSite(values, np.zeros(n), LATENT, True, d)
-    if changed:
-        frame.changed.add(local)
-    return values
+    return values, changed
 
 
 def observe(frame, local, rel, d, value):
@@ -211,9 +207,8 @@ def observe(frame, local, rel, d, value):
                 fams[k].unincorporate(x[j])
             k = int(keys[j])
             if k not in touched:
-                proto = family(k)
                 cur = fams.get(k)
-                fams[k] = proto.copy() if cur is None else cur.copy()
+                fams[k] = family(k).copy() if cur is None else cur.copy()
                 touched.add(k)
             fams[k].incorporate(x[j])
         if len(moved):
@@ -239,7 +234,7 @@ def account(frame, run) -> None:
     touched clusters' marginal likelihoods (O(d³) each).  A new CRP seating is fresh (its
     choices were drawn from their prior); a new collapsed site is an observation.
     """
-    for rel, w in frame.coupled.items():
+    for w in frame.coupled.values():
         new = w.new
         if new is None or new is w.old:  # unchanged: no change of the joint
             continue

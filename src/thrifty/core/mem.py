@@ -360,7 +360,10 @@ def read_batch(frame, mem, keys):
             f"mem {fmt(mem.addr)} read in {acc.where()} with keys of shape {keys.shape} "
             f"for {n} executed element(s)"
         )
-    uniq, inv = np.unique(keys, return_inverse=True)
+    if n == 1:  # one element (Gibbs, MH on one element): no sort
+        uniq, inv = keys.reshape(1), np.zeros(1, dtype=np.intp)
+    else:
+        uniq, inv = np.unique(keys, return_inverse=True)
     if mem.addr not in run.mem_journals and mem.addr not in run.trace.mems:
         if _collapsed(mem, uniq):  # one collapsed family per key: a coupled observation
             return CollapsedView(mem.addr, mem.fn, keys)
@@ -429,6 +432,10 @@ def account_plate_reads(run, frame, old_node) -> None:
 
 def _count(j, keys, sign) -> None:
     if keys is None or len(keys) == 0:
+        return
+    if len(keys) == 1:
+        k = keys[0]
+        j.ref_delta[k.item() if isinstance(k, np.generic) else k] += sign
         return
     uniq, counts = np.unique(np.asarray(keys), return_counts=True)
     for k, c in zip(uniq.tolist(), counts.tolist()):

@@ -28,7 +28,7 @@ from thrifty.core import coupled
 from thrifty.core.address import fmt
 from thrifty.core.batch import BatchFrame, MemberSite
 from thrifty.core.code_errors import leave_with_error
-from thrifty.core.column import Column
+from thrifty.core.column import Column, ColumnSite
 from thrifty.core.locate import addressed_target
 from thrifty.core.node import Node, Update
 from thrifty.core.plate_chain import ChainColumns
@@ -37,31 +37,6 @@ from thrifty.errors import ModelError
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 _FIRST = np.zeros(1, dtype=np.int64)  # the position of the one executed element
-
-
-class ColumnSite:
-    """One site over a plate's elements: a column of values and a column of log-densities."""
-
-    __slots__ = ("discrete", "dist", "kind", "lp", "values")
-
-    def __init__(self, values: Column | None, lp: Column | None, kind, discrete=False, dist=None):
-        self.values = values
-        self.lp = lp
-        self.kind = kind
-        self.discrete = discrete
-        self.dist = dist  # the distribution of the last execution (for its support)
-
-    def take(self, elems):
-        return self.values.take(elems)
-
-    def share(self) -> ColumnSite:
-        return ColumnSite(
-            None if self.values is None else self.values.share(),
-            None if self.lp is None else self.lp.share(),
-            self.kind,
-            self.discrete,
-            self.dist,
-        )
 
 
 class PlateNode(Node):
@@ -167,11 +142,6 @@ class PlateNode(Node):
             if rel[:k] == local and len(rel) > k and isinstance(rel[k], int):
                 return cols.step_site(rel[k], rel[k + 1 :])
         return None
-
-
-def key_clocks(table, keys: np.ndarray) -> np.ndarray:
-    """The clock of the last change of each key (one lookup per distinct key)."""
-    return table.key_clocks(keys)
 
 
 class PlateContext:

@@ -1,5 +1,6 @@
 """Ready-made models from the papers."""
 
+from thrifty.models.dpm import dp_mixture, joint_dpm
 from thrifty.models.gp import gp_hyperparameters
 from thrifty.models.hmm import forward_backward, hmm
 from thrifty.models.lds import generate_lds, lds, lds_matrices
@@ -9,12 +10,14 @@ from thrifty.models.sv import generate_sv, sv
 
 __all__ = [
     "dense_mrf",
+    "dp_mixture",
     "exact_marginals",
     "forward_backward",
     "generate_lds",
     "generate_sv",
     "gp_hyperparameters",
     "hmm",
+    "joint_dpm",
     "lds",
     "lds_matrices",
     "logistic_regression",

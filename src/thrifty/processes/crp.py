@@ -59,7 +59,8 @@ class CRP:
             raise TypeError(f"CRP: alpha must be a positive number, got {alpha!r}") from None
         # invalid parameters: an error when the model is first run, a rejected proposal later
         # (the engine's rule for distributions: thrifty.core.vocab.check_dist)
-        self._error = None if a > 0 and math.isfinite(a) else f"alpha must be positive, got {alpha!r}"
+        ok = a > 0 and math.isfinite(a)
+        self._error = None if ok else f"alpha must be positive, got {alpha!r}"
         self.alpha = a
         self.counts: dict[int, int] = {}
         self.n = 0

@@ -401,8 +401,8 @@ class GLM(Distribution):
 
     ``X`` is ``(n, d)`` (or ``(d,)`` for one observation), ``theta`` ``(d,)`` — or ``(n, d)``, one
     weight vector per observation (per-cluster weights read through ``th.mem``, ``w(z)``).
-    ``log_prob(y) = −U(η, y)``.  ``th.smh`` recognises these observations as the local sections of the
-    choice ``theta`` (see the module docstring).
+    ``log_prob(y) = −U(η, y)``.  ``th.smh`` recognises these observations as the local sections
+    of the choice ``theta`` (see the module docstring).
     """
 
     _rowwise = False

@@ -246,3 +246,43 @@ def test_bare_collapsed_family_in_a_plate():
     from scipy.special import betaln
 
     assert t.log_joint() == pytest.approx(betaln(2 + 3, 3 + 1) - betaln(2, 3), abs=1e-12)
+
+
+def test_subsampled_mh_on_one_tables_parameters_as_tables_come_and_go():
+    """``subsampled_mh(th.one("mu"))``: the sections are the readers of one table's mean (the
+    points seated there), which change with every label update; at ε = 0 it decides as exact
+    MH, so the partition posterior is the enumerated one."""
+    x = np.array([-1.5, -1.2, 1.0, 1.4])
+
+    class NormalKnownVariance:
+        def __init__(self):
+            self.xs = []
+
+        def incorporate(self, v):
+            self.xs.append(v)
+
+        def marginal_log_prob(self):
+            n = len(self.xs)
+            cov = 0.25 * np.eye(n) + 4.0 * np.ones((n, n))
+            return stats.multivariate_normal(np.zeros(n), cov).logpdf(self.xs)
+
+    parts, probs = exact_dpm(x, lambda p: log_ewens(p, 1.0), NormalKnownVariance)
+    sub = th.subsampled_mh(th.one("mu"), batch_size=2, epsilon=0.0, proposal=th.drift(0.7))
+    kernel = th.cycle([th.gibbs("data.z"), th.cycle([sub], repeats=2)])
+    r = th.infer(mean_dpm(x), kernel, num_samples=8000, burn_in=300, seed=7, progress=False)
+    assert chi2_partitions(r["data.z"][0], probs, parts) > 1e-4
+    assert r.stats[sub.label()]["acceptance_rate"] > 0.2
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    import thrifty.collapsed
+    import thrifty.models.dpm
+    import thrifty.processes.collapsed
+    import thrifty.processes.crp
+
+    for mod in (thrifty.collapsed, thrifty.models.dpm, thrifty.processes.crp,
+                thrifty.processes.collapsed):
+        result = doctest.testmod(mod, verbose=False, report=False)
+        assert result.failed == 0 and result.attempted > 0, mod.__name__

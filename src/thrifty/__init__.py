@@ -29,7 +29,6 @@ from thrifty.inference.smc import SMCResult, smc
 from thrifty.inference.smc_replay import ReplayWarning
 from thrifty.inference.smh import smh
 from thrifty.inference.subsampled import subsampled_mh
-from thrifty.processes import collapsed
 from thrifty.processes.crp import CRP
 from thrifty.runtime import InterruptedWarning, load_checkpoint
 from thrifty.runtime.infer import infer
@@ -91,4 +90,9 @@ __all__ = [
     "subsampled_mh",
 ]
 
-from thrifty import datasets, diagnostics, glm  # subpackages users reach as th.datasets, ...
+from thrifty import (  # subpackages users reach as th.datasets, ...
+    collapsed,
+    datasets,
+    diagnostics,
+    glm,
+)

@@ -364,9 +364,13 @@ def read_batch(frame, mem, keys):
         uniq, inv = keys.reshape(1), np.zeros(1, dtype=np.intp)
     else:
         uniq, inv = np.unique(keys, return_inverse=True)
-    if mem.addr not in run.mem_journals and mem.addr not in run.trace.mems:
-        if _collapsed(mem, uniq):  # one collapsed family per key: a coupled observation
-            return CollapsedView(mem.addr, mem.fn, keys)
+    collapsed = run.trace.collapsed_mems
+    if mem.addr in collapsed or (
+        mem.addr not in run.mem_journals and mem.addr not in run.trace.mems
+        and _collapsed(mem, uniq)
+    ):  # one collapsed family per key: a coupled observation (thrifty.core.coupled)
+        collapsed.add(mem.addr)
+        return CollapsedView(mem.addr, mem.fn, keys)
     j = journal(run, mem.addr)
     vals = [j.resolve(run, mem, k.item() if isinstance(k, np.generic) else k).value for k in uniq]
     callno = acc.mem_calls

@@ -180,6 +180,7 @@ class Trace:
         self.structure = 0
         self.obs_values: dict | None = None  # observed values replayed instead of the data
         self.stale_nodes: set = set()  # nodes that may hold stale elements or steps
+        self.collapsed_mems: set = set()  # mem addresses whose function gives collapsed families
         self.tokens: tuple = (Token(),)
         self.changes: ChangeLog | None = None
         self.uid = next(_UIDS)
@@ -300,5 +301,6 @@ class Trace:
         return state
 
     def __setstate__(self, state):
+        state.setdefault("collapsed_mems", set())
         self.__dict__.update(state)
         self.uid = next(_UIDS)

@@ -60,7 +60,8 @@ def joint_dpm(X, y, m0, k0, v0, S0, sig_w):
     alpha = th.sample("alpha", dist.Gamma(1.0, 1.0))
     crp = th.CRP(alpha)
     feats = th.mem("feats", lambda k: th.collapsed.NormalInverseWishart(m0, k0, v0, S0))
-    w = th.mem("w", lambda k: dist.MvNormal(np.zeros(D), sig_w**2 * np.eye(D)))
+    w_prior = dist.MvNormal(np.zeros(D), sig_w**2 * np.eye(D))
+    w = th.mem("w", lambda k: w_prior)
     with th.plate("data", len(y)) as i:
         z = th.sample("z", crp)
         Xi = X[i]

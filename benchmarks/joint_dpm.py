@@ -1,0 +1,213 @@
+"""JointDPM (paper 000 §4.2, Fig. 6c–d): exact MH against subsampled MH on one cluster's
+logistic weights, and the cost of one table-label update against N (issue 10).
+
+Model: :func:`thrifty.models.joint_dpm` on :func:`thrifty.datasets.clustered_nonlinear`
+(10,000 training and 1,000 test points, six clusters of 2-d features each with its own logistic
+boundary); NIW(m0 = 0, k0 = 0.05, v0 = 4, S0 = I) per cluster, w ~ N(0, 3² I).  Inference program
+of 000 Fig. 7 (top), the same for both chains but for the kernel on the weights::
+
+    cycle([mh("alpha", drift(0.5)),
+           cycle([gibbs(one("data.z"))], repeats=STEP_Z),
+           cycle([<w kernel> on one("w") with drift(0.1)], repeats=STEP_W)])
+
+with the w kernel ``mh`` (exact) or ``subsampled_mh(batch_size=100, epsilon=0.3)``, and
+STEP_Z = STEP_W = 10 (one w step per cycle, as in 000's program, leaves twenty prior-drawn
+weight vectors near where they started for a long time).  The paper balances the time spent on
+z and on w; here both chains share STEP_Z, so the comparison isolates the w kernel.  Each chain
+runs through ``th.infer`` with default recording; draw t is placed at t × (the chain's wall
+time / its draws).
+
+Reported per chain: test accuracy of the predictive averaged over the draws so far (the
+predictive of a draw: p(z = k | x) ∝ n_k · NIW-predictive_k(x) and α · prior-predictive(x) for a
+new table, times σ(x·w_k), with 1/2 for the new table), the number of clusters, seconds per
+cycle and per w step; the time each chain needs to reach the exact chain's final accuracy and
+their ratio (000 reports ≈ 10×).  PNG: accuracy against time, clusters against time, and the
+decision boundaries of the last draw of the subsampled chain (Fig. 6c).
+
+Second part: seconds per ``gibbs(one("data.z"))`` step through ``th.infer`` on a DP mixture at
+N = 10³ and 10⁵ with the same six-cluster start (the criterion: within 2×).
+
+Run: ``cd benchmarks && ../.venv/bin/python joint_dpm.py`` (``--quick``: 2,000 points, shorter).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+import thrifty as th
+from _common import RESULTS, write
+from thrifty.models import dp_mixture, joint_dpm
+from thrifty.processes.collapsed import NormalInverseWishart
+
+M0, K0, V0, S0, SIG_W = np.zeros(2), 0.05, 4.0, np.eye(2), 3.0
+STEP_W = 10
+
+
+def kernel(w_kernel, step_z, step_w=STEP_W):
+    return th.cycle([th.mh("alpha", th.drift(0.5)),
+                     th.cycle([th.gibbs(th.one("data.z"))], repeats=step_z),
+                     th.cycle([w_kernel], repeats=step_w)])
+
+
+def predictive_accuracy(X, z, w_keys, w_vals, alpha, Xte, yte):
+    """p(y = 1 | x) of each test point under one draw (see the module docstring)."""
+    feats = Xte[:, 1:]
+    logp, py = [], []
+    for k in np.unique(z):
+        c = NormalInverseWishart(M0, K0, V0, S0)
+        for x in X[z == k, 1:]:
+            c.incorporate(x)
+        logp.append(np.log((z == k).sum()) + np.array([c.predictive_log_prob(x) for x in feats]))
+        w = w_vals[w_keys.index(int(k))]
+        py.append(1.0 / (1.0 + np.exp(-Xte @ w)))
+    c = NormalInverseWishart(M0, K0, V0, S0)
+    logp.append(np.log(alpha) + np.array([c.predictive_log_prob(x) for x in feats]))
+    py.append(np.full(len(Xte), 0.5))
+    logp = np.array(logp)
+    p = np.exp(logp - logp.max(0))
+    p /= p.sum(0)
+    return (p * np.array(py)).sum(0)
+
+
+def run_chain(name, w_kernel, d, num, step_z, seed, evals):
+    prog = joint_dpm(d.X_train, d.y_train, M0, K0, V0, S0, SIG_W)
+    k = kernel(w_kernel, step_z)
+    t0 = time.perf_counter()
+    r = th.infer(prog, k, num_samples=num, burn_in=0, seed=seed, progress=False)
+    wall = time.perf_counter() - t0
+    z = r["data.z"][0]
+    alpha = r["alpha"][0]
+    at = np.unique(np.linspace(0, num - 1, evals).astype(int))
+    probs, acc, clusters = [], [], []
+    for t in at:
+        keys, vals = w_at(r, t)
+        p = predictive_accuracy(d.X_train, z[t], keys, vals, alpha[t], d.X_test, d.y_test)
+        probs.append(p)
+        avg = np.mean(probs, axis=0)
+        acc.append(float(np.mean((avg > 0.5) == d.y_test)))
+        clusters.append(len(np.unique(z[t])))
+    stats = r.stats
+    w_label = w_kernel.label()
+    return {
+        "name": name,
+        "wall_seconds": wall,
+        "seconds_per_cycle": wall / num,
+        "w_seconds_per_step": stats[w_label]["seconds_per_step"],
+        "w_acceptance": stats[w_label]["acceptance_rate"],
+        "z_seconds_per_step": stats["gibbs(one('data.z'))"]["seconds_per_step"],
+        "alpha_seconds_per_step": stats["mh('alpha', drift(0.5))"]["seconds_per_step"],
+        "draw": at.tolist(),
+        "time": (at * wall / num).tolist(),
+        "accuracy": acc,
+        "clusters": clusters,
+        "last": (z[-1], *w_at(r, num - 1)),
+    }
+
+
+def w_at(r, t):
+    """The mem keys of ``w`` present at draw ``t`` and their values (``w.<key>`` variables,
+    NaN where the key was not in the trace)."""
+    keys, vals = [], []
+    for name in r.keys():
+        if name.startswith("w."):
+            v = r[name][0, t]
+            if not np.isnan(v).any():
+                keys.append(int(name[2:]))
+                vals.append(v)
+    return keys, np.array(vals)
+
+
+def time_to(res, target):
+    for t, a in zip(res["time"], res["accuracy"]):
+        if a >= target:
+            return t
+    return float("nan")
+
+
+def z_update_scaling(seed=0):
+    out = {}
+    for n in (1_000, 100_000):
+        d = th.datasets.clustered_nonlinear(n, 10, seed=seed)
+        angles = np.arange(6) * np.pi / 3
+        centres = 4.0 * np.c_[np.cos(angles), np.sin(angles)]
+        labels = np.argmin(((d.X_train[:, None, 1:] - centres) ** 2).sum(-1), axis=1)
+        prog = dp_mixture(d.X_train[:, 1:], M0, K0, V0, S0, alpha=1.0)
+        k = th.gibbs(th.one("data.z"))
+        r = th.infer(prog, k, num_samples=2000, burn_in=200, seed=seed, progress=False,
+                     init={"data.z": labels})
+        s = r.stats[k.label()]
+        out[n] = {"seconds_per_step": s["seconds_per_step"], "runs_per_step": s["runs_per_step"],
+                  "elements_per_step": s["elements_per_step"]}
+        print(f"z update, N = {n:>7}: {1e3 * s['seconds_per_step']:.3f} ms/step, "
+              f"{s['runs_per_step']:.2f} runs of {s['elements_per_step'] / s['runs_per_step']:.0f}"
+              " element each")
+    out["ratio"] = out[100_000]["seconds_per_step"] / out[1_000]["seconds_per_step"]
+    print(f"ratio N=10^5 / N=10^3: {out['ratio']:.2f} (criterion <= 2)")
+    return out
+
+
+def plot(res, d, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(1, 3, figsize=(15, 4.5), constrained_layout=True)
+    for r in res:
+        ax[0].plot(r["time"], r["accuracy"], label=r["name"])
+        ax[1].plot(r["time"], r["clusters"], label=r["name"])
+    ax[0].set(xlabel="seconds", ylabel="test accuracy (averaged predictive)",
+              title="Fig. 6d: accuracy against time")
+    ax[1].set(xlabel="seconds", ylabel="clusters", title="number of clusters")
+    for a in ax[:2]:
+        a.legend(loc="lower right")
+    z, keys, vals = res[-1]["last"]
+    g = np.linspace(-8, 8, 120)
+    G = np.array([[1.0, a, b] for b in g for a in g])
+    p = predictive_accuracy(d.X_train, z, keys, vals, 1.0, G, np.zeros(len(G)))
+    ax[2].contourf(g, g, p.reshape(len(g), len(g)), levels=20, cmap="RdBu_r", alpha=0.7)
+    ax[2].scatter(d.X_test[:, 1], d.X_test[:, 2], c=d.y_test, s=4, cmap="RdBu_r",
+                  edgecolors="none")
+    ax[2].set(title=f"Fig. 6c: p(y = 1 | x), last draw of {res[-1]['name']}", xlabel="x₁",
+              ylabel="x₂")
+    fig.savefig(path, dpi=110)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    a = ap.parse_args()
+    n_train, num, step_z = (2_000, 300, 10) if a.quick else (10_000, 1_500, 10)
+    d = th.datasets.clustered_nonlinear(n_train, 1_000, seed=0)
+    res = [
+        run_chain("exact MH", th.mh(th.one("w"), th.drift(0.1)), d, num, step_z, 1, 30),
+        run_chain("subsampled MH (ε = 0.3)",
+                  th.subsampled_mh(th.one("w"), batch_size=100, epsilon=0.3,
+                                   proposal=th.drift(0.1)), d, num, step_z, 1, 30),
+    ]
+    target = res[0]["accuracy"][-1]
+    t_exact, t_sub = time_to(res[0], target), time_to(res[1], target)
+    for r in res:
+        print(f"{r['name']:>26}: final accuracy {r['accuracy'][-1]:.3f}, "
+              f"{r['clusters'][-1]} clusters, {1e3 * r['seconds_per_cycle']:.1f} ms/cycle, "
+              f"w step {1e3 * r['w_seconds_per_step']:.2f} ms (acceptance "
+              f"{r['w_acceptance']:.2f}), z step {1e3 * r['z_seconds_per_step']:.2f} ms, "
+              f"alpha step {1e3 * r['alpha_seconds_per_step']:.2f} ms")
+    print(f"time to the exact chain's final accuracy {target:.3f}: exact {t_exact:.1f} s, "
+          f"subsampled {t_sub:.1f} s, ratio {t_exact / t_sub:.2f}")
+    scaling = z_update_scaling()
+    plot(res, d, RESULTS / "joint_dpm.png")
+    for r in res:
+        r.pop("last")
+    write("joint_dpm", {
+        "n_train": n_train, "draws": num, "step_z": step_z, "chains": res,
+        "target_accuracy": target, "time_to_target": {"exact": t_exact, "subsampled": t_sub},
+        "speedup": t_exact / t_sub, "z_update": {str(k): v for k, v in scaling.items()},
+    })
+
+
+if __name__ == "__main__":
+    main()

@@ -286,3 +286,21 @@ def test_docstring_examples_run():
                 thrifty.processes.collapsed):
         result = doctest.testmod(mod, verbose=False, report=False)
         assert result.failed == 0 and result.attempted > 0, mod.__name__
+
+
+def test_checkpoint_resume_and_workers_give_the_same_draws(tmp_path):
+    """The seating and the clusters' statistics live in the trace: a run resumed from a
+    checkpoint, and chains in worker processes, give the draws of a straight run."""
+    from test_runtime import Interrupting, assert_same
+
+    kernel = lambda: th.cycle([th.mh("alpha", th.drift(0.8)), th.gibbs("data.z")])  # noqa: E731
+    kw = dict(num_samples=300, burn_in=10, chains=2, seed=9, progress=False)
+    straight = th.infer(dpm(X6, None), kernel(), workers=1, **kw)
+    path = tmp_path / "dpm.ckpt"
+    with pytest.warns(th.InterruptedWarning):
+        part = th.infer(dpm(X6, None), Interrupting(kernel(), after=150, how="raise"),
+                        checkpoint=path, checkpoint_every=0.0, workers=1, **kw)
+    assert part.interrupted
+    resumed = th.infer(dpm(X6, None), kernel(), checkpoint=path, workers=1, **kw)
+    assert_same(resumed, straight)
+    assert_same(th.infer(dpm(X6, None), kernel(), workers=2, **kw), straight)

@@ -55,8 +55,33 @@ def test_python_if_on_a_plate_value():
             z = th.sample("z", dist.Normal(0.0, 1.0))
             th.observe("y", dist.Normal(1.0 if z > 0 else -1.0, 1.0), y[i])
 
-    with pytest.raises(ModelError, match=r"plate \('data',\).*`if`.*np\.where"):
+    with pytest.raises(ModelError,
+                       match=r"plate \('data',\).*`if`.*\('data', \*, 'z'\).*np\.where"):
         run(m(Y))
+
+
+def test_python_if_on_a_vector_or_on_plate_values_after_the_plate():
+    """Outside plates the same NumPy error gets its own hint (not the shapes hint)."""
+
+    @th.model
+    def vec():
+        w = th.sample("w", dist.Normal(np.zeros(3), 1.0))
+        th.observe("y", dist.Normal(1.0 if w > 0 else -1.0, 1.0), 0.0)
+
+    with pytest.raises(ModelError, match=r"`if`.*\('w',\).*\.any\(\) / \.all\(\).*np\.where"):
+        run(vec())
+
+    @th.model
+    def after(y):
+        with th.plate("data", len(y)) as i:
+            z = th.sample("z", dist.Normal(0.0, 1.0))
+            th.observe("y", dist.Normal(z, 1.0), y[i])
+        if z > 0:
+            th.observe("s", dist.Normal(0.0, 1.0), 0.0)
+
+    with pytest.raises(ModelError, match=r"`if`.*used after it") as e:
+        run(after(Y))
+    assert "shapes" not in str(e.value)
 
 
 def test_unindexed_data_in_a_plate_gets_the_right_hint():

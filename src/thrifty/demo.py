@@ -76,17 +76,20 @@ def _plot_hmm(path: Path, exact, lmh, gibbs) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.2), sharey=True)
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.5), sharey=True, layout="constrained")
     t = np.arange(exact.shape[0])
     for k, ax in enumerate(axes):
         ax.plot(t, exact[:, k], "k-", lw=2, label="forward-backward")
         ax.plot(t, lmh[:, k], "o", ms=4, label="LMH")
         ax.plot(t, gibbs[:, k], "x", ms=5, label="Gibbs")
         ax.set_title(f"P(state = {k} | y)")
-        ax.set_xlabel("t")
-    axes[0].legend(fontsize=8)
-    fig.tight_layout()
+        ax.set_xlabel("time step t")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are integers
+    # below the panels: a legend inside one would cover some of its points
+    axes[0].figure.legend(*axes[0].get_legend_handles_labels(), fontsize=8,
+                          loc="outside lower center", ncols=3)
     fig.savefig(path, dpi=110)
     plt.close(fig)
     print(f"plot: {path}")

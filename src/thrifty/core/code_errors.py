@@ -20,19 +20,32 @@ def _last_choice(run) -> str:
     return f"; the last choice made before it was {fmt(addr)}" if addr else ""
 
 
+def _last_in_plate(frame) -> str:
+    """The last choice made inside the plate's body (its generic address), else the last one
+    before the plate."""
+    from thrifty.core.vocab import LATENT
+
+    new = getattr(frame, "new", None) or {}
+    for rel in reversed(list(new)):
+        if getattr(new[rel], "kind", None) == LATENT:
+            return f"; the last choice made before it was {fmt(frame.generic_all(rel))}"
+    return _last_choice(frame.run)
+
+
 def plate_code_error(frame, exc: BaseException) -> ModelError:
     """The error of the model code inside the plate executed by ``frame``."""
     where = f"plate {fmt(frame.addr)} ({frame.n} element(s) executed)"
     msg = str(exc)
     if "truth value of an array" in msg:
         text = (f"in {where}: a Python `if`, `and`, `or` or `while` tested a value with one "
-                "entry per executed element (NumPy: truth value of an array is ambiguous). "
+                "entry per executed element (NumPy: truth value of an array is ambiguous)"
+                f"{_last_in_plate(frame)}. "
                 "The plate's body runs once for all its executed elements: use "
                 "np.where(cond, a, b) or a mixture distribution so that each element takes its "
                 "own branch")
     else:
         text = (f"in {where}: the model code raised {type(exc).__name__}: {msg}"
-                f"{_last_choice(frame.run)}. "
+                f"{_last_in_plate(frame)}. "
                 "Inside a plate, per-element values have one entry per executed element: index "
                 "data and per-element parameters with the plate's index (x[i]), and check that "
                 "the shapes of the choices used here match the data (e.g. a prior vector of "
@@ -44,6 +57,13 @@ def plate_code_error(frame, exc: BaseException) -> ModelError:
 
 def code_error(run, exc: BaseException) -> ModelError:
     """The error of the model code outside any plate."""
+    if "truth value of an array" in str(exc):
+        return ModelError(
+            "a Python `if`, `and`, `or` or `while` tested an array (NumPy: truth value of an "
+            f"array is ambiguous){_last_choice(run)}: a vector choice, or values sampled inside "
+            "a plate and used after it (one entry per element). Test one entry, or reduce "
+            "with .any() / .all(), or use np.where(cond, a, b) to choose per entry"
+        )
     return ModelError(
         f"the model code raised {type(exc).__name__}: {exc}{_last_choice(run)}. Check the "
         "shapes of the choices and data used there (e.g. a prior vector of the wrong length)"

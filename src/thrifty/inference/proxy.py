@@ -66,6 +66,7 @@ class TaylorProxy:
     def __init__(self, theta_hat=None):
         self.theta_hat = None if theta_hat is None else np.asarray(theta_hat, dtype=float)
         self._helper = None  # an SMH kernel: the GLM section discovery and set-up at θ̂
+        self._far = None  # FarFromMode: warns when the chain stays far from θ̂
 
     def __repr__(self) -> str:
         return "taylor"
@@ -105,6 +106,12 @@ class TaylorProxy:
                 raise SelectionError(f"{name}(proxy='taylor'): {msg}") from None
         st = h._st
         theta = np.asarray(locs[0].value, dtype=float)
+        far = getattr(self, "_far", None)
+        if far is None:
+            from thrifty.inference.smh import FarFromMode
+
+            far = self._far = FarFromMode(f"{name}(proxy='taylor')")
+        far.see(st, st.R @ (theta - st.theta_hat), addr)
         return TaylorSections(h, st, theta, np.asarray(targets[addr], dtype=float)), fresh
 
     def start(self, kernel, trace, rng, init: dict) -> None:

@@ -180,6 +180,59 @@ def _prior_model(d, k: int):
     return numeric
 
 
+class FarFromMode:
+    """Warns once when a chain stays far from θ̂ (issue 11, defect 5).
+
+    SMH's bounds and the Taylor proxy of ``subsampled_mh(proxy="taylor")`` are tight only near
+    θ̂: far from it SMH's steps fall back to full-data MH or are rejected, and the proxy needs
+    most of the data per decision — a chain started far away (``init``) may never arrive.  "Far"
+    is a Mahalanobis distance r = ‖R(θ − θ̂)‖ under the Laplace approximation N(θ̂, (RᵀR)⁻¹)
+    with r² above the χ²_d quantile of 1 − 1e-9 (≈ 7.1 for d = 5), for ``STEPS`` steps in a
+    row: at stationarity a single such step already has probability ≈ 1e-9 when the Laplace
+    approximation fits (tall data), so the warning is not a false alarm of a healthy chain.
+    """
+
+    STEPS = 200
+
+    def __init__(self, who: str):
+        self.who = who
+        self.run = 0
+        self.warned = False
+        self._limit = None  # (d, r² limit)
+
+    def see(self, st, u, addr) -> None:
+        """One step at θ with u = R(θ − θ̂)."""
+        if self.warned:
+            return
+        d = len(u)
+        if self._limit is None or self._limit[0] != d:
+            from scipy.stats import chi2
+
+            self._limit = (d, float(chi2.isf(1e-9, d)))
+        r2 = float(u @ u)
+        if not r2 > self._limit[1]:
+            self.run = 0
+            return
+        self.run += 1
+        if self.run >= self.STEPS:
+            self.warned = True
+            warnings.warn(
+                f"{self.who}: the chain has been far from θ̂ for {self.run} steps ("
+                f"{fmt(addr)} at Mahalanobis distance {math.sqrt(r2):.1f} from θ̂ under the "
+                f"Laplace approximation; the posterior rarely goes beyond "
+                f"{math.sqrt(self._limit[1]):.1f}).  Its bounds are tight only near θ̂, so "
+                "these steps cost up to a full-data pass or are rejected and the chain may not "
+                f"reach the posterior: leave {fmt(addr)} out of init (the chain then starts at "
+                "θ̂), or start it near the posterior mode",
+                FarFromModeWarning,
+                stacklevel=2,
+            )
+
+
+class FarFromModeWarning(UserWarning):
+    """A th.smh or subsampled_mh(proxy="taylor") chain stays far from θ̂ (see FarFromMode)."""
+
+
 class SMH(_Selecting):
     """Scalable Metropolis–Hastings on one vector choice; see :func:`thrifty.smh`."""
 
@@ -231,6 +284,7 @@ class SMH(_Selecting):
         self.fallback = fallback
         self._st: _Setup | None = None
         self._warned = False
+        self._far = FarFromMode("smh")
 
     def label(self) -> str:
         p = self.proposal
@@ -540,6 +594,10 @@ class SMH(_Selecting):
         theta = site.value
         theta_new, pcn = self._propose(st, theta, rng)
         dv, dv_new, u, u_new, phis_sw, phis = _geometry(st, theta, theta_new)
+        far = getattr(self, "_far", None)
+        if far is None:  # (a kernel pickled by an earlier version)
+            far = self._far = FarFromMode("smh")
+        far.see(st, u, st.addr)
         rates = [phi * c[3] for phi, c in zip(phis, st.comps)]
         rate = sum(rates)
         stats.count("poisson_rate", rate)

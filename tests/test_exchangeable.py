@@ -226,6 +226,12 @@ def test_coupled_sites_are_refused_where_they_cannot_be_exact():
         th.simulate(top_collapsed(), seed=0)
     with pytest.raises(ModelError, match="simulating it"):
         th.diagnostics.geweke(dpm(X6, 1.0), th.gibbs("data.z"), num_samples=20, seed=0)
+    r = th.infer(dpm(X6, 1.0), th.gibbs("data.z"), num_samples=20, seed=0, progress=False)
+    idata = r.to_arviz()
+    groups = idata.children if hasattr(idata, "children") else idata.groups()  # ArviZ 1.x / 0.2x
+    assert "observed_data" in groups  # the data, yes
+    with pytest.raises(ModelError, match="no pointwise log-density"):
+        r.to_arviz(log_likelihood=True)  # LOO terms: not defined for coupled observations
 
 
 def test_elementwise_mh_on_a_coupled_plate_decides_one_element_at_a_time():

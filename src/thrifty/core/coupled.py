@@ -224,7 +224,31 @@ def observe(frame, local, rel, d, value):
                 "not supported (give them as data)"
             )
     acc._add("obs_lp", np.zeros(n), 0.0, True)
+    if run.captured is not None:  # observed data yes; a pointwise log-density, no
+        addr = acc.generic_all(rel)
+        run.captured.append((addr, Coupled(addr, d), value, acc.member_indices()))
     return value
+
+
+class Coupled:
+    """What a capturing run lists for a collapsed observation: its values are data like any
+    other, but it has no pointwise log-density (each observation's density depends on the
+    others of its cluster), so LOO and the like must leave it out."""
+
+    is_discrete = False
+
+    def __init__(self, addr, d):
+        self.addr, self.d = addr, d
+
+    def log_prob(self, value):
+        raise ModelError(
+            f"observation {fmt(self.addr)} of a collapsed family has no pointwise log-density "
+            "(its observations are coupled through the cluster's statistics): the pointwise "
+            "log-likelihood (log_likelihood=True, LOO) is not defined for it"
+        )
+
+    def __repr__(self) -> str:
+        return f"Coupled({self.d!r})"
 
 
 def account(frame, run) -> None:

@@ -79,6 +79,13 @@ class TaylorProxy:
     def sections(self, kernel, trace, skeleton, locs, targets) -> tuple[TaylorSections, bool]:
         """The scorer for this proposal, and whether an O(N) set-up was (re)done."""
         name = kernel.name
+        if len(locs) == 1 and locs[0].kind == "mem":
+            raise SelectionError(
+                f"{name}(proxy='taylor'): {fmt(locs[0].addr)} is a memoized choice (e.g. one "
+                "cluster's weights, whose sections — the points seated at the cluster — change "
+                "with every label update); the Taylor proxy covers one top-level vector choice "
+                "only, so use proxy=None here"
+            )
         if len(locs) != 1 or locs[0].kind != "site":
             raise SelectionError(
                 f"{name}(proxy='taylor') updates one top-level vector choice (GLM weights); "

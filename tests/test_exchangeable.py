@@ -15,25 +15,11 @@ import pytest
 from scipy import integrate, stats
 
 import thrifty as th
+from test_processes import canonical, set_partitions
 from thrifty import dist
 from thrifty.diagnostics._arviz import ess as ess_of
 from thrifty.errors import ModelError
 from thrifty.processes.collapsed import NormalGamma, NormalInverseWishart
-
-
-def set_partitions(n):
-    def grow(prefix, m):
-        if len(prefix) == n:
-            yield tuple(prefix)
-            return
-        for k in range(m + 1):
-            yield from grow(prefix + [k], max(m, k + 1))
-    yield from grow([0], 1)
-
-
-def canonical(labels):
-    seen: dict = {}
-    return tuple(seen.setdefault(int(x), len(seen)) for x in labels)
 
 
 def log_ewens(p, alpha):
@@ -166,6 +152,21 @@ def test_niw_mixture_gibbs_matches_enumeration():
     assert chi2_partitions(r["data.z"][0], probs, parts) > 1e-4
 
 
+class NormalKnownVariance:
+    """A cluster of mean_dpm with its mean integrated out: N(x; 0, 0.25 I + 4 11ᵀ)."""
+
+    def __init__(self):
+        self.xs = []
+
+    def incorporate(self, v):
+        self.xs.append(v)
+
+    def marginal_log_prob(self):
+        n = len(self.xs)
+        cov = 0.25 * np.eye(n) + 4.0 * np.ones((n, n))
+        return stats.multivariate_normal(np.zeros(n), cov).logpdf(self.xs)
+
+
 @th.model
 def mean_dpm(x):
     """Per-table means that are *not* collapsed: Gibbs on z is Neal's Alg. 8 (m = 1)."""
@@ -178,18 +179,6 @@ def mean_dpm(x):
 
 def test_uncollapsed_table_parameters_alg8_matches_enumeration():
     x = np.array([-1.5, -1.2, 1.0, 1.4])
-
-    class NormalKnownVariance:  # marginal of a cluster: N(x; 0, 0.25 I + 4 11ᵀ)
-        def __init__(self):
-            self.xs = []
-
-        def incorporate(self, v):
-            self.xs.append(v)
-
-        def marginal_log_prob(self):
-            n = len(self.xs)
-            cov = 0.25 * np.eye(n) + 4.0 * np.ones((n, n))
-            return stats.multivariate_normal(np.zeros(n), cov).logpdf(self.xs)
 
     parts, probs = exact_dpm(x, lambda p: log_ewens(p, 1.0), NormalKnownVariance)
     kernel = th.cycle([th.gibbs("data.z"), th.mh("mu", th.drift(0.7))])
@@ -259,18 +248,6 @@ def test_subsampled_mh_on_one_tables_parameters_as_tables_come_and_go():
     points seated there), which change with every label update; at ε = 0 it decides as exact
     MH, so the partition posterior is the enumerated one."""
     x = np.array([-1.5, -1.2, 1.0, 1.4])
-
-    class NormalKnownVariance:
-        def __init__(self):
-            self.xs = []
-
-        def incorporate(self, v):
-            self.xs.append(v)
-
-        def marginal_log_prob(self):
-            n = len(self.xs)
-            cov = 0.25 * np.eye(n) + 4.0 * np.ones((n, n))
-            return stats.multivariate_normal(np.zeros(n), cov).logpdf(self.xs)
 
     parts, probs = exact_dpm(x, lambda p: log_ewens(p, 1.0), NormalKnownVariance)
     sub = th.subsampled_mh(th.one("mu"), batch_size=2, epsilon=0.0, proposal=th.drift(0.7))

@@ -82,19 +82,24 @@ class Gibbs(_Selecting):
             )
         values = _support(d, addr).tolist()
         plan = plan_for(trace, [loc])
-        logw = np.empty(len(values))
-        runs = []
-        cur = loc.value
-        for k, v in enumerate(values):
-            if v == cur:
-                logw[k] = 0.0
-                runs.append(None)
-                continue
+        def run_with(v):
             try:
-                run = self.execute(trace, rng, targets={addr: v}, plan=plan, mode=STRICT)
+                return self.execute(trace, rng, targets={addr: v}, plan=plan, mode=STRICT)
             except StructureChange as e:
                 raise self._structure_error(addr, v, e) from None
-            logw[k] = run.log_weight
+
+        self._pick(values, loc.value, run_with, rng)
+
+    def _pick(self, values, cur, run_with, rng) -> None:
+        """Draw from the full conditional over ``values``: one run per value other than the
+        current one (``run_with(v)``), weights ``run.log_weight`` relative to it; commit the
+        chosen value's run."""
+        logw = np.zeros(len(values))
+        runs = []
+        for k, v in enumerate(values):
+            run = None if v == cur else run_with(v)
+            if run is not None:
+                logw[k] = run.log_weight if run.aborted is None else -np.inf
             runs.append(run)
         k = int(_gumbel_choice(logw[:, None], rng)[0])
         self.stats.proposed += 1
@@ -159,21 +164,8 @@ class Gibbs(_Selecting):
             labels.append(crp.next_label)
         elems = np.array([e])
         plan = plan_elements(trace, Plan(), plate, elems)
-        logw = np.zeros(len(labels))
-        runs = []
-        for k, v in enumerate(labels):
-            if v == cur:
-                runs.append(None)
-                continue
-            vec = {(plate, rel): VecTarget(elems, np.array([v]))}
-            run = self.execute(trace, rng, vec=vec, plan=plan)
-            logw[k] = run.log_weight if run.aborted is None else -np.inf
-            runs.append(run)
-        k = int(_gumbel_choice(logw[:, None], rng)[0])
-        self.stats.proposed += 1
-        self.stats.accepted += 1
-        if runs[k] is not None:
-            runs[k].commit()
+        self._pick(labels, cur, lambda v: self.execute(
+            trace, rng, vec={(plate, rel): VecTarget(elems, np.array([v]))}, plan=plan), rng)
 
 
 def gibbs(selection) -> Gibbs:

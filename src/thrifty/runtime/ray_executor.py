@@ -108,8 +108,15 @@ def run_ray(executor: RayExecutor, program, kernel, seeds, inits, cfg, records, 
     jobs = {c: (seeds[c], inits[c], cfg, records[c].snapshot) for c in pending}
     collect = parallel.Collector(records, progress, checkpoint, cfg)
     active: dict = {}  # chain → task reference
+    started: set = set()  # chains whose task has begun running (sent "started")
     stop_seen = None
     hung = False
+
+    def handle(msg) -> None:
+        if msg[0] == "started":
+            started.add(msg[1])
+        if collect.handle(msg):
+            active.pop(msg[1], None)
 
     def drain(deadline: float) -> None:
         while perf_counter() < deadline:
@@ -117,8 +124,7 @@ def run_ray(executor: RayExecutor, program, kernel, seeds, inits, cfg, records, 
                 msg = parallel._receive(q.get(timeout=0.05))
             except queue_mod.Empty:
                 return
-            if collect.handle(msg):
-                active.pop(msg[1], None)
+            handle(msg)
 
     def check_dead() -> None:
         """A task that ended without its final message: its worker died."""
@@ -144,6 +150,15 @@ def run_ray(executor: RayExecutor, program, kernel, seeds, inits, cfg, records, 
                 if stop_seen is None:
                     flag.set.remote()
                     stop_seen = perf_counter()
+                    drain(perf_counter() + 0.2)
+                    # tasks still waiting for a worker (Ray's worker start-up takes seconds, a
+                    # busy cluster longer) have no draws: cancel them rather than wait
+                    for c in [c for c in active if c not in started]:
+                        ray.cancel(active.pop(c), force=True)
+                        records[c].status = "pending"
+                        collect.progress.update(c, records[c].iteration, records[c].accepted,
+                                                records[c].proposed, records[c].num_draws,
+                                                "pending")
                 elif perf_counter() - stop_seen > parallel.STOP_GRACE:
                     for c, ref in list(active.items()):
                         ray.cancel(ref, force=True)
@@ -160,8 +175,8 @@ def run_ray(executor: RayExecutor, program, kernel, seeds, inits, cfg, records, 
                 msg = parallel._receive(q.get(timeout=0.1))
             except queue_mod.Empty:
                 msg = None
-            if msg is not None and collect.handle(msg):
-                active.pop(msg[1], None)
+            if msg is not None:
+                handle(msg)
             if msg is None or perf_counter() - last_check > 1.0:
                 check_dead()
                 last_check = perf_counter()

@@ -16,6 +16,30 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from shared_models import Slow  # noqa: E402  (importable by the workers: checkpoints)
 
+
+@th.model
+def in_main(y):
+    """Defined in the script (``__main__``), which the Ray workers cannot import."""
+    mu = th.sample("mu", th.dist.Normal(0.0, 1.0))
+    with th.plate("data", len(y)) as i:
+        th.observe("y", th.dist.Normal(mu, 1.0), y[i])
+
+
+class InMainMH(th.Kernel):
+    def __init__(self):
+        super().__init__()
+        self.inner = th.mh("mu", th.drift(0.5))
+
+    def step(self, trace, rng):
+        return self.inner.step(trace, rng)
+
+    def kernels(self):
+        return self.inner.kernels()
+
+    def label(self):
+        return self.inner.label()
+
+
 path = sys.argv[1]
 env = {"PYTHONPATH": os.pathsep.join([HERE, *sys.path])}
 if os.environ.get("THRIFTY_TEST_MARK_DIR"):
@@ -47,4 +71,10 @@ out["equal"] = bool(
     np.array_equal(resumed["s.z"], straight["s.z"])
     and np.array_equal(resumed.sample_stats["lp"], straight.sample_stats["lp"])
 )
+# a model and a kernel class defined in the script travel with the job (checkpoints included)
+y = np.linspace(-1.0, 2.0, 20)
+a = th.infer(in_main(y), InMainMH(), num_samples=300, chains=2, seed=2, progress=False,
+             executor="ray", checkpoint=path + ".main")
+b = th.infer(in_main(y), InMainMH(), num_samples=300, chains=2, seed=2, progress=False, workers=1)
+out["main_equal"] = bool(np.array_equal(a["mu"], b["mu"]))
 print(json.dumps(out))

@@ -154,3 +154,4 @@ def test_ctrl_c_and_checkpoint_resume_under_ray(tmp_path):
     # the resumed run continues from the checkpoint (fewer steps) to the uninterrupted draws
     assert not out["resumed_interrupted"] and out["equal"]
     assert 0 < out["resumed_steps"] < out["straight_steps"]
+    assert out["main_equal"]  # a model and a kernel defined in the script (__main__)

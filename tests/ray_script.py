@@ -2,9 +2,7 @@
 
 import json
 import os
-import signal
 import sys
-import threading
 import time
 import warnings
 
@@ -18,20 +16,39 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from shared_models import Slow  # noqa: E402  (importable by the workers: checkpoints)
 
+
+@th.model
+def in_main(y):
+    """Defined in the script (``__main__``), which the Ray workers cannot import."""
+    mu = th.sample("mu", th.dist.Normal(0.0, 1.0))
+    with th.plate("data", len(y)) as i:
+        th.observe("y", th.dist.Normal(mu, 1.0), y[i])
+
+
+class InMainMH(th.Kernel):
+    def __init__(self):
+        super().__init__()
+        self.inner = th.mh("mu", th.drift(0.5))
+
+    def step(self, trace, rng):
+        return self.inner.step(trace, rng)
+
+    def kernels(self):
+        return self.inner.kernels()
+
+    def label(self):
+        return self.inner.label()
+
+
 path = sys.argv[1]
+env = {"PYTHONPATH": os.pathsep.join([HERE, *sys.path])}
+if os.environ.get("THRIFTY_TEST_MARK_DIR"):
+    env["THRIFTY_TEST_MARK_DIR"] = os.environ["THRIFTY_TEST_MARK_DIR"]
 ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-         runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join([HERE, *sys.path])}})
+         runtime_env={"env_vars": env})
 kw = dict(num_samples=4000, chains=2, seed=11)
-started = threading.Event()
-
-
-def interrupt():  # Ctrl-C in the driver, once both chains have sent draws
-    started.wait(60)
-    os.kill(os.getpid(), signal.SIGINT)
-
-
-threading.Thread(target=interrupt, daemon=True).start()
-threading.Timer(4.0, started.set).start()
+# The test sends SIGINT to this process's group (as Ctrl-C in a terminal does) once both chains
+# have marked that they run (Slow, THRIFTY_TEST_MARK_DIR).
 with warnings.catch_warnings(record=True) as w:
     warnings.simplefilter("always")
     part = th.infer(hmm(), Slow(th.lmh()), checkpoint=path, checkpoint_every=0.05,
@@ -39,6 +56,7 @@ with warnings.catch_warnings(record=True) as w:
 out = {
     "interrupted": part.interrupted,
     "draws": part.num_draws,
+    "chain_draws": [len(d["s.z"]) for d in part.chain_draws],
     "warnings": [str(x.message) for x in w],
 }
 Slow.delay = 0.0
@@ -47,8 +65,16 @@ resumed = th.infer(hmm(), th.lmh(), checkpoint=path, executor="ray", progress=Fa
 out["resume_seconds"] = time.perf_counter() - t0
 straight = th.infer(hmm(), th.lmh(), workers=1, progress=False, **kw)
 out["resumed_interrupted"] = resumed.interrupted
+out["resumed_steps"] = resumed.stats["run"]["steps"]
+out["straight_steps"] = straight.stats["run"]["steps"]
 out["equal"] = bool(
     np.array_equal(resumed["s.z"], straight["s.z"])
     and np.array_equal(resumed.sample_stats["lp"], straight.sample_stats["lp"])
 )
+# a model and a kernel class defined in the script travel with the job (checkpoints included)
+y = np.linspace(-1.0, 2.0, 20)
+a = th.infer(in_main(y), InMainMH(), num_samples=300, chains=2, seed=2, progress=False,
+             executor="ray", checkpoint=path + ".main")
+b = th.infer(in_main(y), InMainMH(), num_samples=300, chains=2, seed=2, progress=False, workers=1)
+out["main_equal"] = bool(np.array_equal(a["mu"], b["mu"]))
 print(json.dumps(out))

@@ -60,7 +60,9 @@ def assert_copy_replays(kernel, trace, steps=30, seed=5) -> None:
 
 class Slow(th.Kernel):
     """Delegates to ``inner`` after sleeping ``Slow.delay`` seconds per step (a class attribute,
-    not saved in checkpoints): slows a run down enough to interrupt it."""
+    not saved in checkpoints): slows a run down enough to interrupt it.  With the environment
+    variable ``THRIFTY_TEST_MARK_DIR`` set, each process running a chain creates a file
+    ``chain-<pid>`` there after 100 steps (so that a test knows when to interrupt)."""
 
     delay = 0.001
 
@@ -69,9 +71,16 @@ class Slow(th.Kernel):
         self.inner = inner
 
     def step(self, trace, rng):
+        import os
         import time
 
         time.sleep(Slow.delay)
+        mark = os.environ.get("THRIFTY_TEST_MARK_DIR")
+        if mark and Slow.delay and not getattr(self, "_marked", False):
+            self._steps = getattr(self, "_steps", 0) + 1
+            if self._steps >= 100:  # this chain has run (and reported) for a while: say so
+                open(os.path.join(mark, f"chain-{os.getpid()}"), "w").close()
+                self._marked = True
         return self.inner.step(trace, rng)
 
     def kernels(self):

@@ -68,11 +68,31 @@ class _StateUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"unknown persistent id {pid!r} in a thrifty chain state")
 
 
+def _cloud_state_pickler():
+    """:class:`_StatePickler` on Ray's cloudpickle: classes and functions defined in the
+    driver's ``__main__`` (a kernel class in a script) pickle by value."""
+    from ray import cloudpickle
+
+    class CloudStatePickler(cloudpickle.CloudPickler):
+        def __init__(self, file, program):
+            super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+            self._program = program
+
+        def persistent_id(self, obj):
+            return "program" if obj is self._program else None
+
+    return CloudStatePickler
+
+
+#: The pickler of chain states: :class:`_StatePickler`; in a Ray worker, the cloudpickle one.
+STATE_PICKLER = _StatePickler
+
+
 def dumps_state(obj, program) -> bytes:
     """Pickle ``obj`` (a trace, a kernel, ...) with ``program`` left out."""
     f = io.BytesIO()
     try:
-        _StatePickler(f, program).dump(obj)
+        STATE_PICKLER(f, program).dump(obj)
     except Exception as e:
         raise TypeError(
             f"cannot pickle the state of the chain (trace and kernel) for the checkpoint: "

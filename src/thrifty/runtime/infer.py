@@ -385,8 +385,12 @@ def _interrupt_message(records, result, ckpt, completed, parallel) -> str:
             )
         else:
             msg += f" The result's arrays hold {_chains(ids)} ({result.num_draws} draws each)"
-        if left_out:
-            msg += f"; {_chains(left_out)} without draws left out"
+        failed_out = [c for c in left_out if records[c].status == "failed"]
+        empty_out = [c for c in left_out if c not in failed_out]
+        if failed_out:
+            msg += f"; {_chains(failed_out)} (failed) left out"
+        if empty_out:
+            msg += f"; {_chains(empty_out)} without draws left out"
         msg += (
             ". Every draw of every chain is in result.chain_draws, result.chain_output and "
             "result.chain_sample_stats."

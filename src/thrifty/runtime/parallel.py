@@ -103,10 +103,10 @@ def dumps_job(job) -> bytes:
 
 
 # -- the worker process ---------------------------------------------------------------------------
-def _send(q, msg) -> None:
+def _send(q, msg, dumps=pickle.dumps) -> None:
     """Pickle here (not in the queue's feeder thread, where errors would be lost)."""
     try:
-        data = pickle.dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
+        data = dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as e:
         raise TypeError(
             f"a worker process cannot send its draws to the main process: {type(e).__name__}: "
@@ -139,9 +139,11 @@ def _exit_with_parent(parent: int) -> None:
     threading.Thread(target=watch, name="thrifty-parent-watch", daemon=True).start()
 
 
-def _worker(chain, job, q, stop, checkpoint_every, threads, parent):
+def _worker(chain, job, q, stop, checkpoint_every, threads, parent, dumps=pickle.dumps):
     """Run one chain, reporting to ``q`` (``put``) and polling ``stop`` (``is_set``); a local
-    worker process also ignores SIGINT and exits with its ``parent``."""
+    worker process also ignores SIGINT and exits with its ``parent``.  ``dumps`` pickles the
+    messages (a Ray worker: cloudpickle, for values of classes defined in the driver's
+    ``__main__``)."""
     if parent is not None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         _exit_with_parent(parent)
@@ -154,21 +156,22 @@ def _worker(chain, job, q, stop, checkpoint_every, threads, parent):
             job = pickle.loads(job)
         program, kernel, seed, init, cfg, snapshot = job
         run = ChainRun(chain, program, kernel, seed, init, cfg, snapshot)
-        _send(q, ("started", chain, run.iteration, run.init_seconds, run.stats()))
+        _send(q, ("started", chain, run.iteration, run.init_seconds, run.stats()), dumps)
         last = -math.inf  # the first snapshot at the first tick: problems show at once
 
         def tick(r):
             nonlocal last
-            _send(q, ("tick", chain, r.iteration, r.take(), r.stats()))
+            _send(q, ("tick", chain, r.iteration, r.take(), r.stats()), dumps)
             if checkpoint_every is not None and perf_counter() - last >= checkpoint_every:
-                _send(q, ("snapshot", chain, r.snapshot()))
+                _send(q, ("snapshot", chain, r.snapshot()), dumps)
                 last = perf_counter()
             return stop.is_set()
 
         done = run.run(tick) if not stop.is_set() else run.iteration >= cfg.total
         payload = run.take()
         snap = run.snapshot() if checkpoint_every is not None else None
-        _send(q, ("final", chain, done, run.iteration, payload, run.stats(), snap, run.seconds))
+        _send(q, ("final", chain, done, run.iteration, payload, run.stats(), snap, run.seconds),
+              dumps)
     except BaseException as e:
         tb = traceback.format_exc()
         try:

@@ -2,11 +2,13 @@
 
 Each chain runs the same worker loop as a local worker process (:func:`parallel._worker`), as a
 Ray task on whatever cluster ``ray.init`` connected to — an existing one
-(``ray.init(address="auto")`` on a cluster node, ``ray.init("ray://head:10001")`` from outside,
-or ``RAY_ADDRESS``), else a local instance started here.  Messages (draws, statistics,
-snapshots) come back through a ``ray.util.queue.Queue``; Ctrl-C sets a stop flag held by a small
-actor, which the chains poll at each report (about ten times a second).  The program and kernel
-are put in the object store once and shared by the chains.
+(``ray.init(address="auto")`` on a cluster node; ``ray.init("ray://head:10001")`` from outside,
+through Ray Client, needs ``pip install "ray[client]"``; or ``RAY_ADDRESS``), else a local
+instance started here.  Messages (draws, statistics, snapshots) come back through a
+``ray.util.queue.Queue``; Ctrl-C sets a stop flag held by a small actor, which the chains poll
+at each report (about ten times a second).  The program and kernel are pickled once with Ray's
+cloudpickle — a model or kernel class defined in the script or notebook (``__main__``) by value
+— and shared by the chains through the object store.
 
 Same seeds, same draws: each chain gets the seed it gets locally and limits its BLAS threads to
 ``cpu_count // chains`` of its own node, as a local worker does (on nodes with other core counts
@@ -84,12 +86,46 @@ class _RemoteStop:
         return ray.get(self.actor.is_set.remote())
 
 
+def _dumps_shared(obj) -> bytes:
+    """Pickle (program, kernel) for the workers with Ray's cloudpickle, and a ``@th.model``
+    defined in ``__main__`` (a script, a notebook) by value: by reference (how a Model pickles
+    itself) it would name ``__main__.<model>``, which a Ray worker does not have."""
+    import io
+
+    from ray import cloudpickle
+
+    from thrifty.core.model import Model
+
+    class Pickler(cloudpickle.CloudPickler):
+        def reducer_override(self, obj):
+            if isinstance(obj, Model) and obj.__module__ == "__main__":
+                return Model, (obj.fn,)
+            return super().reducer_override(obj)
+
+    f = io.BytesIO()
+    try:
+        Pickler(f, protocol=5).dump(obj)
+    except Exception as e:
+        raise TypeError(
+            "executor='ray' pickles the program and the kernel for the Ray workers, and they "
+            f"cannot be pickled ({type(e).__name__}: {e})"
+        ) from e
+    return f.getvalue()
+
+
 def _chain_task(chain, shared, rest, q, stop_actor, every, threads):
-    """One chain in a Ray worker; ``shared`` (program, kernel) comes from the object store."""
-    program, kernel = shared
+    """One chain in a Ray worker; ``shared`` (program, kernel pickled by :func:`_dumps_shared`)
+    comes from the object store."""
+    from ray import cloudpickle
+
+    from thrifty.runtime import chain as chain_mod
+
+    chain_mod.STATE_PICKLER = chain_mod._cloud_state_pickler()  # this process runs chains only
+    program, kernel = cloudpickle.loads(shared)
     seed, init, cfg, snapshot = rest
     job = (program, kernel, seed, init, cfg, snapshot)
-    parallel._worker(chain, job, q, _RemoteStop(stop_actor), every, threads, None)
+    parallel._worker(chain, job, q, _RemoteStop(stop_actor), every, threads, None,
+                     cloudpickle.dumps)
 
 
 def run_ray(executor: RayExecutor, program, kernel, seeds, inits, cfg, records, workers, stop,
@@ -104,12 +140,19 @@ def run_ray(executor: RayExecutor, program, kernel, seeds, inits, cfg, records, 
     every = checkpoint.every if checkpoint is not None else None
     threads = parallel.blas_threads(len(records)) if parallel.LIMIT_BLAS_THREADS else None
     pending = [c for c, r in enumerate(records) if r.status != "done"]
-    shared = ray.put((program, kernel))
+    shared = ray.put(_dumps_shared((program, kernel)))
     jobs = {c: (seeds[c], inits[c], cfg, records[c].snapshot) for c in pending}
     collect = parallel.Collector(records, progress, checkpoint, cfg)
     active: dict = {}  # chain → task reference
+    started: set = set()  # chains whose task has begun running (sent "started")
     stop_seen = None
     hung = False
+
+    def handle(msg) -> None:
+        if msg[0] == "started":
+            started.add(msg[1])
+        if collect.handle(msg):
+            active.pop(msg[1], None)
 
     def drain(deadline: float) -> None:
         while perf_counter() < deadline:
@@ -117,8 +160,7 @@ def run_ray(executor: RayExecutor, program, kernel, seeds, inits, cfg, records, 
                 msg = parallel._receive(q.get(timeout=0.05))
             except queue_mod.Empty:
                 return
-            if collect.handle(msg):
-                active.pop(msg[1], None)
+            handle(msg)
 
     def check_dead() -> None:
         """A task that ended without its final message: its worker died."""
@@ -144,6 +186,15 @@ def run_ray(executor: RayExecutor, program, kernel, seeds, inits, cfg, records, 
                 if stop_seen is None:
                     flag.set.remote()
                     stop_seen = perf_counter()
+                    drain(perf_counter() + 0.2)
+                    # tasks still waiting for a worker (Ray's worker start-up takes seconds, a
+                    # busy cluster longer) have no draws: cancel them rather than wait
+                    for c in [c for c in active if c not in started]:
+                        ray.cancel(active.pop(c), force=True)
+                        records[c].status = "pending"
+                        collect.progress.update(c, records[c].iteration, records[c].accepted,
+                                                records[c].proposed, records[c].num_draws,
+                                                "pending")
                 elif perf_counter() - stop_seen > parallel.STOP_GRACE:
                     for c, ref in list(active.items()):
                         ray.cancel(ref, force=True)
@@ -160,8 +211,8 @@ def run_ray(executor: RayExecutor, program, kernel, seeds, inits, cfg, records, 
                 msg = parallel._receive(q.get(timeout=0.1))
             except queue_mod.Empty:
                 msg = None
-            if msg is not None and collect.handle(msg):
-                active.pop(msg[1], None)
+            if msg is not None:
+                handle(msg)
             if msg is None or perf_counter() - last_check > 1.0:
                 check_dead()
                 last_check = perf_counter()

@@ -101,7 +101,13 @@ class AdaptiveLMH(Kernel):
     def _align(self, trace) -> None:
         key = (trace.uid, trace.structure)
         if self._key != key:
-            self.arms.align(self._addresses(trace))
+            addrs = self._addresses(trace)
+            # The same choices in the same order (e.g. the trace and this kernel unpickled from
+            # a checkpoint: the trace gets a new uid): keep the sum trees, whose running totals
+            # a rebuild would reproduce only up to rounding — a resumed chain would then draw
+            # from (slightly) different weights than the uninterrupted one.
+            if addrs != self.arms.addrs or self.arms.a is None:
+                self.arms.align(addrs)
             self._key = key
             if self.last_z is None:
                 self.last_z = output_of(trace)

@@ -14,8 +14,8 @@ import pytest
 from scipy import stats
 
 import thrifty as th
-from stat_helpers import P_MIN, Z_MAX, check_discrete, mean_z, prob_z, run
-from test_structure import fig1, fig1_exact
+from stat_helpers import P_MIN, Z_MAX, check_continuous, check_discrete, prob_z, run
+from test_structure import fig1, fig1_exact, truncnorm_mu
 from thrifty import dist
 from thrifty.inference.arms import Arms, SumTree
 from thrifty.models.hmm import forward_backward, hmm
@@ -70,6 +70,83 @@ def test_rewards_favour_the_choice_the_output_depends_on():
     assert sites["x1"]["selection_probability"] + sites["x2"]["selection_probability"] == 1.0
 
 
+def test_reward_propagation_follows_alg3():
+    """001 Alg. 3 on a hand-made sequence of accepted steps, output z = (z0, z1): the selected
+    choice joins each component's history; a changed component gives every history entry
+    1/(|z|·|history|) of reward and count and is flushed; an unchanged one charges 1/|z|."""
+    from thrifty.inference.adaptive import AdaptiveLMH
+
+    k = AdaptiveLMH()
+    x1, x2 = ("x1",), ("x2",)
+    k.arms.align([x1, x2])  # r = c = 1 each
+    k.last_z = [0.0, 0.0]
+    k._propagate(x2, [0.0, 0.0])  # nothing changed: c2 += 2 · 1/2
+    k._propagate(x2, [0.0, 5.0])  # z1 changed: its history [x2, x2] shares 1/2; z0 charges 1/2
+    k._propagate(x1, [3.0, 5.0])  # z0 changed: [x2, x2, x1] shares 1/2; z1 charges x1 1/2
+    r1, c1 = k.arms.saved[x1][:2]
+    r2, c2 = k.arms.saved[x2][:2]
+    assert (r1, c1) == pytest.approx((1 + 1 / 6, 1 + 1 / 6 + 1 / 2))
+    assert (r2, c2) == pytest.approx((1 + 1 / 2 + 1 / 3, 1 + 1 + 1 / 2 + 1 / 2 + 1 / 3))
+    assert k.histories == [{}, {x1: 1}]
+    assert k.arms.total_count == pytest.approx(c1 + c2)
+    w = [r / c + 0.5 * math.sqrt(math.log(c1 + c2) / c) for r, c in ((r1, c1), (r2, c2))]
+    assert k.arms.total_weight() == pytest.approx(sum(w))
+
+
+@th.model
+def via_deterministic():
+    """As ``delayed`` but the output is a th.deterministic site, the return value None."""
+    x1 = th.sample("x1", dist.Normal(1.0, math.sqrt(10.0)))
+    x2 = th.sample("x2", dist.Normal(x1, 1.0))
+    th.observe("y", dist.Normal(x2, 1.0), 2.0)
+    th.deterministic("z", 2.0 * x1)
+
+
+def test_deterministic_sites_are_output():
+    k = th.adaptive_lmh()
+    r = th.infer(via_deterministic(), k, num_samples=5000, seed=0, progress=False)
+    sites = r.stats[k.label()]["sites"]
+    assert sites["x1"]["unit_reward"] > sites["x2"]["unit_reward"]
+    assert sites["x1"]["selection_probability"] > 0.5
+
+
+def test_a_returning_choice_resumes_its_statistics():
+    """fig1: mu leaves the trace when b = 1 and returns when b = 0.  Its statistics are kept
+    (one record, never reset to r = c = 1) and its arm's weight resumes them on return."""
+    from thrifty.core.simulate import initialize
+
+    k = th.adaptive_lmh()
+    rng = np.random.default_rng(2)
+    tr = initialize(fig1(1.5, 1.0), rng)
+    mu = ("mu",)
+    returns, record, was_present = 0, None, None
+    for _ in range(4000):
+        tr = k.step(tr, rng)
+        present = mu in k.arms.pos
+        if present:
+            s = k.arms.saved[mu]
+            record = s if record is None else record
+            assert s is record  # the same record, never a new arm
+            i = k.arms.pos[mu]
+            assert k.arms.a.values[i] == s[0] / s[1] and k.arms.b.values[i] == 1 / math.sqrt(s[1])
+            returns += was_present is False
+        was_present = present
+    assert returns > 50 and record[1] > 10
+    assert len(k.arms.saved) == 2
+
+
+def test_adaptation_plot(tmp_path):
+    from thrifty.diagnostics import adaptation_snapshots, plot_adaptation
+
+    snaps = adaptation_snapshots(hmm(predict=(0, 17)), at=(100, 500), seed=0)
+    assert sorted(snaps) == [100, 500] and len(snaps[500]) == 18
+    assert sum(a["alpha"] for a in snaps[500].values()) == pytest.approx(1.0)
+    assert sum(a["selected"] for a in snaps[500].values()) == 500
+    fig = plot_adaptation(snaps, tmp_path / "arms.png")
+    assert (tmp_path / "arms.png").stat().st_size > 0
+    assert len(fig.axes) == 4 and len(fig.axes[0].patches) == 2 * 18
+
+
 # -- the posterior --------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_hmm_marginals_after_100k_steps():
@@ -86,18 +163,27 @@ def test_hmm_marginals_after_100k_steps():
 
 def test_structure_change_posterior_is_unbiased():
     """000 Fig. 1 with a moderate observation (y = 1.5, sd = 1): b decides whether mu exists,
-    so steps create and remove choices (α'_k/α_k = ΣW/ΣW' ≠ 1).  P(b = 1 | y) and
-    E[mu | y, b = 0] against quadrature."""
+    so steps create and remove choices (α'_k/α_k = ΣW/ΣW' ≠ 1).  P(b = 1 | y), and
+    E[mu | y, b = 0] and its distribution (a truncated normal) against the exact answer."""
     log_b1, mean, sd, _ = fig1_exact(1.5, 1.0)
     r = run(fig1(1.5, 1.0), th.adaptive_lmh(), 40_000, burn_in=2000, seed=7, chains=2)
     b = r["b"]
     z = prob_z(b, 1, math.exp(log_b1))
     assert abs(z) < Z_MAX, (b.mean(), math.exp(log_b1), z)
     mu = r["mu"][b == 0]
-    assert abs(mean_z(mu, mean, sd)) < Z_MAX
-    # negative control: the check rejects a probability 0.03 off (and, checked by hand, the
-    # kernel without Eq. 6's ΣW/ΣW' term fails it with z ≈ 87)
+    check_continuous(mu, mean, sd, truncnorm_mu(1.5, 1.0).cdf, "mu | b = 0")
+    # negative control: the check rejects a probability 0.03 off
     assert abs(prob_z(b, 1, math.exp(log_b1) + 0.03)) > Z_MAX
+
+
+def test_structure_change_check_catches_a_missing_eq6_term(monkeypatch):
+    """Negative control of the test above: the kernel with LMH's ratio of selection probabilities
+    dropped (ΣW' taken equal to ΣW) samples P(b = 1 | y) ≈ 0.32 instead of 0.58, and the same
+    z-test rejects it (z ≈ −43 at this size)."""
+    log_b1, *_ = fig1_exact(1.5, 1.0)
+    monkeypatch.setattr(Arms, "weights_of", lambda self, addrs: self.total_weight())
+    r = run(fig1(1.5, 1.0), th.adaptive_lmh(), 10_000, burn_in=2000, seed=7, chains=2)
+    assert abs(prob_z(r["b"], 1, math.exp(log_b1))) > Z_MAX
 
 
 # -- stats, freezing, checkpoints -----------------------------------------------------------------
@@ -120,19 +206,53 @@ def test_freeze_after_stops_adapting():
     assert {a: list(s[:2]) for a, s in kk.arms.saved.items()} == frozen
 
 
-def test_checkpoint_resume_gives_the_same_draws(tmp_path):
+@pytest.mark.parametrize("case", ["hmm", "fig1"])
+def test_checkpoint_resume_gives_the_same_draws(tmp_path, case):
+    """Interrupted at step 1200 of chain 0, then resumed from the checkpoint: every draw, lp
+    and the per-site adaptation statistics equal those of an uninterrupted run bitwise.  fig1
+    changes structure, so the statistics of mu must survive its absences as well."""
+    from test_runtime import Interrupting, assert_same
+
+    prog = {"hmm": lambda: hmm(predict=(0, 17)), "fig1": lambda: fig1(1.5, 1.0)}[case]
     kw = dict(num_samples=3000, chains=2, seed=4, workers=1, progress=False)
-    straight = th.infer(hmm(predict=(0, 17)), th.adaptive_lmh(), **kw)
+    straight = th.infer(prog(), th.adaptive_lmh(), **kw)
     path = tmp_path / "ad.ckpt"
-    from test_runtime import Interrupting
-
     Interrupting.armed = True  # (a class attribute: another module's test may have fired it)
+    with pytest.warns(UserWarning, match="resume"):
+        part = th.infer(prog(), Interrupting(th.adaptive_lmh(), after=1200, how="raise"),
+                        checkpoint=path, checkpoint_every=0.0, **kw)
+    assert part.interrupted and 0 < part.num_draws < 3000
+    resumed = th.infer(prog(), th.adaptive_lmh(), checkpoint=path, **kw)
+    assert not resumed.interrupted and "resumed" in resumed.notes[0]
+    assert_same(resumed, straight)
+    label = th.adaptive_lmh().label()
+    for key in ("steps", "acceptance_rate", "sites"):
+        assert resumed.stats[label][key] == straight.stats[label][key], key
 
-    with pytest.warns(UserWarning):
-        th.infer(hmm(predict=(0, 17)), Interrupting(th.adaptive_lmh(), after=1200, how="raise"),
-                 checkpoint=path, checkpoint_every=0.0, **kw)
-    resumed = th.infer(hmm(predict=(0, 17)), th.adaptive_lmh(), checkpoint=path, **kw)
-    np.testing.assert_array_equal(resumed["s.z"], straight["s.z"])
+
+def test_kernel_state_round_trip_is_exact():
+    """The arms pickled with the trace (a checkpoint's snapshot) continue exactly: the sum
+    trees are kept, not rebuilt (a rebuild reproduces their running totals only up to
+    rounding, ≈ 1e-15 apart after 3000 steps of the HMM, whose 18 arms are never realigned
+    otherwise), and the next 2000 steps draw the same choices and values."""
+    from thrifty.core.simulate import initialize
+    from thrifty.runtime.chain import dumps_state, loads_state
+
+    prog = hmm(predict=(0, 17))
+    rng = np.random.default_rng(5)
+    k = th.adaptive_lmh()
+    tr = initialize(prog, rng)
+    for _ in range(3000):
+        tr = k.step(tr, rng)
+    tr2, k2, rng2 = loads_state(dumps_state((tr, k, rng), prog), prog)
+    for _ in range(2000):
+        tr, tr2 = k.step(tr, rng), k2.step(tr2, rng2)
+        np.testing.assert_array_equal(tr.values()["s.z"], tr2.values()["s.z"])
+        for t, t2 in ((k.arms.a, k2.arms.a), (k.arms.b, k2.arms.b)):
+            assert t.total() == t2.total() and t.tree == t2.tree
+    assert {a: s[:2] + s[3:] for a, s in k.arms.saved.items()} == \
+        {a: s[:2] + s[3:] for a, s in k2.arms.saved.items()}
+    assert k.arms.total_count == k2.arms.total_count
 
 
 def test_bad_arguments():

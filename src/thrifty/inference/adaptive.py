@@ -39,14 +39,18 @@ from thrifty.inference.selection import Everything, select
 def flatten_output(z, out: list) -> list:
     """The components of an output: numbers and array elements one by one, containers
     (tuples, lists, dicts by sorted key, markov ``States``) recursively, anything else whole."""
-    if isinstance(z, (int, float, bool, np.generic, str)) or z is None:
+    t = type(z)
+    if t is tuple or t is list:  # the common outputs first, by exact type (cheap)
+        for x in z:
+            flatten_output(x, out)
+    elif isinstance(z, (int, float, bool, np.generic, str)) or z is None:
         out.append(z)
     elif isinstance(z, np.ndarray):
         out.extend(z.ravel().tolist() if z.dtype.kind in "biuf" else list(z.ravel()))
     elif isinstance(z, Mapping):
         for k in sorted(z, key=repr):
             flatten_output(z[k], out)
-    elif isinstance(z, (list, tuple)) or type(z).__name__ == "States":
+    elif isinstance(z, (list, tuple)) or t.__name__ == "States":
         for x in z:
             flatten_output(x, out)
     else:
@@ -101,7 +105,13 @@ class AdaptiveLMH(Kernel):
     def _align(self, trace) -> None:
         key = (trace.uid, trace.structure)
         if self._key != key:
-            self.arms.align(self._addresses(trace))
+            addrs = self._addresses(trace)
+            # The same choices in the same order (e.g. the trace and this kernel unpickled from
+            # a checkpoint: the trace gets a new uid): keep the sum trees, whose running totals
+            # a rebuild would reproduce only up to rounding — a resumed chain would then draw
+            # from (slightly) different weights than the uninterrupted one.
+            if addrs != self.arms.addrs or self.arms.a is None:
+                self.arms.align(addrs)
             self._key = key
             if self.last_z is None:
                 self.last_z = output_of(trace)
@@ -161,7 +171,10 @@ class AdaptiveLMH(Kernel):
         unchanged = 0
         for j, h in enumerate(self.histories):
             h[addr] = h.get(addr, 0) + 1  # Alg. 3 line 1
-            if last[j] is _NOTHING or not same_value(z[j], last[j]):  # line 2
+            new, old = z[j], last[j]
+            if new is old or (type(new) is type(old) and type(new) in _NUMBERS and new == old):
+                unchanged += 1  # (the common case, without same_value's generality)
+            elif old is _NOTHING or not same_value(new, old):  # line 2
                 w = share / sum(h.values())  # line 3
                 for m, times in h.items():  # lines 4–6
                     arms.reward(m, w * times)
@@ -187,6 +200,7 @@ class AdaptiveLMH(Kernel):
 
 
 _NOTHING = object()
+_NUMBERS = frozenset({int, float, bool, np.int64, np.float64, np.int32, np.float32, np.bool_})
 
 
 def _site_name(addr) -> str:

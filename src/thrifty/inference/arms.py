@@ -30,19 +30,21 @@ class SumTree:
     __slots__ = ("n", "sum", "tree", "values")
 
     def __init__(self, values: np.ndarray):
-        self.values = np.asarray(values, dtype=float).copy()
+        values = np.asarray(values, dtype=float)
+        self.values = values.tolist()  # Python floats: point reads and writes without numpy
         self.n = len(self.values)
-        tree = np.concatenate([[0.0], self.values])
+        tree = np.concatenate([[0.0], values])
         for i in range(1, self.n + 1):  # O(n) construction
             j = i + (i & -i)
             if j <= self.n:
                 tree[j] += tree[i]
         self.tree = tree.tolist()
-        self.sum = float(self.values.sum())
+        self.sum = float(values.sum())
 
     def set(self, i: int, value: float) -> None:
-        delta = value - self.values[i]
-        self.values[i] = value
+        values = self.values
+        delta = value - values[i]
+        values[i] = value
         self.sum += delta
         i += 1
         tree, n = self.tree, self.n
@@ -76,9 +78,15 @@ class Arms:
         # address → [r, c, its name's totals, times selected, times accepted] of every arm seen
         self.saved: dict = {}
         self.total_count = 0.0  # Σ_j c_j over all arms ever seen
+        self.scale = 0.0  # C · sqrt(log max(Σ_j c_j, 1)), updated with total_count
         self.addrs: list = []  # the current trace's arms, in order
         self.pos: dict = {}  # address → position in ``addrs``
         self.a = self.b = None
+
+    def __setstate__(self, state):  # checkpoints written before ``scale`` was cached
+        self.__dict__.update(state)
+        if "scale" not in state:
+            self._count(0.0)
 
     # -- the arms of a trace ----------------------------------------------------------------------
     def stats(self, addr) -> list:
@@ -87,7 +95,7 @@ class Arms:
             name = None if self.name_of is None else self.name_of(addr)
             tally = self.by_name.setdefault(name, [0, 0, 0.0, 0.0])
             s = self.saved[addr] = [1.0, 1.0, tally, 0, 0]
-            self.total_count += 1.0
+            self._count(1.0)
             tally[2] += 1.0
             tally[3] += 1.0
         return s
@@ -100,17 +108,21 @@ class Arms:
         self.a = SumTree(rc[:, 0] / rc[:, 1])
         self.b = SumTree(1.0 / np.sqrt(rc[:, 1]))
 
+    def _count(self, w: float) -> None:
+        self.total_count += w
+        self.scale = self.C * math.sqrt(math.log(max(self.total_count, 1.0)))
+
     def _scale(self) -> float:
-        return self.C * math.sqrt(math.log(max(self.total_count, 1.0)))
+        return self.scale
 
     def weight(self, addr) -> float:
         s = self.saved.get(addr)
         r, c = (1.0, 1.0) if s is None else s[:2]
-        return r / c + self._scale() / math.sqrt(c)
+        return r / c + self.scale / math.sqrt(c)
 
     def total_weight(self) -> float:
         """ΣW over the current arms."""
-        return self.a.total() + self._scale() * self.b.total()
+        return self.a.sum + self.scale * self.b.sum
 
     def weights_of(self, addrs) -> float:
         """ΣW over ``addrs`` (the arms of a proposed trace)."""
@@ -118,28 +130,30 @@ class Arms:
 
     def draw(self, rng) -> int:
         """The position of an arm drawn with probability W_i / ΣW (001 Eq. 5)."""
-        sa, sb = self.a.total(), self._scale() * self.b.total()
+        scale = self.scale
+        sa, sb = self.a.sum, scale * self.b.sum
         u = rng.random() * (sa + sb)
         if u < sa:
             return self.a.find(u)
-        return self.b.find((u - sa) / self._scale())
+        return self.b.find((u - sa) / scale)
 
     # -- adaptation (001 Alg. 3) ------------------------------------------------------------------
     def reward(self, addr, w: float) -> None:
         """r_m ← r_m + w, c_m ← c_m + w."""
-        s = self.stats(addr)
+        s = self.saved.get(addr) or self.stats(addr)
         s[0] += w
         s[1] += w
-        self.total_count += w
-        s[2][2] += w
-        s[2][3] += w
+        self._count(w)
+        tally = s[2]
+        tally[2] += w
+        tally[3] += w
         self._refresh(addr, s)
 
     def charge(self, addr, w: float) -> None:
         """c_k ← c_k + w (the output did not change)."""
-        s = self.stats(addr)
+        s = self.saved.get(addr) or self.stats(addr)
         s[1] += w
-        self.total_count += w
+        self._count(w)
         s[2][3] += w
         self._refresh(addr, s)
 

@@ -13,9 +13,9 @@ of 000 Fig. 7 (top), the same for both chains but for the kernel on the weights:
            cycle([<w kernel> on one("w") with drift(0.5)], repeats=STEP_W)])
 
 with the w kernel ``mh`` (exact) or ``subsampled_mh(batch_size=100, epsilon=0.3)`` (000 uses
-drift 0.1 on its data; here the intercepts are larger, so 0.5), and
-STEP_Z = STEP_W = 10 (one w step per cycle, as in 000's program, leaves twenty prior-drawn
-weight vectors near where they started for a long time).  The paper balances the time spent on
+drift 0.1 on its data; here the intercepts are larger, so 0.5), and STEP_W = 10 and STEP_Z = 25
+(10 with ``--quick``): one w step per cycle, as in 000's program, leaves twenty prior-drawn
+weight vectors near where they started for a long time.  The paper balances the time spent on
 z and on w; here both chains share STEP_Z, so the comparison isolates the w kernel.  Each chain
 runs through ``th.infer`` with default recording; draw t is placed at t × (the chain's wall
 time / its draws).

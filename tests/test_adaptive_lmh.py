@@ -242,7 +242,7 @@ def test_kernel_state_round_trip_is_exact():
     rng = np.random.default_rng(5)
     k = th.adaptive_lmh()
     tr = initialize(prog, rng)
-    for _ in range(3000):
+    for _ in range(4000):
         tr = k.step(tr, rng)
     tr2, k2, rng2 = loads_state(dumps_state((tr, k, rng), prog), prog)
     for _ in range(2000):
@@ -260,3 +260,35 @@ def test_bad_arguments():
         th.adaptive_lmh(-1.0)
     with pytest.raises(ValueError, match="freeze_after"):
         th.adaptive_lmh(freeze_after=-3)
+
+
+def test_structure_changes_move_the_arms_without_a_pass_over_the_trace(monkeypatch):
+    """A proposal that creates or drops a named choice adds or removes its arm (O(log n));
+    the arms are rebuilt (one pass over the n choices) only for a new trace."""
+    from thrifty.inference.arms import Arms
+
+    @th.model
+    def branchy(n):
+        b = th.sample("b", dist.Bernoulli(probs=0.5))
+        if b:
+            th.sample("extra", dist.Normal(0.0, 1.0))
+        with th.plate("data", n):
+            th.sample("x", dist.Normal(0.0, 1.0))
+
+    rebuilds = []
+    align = Arms.align
+    monkeypatch.setattr(Arms, "align", lambda self, addrs: (rebuilds.append(len(addrs)),
+                                                            align(self, addrs))[1])
+    rng = np.random.default_rng(0)
+    trace = th.initialize(branchy(200), rng)
+    k = th.adaptive_lmh(sel=None)
+    flips = 0
+    for _ in range(4000):
+        before = trace.structure
+        k.step(trace, rng)
+        flips += trace.structure != before
+    assert flips >= 5  # b was selected and flipped, creating and dropping "extra"
+    assert len(rebuilds) == 1  # ...without ever rebuilding the 200 arms
+    assert sorted(k.arms.addrs, key=repr) == sorted(k._addresses(trace), key=repr)
+    total = sum(k.arms.weight(a) for a in k.arms.addrs)
+    assert k.arms.total_weight() == pytest.approx(total, rel=1e-12)

@@ -106,15 +106,39 @@ class AdaptiveLMH(Kernel):
         key = (trace.uid, trace.structure)
         if self._key != key:
             addrs = self._addresses(trace)
-            # The same choices in the same order (e.g. the trace and this kernel unpickled from
-            # a checkpoint: the trace gets a new uid): keep the sum trees, whose running totals
-            # a rebuild would reproduce only up to rounding — a resumed chain would then draw
-            # from (slightly) different weights than the uninterrupted one.
-            if addrs != self.arms.addrs or self.arms.a is None:
+            # The same choices (e.g. the trace and this kernel unpickled from a checkpoint: the
+            # trace gets a new uid): keep the sum trees, whose running totals a rebuild would
+            # reproduce only up to rounding — a resumed chain would then draw from (slightly)
+            # different weights than the uninterrupted one.  (The arms' order is their own:
+            # proposals that create or drop choices move positions, see ``_changes``.)
+            if self.arms.a is None or (
+                addrs != self.arms.addrs and set(addrs) != set(self.arms.addrs)
+            ):
                 self.arms.align(addrs)
             self._key = key
             if self.last_z is None:
                 self.last_z = output_of(trace)
+
+    def _changes(self, run, fork):
+        """``(fresh, stale)`` addresses of the choices the proposal creates and drops, when the
+        run names each of them (scalar sites, markov-step sites, mem keys); ``None`` when it
+        names some only as a group (plate elements ``"*"``, a whole node) or the kernel has a
+        selection — then the caller takes one pass over the proposed trace."""
+        if not isinstance(self.selection, Everything):
+            return None
+        pos = self.arms.pos
+        fresh, stale = [], []
+        for a, count in run.fresh_choices or ():
+            if count != 1 or a in pos or "*" in a or locate(fork, a) is None:
+                return None
+            fresh.append(a)
+        for a, count in run.stale_choices or ():
+            if count != 1 or a not in pos:
+                return None
+            stale.append(a)
+        if len(set(fresh)) != len(fresh) or len(set(stale)) != len(stale):
+            return None
+        return fresh, stale
 
     # -- one step (001 Alg. 2) -------------------------------------------------------------------
     def _step(self, trace, rng):
@@ -142,12 +166,23 @@ class AdaptiveLMH(Kernel):
         counts[0] += 1
         if run.n_fresh or run.n_stale:  # Eq. 6: α'_k/α_k = ΣW / ΣW'
             fork = provisional_commit(trace, run)
-            new_addrs = self._addresses(fork)
-            log_alpha += math.log(arms.total_weight()) - math.log(arms.weights_of(new_addrs))
+            changes = self._changes(run, fork)
+            if changes is None:  # one pass over the proposed trace's choices
+                w_new = arms.weights_of(self._addresses(fork))
+            else:  # ΣW' = ΣW − W(stale) + W(fresh)
+                fresh, stale = changes
+                w_new = arms.total_weight() - arms.weights_of(stale) + arms.weights_of(fresh)
+            log_alpha += math.log(arms.total_weight()) - math.log(w_new)
             if not (log_alpha >= 0 or math.log(rng.random()) < log_alpha):
                 trace.revert(fork)
                 return trace
             trace.become(fork)
+            if changes is not None:  # the arms follow the change: O(changes · log n)
+                for a in changes[1]:
+                    arms.remove(a)
+                for a in changes[0]:
+                    arms.add(a)
+                self._key = (trace.uid, trace.structure)
         elif not (log_alpha >= 0 or (log_alpha > -math.inf and math.log(rng.random()) < log_alpha)):
             return trace  # line 10: rejected, W unchanged
         else:
@@ -219,7 +254,9 @@ def adaptive_lmh(exploration: float = 0.5, sel=None, freeze_after: int | None = 
 
     Cost per step: an LMH step plus O(log n) to draw the choice and ``O(|z|)`` (output components)
     plus O(log n) per rewarded choice after an accepted step; a step that creates or removes
-    choices costs O(n) more (the arms of the new trace are enumerated).
+    choices adds and removes their arms, O(log n) each, when the run names them one by one
+    (scalar and markov-step sites, mem keys) — and one pass over the proposed trace's n choices
+    when it names them as a group (the elements of a plate that appears, a dropped node).
 
     >>> import thrifty as th
     >>> from thrifty.models import hmm

@@ -10,11 +10,12 @@ over the arms of the current trace, a_i = r_i / c_i and b_i = 1 / sqrt(c_i), eac
 (a Fenwick tree): ΣW = Σa + C·sqrt(L)·Σb, and an arm is drawn ∝ W by choosing the a-part with
 probability Σa/ΣW, then an arm ∝ a_i (or ∝ b_i) — O(log n) per draw and per changed arm.
 
-The arrays are aligned with the trace's latent choices in the order of its resolved selection
-(:class:`~thrifty.inference.selection.ChoiceSet`: top-level and markov-step sites, plate
-elements, mem keys); statistics are keyed by address, so a choice that leaves the trace keeps
-them and resumes them when its address returns.  A new arm starts at r = c = 1 (001 Alg. 2
-line 1: W⁰ constant).
+The arrays hold one position per latent choice of the current trace (top-level and markov-step
+sites, plate elements, mem keys), built in one pass when the kernel first sees a trace; a
+proposal that creates or drops choices adds and removes their positions (``add`` / ``remove``,
+O(log n) each), so it costs O(changes · log n), not O(n).  Statistics are keyed by address, so a
+choice that leaves the trace keeps them and resumes them when its address returns.  A new arm
+starts at r = c = 1 (001 Alg. 2 line 1: W⁰ constant).
 """
 
 from __future__ import annotations
@@ -25,18 +26,22 @@ import numpy as np
 
 
 class SumTree:
-    """Fenwick tree over n non-negative values: point update, total and prefix search."""
+    """Fenwick tree over n non-negative values: point update, append, swap-remove, total and
+    prefix search.  Its capacity doubles when full (append: O(log n) amortised)."""
 
-    __slots__ = ("n", "sum", "tree", "values")
+    __slots__ = ("cap", "n", "sum", "tree", "values")
 
-    def __init__(self, values: np.ndarray):
+    def __init__(self, values: np.ndarray, cap: int | None = None):
         values = np.asarray(values, dtype=float)
-        self.values = values.tolist()  # Python floats: point reads and writes without numpy
-        self.n = len(self.values)
-        tree = np.concatenate([[0.0], values])
-        for i in range(1, self.n + 1):  # O(n) construction
+        self.n = len(values)
+        self.cap = max(self.n, 1) if cap is None else cap
+        vals = np.zeros(self.cap)
+        vals[: self.n] = values
+        self.values = vals.tolist()  # Python floats: point reads and writes without numpy
+        tree = np.concatenate([[0.0], vals])
+        for i in range(1, self.cap + 1):  # O(n) construction
             j = i + (i & -i)
-            if j <= self.n:
+            if j <= self.cap:
                 tree[j] += tree[i]
         self.tree = tree.tolist()
         self.sum = float(values.sum())
@@ -47,10 +52,24 @@ class SumTree:
         values[i] = value
         self.sum += delta
         i += 1
-        tree, n = self.tree, self.n
-        while i <= n:
+        tree, cap = self.tree, self.cap
+        while i <= cap:
             tree[i] += delta
             i += i & -i
+
+    def append(self, value: float) -> None:
+        if self.n == self.cap:  # full: rebuild at twice the capacity
+            self.__init__(np.asarray(self.values[: self.n]), 2 * self.cap)
+        self.n += 1
+        self.set(self.n - 1, value)
+
+    def remove(self, i: int) -> None:
+        """Move the last value to position ``i`` and drop the last position."""
+        last = self.n - 1
+        if i != last:
+            self.set(i, self.values[last])
+        self.set(last, 0.0)
+        self.n = last
 
     def total(self) -> float:
         return self.sum
@@ -107,6 +126,26 @@ class Arms:
         rc = np.array([self.stats(a)[:2] for a in self.addrs], dtype=float).reshape(-1, 2)
         self.a = SumTree(rc[:, 0] / rc[:, 1])
         self.b = SumTree(1.0 / np.sqrt(rc[:, 1]))
+
+    def add(self, addr) -> None:
+        """A choice that entered the trace becomes an arm (its saved statistics, if its address
+        was seen before): O(log n)."""
+        r, c = self.stats(addr)[:2]
+        self.pos[addr] = len(self.addrs)
+        self.addrs.append(addr)
+        self.a.append(r / c)
+        self.b.append(1.0 / math.sqrt(c))
+
+    def remove(self, addr) -> None:
+        """A choice that left the trace stops being an arm (its statistics are kept): the last
+        arm takes its position, O(log n)."""
+        i = self.pos.pop(addr)
+        last = self.addrs.pop()
+        if last != addr:
+            self.addrs[i] = last
+            self.pos[last] = i
+        self.a.remove(i)
+        self.b.remove(i)
 
     def _count(self, w: float) -> None:
         self.total_count += w

@@ -114,6 +114,7 @@ class Arms:
             name = None if self.name_of is None else self.name_of(addr)
             tally = self.by_name.setdefault(name, [0, 0, 0.0, 0.0])
             s = self.saved[addr] = [1.0, 1.0, tally, 0, 0]
+            self.created = getattr(self, "created", 0) + 1  # arms ever made (new addresses)
             self._count(1.0)
             tally[2] += 1.0
             tally[3] += 1.0

@@ -131,6 +131,37 @@ def time_to(res, target):
     return float("nan")
 
 
+LEVELS = (0.65, 0.70, 0.75, 0.78, 0.80)
+
+
+def levels(res) -> list[dict]:
+    """Seconds each chain needs to reach each accuracy level, and exact / subsampled."""
+    out = []
+    for lv in LEVELS:
+        t = [time_to(r, lv) for r in res]
+        out.append({"accuracy": lv, "exact_seconds": t[0], "subsampled_seconds": t[1],
+                    "ratio": t[0] / t[1] if t[1] > 0 else float("nan")})
+    return out
+
+
+def summarize(out: dict) -> None:
+    """Print the comparison (also from a stored JSON: ``--summarize``)."""
+    res = out["chains"]
+    for r in res:
+        print(f"{r['name']:>26}: final accuracy {r['accuracy'][-1]:.3f}, "
+              f"{r['clusters'][-1]} clusters (mean {np.mean(r['clusters']):.1f}), "
+              f"{1e3 * r['seconds_per_cycle']:.1f} ms/cycle, w step "
+              f"{1e3 * r['w_seconds_per_step']:.2f} ms (acceptance {r['w_acceptance']:.2f}), "
+              f"z step {1e3 * r['z_seconds_per_step']:.2f} ms, alpha step "
+              f"{1e3 * r['alpha_seconds_per_step']:.2f} ms")
+    t = out["time_to_target"]
+    print(f"time to the exact chain's final accuracy {out['target_accuracy']:.3f}: exact "
+          f"{t['exact']:.0f} s, subsampled {t['subsampled']:.0f} s")
+    for row in levels(res):
+        print(f"accuracy {row['accuracy']:.2f}: exact {row['exact_seconds']:7.0f} s, subsampled "
+              f"{row['subsampled_seconds']:7.0f} s, ratio {row['ratio']:.2f}")
+
+
 def z_update_scaling(seed=0):
     out = {}
     for n in (1_000, 100_000):
@@ -171,47 +202,55 @@ def plot(res, d, path):
     z, keys, vals = res[-1]["last"]
     g = np.linspace(-8, 8, 120)
     G = np.array([[1.0, a, b] for b in g for a in g])
-    p = predictive_accuracy(d.X_train, z, keys, vals, 1.0, G, np.zeros(len(G)))
+    p = predictive_accuracy(d.X_train, np.asarray(z), keys, np.asarray(vals), 1.0, G,
+                            np.zeros(len(G)))
     ax[2].contourf(g, g, p.reshape(len(g), len(g)), levels=20, cmap="RdBu_r", alpha=0.7)
     ax[2].scatter(d.X_test[:, 1], d.X_test[:, 2], c=d.y_test, s=4, cmap="RdBu_r",
                   edgecolors="none")
-    ax[2].set(title=f"Fig. 6c: p(y = 1 | x), last draw of {res[-1]['name']}", xlabel="x₁",
-              ylabel="x₂")
+    ax[2].set(title="Fig. 6c: p(y = 1 | x), last draw (subsampled)", xlabel="x₁", ylabel="x₂")
     fig.savefig(path, dpi=110)
+
+
+def name(seed: int) -> str:
+    return "joint_dpm" if seed == 1 else f"joint_dpm_seed{seed}"
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--summarize", action="store_true", help="print the stored results")
+    ap.add_argument("--seed", type=int, default=1, help="the chains' seed (results of seeds "
+                    "other than 1 go to joint_dpm_seed<k>.json/png)")
     a = ap.parse_args()
+    if a.summarize:
+        import json
+
+        summarize(json.loads((RESULTS / f"{name(a.seed)}.json").read_text()))
+        return
     n_train, num, step_z = (2_000, 1_500, 10) if a.quick else (10_000, 4_000, 25)
     d = th.datasets.clustered_nonlinear(n_train, 1_000, seed=0)
     res = [
-        run_chain("exact MH", th.mh(th.one("w"), th.drift(W_DRIFT)), d, num, step_z, 1, 40),
+        run_chain("exact MH", th.mh(th.one("w"), th.drift(W_DRIFT)), d, num, step_z, a.seed,
+                  40),
         run_chain("subsampled MH (ε = 0.3)",
                   th.subsampled_mh(th.one("w"), batch_size=100, epsilon=0.3,
-                                   proposal=th.drift(W_DRIFT)), d, num, step_z, 1, 40),
+                                   proposal=th.drift(W_DRIFT)), d, num, step_z, a.seed, 40),
     ]
     target = res[0]["accuracy"][-1]
     t_exact, t_sub = time_to(res[0], target), time_to(res[1], target)
-    for r in res:
-        print(f"{r['name']:>26}: final accuracy {r['accuracy'][-1]:.3f}, "
-              f"{r['clusters'][-1]} clusters, {1e3 * r['seconds_per_cycle']:.1f} ms/cycle, "
-              f"w step {1e3 * r['w_seconds_per_step']:.2f} ms (acceptance "
-              f"{r['w_acceptance']:.2f}), z step {1e3 * r['z_seconds_per_step']:.2f} ms, "
-              f"alpha step {1e3 * r['alpha_seconds_per_step']:.2f} ms")
-    speedup = t_exact / t_sub if t_sub > 0 else float("nan")
-    print(f"time to the exact chain's final accuracy {target:.3f}: exact {t_exact:.1f} s, "
-          f"subsampled {t_sub:.1f} s, ratio {speedup:.2f}")
     scaling = z_update_scaling()
-    plot(res, d, RESULTS / "joint_dpm.png")
+    plot(res, d, RESULTS / f"{name(a.seed)}.png")
     for r in res:
         r.pop("last")
-    write("joint_dpm", {
-        "n_train": n_train, "draws": num, "step_z": step_z, "chains": res,
-        "target_accuracy": target, "time_to_target": {"exact": t_exact, "subsampled": t_sub},
-        "speedup": speedup, "z_update": {str(k): v for k, v in scaling.items()},
-    })
+    out = {
+        "n_train": n_train, "draws": num, "step_z": step_z, "step_w": STEP_W, "w_drift": W_DRIFT,
+        "sig_w": SIG_W, "chains": res, "target_accuracy": target,
+        "time_to_target": {"exact": t_exact, "subsampled": t_sub},
+        "time_to_levels": levels(res), "z_update": {str(k): v for k, v in scaling.items()},
+    }
+    summarize(out)
+    out["seed"] = a.seed
+    write(name(a.seed), out)
 
 
 if __name__ == "__main__":

@@ -198,7 +198,7 @@ def plot(res, d, path):
               title="Fig. 6d: accuracy against time")
     ax[1].set(xlabel="seconds", ylabel="clusters", title="number of clusters")
     for a in ax[:2]:
-        a.legend(loc="lower right")
+        a.legend(loc="best")
     z, keys, vals = res[-1]["last"]
     g = np.linspace(-8, 8, 120)
     G = np.array([[1.0, a, b] for b in g for a in g])

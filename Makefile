@@ -1,6 +1,7 @@
 # Two set-up commands: `make demo` and `make test`. Both create .venv and install what they need.
-# ArviZ 1.x needs Python >= 3.12: use the newest Python >= 3.12 found (on PATH or under pyenv),
-# else python3 (which then gets ArviZ 0.2x; thrifty works with both).
+# ArviZ 1.x needs Python >= 3.12: use the first of python3.14, python3.13, python3.12 on PATH that
+# runs (a pyenv shim of a version not enabled does not), else a pyenv 3.12+ install, else python3
+# (which then gets ArviZ 0.2x; thrifty works with both).
 PYTHON ?= $(shell for p in python3.14 python3.13 python3.12 $$HOME/.pyenv/versions/3.1[2-9]*/bin/python3; do \
 	$$p -c 'import sys; assert sys.version_info >= (3, 12)' >/dev/null 2>&1 && { echo $$p; exit; }; \
 	done; echo python3)

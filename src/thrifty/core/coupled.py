@@ -50,9 +50,17 @@ class CollapsedState:
         self.total = 0.0
 
     def copy(self) -> CollapsedState:
+        """A run's working copy (O(K)): the same ``keys`` column — the run writes the moved
+        elements' keys into it only on commit (:func:`install`), so no O(N) copy per run."""
         out = object.__new__(CollapsedState)
-        out.keys = self.keys.share()
+        out.keys = self.keys
         out.fams, out.mls, out.total = dict(self.fams), dict(self.mls), self.total
+        return out
+
+    def fork(self) -> CollapsedState:
+        """The copy a forked trace's node keeps: ``keys`` shared copy-on-write."""
+        out = self.copy()
+        out.keys = self.keys.share()
         return out
 
     def log_prob(self) -> float:
@@ -62,20 +70,17 @@ class CollapsedState:
         return f"CollapsedState({len(self.fams)} clusters, log p = {self.total:.4g})"
 
 
-CRP.latent = True  # a CRP's seating is the joint of latent choices (the labels)
-
-
 class CoupledSite:
     """A run's handle on one coupled site of a plate: the stored state (``old``), the copy the
     run changes (``new``, made at the first change) and the clusters it touched."""
 
-    __slots__ = ("fresh", "new", "old", "touched")
+    __slots__ = ("moves", "new", "old", "touched")
 
     def __init__(self, old):
         self.old = old
         self.new = old
-        self.fresh = old is None
         self.touched: set = set()
+        self.moves = None  # (elements, their new keys) of a collapsed site, written on commit
 
     def writable(self, make):
         if self.new is None:
@@ -126,7 +131,7 @@ def sample(frame, local, rel, d):
     pos, vals = target if target is not None else ((), None)
     if w.old is None or old is None or old.kind != LATENT:  # a new site: seat every element
         acc.require_full("a new choice", rel)
-        st = w.writable(lambda: CRP(d.alpha))
+        st = w.new = CRP(d.alpha)
         given = {} if vals is None or vals is RESAMPLE else dict(zip(np.asarray(pos).tolist(),
                                                                     np.asarray(vals).tolist()))
         values = np.empty(n, dtype=np.int64)
@@ -134,7 +139,6 @@ def sample(frame, local, rel, d):
             v = _label(acc, rel, j, given[j]) if j in given else st.sample(rng)
             st.incorporate(v)
             values[j] = v
-        w.fresh = True
         acc.n_fresh += n - len(given)
         acc.note_fresh(rel, n - len(given))
         changed = True
@@ -212,8 +216,7 @@ def observe(frame, local, rel, d, value):
                 touched.add(k)
             fams[k].incorporate(x[j])
         if len(moved):
-            elems = acc.member_indices()[moved]
-            st.keys.put(elems, keys[moved])
+            w.moves = (acc.member_indices()[moved], keys[moved])
     # the hyperparameters of the families read must be the ones their statistics were built with
     for k in np.unique(keys).tolist() if acc.full else ():
         cur = (w.new or w.old).fams.get(k)
@@ -263,7 +266,7 @@ def account(frame, run) -> None:
         if new is None or new is w.old:  # unchanged: no change of the joint
             continue
         if isinstance(new, CRP):
-            if w.fresh and w.old is None:
+            if w.old is None:
                 run.lp_fresh += new.log_prob()
             else:
                 run.lp_old += w.old.log_prob()
@@ -292,3 +295,5 @@ def install(node, frame) -> None:
     for rel, w in frame.coupled.items():
         if w.new is not None:
             procs[rel] = w.new
+            if w.moves is not None:
+                w.new.keys.put(*w.moves)

@@ -96,7 +96,7 @@ class PlateNode(Node):
         out.elem_lp = self.elem_lp.share()
         out.stamp = self.stamp.share()
         out.mem_keys = {k: c.share() for k, c in self.mem_keys.items()}
-        out.procs = dict(self.procs)  # (states are never changed in place: runs copy them)
+        out.procs = {k: p.fork() for k, p in self.procs.items()}  # (runs change copies)
         return out
 
     # -- staleness ------------------------------------------------------------------------------

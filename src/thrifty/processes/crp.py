@@ -49,6 +49,7 @@ class CRP:
     """
 
     coupled = True  # its draws are exchangeable, not independent (the engine's marker)
+    latent = True  # as a plate node's state: the joint of latent choices (the labels)
     is_discrete = True
     batch_shape = event_shape = shape = ()
 
@@ -76,6 +77,11 @@ class CRP:
         out.__dict__.update(self.__dict__)
         out.counts = dict(self.counts)
         return out
+
+    def fork(self) -> CRP:
+        """The state a forked trace's node keeps: itself (a run changes a copy, never the
+        committed seating)."""
+        return self
 
     def incorporate(self, table: int) -> None:
         c = self.counts.get(table, 0)

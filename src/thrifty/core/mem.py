@@ -48,8 +48,25 @@ class Mem:
         return f"Mem({fmt(self.addr)})"
 
 
+class ReaderLog:
+    """One entry of a table's log of plate-reader moves: ``elems`` of ``plate`` stopped reading
+    ``old`` and started reading ``new`` (either ``None`` when the elements appeared or left;
+    ``elems`` ``None`` when the plate left; ``plate`` ``None`` for a mark).  Entries are
+    immutable and linked newest first, so a cloned table shares its history; a kernel that keeps
+    per-key statistics of the readers (:mod:`thrifty.inference.mem_proxy`) reads the entries
+    newer than the one it saw last — O(moves), never a scan of the readers."""
+
+    __slots__ = ("elems", "new", "old", "plate", "prev")
+
+    def __init__(self, prev, plate=None, elems=None, old=None, new=None):
+        self.prev, self.plate, self.elems, self.old, self.new = prev, plate, elems, old, new
+
+
 class MemTable(Node):
     """Values, log-densities, reference counts and readers of one memoized function."""
+
+    watched = False  # whether reader moves are logged (set by a kernel that needs them)
+    log = None  # the newest ReaderLog entry
 
     def __init__(self):
         self.values: dict = {}
@@ -258,6 +275,8 @@ class MemJournal(Update):
             table._own_readers()
         for plate, elems, old_keys, new_keys in self.plate_moves:
             _move_plate_readers(table, plate, elems, old_keys, new_keys)
+            if table.watched:
+                table.log = ReaderLog(table.log, plate, *_copies(elems, old_keys, new_keys))
         for chain, t, old_keys, new_keys in self.step_moves:
             readers = table.step_readers.setdefault(chain, {})
             for k in old_keys:
@@ -276,6 +295,18 @@ class MemJournal(Update):
             trace.changes.wrote(table, written + gone)
             if gone:
                 trace.changes.nodes_changed = True
+
+
+def _copies(*arrays):
+    return [None if a is None else np.array(a) for a in arrays]
+
+
+def watch(table: MemTable) -> ReaderLog:
+    """Start logging ``table``'s reader moves (if not yet) and return a fresh mark: the
+    entries newer than it are the moves from now on."""
+    table.watched = True
+    table.log = ReaderLog(table.log)
+    return table.log
 
 
 def _move_plate_readers(table, plate, elems, old_keys, new_keys) -> None:

@@ -28,7 +28,9 @@ left stale after an accepted step and refreshed by exact kernels when they run.
 Requirements (checked at set-up, with an error naming the address at fault): the selected
 choice is one top-level real vector θ, and every term of a plate that depends on θ is a
 :mod:`thrifty.glm` observation whose linear predictor is ``X[i] @ θ``; θ reaches no markov
-chain or memoized value.
+chain or memoized value.  One key of a memoized function (a cluster's weights ``w(k)``, read
+as ``glm.logistic(X[i], w(z))``) is handled by :mod:`.mem_proxy`, with per-key statistics
+that follow the readers as they change.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import numpy as np
 from thrifty.core.address import as_pattern, fmt
 from thrifty.core.trace import same_value
 from thrifty.errors import SelectionError
+from thrifty.inference.mem_proxy import MemTaylor
 
 
 class TaylorSections:
@@ -67,6 +70,7 @@ class TaylorProxy:
         self.theta_hat = None if theta_hat is None else np.asarray(theta_hat, dtype=float)
         self._helper = None  # an SMH kernel: the GLM section discovery and set-up at θ̂
         self._far = None  # FarFromMode: warns when the chain stays far from θ̂
+        self._mem = None  # MemTaylor: the per-key proxies of a memoized choice
 
     def __repr__(self) -> str:
         return "taylor"
@@ -79,13 +83,15 @@ class TaylorProxy:
     def sections(self, kernel, trace, skeleton, locs, targets) -> tuple[TaylorSections, bool]:
         """The scorer for this proposal, and whether an O(N) set-up was (re)done."""
         name = kernel.name
-        if len(locs) == 1 and locs[0].kind == "mem":
-            raise SelectionError(
-                f"{name}(proxy='taylor'): {fmt(locs[0].addr)} is a memoized choice (e.g. one "
-                "cluster's weights, whose sections — the points seated at the cluster — change "
-                "with every label update); the Taylor proxy covers one top-level vector choice "
-                "only, so use proxy=None here"
-            )
+        if len(locs) == 1 and locs[0].kind == "mem":  # one key: its readers' proxies
+            if self.theta_hat is not None:
+                raise SelectionError(
+                    f"{name}(proxy='taylor', theta_hat=...): {fmt(locs[0].addr)} is a memoized "
+                    "choice, whose centres are found per key; theta_hat is for a top-level one"
+                )
+            if getattr(self, "_mem", None) is None:
+                self._mem = MemTaylor()
+            return self._mem.sections(kernel, trace, skeleton, locs[0], targets[locs[0].addr])
         if len(locs) != 1 or locs[0].kind != "site":
             raise SelectionError(
                 f"{name}(proxy='taylor') updates one top-level vector choice (GLM weights); "

@@ -372,6 +372,10 @@ def subsampled_mh(
     by Newton at set-up, O(N) once, when not given) instead of the l_i — control variates
     that let a few minibatches settle most decisions of an efficient proposal
     (:mod:`thrifty.inference.proxy`).  ``result.stats`` then also reports ``setups_per_step``.
+    On one key of a memoized function (``th.one("w")`` with ``w = th.mem(...)`` read as
+    ``glm.logistic(X[i], w(z))``: one cluster's weights) the sums are kept per key and follow
+    the readers as labels move, each key centred at its own conditional mode
+    (:mod:`thrifty.inference.mem_proxy`; ``cluster_builds_per_step`` counts the O(N_k) builds).
 
     >>> import numpy as np, thrifty as th
     >>> from thrifty.datasets import synthetic_logistic

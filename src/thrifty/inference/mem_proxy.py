@@ -1,0 +1,332 @@
+r"""Taylor proxies for one memoized choice: a cluster's GLM weights (issue 10, item 4).
+
+``th.subsampled_mh(th.one("w"), proxy="taylor")`` with ``w = th.mem("w", ...)`` read as
+``th.observe("y", glm.logistic(X[i], w(z)), y[i])`` in a plate: the local sections of ``w(k)``
+are its *readers*, the elements seated at table k (paper 000 §4.2).  As for a top-level θ
+(:mod:`.proxy`), the sequential test reads the Taylor remainders −Δ_i of the sections, with
+
+    Σ_{i∈R_k} ΔÛ_i = G_k·(θ' − θ) + ½ [(θ' − θ̂_k)ᵀ H_k (θ' − θ̂_k) − (θ − θ̂_k)ᵀ H_k (θ − θ̂_k)],
+    G_k = Σ_{i∈R_k} ∇U_i(θ̂_k),   H_k = Σ_{i∈R_k} ∇²U_i(θ̂_k),
+
+exact in O(d²).  The readers R_k change with every label update, so the statistics of a key
+follow them: a moved element is unincorporated from its old key's sums and incorporated into
+its new key's (O(d²) each), the moves read from the mem table's reader log
+(:class:`~thrifty.core.mem.ReaderLog`) — never a pass over the readers.  The centre θ̂_k is the
+mode of k's conditional given its readers (Newton from the chain's value, O(N_k)), found when
+the key is first proposed and again once its readers have changed by half since (amortised
+O(d²) per move): any centre keeps the test exact, a good one keeps the remainders small.
+
+Set-up, once per chain (O(N)): one execution of the program that captures the observations,
+giving each element's row x_i and y_i, and a second one with ``w(k)`` perturbed, which checks
+that ``w`` reaches the plate only through one glm observation whose rows are ``w(z_i)``.  The
+rows x_i are read as data: they must not depend on other latent choices.  A change of the glm
+family's parameters (a noise scale another kernel moved) or of the observed data rebuilds the
+statistics.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from thrifty.core.address import fmt
+from thrifty.core.mem import watch
+from thrifty.core.run import Mode
+from thrifty.core.trace import same_value
+from thrifty.errors import SelectionError
+from thrifty.glm import GLM
+
+_FULL = Mode(rescore=True, capture=True)
+_MIN_MOVES = 10  # a key is re-centred after max(_MIN_MOVES, n/2) moves since its build
+
+
+class _Key:
+    """The statistics of one key: centre, sums over its readers, and the readers themselves
+    (a dense array with swap-remove, to draw minibatches from)."""
+
+    __slots__ = ("G", "H", "count", "id", "members", "moves", "n_built", "theta_hat")
+
+    def __init__(self, kid: int, d: int):
+        self.id = kid
+        self.G, self.H = np.zeros(d), np.zeros((d, d))
+        self.members = np.empty(16, dtype=np.int64)
+        self.count = self.moves = self.n_built = 0
+        self.theta_hat = np.zeros(d)
+
+
+class KeySections:
+    """The readers of one key for one proposal θ → θ', scored as Taylor remainders."""
+
+    def __init__(self, proxy: MemTaylor, key: _Key, theta, theta_new):
+        self.proxy, self.key = proxy, key
+        self.theta, self.theta_new = theta, theta_new
+        self.N = key.count
+        dv, dv_new = theta - key.theta_hat, theta_new - key.theta_hat
+        d_hat = float(key.G @ (theta_new - theta))
+        d_hat += 0.5 * float(dv_new @ key.H @ dv_new - dv @ key.H @ dv)
+        self.offset = -d_hat  # Σ_i l_i = offset + Σ_i evaluate(i)
+
+    def evaluate(self, idx: np.ndarray) -> np.ndarray:
+        """−Δ_i = l_i + ΔÛ_i for the readers at positions ``idx``."""
+        p = self.proxy
+        e = self.key.members[idx]
+        c = len(e)
+        eta2 = p.X[e] @ np.stack([self.theta, self.theta_new], axis=1)  # (c, 2): η and η'
+        u2 = p.fam.potential(eta2.T.reshape(-1), np.tile(p.y[e], 2))
+        eh = p.eta_hat[e]
+        dl, dl_new = eta2[:, 0] - eh, eta2[:, 1] - eh
+        delta = u2[c:] - u2[:c] - p.g[e] * (dl_new - dl) - 0.5 * p.h[e] * (dl_new**2 - dl**2)
+        return -delta
+
+    def commit(self, skeleton) -> None:
+        skeleton.commit()  # θ' with its readers stale (rescored when next read, 000 §3.5)
+
+
+class MemTaylor:
+    """Per-key second-order Taylor proxies of the glm readers of one memoized function."""
+
+    def __init__(self):
+        self.trace = self.maddr = self.obs = None  # what the statistics describe
+        self.X = None  # data rows, captured again after unpickling (see __getstate__)
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["X"] = state["y"] = None  # the data: captured again on first use
+        return state
+
+    # -- the scorer of one proposal ------------------------------------------------------------
+    def sections(self, kernel, trace, skeleton, loc, theta_new) -> tuple[KeySections, bool]:
+        """The scorer for ``loc`` (one key of a mem table) → ``theta_new``, and whether an O(N)
+        set-up was (re)done."""
+        name, maddr, key = kernel.name, loc.mem_addr, loc.addr[-1]
+        table = trace.mems[maddr]
+        fresh = self.trace is not trace or self.maddr != maddr or self.obs is not trace.obs_values
+        if not fresh and not self._same_family(skeleton):
+            fresh = True
+        if fresh:
+            self._setup(kernel, trace, loc)
+        elif self.X is None:  # unpickled (a checkpoint): the same statistics, data read again
+            self._capture(kernel, trace, loc)
+        plates = [p for p, by in table.plate_readers.items() if by.get(key)]
+        steps = [c for c, by in table.step_readers.items() if by.get(key)]
+        if steps or plates not in ([], [self.plate]):
+            where = fmt((steps or plates)[0])
+            raise SelectionError(
+                f"{name}(proxy='taylor'): {fmt(loc.addr)} is read in {where}; the Taylor proxy "
+                f"of a memoized choice covers the glm observations of one plate, {fmt(self.plate)}"
+                " (use proxy=None)"
+            )
+        if not self._sync(table):
+            self._reset(table)
+            fresh = True
+        k = self.keys.get(key)
+        n_now = len(table.plate_readers.get(self.plate, {}).get(key, ()))
+        if k is None or k.count != n_now or k.moves > max(_MIN_MOVES, k.n_built // 2):
+            k = self._build(trace, table, key, np.asarray(loc.value, dtype=float))
+            kernel.stats.count("cluster_builds")
+        theta = np.asarray(loc.value, dtype=float)
+        return KeySections(self, k, theta, np.asarray(theta_new, dtype=float)), fresh
+
+    # -- set-up: the data rows, the glm family, the reader log ---------------------------------
+    def _setup(self, kernel, trace, loc) -> None:
+        self._capture(kernel, trace, loc)
+        self.trace, self.maddr, self.obs = trace, loc.mem_addr, trace.obs_values
+        self._reset(trace.mems[loc.mem_addr])
+
+    def _capture(self, kernel, trace, loc) -> None:
+        """The data rows x_i, y_i and the glm family, checked (see the module docstring)."""
+        name, addr = kernel.name, loc.addr
+        rng0 = np.random.default_rng(20240602)  # set-up never touches the chain's generator
+        value = np.asarray(loc.value, dtype=float)
+        if value.ndim != 1 or value.dtype.kind != "f":
+            raise SelectionError(f"{name}(proxy='taylor'): {fmt(addr)} must be a real vector")
+        run_a = kernel.execute(trace, rng0, mode=_FULL)
+        delta = 0.1 * (1.0 + np.abs(value)) * rng0.standard_normal(len(value))
+        run_b = kernel.execute(trace, rng0, targets={addr: value + delta}, mode=_FULL)
+        b_entries = {c[0]: c for c in run_b.captured}
+        found = []
+        for caddr, dist, y, elems in run_a.captured:
+            other = b_entries.get(caddr)
+            if not isinstance(dist, GLM) or other is None or elems is None:
+                continue
+            if np.shape(dist.theta) != np.shape(other[1].theta):
+                continue
+            rows = np.flatnonzero(np.any(np.asarray(dist.theta) != other[1].theta, axis=-1))
+            if len(rows) and np.ndim(dist.theta) == 2:
+                found.append((caddr, dist, np.asarray(y), np.asarray(elems), other[1]))
+        if len(found) != 1:
+            what = "no glm observation" if not found else "several glm observations"
+            raise SelectionError(
+                f"{name}(proxy='taylor'): {what} in a plate read(s) {fmt(addr)} as rows of its "
+                "weights; the proxy of a memoized choice needs exactly one, like "
+                "th.observe('y', glm.logistic(X[i], w(z)), y[i]) (or use proxy=None)"
+            )
+        caddr, dist, y, elems, dist_b = found[0]
+        plate = caddr[: caddr.index("*")]
+        if not same_value(dist.family.params(), dist_b.family.params()):
+            raise SelectionError(
+                f"{name}(proxy='taylor'): the glm family at {fmt(caddr)} depends on {fmt(addr)};"
+                " only the linear predictor may"
+            )
+        fa, fb = run_a.plate_frames[plate], run_b.plate_frames[plate]
+        diff = fb.elem_lp - fa.elem_lp
+        expected = dist_b.log_prob(y) - dist.log_prob(y)
+        bad = ~(np.abs(diff - expected) <= 1e-7 * (1.0 + np.abs(fa.elem_lp) + np.abs(fb.elem_lp)))
+        if bad.any():
+            j = int(np.flatnonzero(bad)[0])
+            raise SelectionError(
+                f"{name}(proxy='taylor'): {fmt(addr)} enters plate {fmt(plate)} through terms "
+                f"that are not the glm observation {fmt(caddr)} (element {j}); use proxy=None"
+            )
+        n = int(fa.n)
+        self.X = np.empty((n, len(value)))
+        self.X[elems] = dist.X
+        self.y = np.empty(n, dtype=y.dtype)
+        self.y[elems] = np.broadcast_to(y, (len(elems),))
+        self.fam, self.fam_params = dist.family, dist.family.params()
+        self.caddr, self.plate = caddr, plate
+
+    def _same_family(self, skeleton) -> bool:
+        for caddr, dist, _, _ in skeleton.captured or ():
+            if caddr == self.caddr and isinstance(dist, GLM):
+                return same_value(dist.family.params(), self.fam_params)
+        return True
+
+    def _reset(self, table) -> None:
+        """Forget every key's statistics and start reading the log from now."""
+        n = len(self.X)
+        self.owner = np.full(n, -1, dtype=np.int64)  # element → id of the key it is summed in
+        self.slot = np.zeros(n, dtype=np.int64)  # its position in that key's members
+        self.eta_hat, self.g, self.h = np.zeros(n), np.zeros(n), np.zeros(n)
+        self.keys: dict = {}
+        self.by_id: dict = {}
+        self.next_id = 0
+        self.seen = watch(table)
+
+    # -- following the readers -----------------------------------------------------------------
+    def _sync(self, table) -> bool:
+        """Apply the reader moves logged since the last step; False when the log does not reach
+        back to it (another lineage of the trace): then the statistics are rebuilt."""
+        entry, new = table.log, []
+        while entry is not None and entry is not self.seen:
+            new.append(entry)
+            entry = entry.prev
+        if entry is None:
+            return False
+        for e in reversed(new):
+            if e.plate is None or e.plate != self.plate:
+                continue  # a mark, or another plate (refused when its key is proposed)
+            if e.elems is None:
+                return False  # the plate left
+            elems, old, new_keys = e.elems, e.old, e.new
+            if old is not None and new_keys is not None:
+                moved = old != new_keys
+                elems, new_keys = elems[moved], new_keys[moved]
+            self._unincorporate(elems)
+            if new_keys is not None:
+                self._incorporate(elems, new_keys)
+        self.seen = table.log
+        self.seen.prev = None  # older entries are needed by no one
+        return True
+
+    def _unincorporate(self, elems: np.ndarray) -> None:
+        ids = self.owner[elems]
+        for kid in np.unique(ids[ids >= 0]).tolist():
+            k = self.by_id[kid]
+            es = elems[ids == kid]
+            x, X = self.X[es], k.members
+            k.G -= x.T @ self.g[es]
+            k.H -= x.T @ (self.h[es][:, None] * x)
+            for e in es.tolist():  # swap-remove
+                s, last = self.slot[e], X[k.count - 1]
+                X[s] = last
+                self.slot[last] = s
+                k.count -= 1
+            self.owner[es] = -1
+            k.moves += len(es)
+            if k.count == 0:
+                self._drop(k)
+
+    def _incorporate(self, elems: np.ndarray, keys: np.ndarray) -> None:
+        for key in np.unique(keys).tolist():
+            k = self.keys.get(key)
+            if k is not None:
+                self._add(k, elems[keys == key])
+                k.moves += int(np.sum(keys == key))
+
+    def _add(self, k: _Key, es: np.ndarray) -> None:
+        """Incorporate elements ``es`` into key ``k`` at its centre θ̂_k."""
+        x, y = self.X[es], self.y[es]
+        eta = x @ k.theta_hat
+        g, h = self.fam.d1(eta, y), self.fam.d2(eta, y)
+        self.eta_hat[es], self.g[es], self.h[es] = eta, g, h
+        k.G += x.T @ g
+        k.H += x.T @ (h[:, None] * x)
+        need = k.count + len(es)
+        if need > len(k.members):
+            grown = np.empty(max(need, 2 * len(k.members)), dtype=np.int64)
+            grown[: k.count] = k.members[: k.count]
+            k.members = grown
+        k.members[k.count : need] = es
+        self.slot[es] = np.arange(k.count, need)
+        self.owner[es] = k.id
+        k.count = need
+
+    def _drop(self, k: _Key) -> None:
+        for key, other in list(self.keys.items()):
+            if other is k:
+                del self.keys[key]
+        del self.by_id[k.id]
+
+    def _build(self, trace, table, key, value) -> _Key:
+        """(Re)build key ``key``: its readers, centre θ̂ (Newton from ``value``) and sums."""
+        old = self.keys.get(key)
+        if old is not None:
+            self._unincorporate(old.members[: old.count].copy())  # drops it when emptied
+            if old.id in self.by_id:
+                self._drop(old)
+        readers = table.plate_readers[self.plate][key]
+        es = np.fromiter(readers, dtype=np.int64, count=len(readers))
+        stray = es[self.owner[es] >= 0]  # summed under another key: the log missed a move
+        if len(stray):
+            self._unincorporate(stray)
+        k = _Key(self.next_id, len(value))
+        self.next_id += 1
+        self.keys[key], self.by_id[k.id] = k, k
+        k.theta_hat = self._mode(table.dist[key], es, value)
+        self._add(k, es)
+        k.n_built, k.moves = k.count, 0
+        return k
+
+    def _mode(self, prior, es, theta) -> np.ndarray:
+        """Newton on −Σ_{i∈es} log p(y_i | x_i·θ) − log prior(θ), from ``theta``."""
+        from thrifty.inference.smh import _pd, _prior_model
+
+        x, y, fam = self.X[es], self.y[es], self.fam
+        logp = _prior_model(prior, len(theta))
+
+        def objective(t):
+            eta = x @ t
+            lp, gp, hp = logp(t)
+            f = float(np.sum(fam.potential(eta, y))) - lp
+            grad = x.T @ fam.d1(eta, y) - gp
+            hess = x.T @ (np.maximum(fam.d2(eta, y), 0.0)[:, None] * x) - hp
+            return f, grad, hess
+
+        f, grad, hess = objective(theta)
+        if not np.isfinite(f):
+            return theta.copy()
+        for _ in range(50):
+            step = np.linalg.solve(_pd(hess), grad)
+            dec = float(grad @ step)
+            if not dec > 1e-10:
+                break
+            t = 1.0
+            while t > 1e-8:
+                f2, g2, h2 = objective(theta - t * step)
+                if f2 <= f - 1e-4 * t * dec:
+                    break
+                t *= 0.5
+            else:
+                break
+            theta, f, grad, hess = theta - t * step, f2, g2, h2
+        return np.array(theta, dtype=float)

@@ -1,0 +1,180 @@
+"""Taylor proxies on one cluster's GLM weights (issue 10, item 4): ``th.subsampled_mh(th.one("w"),
+proxy="taylor")`` with ``w = th.mem(...)`` read as ``glm.<family>(X[i], w(z))``.
+
+The per-key sums Σ∇U_i(θ̂_k), Σ∇²U_i(θ̂_k) follow the readers as labels move; these tests check
+the proxy's Σ l_i against the program's after many moves, the partition posterior at ε = 0
+(where every decision is exact MH's) against enumeration, resume from a checkpoint, the work
+per step, and the refusals.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import thrifty as th
+from test_exchangeable import chi2_partitions, exact_dpm, log_ewens
+from thrifty import dist, glm
+from thrifty.core.locate import locate
+from thrifty.errors import SelectionError
+from thrifty.inference.subsampled import _LAZY_CAPTURE, SubsampledMH
+from thrifty.models import joint_dpm
+
+NIW = (np.zeros(2), 0.05, 4.0, np.eye(2))
+
+
+def small_jdpm(n, seed=0):
+    d = th.datasets.clustered_nonlinear(n, 10, seed=seed)
+    return joint_dpm(d.X_train, d.y_train, *NIW, 10.0)
+
+
+def sum_of_l(kernel, trace, rng, addr, theta_new):
+    """Σ_i l_i of the proposal ``addr → theta_new`` as ``kernel`` scores it (all sections)."""
+    locs = [locate(trace, addr)]
+    targets = {addr: theta_new}
+    skeleton = kernel.execute(trace, rng, targets=targets, mode=_LAZY_CAPTURE)
+    scorer = kernel.scorer(trace, rng, skeleton, locs, targets)
+    return scorer.offset + float(np.sum(scorer.evaluate(np.arange(scorer.N)))), scorer.N
+
+
+def test_proxy_sums_equal_the_programs_after_many_label_moves():
+    """After hundreds of label updates (tables appearing and emptying) interleaved with accepted
+    proxy steps, offset + Σ remainders equals the program's Σ l_i for every table — so the
+    incrementally kept sums are right (a missed move shifts them by a whole term)."""
+    trace = th.simulate(small_jdpm(400), seed=1)
+    rng = np.random.default_rng(0)
+    gibbs = th.gibbs(th.one("data.z"))
+    proxy = SubsampledMH(th.one("w"), 50, 0.2, th.drift(0.3), proxy="taylor")
+    exact = SubsampledMH(th.one("w"), 50, 0.0, th.drift(0.3))
+    checked = 0
+    for _ in range(12):
+        for _ in range(40):
+            gibbs.step(trace, rng)
+        for _ in range(10):
+            proxy.step(trace, rng)
+        table = trace.mems[("w",)]
+        for key in sorted(table.values)[:4]:
+            addr = ("w", key)
+            new = table.values[key] + 0.3 * rng.standard_normal(3)
+            a, n_a = sum_of_l(proxy, trace, rng, addr, new)
+            b, n_b = sum_of_l(exact, trace, rng, addr, new)
+            assert n_a == n_b
+            assert a == pytest.approx(b, rel=1e-8, abs=1e-8)
+            checked += 1
+    assert checked >= 40
+    s = proxy.stats.as_dict()
+    assert s["setups_per_step"] * s["steps"] == 1  # one O(N) set-up, then incremental
+    assert s["acceptance_rate"] > 0.1
+
+
+@th.model
+def linear_dpm(X, y):
+    """Per-table regression weights, not collapsed (Alg. 8), observed through a glm."""
+    crp = th.CRP(1.0)
+    w = th.mem("w", lambda k: dist.MvNormal(np.zeros(2), np.eye(2)))
+    with th.plate("data", len(y)) as i:
+        z = th.sample("z", crp)
+        th.observe("y", glm.gaussian(X[i], w(z), 0.5), y[i])
+
+
+class LinearCluster:
+    """A table of linear_dpm with its weights integrated out: y ~ N(0, 0.25 I + X Xᵀ)."""
+
+    def __init__(self):
+        self.rows = []
+
+    def incorporate(self, i):
+        self.rows.append(i)
+
+    def marginal_log_prob(self):
+        x, y = XL[self.rows], YL[self.rows]
+        cov = 0.25 * np.eye(len(y)) + x @ x.T
+        return stats.multivariate_normal(np.zeros(len(y)), cov).logpdf(y)
+
+
+XL = np.array([[1.0, -1.0], [1.0, -0.8], [1.0, 1.2], [1.0, 0.9], [0.5, 0.1]])
+YL = np.array([-1.1, -0.7, 2.0, 1.6, 0.3])
+
+
+def test_gaussian_weights_at_epsilon_zero_match_enumeration():
+    """With ε = 0 every decision is exact MH's, whatever the proxy: the partition posterior is
+    the enumerated one.  For a Gaussian glm the second-order expansion is exact, so the decision
+    rests on the per-table sums alone — wrong sums would show here."""
+    parts, probs = exact_dpm(np.arange(len(YL)), lambda p: log_ewens(p, 1.0), LinearCluster)
+    sub = th.subsampled_mh(th.one("w"), batch_size=2, epsilon=0.0, proposal=th.drift(0.6),
+                           proxy="taylor")
+    kernel = th.cycle([th.gibbs("data.z"), th.cycle([sub], repeats=3)])
+    r = th.infer(linear_dpm(XL, YL), kernel, num_samples=8000, burn_in=300, seed=3,
+                 progress=False)
+    assert chi2_partitions(r["data.z"][0], probs, parts) > 1e-4
+    s = r.stats[sub.label()]
+    assert s["acceptance_rate"] > 0.2
+    assert s["setups_per_step"] * s["steps"] == 1
+
+
+def test_resume_from_a_checkpoint_gives_the_same_draws(tmp_path, monkeypatch):
+    from test_runtime import Interrupting, assert_same
+
+    monkeypatch.setattr(Interrupting, "armed", True)
+    model = small_jdpm(300)
+
+    def kernel():
+        sub = th.subsampled_mh(th.one("w"), 30, 0.2, th.drift(0.3), proxy="taylor")
+        return th.cycle([th.cycle([th.gibbs(th.one("data.z"))], repeats=5), sub])
+
+    kw = dict(num_samples=120, burn_in=10, seed=4, progress=False)
+    straight = th.infer(model, kernel(), **kw)
+    path = tmp_path / "proxy.ckpt"
+    with pytest.warns(th.InterruptedWarning):
+        part = th.infer(model, Interrupting(kernel(), after=70, how="raise"), checkpoint=path,
+                        checkpoint_every=0.0, **kw)
+    assert part.interrupted
+    assert_same(th.infer(model, kernel(), checkpoint=path, **kw), straight)
+
+
+def test_work_per_step_does_not_grow_with_n():
+    """The proxy step executes no plate element (the remainders are read from the data) and
+    builds a table's sums about once per half-turnover of its readers, at either N."""
+    per = {}
+    for n in (1_000, 8_000):
+        sub = th.subsampled_mh(th.one("w"), 100, 0.3, th.drift(0.3), proxy="taylor")
+        kernel = th.cycle([th.cycle([th.gibbs(th.one("data.z"))], repeats=2), sub])
+        r = th.infer(small_jdpm(n), kernel, num_samples=300, burn_in=0, seed=0, progress=False)
+        s = r.stats[sub.label()]
+        setups = round(s["setups_per_step"] * s["steps"])
+        assert setups == 1
+        # elements executed besides the set-up's two full runs, per step
+        per[n] = (s["elements_per_step"] * s["steps"] - 2 * n * setups) / s["steps"]
+        assert s["cluster_builds_per_step"] < 0.5
+    assert per[1_000] < 3 and per[8_000] < 3  # the lazy run's, not the table's readers
+
+
+def test_refusals_name_the_address():
+    from test_exchangeable import mean_dpm
+
+    x = np.array([-1.5, -1.2, 1.0, 1.4])
+    sub = th.subsampled_mh(th.one("mu"), 2, 0.1, th.drift(0.5), proxy="taylor")
+    with pytest.raises(SelectionError, match=r"\('mu', \d+\) must be a real vector"):
+        th.infer(mean_dpm(x), th.cycle([th.gibbs("data.z"), sub]), num_samples=5, seed=0,
+                 progress=False)
+    sub = th.subsampled_mh(th.one("w"), 2, 0.1, th.drift(0.5), proxy="taylor",
+                           theta_hat=np.zeros(2))
+    with pytest.raises(SelectionError, match="centres are found per key"):
+        th.infer(linear_dpm(XL, YL), sub, num_samples=5, seed=0, progress=False)
+
+
+@th.model
+def handmade_dpm(X, y):
+    """Like linear_dpm, but the linear predictor written by hand: no glm observation."""
+    crp = th.CRP(1.0)
+    w = th.mem("w", lambda k: dist.MvNormal(np.zeros(2), np.eye(2)))
+    with th.plate("data", len(y)) as i:
+        z = th.sample("z", crp)
+        th.observe("y", dist.Normal((X[i] * w(z)).sum(-1), 0.5), y[i])
+
+
+def test_weights_read_outside_a_glm_are_refused():
+    sub = th.subsampled_mh(th.one("w"), 2, 0.1, th.drift(0.5), proxy="taylor")
+    with pytest.raises(SelectionError, match=r"no glm observation in a plate read\(s\) \('w'"):
+        th.infer(handmade_dpm(XL, YL), sub, num_samples=5, seed=0, progress=False)

@@ -5,27 +5,28 @@ Model: :func:`thrifty.models.joint_dpm` on :func:`thrifty.datasets.clustered_non
 (10,000 training and 1,000 test points, six clusters of 2-d features each with its own logistic
 boundary); NIW(m0 = 0, k0 = 0.05, v0 = 4, S0 = I) per cluster, w ~ N(0, 10² I) (the clusters'
 best weights have intercepts up to 14: one logistic regression per true cluster reaches 0.85 test
-accuracy, a single one 0.51).  Inference program
-of 000 Fig. 7 (top), the same for both chains but for the kernel on the weights::
+accuracy, a single one 0.51).  Inference program of 000 Fig. 7 (top)::
 
     cycle([mh("alpha", drift(0.5)),
            cycle([gibbs(one("data.z"))], repeats=STEP_Z),
-           cycle([<w kernel> on one("w") with drift(0.5)], repeats=STEP_W)])
+           cycle([<w kernel> on one("w") with drift(0.5)], repeats=step_w)])
 
-with the w kernel ``mh`` (exact) or ``subsampled_mh(batch_size=100, epsilon=0.3)`` (000 uses
-drift 0.1 on its data; here the intercepts are larger, so 0.5), and STEP_W = 10 and STEP_Z = 25
-(10 with ``--quick``): one w step per cycle, as in 000's program, leaves twenty prior-drawn
-weight vectors near where they started for a long time.  The paper balances the time spent on
-z and on w; here both chains share STEP_Z, so the comparison isolates the w kernel.  Each chain
-runs through ``th.infer`` with default recording; draw t is placed at t × (the chain's wall
-time / its draws).
+with three w kernels: ``mh`` (exact), ``subsampled_mh(batch_size=100, epsilon=0.3)`` and the
+same with ``proxy="taylor"`` (per-cluster Taylor proxies, :mod:`thrifty.inference.mem_proxy`).
+000 uses drift 0.1 on its data; here the intercepts are larger, so 0.5.  As in 000 §4.2, each
+chain balances the time spent on the w's and on the labels: a pilot of 30 cycles measures the
+seconds of a z step and of a w step, and step_w = STEP_Z × (z step / w step) — a faster w
+kernel makes more w steps per cycle.  (000 fixes the w's and tunes step_z; here a z step costs
+more than an exact w step, so the w's are repeated instead.)  Each chain runs through
+``th.infer`` with default recording for about the same wall time; draw t is placed at
+t × (the chain's wall time / its draws).
 
 Reported per chain: test accuracy of the predictive averaged over the draws so far (the
 predictive of a draw: p(z = k | x) ∝ n_k · NIW-predictive_k(x) and α · prior-predictive(x) for a
 new table, times σ(x·w_k), with 1/2 for the new table), the number of clusters, seconds per
-cycle and per w step; the time each chain needs to reach the exact chain's final accuracy and
-their ratio (000 reports ≈ 10×).  PNG: accuracy against time, clusters against time, and the
-decision boundaries of the last draw of the subsampled chain (Fig. 6c).
+cycle, per w step and per z step; the time each subsampled chain needs to reach the exact
+chain's final accuracy and the ratio (000 reports ≈ 10×).  PNG: accuracy against time, clusters
+against time, and the decision boundaries of the last draw of the proxy chain (Fig. 6c).
 
 Second part: seconds per ``gibbs(one("data.z"))`` step through ``th.infer`` on a DP mixture at
 N = 10³ and 10⁵ with the same six-cluster start (the criterion: within 2×).
@@ -47,13 +48,32 @@ from thrifty.processes.collapsed import NormalInverseWishart
 
 M0, K0, V0, S0, SIG_W = np.zeros(2), 0.05, 4.0, np.eye(2), 10.0
 W_DRIFT = 0.5
-STEP_W = 10
+STEP_Z = 2
+W_KERNELS = {
+    "exact MH": lambda: th.mh(th.one("w"), th.drift(W_DRIFT)),
+    "subsampled MH (ε = 0.3)": lambda: th.subsampled_mh(
+        th.one("w"), batch_size=100, epsilon=0.3, proposal=th.drift(W_DRIFT)),
+    "subsampled MH (ε = 0.3, Taylor proxy)": lambda: th.subsampled_mh(
+        th.one("w"), batch_size=100, epsilon=0.3, proposal=th.drift(W_DRIFT), proxy="taylor"),
+}
 
 
-def kernel(w_kernel, step_z, step_w=STEP_W):
+def kernel(w_kernel, step_z, step_w):
     return th.cycle([th.mh("alpha", th.drift(0.5)),
                      th.cycle([th.gibbs(th.one("data.z"))], repeats=step_z),
                      th.cycle([w_kernel], repeats=step_w)])
+
+
+def balance(prog, make_w, seed, pilot=30):
+    """step_w with as much time on the w's as on the labels (000 §4.2), and the seconds of one
+    cycle so balanced, from a pilot run of ``pilot`` cycles."""
+    w = make_w()
+    r = th.infer(prog, kernel(w, STEP_Z, 10), num_samples=pilot, seed=seed + 1000,
+                 progress=False)
+    cz = r.stats["gibbs(one('data.z'))"]["seconds_per_step"]
+    cw = r.stats[w.label()]["seconds_per_step"]
+    step_w = max(1, round(STEP_Z * cz / cw))
+    return step_w, STEP_Z * cz + step_w * cw
 
 
 def predictive_accuracy(X, z, w_keys, w_vals, alpha, Xte, yte):
@@ -76,9 +96,12 @@ def predictive_accuracy(X, z, w_keys, w_vals, alpha, Xte, yte):
     return (p * np.array(py)).sum(0)
 
 
-def run_chain(name, w_kernel, d, num, step_z, seed, evals):
+def run_chain(name, d, budget, seed, evals):
     prog = joint_dpm(d.X_train, d.y_train, M0, K0, V0, S0, SIG_W)
-    k = kernel(w_kernel, step_z)
+    step_w, cycle = balance(prog, W_KERNELS[name], seed)
+    num = max(evals, int(budget / cycle))
+    w_kernel = W_KERNELS[name]()
+    k = kernel(w_kernel, STEP_Z, step_w)
     t0 = time.perf_counter()
     r = th.infer(prog, k, num_samples=num, burn_in=0, seed=seed, progress=False)
     wall = time.perf_counter() - t0
@@ -97,6 +120,8 @@ def run_chain(name, w_kernel, d, num, step_z, seed, evals):
     w_label = w_kernel.label()
     return {
         "name": name,
+        "step_w": step_w,
+        "draws": num,
         "wall_seconds": wall,
         "seconds_per_cycle": wall / num,
         "w_seconds_per_step": stats[w_label]["seconds_per_step"],
@@ -138,9 +163,10 @@ def levels(res) -> list[dict]:
     """Seconds each chain needs to reach each accuracy level, and exact / subsampled."""
     out = []
     for lv in LEVELS:
-        t = [time_to(r, lv) for r in res]
-        out.append({"accuracy": lv, "exact_seconds": t[0], "subsampled_seconds": t[1],
-                    "ratio": t[0] / t[1] if t[1] > 0 else float("nan")})
+        t = {r["name"]: time_to(r, lv) for r in res}
+        t0 = t[res[0]["name"]]
+        out.append({"accuracy": lv, "seconds": t,
+                    "ratio": {n: t0 / v if v > 0 else float("nan") for n, v in t.items()}})
     return out
 
 
@@ -148,18 +174,20 @@ def summarize(out: dict) -> None:
     """Print the comparison (also from a stored JSON: ``--summarize``)."""
     res = out["chains"]
     for r in res:
-        print(f"{r['name']:>26}: final accuracy {r['accuracy'][-1]:.3f}, "
-              f"{r['clusters'][-1]} clusters (mean {np.mean(r['clusters']):.1f}), "
-              f"{1e3 * r['seconds_per_cycle']:.1f} ms/cycle, w step "
+        print(f"{r['name']:>38}: final accuracy {r['accuracy'][-1]:.3f}, "
+              f"{r['clusters'][-1]} clusters (mean {np.mean(r['clusters']):.1f}), step_w "
+              f"{r['step_w']}, {r['draws']} cycles in {r['wall_seconds']:.0f} s, w step "
               f"{1e3 * r['w_seconds_per_step']:.2f} ms (acceptance {r['w_acceptance']:.2f}), "
               f"z step {1e3 * r['z_seconds_per_step']:.2f} ms, alpha step "
               f"{1e3 * r['alpha_seconds_per_step']:.2f} ms")
-    t = out["time_to_target"]
-    print(f"time to the exact chain's final accuracy {out['target_accuracy']:.3f}: exact "
-          f"{t['exact']:.0f} s, subsampled {t['subsampled']:.0f} s")
+    print(f"time to the exact chain's final accuracy {out['target_accuracy']:.3f}:")
+    for n, t in out["time_to_target"].items():
+        ratio = out["time_to_target"][res[0]["name"]] / t if t > 0 else float("nan")
+        print(f"{n:>38}: {t:7.0f} s (exact / this: {ratio:.2f})")
     for row in levels(res):
-        print(f"accuracy {row['accuracy']:.2f}: exact {row['exact_seconds']:7.0f} s, subsampled "
-              f"{row['subsampled_seconds']:7.0f} s, ratio {row['ratio']:.2f}")
+        print(f"accuracy {row['accuracy']:.2f}: " + ", ".join(
+            f"{n.split(' (')[-1].rstrip(')') if '(' in n else n} {t:.0f} s "
+            f"(x{row['ratio'][n]:.2f})" for n, t in row["seconds"].items()))
 
 
 def z_update_scaling(seed=0):
@@ -207,12 +235,13 @@ def plot(res, d, path):
     ax[2].contourf(g, g, p.reshape(len(g), len(g)), levels=20, cmap="RdBu_r", alpha=0.7)
     ax[2].scatter(d.X_test[:, 1], d.X_test[:, 2], c=d.y_test, s=4, cmap="RdBu_r",
                   edgecolors="none")
-    ax[2].set(title="Fig. 6c: p(y = 1 | x), last draw (subsampled)", xlabel="x₁", ylabel="x₂")
+    ax[2].set(title="Fig. 6c: p(y = 1 | x), last draw (Taylor proxy)", xlabel="x₁", ylabel="x₂")
     fig.savefig(path, dpi=110)
 
 
-def name(seed: int) -> str:
-    return "joint_dpm" if seed == 1 else f"joint_dpm_seed{seed}"
+def name(seed: int, quick: bool = False) -> str:
+    base = "joint_dpm_quick" if quick else "joint_dpm"
+    return base if seed == 1 else f"{base}_seed{seed}"
 
 
 def main():
@@ -225,32 +254,25 @@ def main():
     if a.summarize:
         import json
 
-        summarize(json.loads((RESULTS / f"{name(a.seed)}.json").read_text()))
+        summarize(json.loads((RESULTS / f"{name(a.seed, a.quick)}.json").read_text()))
         return
-    n_train, num, step_z = (2_000, 1_500, 10) if a.quick else (10_000, 4_000, 25)
+    n_train, budget = (2_000, 40.0) if a.quick else (10_000, 300.0)
     d = th.datasets.clustered_nonlinear(n_train, 1_000, seed=0)
-    res = [
-        run_chain("exact MH", th.mh(th.one("w"), th.drift(W_DRIFT)), d, num, step_z, a.seed,
-                  40),
-        run_chain("subsampled MH (ε = 0.3)",
-                  th.subsampled_mh(th.one("w"), batch_size=100, epsilon=0.3,
-                                   proposal=th.drift(W_DRIFT)), d, num, step_z, a.seed, 40),
-    ]
+    res = [run_chain(n, d, budget, a.seed, 40) for n in W_KERNELS]
     target = res[0]["accuracy"][-1]
-    t_exact, t_sub = time_to(res[0], target), time_to(res[1], target)
     scaling = z_update_scaling()
-    plot(res, d, RESULTS / f"{name(a.seed)}.png")
+    plot(res, d, RESULTS / f"{name(a.seed, a.quick)}.png")
     for r in res:
         r.pop("last")
     out = {
-        "n_train": n_train, "draws": num, "step_z": step_z, "step_w": STEP_W, "w_drift": W_DRIFT,
+        "n_train": n_train, "budget_seconds": budget, "step_z": STEP_Z, "w_drift": W_DRIFT,
         "sig_w": SIG_W, "chains": res, "target_accuracy": target,
-        "time_to_target": {"exact": t_exact, "subsampled": t_sub},
+        "time_to_target": {r["name"]: time_to(r, target) for r in res},
         "time_to_levels": levels(res), "z_update": {str(k): v for k, v in scaling.items()},
     }
     summarize(out)
     out["seed"] = a.seed
-    write(name(a.seed), out)
+    write(name(a.seed, a.quick), out)
 
 
 if __name__ == "__main__":

@@ -192,3 +192,24 @@ def test_snapshots_compare_values_not_objects():
     back = pickle.loads(pickle.dumps(r))  # a checkpoint: no references kept
     assert not back.same(r) and back.values["s"].same(snapshot(np.ones(3)))
     assert math.isfinite(len(back.values))
+
+
+def test_a_body_whose_source_is_unknown_or_stale_is_run_in_full(tmp_path, monkeypatch):
+    from thrifty.core.reads import body_names
+
+    src = ("import thrifty as th\n\ndef m(x, crp, alpha):\n    a = 1\n"
+           "    with th.plate('data', len(x)) as i:\n"
+           "        z = th.sample('z', crp)\n    return z\n")
+    path = tmp_path / "stale_model.py"
+    path.write_text(src)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import stale_model
+
+    code = stale_model.m.__code__
+    assert body_names(code, 5) == {"th", "crp"}
+    body_names.cache_clear()  # the file edited since: line 5 is now another statement's
+    path.write_text(src.replace("    a = 1\n", "").replace("crp)\n", "crp)\n        q = alpha\n"))
+    assert body_names(code, 5) is None
+    body_names.cache_clear()
+    exec(compile(src, "<no source>", "exec"), ns := {})
+    assert body_names(ns["m"].__code__, 5) is None

@@ -41,6 +41,7 @@ only through ``th.sample``.
 from __future__ import annotations
 
 import ast
+import dis
 import inspect
 import pickle
 import textwrap
@@ -115,13 +116,32 @@ def body_names(code, lineno: int) -> frozenset | None:
     if best is None:
         return None
     targets = {it.optional_vars.id for it in best.items if isinstance(it.optional_vars, ast.Name)}
-    read = {
-        n.id
-        for stmt in best.body
-        for n in ast.walk(stmt)
-        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
-    }
+    read = _loads(best.body)
+    # the source must be the code's (a file edited since it was imported is not): the names the
+    # bytecode loads at the body's lines are among those the source reads there
+    first, last = best.body[0].lineno + start - 1, best.end_lineno + start - 1
+    header = _loads(it.context_expr for it in best.items)
+    if not _bytecode_loads(code, first, last) <= read | header | targets:
+        return None
     return frozenset(read - targets)
+
+
+def _loads(nodes) -> set:
+    return {n.id for t in nodes for n in ast.walk(t)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _bytecode_loads(code, first: int, last: int) -> set:
+    out = set()
+    for ins in dis.get_instructions(code):
+        line = ins.positions.lineno if ins.positions is not None else None
+        if line is None or not first <= line <= last:
+            continue
+        if ins.opname.startswith(("LOAD_FAST", "LOAD_DEREF", "LOAD_GLOBAL", "LOAD_NAME",
+                                  "LOAD_CLOSURE")):
+            val = ins.argval
+            out.update(val if isinstance(val, tuple) else (val,))
+    return out
 
 
 # -- snapshots of values --------------------------------------------------------------------------

@@ -31,11 +31,13 @@ When every read value is the same, nothing an element computes changed: the plat
 elements it is asked for (none, for an MH step on α) and the coupled state is re-scored.  When
 α also reaches the elements another way (``dist.Normal(alpha, 1)`` in the body, a function
 closing over α, a value derived from it), the snapshot differs and the plate runs in full, as
-before.  When the source is not available, the body's reads are unknown: always in full.
+before.  A name read in any branch of the body counts.  When the source is not available, or
+is not the code's (a file edited since import: the bytecode's loads at the body's lines are
+checked against it), the body's reads are unknown: the plate runs in full.
 
-Assumptions (those of replay itself): the model does not write choices into objects that
-outlive a run (arguments, globals, attributes of other objects) and reads a ``th.CRP`` in a plate
-only through ``th.sample``.
+Assumptions (new with this refinement; program order needed neither): the model does not write
+choices into objects that outlive a run (arguments, globals, attributes of other objects), which
+are compared by identity, and it reads a ``th.CRP`` in a plate only through ``th.sample``.
 """
 
 from __future__ import annotations

@@ -150,10 +150,32 @@ def memo(x):  # a memoized function whose distribution reads α
     return z
 
 
-@pytest.mark.parametrize("how", ["direct", "derived", "closure", "mem"])
+class Holder:
+    """A model written Pyro-style: a choice kept on ``self``, read in the plate through it."""
+
+    def body(self, x):
+        alpha, crp, feats = _head()
+        self.alpha = alpha
+        with th.plate("data", len(x)) as i:
+            z = th.sample("z", crp)
+            th.observe("x", feats(z), x[i])
+            th.observe("y", dist.Normal(self.alpha, 1.0), x[i])
+        return z
+
+
+_holder = Holder()
+
+
+@th.model
+def on_self(x):  # α reaches the elements as an attribute of an object that outlives the run
+    return _holder.body(x)
+
+
+@pytest.mark.parametrize("how", ["direct", "derived", "closure", "mem", "self"])
 def test_alpha_reaching_the_elements_another_way_reruns_them(how):
     x, z = clusters(50, seed=4)
-    prog = {"direct": direct, "derived": derived, "closure": closure, "mem": memo}[how](x)
+    prog = {"direct": direct, "derived": derived, "closure": closure, "mem": memo,
+            "self": on_self}[how](x)
     rng = np.random.default_rng(5)
     trace = initialize(prog, rng, init={"data.z": z})
     a = trace["alpha"]
@@ -162,7 +184,7 @@ def test_alpha_reaching_the_elements_another_way_reruns_them(how):
     zc = np.unique(trace.values()["data.z"], return_inverse=True)[1]
     want = (log_ewens(zc, a + 0.5) - log_ewens(zc, a)
             + stats.gamma.logpdf(a + 0.5, 2.0) - stats.gamma.logpdf(a, 2.0))
-    if how in ("direct", "closure"):
+    if how in ("direct", "closure", "self"):
         want += (stats.norm.logpdf(x, a + 0.5, 1.0) - stats.norm.logpdf(x, a, 1.0)).sum()
     elif how == "derived":
         want += (stats.norm.logpdf(x, 0.0, 1.5 + a) - stats.norm.logpdf(x, 0.0, 1.0 + a)).sum()

@@ -22,7 +22,9 @@ in the plate node at its last such entry:
 
 * numbers, strings, tuples, lists and dicts (small) are compared by value, NumPy arrays by
   identity or value, functions by their code, defaults and closure cells, thrifty objects
-  (distributions, ``th.mem`` functions) by their class and attributes, other objects by identity;
+  (distributions, ``th.mem`` functions) by their class and attributes, modules, classes and
+  builtins by identity; any other object (``self`` of a model written as a class, which may hold
+  choices a run wrote into it; long or deep containers) counts as changed — program order;
 * a coupled process (``th.CRP``) is compared *without its parameters* (``_reads_key``): the
   plate's coupled site compares the parameters itself and re-scores its state under the new
   ones (:mod:`thrifty.core.coupled`) — the exact change of the joint, Ewens(α') − Ewens(α).
@@ -36,8 +38,9 @@ is not the code's (a file edited since import: the bytecode's loads at the body'
 checked against it), the body's reads are unknown: the plate runs in full.
 
 Assumptions (new with this refinement; program order needed neither): the model does not write
-choices into objects that outlive a run (arguments, globals, attributes of other objects), which
-are compared by identity, and it reads a ``th.CRP`` in a plate only through ``th.sample``.
+choices into arrays that outlive a run (arguments, globals — compared by identity first) or into
+module globals read by functions it calls, and it reads a ``th.CRP`` in a plate only through
+``th.sample``.
 """
 
 from __future__ import annotations
@@ -56,6 +59,8 @@ _SCALARS = (type(None), bool, int, float, complex, str, bytes)
 _DEPTH = 4  # deeper values are compared by identity
 _LONG = 64  # longer containers are compared by identity
 _SMALL = 1 << 14  # arrays up to this size are pickled by value (checkpoints)
+# objects that hold no choices, compared by identity: modules, classes, builtins, ufuncs
+_CONSTANT = (types.ModuleType, type, types.BuiltinFunctionType, np.ufunc)
 
 
 class Reads:
@@ -206,14 +211,16 @@ def snapshot(v, depth: int = 0):
     key = getattr(t, "_reads_key", None)
     if key is not None:
         return (t, "absorbed", key(v))
-    if depth >= _DEPTH:
+    if isinstance(v, _CONSTANT):
         return _Id(v)
+    if depth >= _DEPTH:
+        return _LOST
     d = depth + 1
     if t in (tuple, list):
-        return (t, *(snapshot(x, d) for x in v)) if len(v) <= _LONG else _Id(v)
+        return (t, *(snapshot(x, d) for x in v)) if len(v) <= _LONG else _LOST
     if t is dict:
         if len(v) > _LONG:
-            return _Id(v)
+            return _LOST
         return (t, *((k, snapshot(x, d)) for k, x in v.items()))
     if t is types.FunctionType:
         cells = tuple(
@@ -230,7 +237,7 @@ def snapshot(v, depth: int = 0):
                 if s not in attrs and hasattr(v, s):
                     attrs[s] = getattr(v, s)
         return (t, *((k, snapshot(x, d)) for k, x in sorted(attrs.items())))
-    return _Id(v)
+    return _LOST  # any other object may hold choices a run wrote into it: assume it changed
 
 
 def _full(cell) -> bool:

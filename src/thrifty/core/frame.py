@@ -6,7 +6,8 @@ recorded as they come.  Plates, markov chains and mem reads are handed to the ru
 the node modules (so this module imports none of them).
 
 ``dirty`` says whether a value that precedes the current point of the body changed: program
-order is the dependency graph, so a plate or chain met while the frame is dirty runs in full.
+order is the dependency graph, so a plate or chain met while the frame is dirty runs in full —
+unless, for a plate, no value its body reads changed (:mod:`thrifty.core.reads`).
 """
 
 from __future__ import annotations

@@ -21,10 +21,11 @@ chain per element, vectorized over the elements; :mod:`thrifty.core.plate_chain`
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 
-from thrifty.core import coupled
+from thrifty.core import coupled, reads
 from thrifty.core.address import fmt
 from thrifty.core.batch import BatchFrame, MemberSite
 from thrifty.core.code_errors import leave_with_error
@@ -57,6 +58,7 @@ class PlateNode(Node):
         self.n_stale = 0  # elements executed before ``valid_from``
         self.mem_stale = False  # some elements may have read a mem key changed since
         self.procs: dict = {}  # coupled sites (th.CRP draws, collapsed observations) → state
+        self.reads = None  # what the body read at its last entry after a change (core.reads)
         self._latent: list | None = None
 
     # -- the node interface -----------------------------------------------------------------
@@ -168,18 +170,26 @@ class PlateContext:
         old = parent.old.plates.get(self.local)
         N = self.size
         lazy = run.mode.lazy
-        if old is None or old.size != N:
-            idx, fresh_node = None, True
+        fresh_node = old is None or old.size != N
+        dirty, read = parent.dirty, None
+        if dirty or fresh_node:  # does the body read a changed value? (thrifty.core.reads)
+            read = reads.body_reads(sys._getframe(1))
+            if read is not None and dirty and not fresh_node and not (
+                run.mode.rescore or run.mode.simulate_observations
+            ):
+                dirty = not read.same(getattr(old, "reads", None))
+        if fresh_node:
+            idx = None
         else:
-            fresh_node = False
             planned = run.plan.plates.get(addr, _EMPTY)
-            if parent.dirty and not lazy:
+            if dirty and not lazy:
                 idx = None
             else:
                 idx = planned if len(planned) < N else None
-        frame = PlateFrame(run, parent, addr, self.local, old, idx, N, fresh_node)
+        frame = PlateFrame(run, parent, addr, self.local, old, idx, N, fresh_node, dirty)
+        frame.reads = (read, parent.dirty or fresh_node)  # (snapshot, to be stored?)
         run.plate_frames[addr] = frame
-        if parent.dirty and lazy and not fresh_node:
+        if dirty and lazy and not fresh_node:
             run.sections.append(("plate", addr, N))
         self.frame = frame
         run.frame = frame
@@ -219,7 +229,7 @@ class _OldElements:
 class PlateFrame(BatchFrame):
     """The frame of a plate body: executes element indices ``idx`` and journals the result."""
 
-    def __init__(self, run, parent, addr, local, old, idx, N, fresh_node):
+    def __init__(self, run, parent, addr, local, old, idx, N, fresh_node, dirty):
         self.fresh_node = fresh_node
         self.N = N
         self.full = idx is None
@@ -234,7 +244,7 @@ class PlateFrame(BatchFrame):
         self.init_members(n)
         self.coupled = {}
         self.parent = parent
-        self.dirty = parent.dirty  # did something that precedes the plate change?
+        self.dirty = dirty  # did a value the body reads change? (thrifty.core.reads)
         self.addr = addr
         self.local = local
         self.old_node = old
@@ -354,6 +364,7 @@ class PlateFrame(BatchFrame):
             node.elem_lp = Column(self.elem_lp)
             node.lp_sum = self.lp_total
             node.n_latent_elem = n_latent_elem
+            node.reads = self.reads[0]
             node.mem_keys = {k: Column(np.asarray(v).copy()) for k, v in self.mem_keys.items()}
             if self.coupled:
                 coupled.install(node, self)
@@ -480,6 +491,8 @@ class PlateUpdate(Update):
             node.chains
         )
         _write_sites(node.sites, f, idx, node.size, f.full)
+        if f.reads[1]:
+            node.reads = f.reads[0]
         if f.coupled or (f.full and node.procs):
             coupled.install(node, f)
         for local, steps in f.new_chains.items():

@@ -7,7 +7,8 @@ drawn fresh — all through the one replay decision of :mod:`thrifty.core.replay
 nodes execute only what is needed (see :class:`~thrifty.core.vocab.Plan`): a plate runs the
 element indices it is asked for, a markov chain the steps it is asked for plus the steps their
 changed states reach; both run in full when a value that precedes them in the enclosing body
-changed.  Program order is the dependency graph.
+changed.  Program order is the dependency graph — refined, for a plate, by the values its body
+reads (:mod:`thrifty.core.reads`).
 
 The run never touches the trace; it writes journal entries (one :class:`~thrifty.core.node.Update`
 per changed node) that :meth:`Run.commit` applies.  It keeps the quantities of paper 001 Eq. 4:

@@ -78,6 +78,12 @@ class CRP:
         out.counts = dict(self.counts)
         return out
 
+    def _reads_key(self) -> tuple:
+        """What a plate body that reads this CRP depends on (:mod:`thrifty.core.reads`): its
+        seating, not α — the plate's coupled site absorbs α (its joint, Ewens, is re-scored
+        under a new α in O(1); no element changes)."""
+        return (self.n, tuple(self.counts.items()))
+
     def fork(self) -> CRP:
         """The state a forked trace's node keeps: itself (a run changes a copy, never the
         committed seating)."""

@@ -58,7 +58,7 @@ def laplace_start(kernel, trace, rng, init: dict) -> None:
         run = Run(trace, rng, targets=split(x), plan=plan).execute()
         if run.aborted is not None or not np.isfinite(run.lp_new):
             return BIG
-        return -run.lp_new
+        return -(run.lp_new - run.lp_old)  # relative to the trace: what runs may vary
 
     x = x0
     with np.errstate(all="ignore"):

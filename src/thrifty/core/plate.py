@@ -32,7 +32,7 @@ from thrifty.core.column import Column, ColumnSite
 from thrifty.core.locate import addressed_target
 from thrifty.core.node import Node, Update
 from thrifty.core.plate_chain import ChainColumns
-from thrifty.core.vocab import LATENT
+from thrifty.core.vocab import LATENT, StaleRead
 from thrifty.errors import ModelError
 
 _EMPTY = np.zeros(0, dtype=np.int64)
@@ -81,7 +81,13 @@ class PlateNode(Node):
             return bool(self.n_stale or self.mem_stale)
         if self.mem_stale and not len(self.stale_elements(None, mems)):
             self.mem_stale = False
+        if not self.mem_stale and self.lp_sum != self.lp_sum:
+            self.lp_sum = float(self.elem_lp.array().sum())  # every element fresh again
         return self.mem_stale
+
+    def stale_parts(self, mems=None) -> list:
+        bad = self.stale_elements(None, mems)
+        return [("plate", self.addr, bad)] if len(bad) else []
 
     def drop_reads(self, counts, addr) -> None:
         for (maddr, _), keys in self.mem_keys.items():
@@ -108,6 +114,8 @@ class PlateNode(Node):
             return _EMPTY
         if isinstance(idx, slice):
             idx = None
+        elif idx is not None and len(idx) == 1:  # one element (Gibbs, MH on one element)
+            return idx if self._stale_one(int(idx[0]), mems) else _EMPTY
         stamp = np.maximum(
             self.stamp.array() if idx is None else self.stamp.take(idx), self.full_clock
         )
@@ -120,6 +128,17 @@ class PlateNode(Node):
                     bad |= stamp < table.key_clocks(k)
         where = np.flatnonzero(bad)
         return where if idx is None else np.asarray(idx)[where]
+
+    def _stale_one(self, e: int, mems) -> bool:
+        stamp = max(self.stamp.get(e), self.full_clock)
+        if stamp < self.valid_from:
+            return True
+        if mems and self.mem_stale:
+            for (maddr, _), keys in self.mem_keys.items():
+                table = mems.get(maddr)
+                if table is not None and stamp < table.clock.get(keys.get(e), 0):
+                    return True
+        return False
 
     # -- addresses --------------------------------------------------------------------------------
     def latent_names(self) -> list[tuple]:
@@ -177,6 +196,12 @@ class PlateContext:
                 idx = None
             else:
                 idx = planned if len(planned) < N else None
+        if run.fresh_reads and old is not None and (old.n_stale or old.mem_stale):
+            # an exact run must compare against up-to-date log-densities: stop before
+            # executing (or replacing) stale elements; the caller rescores exactly those
+            bad = old.stale_elements(None if fresh_node else idx, run.trace.mems)
+            if len(bad):
+                raise StaleRead([("plate", addr, bad)])
         frame = PlateFrame(run, parent, addr, self.local, old, idx, N, fresh_node)
         run.plate_frames[addr] = frame
         if parent.dirty and lazy and not fresh_node:
@@ -367,7 +392,8 @@ class PlateFrame(BatchFrame):
                 old_lp = node.lp_sum
             else:
                 old_lp = float(node.elem_lp.take(self.idx).sum())
-            if stale and len(node.stale_elements(self.idx, run.trace.mems)):
+            if stale and not run.fresh_reads and len(node.stale_elements(self.idx,
+                                                                         run.trace.mems)):
                 old_lp = math.nan  # unknown: this run can rescore, not compare
             for st_lp, count, rel in self._check_structure(n_latent_elem):
                 self.lp_stale += st_lp

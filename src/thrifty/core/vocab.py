@@ -8,7 +8,8 @@ other in a circle.
 * :class:`Plan` — which plate elements and markov steps a run executes when nothing before them
   changed;
 * :class:`VecTarget` and :data:`RESAMPLE` — proposed values for choices;
-* :class:`ZeroProbability`, :class:`StructureChange` — how an execution ends early;
+* :class:`ZeroProbability`, :class:`StructureChange`, :class:`StaleRead` — how an execution
+  ends early;
 * the error constructors that name the address at fault.
 """
 
@@ -127,6 +128,19 @@ class ZeroProbability(Exception):
     def __init__(self, addr, d, value):
         super().__init__(f"{value!r} at {fmt(addr)} is outside the support of {d!r}")
         self.addr, self.dist, self.value = addr, d, value
+
+
+class StaleRead(Exception):
+    """A run that compares against the stored log-densities (an exact kernel's, ``fresh_reads``)
+    reached plate elements or markov steps whose stored log-density is out of date (left stale
+    by a lazy run, paper 000 §3.5).  ``parts`` lists them as ``(kind, address, items)`` —
+    ``("plate", plate address, element indices)`` or ``("chain", chain address, steps)`` — so
+    the caller rescores exactly those (a run planned on them) and runs again."""
+
+    def __init__(self, parts: list):
+        super().__init__(", ".join(f"{len(items)} stale {kind} item(s) at {fmt(addr)}"
+                                   for kind, addr, items in parts))
+        self.parts = parts
 
 
 class StructureChange(Exception):

@@ -9,9 +9,10 @@ A :class:`PlateNode` keeps, for all N elements, a :class:`~thrifty.core.column.C
 and of log-densities per site, the log-density of each element (``elem_lp``) and the clock at
 which it was computed (``stamp``).  When something that precedes the plate changes in a *lazy*
 run, ``valid_from`` advances: elements stamped earlier are *stale* (paper 000 §3.5) and are
-rescored when next read, never by a sweep after each step.  The node counts its stale elements
-(``n_stale``) so that "is anything stale?" costs O(1).  Executing k elements costs O(k) whatever
-N is.
+rescored when next read, never by a sweep after each step (a run with ``fresh_reads`` stops
+before executing stale elements and names them: :meth:`thrifty.Kernel.execute`).  The node
+counts its stale elements (``n_stale``) so that "is anything stale?" costs O(1).  Executing k
+elements costs O(k) whatever N is.
 
 Values produced inside a plate are local to it: code after the ``with`` block must not depend on
 them (the engine may have run only some elements).  Markov chains may run inside a plate (one

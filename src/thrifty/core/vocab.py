@@ -47,7 +47,8 @@ class Mode:
 
     strict : never create or redraw a choice — a missing one raises :class:`StructureChange`
         and a replayed value outside its support scores ``-inf`` (enumerative Gibbs, PGAS).
-    rescore : re-execute every plate element and markov step (how stale elements are refreshed).
+    rescore : re-execute every plate element and markov step (a full rescoring; stale elements
+        are usually rescored by a run planned on exactly them, ``thrifty.Kernel.rescore``).
     lazy : when something before a plate or chain changed, run only its planned elements or
         steps and leave the others *stale* (subsampling kernels, 000 §3.5).
     capture : record every observation executed in ``run.captured`` as (address, distribution,

@@ -9,10 +9,9 @@ A :class:`PlateNode` keeps, for all N elements, a :class:`~thrifty.core.column.C
 and of log-densities per site, the log-density of each element (``elem_lp``) and the clock at
 which it was computed (``stamp``).  When something that precedes the plate changes in a *lazy*
 run, ``valid_from`` advances: elements stamped earlier are *stale* (paper 000 §3.5) and are
-rescored when next read, never by a sweep after each step (a run with ``fresh_reads`` stops
-before executing stale elements and names them: :meth:`thrifty.Kernel.execute`).  The node
-counts its stale elements (``n_stale``) so that "is anything stale?" costs O(1).  Executing k
-elements costs O(k) whatever N is.
+rescored when next read (:meth:`thrifty.Kernel.execute`), never by a sweep after each step.
+The node counts its stale elements (``n_stale``) so that "is anything stale?" costs O(1).
+Executing k elements costs O(k) whatever N is.
 
 Values produced inside a plate are local to it: code after the ``with`` block must not depend on
 them (the engine may have run only some elements).  Markov chains may run inside a plate (one
@@ -87,8 +86,7 @@ class PlateNode(Node):
         return self.mem_stale
 
     def stale_parts(self, mems=None) -> list:
-        bad = self.stale_elements(None, mems)
-        return [("plate", self.addr, bad)] if len(bad) else []
+        return [("plate", self.addr, b)] if len(b := self.stale_elements(None, mems)) else []
 
     def drop_reads(self, counts, addr) -> None:
         for (maddr, _), keys in self.mem_keys.items():
@@ -132,14 +130,10 @@ class PlateNode(Node):
 
     def _stale_one(self, e: int, mems) -> bool:
         stamp = max(self.stamp.get(e), self.full_clock)
-        if stamp < self.valid_from:
-            return True
-        if mems and self.mem_stale:
-            for (maddr, _), keys in self.mem_keys.items():
-                table = mems.get(maddr)
-                if table is not None and stamp < table.clock.get(keys.get(e), 0):
-                    return True
-        return False
+        if stamp < self.valid_from or not (mems and self.mem_stale):
+            return stamp < self.valid_from
+        return any(stamp < mems[m].clock.get(keys.get(e), 0)
+                   for (m, _), keys in self.mem_keys.items() if m in mems)
 
     # -- addresses --------------------------------------------------------------------------------
     def latent_names(self) -> list[tuple]:
@@ -198,10 +192,8 @@ class PlateContext:
             else:
                 idx = planned if len(planned) < N else None
         if run.fresh_reads and old is not None and (old.n_stale or old.mem_stale):
-            # an exact run must compare against up-to-date log-densities: stop before
-            # executing (or replacing) stale elements; the caller rescores exactly those
             bad = old.stale_elements(None if fresh_node else idx, run.trace.mems)
-            if len(bad):
+            if len(bad):  # an exact run stops before stale elements: its caller rescores them
                 raise StaleRead([("plate", addr, bad)])
         frame = PlateFrame(run, parent, addr, self.local, old, idx, N, fresh_node)
         run.plate_frames[addr] = frame
@@ -393,8 +385,7 @@ class PlateFrame(BatchFrame):
                 old_lp = node.lp_sum
             else:
                 old_lp = float(node.elem_lp.take(self.idx).sum())
-            if stale and not run.fresh_reads and len(node.stale_elements(self.idx,
-                                                                         run.trace.mems)):
+            if stale and not run.fresh_reads and len(node.stale_elements(self.idx, run.trace.mems)):
                 old_lp = math.nan  # unknown: this run can rescore, not compare
             for st_lp, count, rel in self._check_structure(n_latent_elem):
                 self.lp_stale += st_lp

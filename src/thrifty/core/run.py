@@ -79,7 +79,7 @@ class Run:
         it stops at the first plate or chain where it would execute (or drop) stale elements or
         steps, before executing any of them, and names them in ``stale_read`` (a
         :class:`~thrifty.core.vocab.StaleRead`) — the caller rescores exactly those and runs
-        again (:meth:`thrifty.Kernel.execute`).  Such a run is never committed.
+        again (:meth:`thrifty.Kernel.execute`); a run stopped there cannot be committed.
     """
 
     # per-run totals and results (class defaults; a run sets its own as it goes)

@@ -239,3 +239,31 @@ class ColumnSite:
             self.discrete,
             self.dist,
         )
+
+
+def write_sites(store: dict, frame, idx, size: int, full: bool) -> None:
+    """Write a plate frame's new site values and log-densities at ``idx`` into ``store`` (site
+    name → :class:`ColumnSite`); ``full``: the frame ran every element."""
+    if full:
+        for k in [k for k in store if k not in frame.new]:
+            del store[k]
+    for k, s in frame.new.items():
+        cur = store.get(k)
+        if cur is None or cur.kind != s.kind:
+            values = None if s.values is None else Column.empty_like(s.values, size)
+            lp = Column(np.zeros(size)) if s.lp is not None else None
+            cur = store[k] = ColumnSite(values, lp, s.kind, s.discrete)
+            changed = True
+        else:
+            changed = k in frame.changed
+        cur.dist = s.dist
+        if changed and s.values is not None:
+            if full:  # the execution's arrays are its own: keep them
+                cur.values.replace(np.asarray(s.values))
+            else:
+                cur.values.put(idx, s.values)
+        if s.lp is not None:
+            if full:
+                cur.lp.replace(s.lp)
+            else:
+                cur.lp.put(idx, s.lp)

@@ -330,6 +330,49 @@ def plan_elements(trace, plan: Plan, plate_addr, elems) -> Plan:
     return plan
 
 
+def plan_steps(trace, plan: Plan, chain_addr, steps) -> Plan:
+    """Add markov steps (and the steps enclosing their chain) to ``plan``."""
+    for t in np.asarray(steps).tolist():
+        plan.add_step(chain_addr, t)
+    for chain, t in _enclosing_steps(trace, chain_addr):
+        plan.add_step(chain, t)
+    return plan
+
+
+def stale_plan(trace, parts) -> Plan:
+    """The plan that rescores exactly the stale ``parts`` — ``(kind, address, items)`` of
+    :class:`~thrifty.core.vocab.StaleRead` — and nothing else (with no targets nothing before
+    them changes, so a run with this plan executes only them: O(their number))."""
+    plan = Plan()
+    for kind, addr, items in parts:
+        if kind == "plate":
+            plan_elements(trace, plan, addr, items)
+        else:
+            plan_steps(trace, plan, addr, items)
+    return plan
+
+
+def stale_parts(trace) -> list:
+    """Every stale plate element and markov step of ``trace``, as ``(kind, address, items)``:
+    one vectorized scan of each node in ``trace.stale_nodes`` (O(its size)), none of the
+    others."""
+    parts, seen = [], set()
+    for node in list(trace.stale_nodes):
+        find = find_plate if hasattr(node, "stale_elements") else trace_chain
+        try:
+            current = find(trace, node.addr)
+        except (KeyError, IndexError):
+            current = None
+        if current is not node:  # no longer in the trace (replaced or dropped)
+            trace.stale_nodes.discard(node)
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if current.has_stale(trace.mems):
+            parts += current.stale_parts(trace.mems)
+    return parts
+
+
 def addressed_target(frame, rel):
     """The targets of a plate frame at site ``rel`` given by address (``init=``): the site of
     every element (``"data.z"`` → an array over the plate's elements) or single elements

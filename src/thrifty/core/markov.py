@@ -26,7 +26,7 @@ from thrifty.core.chain_site import ChainSite, States
 from thrifty.core.column import Column
 from thrifty.core.frame import BlockFrame
 from thrifty.core.node import Node, Update
-from thrifty.core.vocab import LATENT, chain_length, same_value
+from thrifty.core.vocab import LATENT, StaleRead, chain_length, same_value
 from thrifty.errors import ModelError
 
 _NONE: dict = {}  # no nested nodes (never written)
@@ -130,6 +130,16 @@ class ChainNode(Node):
         if not self.n_stale:
             return steps[:0]
         return steps[self.stamp.take(steps) < self.valid_from]
+
+    def stale_parts(self, mems=None) -> list:
+        out = []
+        if self.n_stale:
+            out.append(("chain", self.addr, self.stale_steps(np.arange(self.T))))
+        for plates, chains, _ in self.nested.values():
+            for node in (*plates.values(), *chains.values()):
+                if node.has_stale(mems):
+                    out += node.stale_parts(mems)
+        return out
 
     def cumulative_latent(self) -> np.ndarray:
         """Cumulative numbers of latent choices per step (for uniform choice selection)."""
@@ -342,6 +352,8 @@ def run_chain(parent, local, step, length, init, args):
     old = parent.old.chains.get(local)
     if parent.dirty and run.mode.lazy and old is not None and old.T == T:
         return _lazy_chain(parent, local, addr, old, step, init, args)
+    if run.fresh_reads and old is not None and old.n_stale:
+        _check_fresh(run, addr, old, T, parent.dirty)
     if old is None or parent.dirty or old.T != T:
         blocks, states, prev = {}, [], init
         for t in range(T):
@@ -391,6 +403,8 @@ def run_chain(parent, local, step, length, init, args):
                 k += 1
             if prev_changed and t + 1 < T:
                 t += 1
+                if run.fresh_reads and old.n_stale and t not in planned:
+                    _check_continuation(old, addr, t)
             else:
                 prev_changed = False
                 t = todo[k] if k < len(todo) else None
@@ -402,6 +416,25 @@ def run_chain(parent, local, step, length, init, args):
     if changed:
         parent.dirty = True
     return states
+
+
+def _check_fresh(run, addr, old, T, dirty) -> None:
+    """A run with ``fresh_reads`` (an exact kernel's) stops before executing stale steps: every
+    step when the chain runs in full (or is resized), else its planned steps."""
+    if dirty or old.T != T:
+        bad = old.stale_steps(np.arange(old.T))
+    else:
+        bad = old.stale_steps(sorted(run.plan.steps.get(addr, ())))
+    if len(bad):
+        raise StaleRead([("chain", addr, bad)])
+
+
+def _check_continuation(old, addr, t) -> None:
+    """A changed state carries the run on to step ``t``: stop there if it is stale (and name
+    the stale steps of the next few, which a changed state may reach too)."""
+    bad = old.stale_steps(np.arange(t, min(t + 16, old.T)))
+    if len(bad) and bad[0] == t:
+        raise StaleRead([("chain", addr, bad)])
 
 
 def _lazy_chain(parent, local, addr, old, step, init, args):

@@ -134,8 +134,10 @@ class MemTable(Node):
         """The clock of the last change of each key (one lookup per distinct key)."""
         if len(keys) == 0:
             return np.zeros(0, dtype=np.int64)
-        uniq, inv = np.unique(keys, return_inverse=True)
         clock = self.clock
+        if len(keys) <= 8:  # a few elements (one-element runs): no sort
+            return np.array([clock.get(k, 0) for k in keys.tolist()], dtype=np.int64)
+        uniq, inv = np.unique(keys, return_inverse=True)
         c = np.array([clock.get(k, 0) for k in uniq.tolist()], dtype=np.int64)
         return c[inv]
 

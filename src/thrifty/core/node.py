@@ -8,6 +8,7 @@ The engine never tells nodes apart by type.  Every node answers:
 * ``latent_lp()`` — the log-density of its latent choices (when it leaves the trace);
 * ``has_stale(mems, exact=False)`` — whether some elements/steps are stale: O(1) and
   conservative by default, exact on request;
+* ``stale_parts(mems)`` — which ones (a vectorized scan), to rescore exactly those;
 * ``drop_reads(counts, addr)`` — it leaves the trace: its mem reads no longer count;
 * ``clone()`` — a copy-on-write copy for a forked trace (columns shared, :mod:`.column`);
 * ``owner`` — the token of the trace allowed to change it in place (:mod:`.trace`).
@@ -33,6 +34,11 @@ class Node:
 
     def has_stale(self, mems=None, exact: bool = False) -> bool:
         return False
+
+    def stale_parts(self, mems=None) -> list:
+        """Its stale elements or steps (nested nodes' too), as ``(kind, address, items)``
+        (:class:`~thrifty.core.vocab.StaleRead`); O(its size), vectorized."""
+        return []
 
     def drop_reads(self, counts, addr: tuple) -> None:
         pass

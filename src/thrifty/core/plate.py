@@ -9,9 +9,9 @@ A :class:`PlateNode` keeps, for all N elements, a :class:`~thrifty.core.column.C
 and of log-densities per site, the log-density of each element (``elem_lp``) and the clock at
 which it was computed (``stamp``).  When something that precedes the plate changes in a *lazy*
 run, ``valid_from`` advances: elements stamped earlier are *stale* (paper 000 §3.5) and are
-rescored when next read, never by a sweep after each step.  The node counts its stale elements
-(``n_stale``) so that "is anything stale?" costs O(1).  Executing k elements costs O(k) whatever
-N is.
+rescored when next read (:meth:`thrifty.Kernel.execute`), never by a sweep after each step.
+The node counts its stale elements (``n_stale``) so that "is anything stale?" costs O(1).
+Executing k elements costs O(k) whatever N is.
 
 Values produced inside a plate are local to it: code after the ``with`` block must not depend on
 them (the engine may have run only some elements).  Markov chains may run inside a plate (one
@@ -29,11 +29,11 @@ from thrifty.core import coupled, reads
 from thrifty.core.address import fmt
 from thrifty.core.batch import BatchFrame, MemberSite
 from thrifty.core.code_errors import leave_with_error
-from thrifty.core.column import Column, ColumnSite
+from thrifty.core.column import Column, write_sites
 from thrifty.core.locate import addressed_target
 from thrifty.core.node import Node, Update
 from thrifty.core.plate_chain import ChainColumns
-from thrifty.core.vocab import LATENT
+from thrifty.core.vocab import LATENT, StaleRead
 from thrifty.errors import ModelError
 
 _EMPTY = np.zeros(0, dtype=np.int64)
@@ -83,7 +83,12 @@ class PlateNode(Node):
             return bool(self.n_stale or self.mem_stale)
         if self.mem_stale and not len(self.stale_elements(None, mems)):
             self.mem_stale = False
+        if not self.mem_stale and self.lp_sum != self.lp_sum:
+            self.lp_sum = float(self.elem_lp.array().sum())  # every element fresh again
         return self.mem_stale
+
+    def stale_parts(self, mems=None) -> list:
+        return [("plate", self.addr, b)] if len(b := self.stale_elements(None, mems)) else []
 
     def drop_reads(self, counts, addr) -> None:
         for (maddr, _), keys in self.mem_keys.items():
@@ -110,6 +115,8 @@ class PlateNode(Node):
             return _EMPTY
         if isinstance(idx, slice):
             idx = None
+        elif idx is not None and len(idx) == 1:  # one element (Gibbs, MH on one element)
+            return idx if self._stale_one(int(idx[0]), mems) else _EMPTY
         stamp = np.maximum(
             self.stamp.array() if idx is None else self.stamp.take(idx), self.full_clock
         )
@@ -122,6 +129,13 @@ class PlateNode(Node):
                     bad |= stamp < table.key_clocks(k)
         where = np.flatnonzero(bad)
         return where if idx is None else np.asarray(idx)[where]
+
+    def _stale_one(self, e: int, mems) -> bool:
+        stamp = max(self.stamp.get(e), self.full_clock)
+        if stamp < self.valid_from or not (mems and self.mem_stale):
+            return stamp < self.valid_from
+        return any(stamp < mems[m].clock.get(keys.get(e), 0)
+                   for (m, _), keys in self.mem_keys.items() if m in mems)
 
     # -- addresses --------------------------------------------------------------------------------
     def latent_names(self) -> list[tuple]:
@@ -171,13 +185,8 @@ class PlateContext:
         N = self.size
         lazy = run.mode.lazy
         fresh_node = old is None or old.size != N
-        dirty, read = parent.dirty, None
-        if dirty or fresh_node:  # does the body read a changed value? (thrifty.core.reads)
-            read = reads.body_reads(sys._getframe(1))
-            if read is not None and dirty and not fresh_node and not (
-                run.mode.rescore or run.mode.simulate_observations
-            ):
-                dirty = not read.same(getattr(old, "reads", None))
+        # does the body read a changed value? (thrifty.core.reads)
+        dirty, read = reads.plate_entry(run, parent.dirty, old, fresh_node, sys._getframe(1))
         if fresh_node:
             idx = None
         else:
@@ -186,6 +195,8 @@ class PlateContext:
                 idx = None
             else:
                 idx = planned if len(planned) < N else None
+        if run.fresh_reads and old is not None and (old.n_stale or old.mem_stale):
+            _stop_before_stale(run, addr, old, None if fresh_node else idx)
         frame = PlateFrame(run, parent, addr, self.local, old, idx, N, fresh_node, dirty)
         frame.reads = (read, parent.dirty or fresh_node)  # (snapshot, to be stored?)
         run.plate_frames[addr] = frame
@@ -224,6 +235,12 @@ class _OldElements:
             s.discrete,
             s.dist,
         )
+
+
+def _stop_before_stale(run, addr, old, idx) -> None:
+    bad = old.stale_elements(idx, run.trace.mems)
+    if len(bad):  # an exact run stops before stale elements: its caller rescores them
+        raise StaleRead([("plate", addr, bad)])
 
 
 class PlateFrame(BatchFrame):
@@ -358,7 +375,7 @@ class PlateFrame(BatchFrame):
             )
         if self.fresh_node:
             node = PlateNode(self.addr, self.N)
-            _write_sites(node.sites, self, self.idx, self.N, True)
+            write_sites(node.sites, self, self.idx, self.N, True)
             for local, steps in self.new_chains.items():
                 node.chains[local] = ChainColumns.build(steps, self.N)
             node.elem_lp = Column(self.elem_lp)
@@ -378,7 +395,7 @@ class PlateFrame(BatchFrame):
                 old_lp = node.lp_sum
             else:
                 old_lp = float(node.elem_lp.take(self.idx).sum())
-            if stale and len(node.stale_elements(self.idx, run.trace.mems)):
+            if stale and not run.fresh_reads and len(node.stale_elements(self.idx, run.trace.mems)):
                 old_lp = math.nan  # unknown: this run can rescore, not compare
             for st_lp, count, rel in self._check_structure(n_latent_elem):
                 self.lp_stale += st_lp
@@ -427,33 +444,6 @@ class PlateFrame(BatchFrame):
         return out
 
 
-def _write_sites(store: dict, frame, idx, size: int, full: bool) -> None:
-    """Write a frame's new site values and log-densities at ``idx`` into ``store``."""
-    if full:
-        for k in [k for k in store if k not in frame.new]:
-            del store[k]
-    for k, s in frame.new.items():
-        cur = store.get(k)
-        if cur is None or cur.kind != s.kind:
-            values = None if s.values is None else Column.empty_like(s.values, size)
-            lp = Column(np.zeros(size)) if s.lp is not None else None
-            cur = store[k] = ColumnSite(values, lp, s.kind, s.discrete)
-            changed = True
-        else:
-            changed = k in frame.changed
-        cur.dist = s.dist
-        if changed and s.values is not None:
-            if full:  # the execution's arrays are its own: keep them
-                cur.values.replace(np.asarray(s.values))
-            else:
-                cur.values.put(idx, s.values)
-        if s.lp is not None:
-            if full:
-                cur.lp.replace(s.lp)
-            else:
-                cur.lp.put(idx, s.lp)
-
-
 class NewPlate(Update):
     """A plate created (or re-created at another size) by the run."""
 
@@ -490,7 +480,7 @@ class PlateUpdate(Update):
         restructured = self.n_latent_elem != node.n_latent_elem or set(f.new_chains) != set(
             node.chains
         )
-        _write_sites(node.sites, f, idx, node.size, f.full)
+        write_sites(node.sites, f, idx, node.size, f.full)
         if f.reads[1]:
             node.reads = f.reads[0]
         if f.coupled or (f.full and node.procs):

@@ -85,6 +85,19 @@ class Reads:
         return all(_same(v, other.values[k]) for k, v in self.values.items())
 
 
+def plate_entry(run, dirty: bool, old, fresh_node: bool, frame) -> tuple[bool, Reads | None]:
+    """(whether the plate entered in the Python ``frame`` must run in full — something before
+    it changed *and* its body reads a changed value —, the snapshot to store)."""
+    if not (dirty or fresh_node):
+        return dirty, None
+    read = body_reads(frame)
+    if read is not None and dirty and not fresh_node and not (
+        run.mode.rescore or run.mode.simulate_observations
+    ):
+        dirty = not read.same(getattr(old, "reads", None))
+    return dirty, read
+
+
 def body_reads(frame) -> Reads | None:
     """The snapshot of what the ``with th.plate(...)`` body being entered in the Python frame
     ``frame`` reads, or None when unknown (no source)."""

@@ -28,11 +28,14 @@ has no import cycle.
 
 from __future__ import annotations
 
+import math
+
 from thrifty import _context
 from thrifty.core import markov, mem, plate, plate_chain
 from thrifty.core.address import fmt
 from thrifty.core.code_errors import WRAPPED, code_error, wraps
 from thrifty.core.frame import BlockFrame
+from thrifty.core.node import Node
 from thrifty.core.replay import ScalarLanes
 from thrifty.core.trace import Block
 from thrifty.core.vocab import (  # noqa: F401  (re-exported: the engine's words)
@@ -45,6 +48,7 @@ from thrifty.core.vocab import (  # noqa: F401  (re-exported: the engine's words
     STRICT,
     Mode,
     Plan,
+    StaleRead,
     StructureChange,
     VecTarget,
     ZeroProbability,
@@ -55,6 +59,8 @@ from thrifty.core.vocab import (  # noqa: F401  (re-exported: the engine's words
     total,
 )
 from thrifty.errors import ModelError, SelectionError
+
+NAN = math.nan
 
 
 class Run:
@@ -70,6 +76,11 @@ class Run:
     mode : a :class:`~thrifty.core.vocab.Mode` (strict, rescore, lazy, capture, simulate
         observations); the module constants ``STRICT``, ``RESCORE`` and ``LAZY`` name the usual
         ones.
+    fresh_reads : the run compares against the stored log-densities (an exact kernel's run):
+        it stops at the first plate or chain where it would execute (or drop) stale elements or
+        steps, before executing any of them, and names them in ``stale_read`` (a
+        :class:`~thrifty.core.vocab.StaleRead`) — the caller rescores exactly those and runs
+        again (:meth:`thrifty.Kernel.execute`); a run stopped there cannot be committed.
     """
 
     # per-run totals and results (class defaults; a run sets its own as it goes)
@@ -81,6 +92,7 @@ class Run:
     output = None
     full = True  # every plate ran all its elements (the output is the program's)
     aborted: ZeroProbability | None = None
+    stale_read: StaleRead | None = None  # a fresh-reads run that met stale elements or steps
     captured: list | None = None  # (address, distribution, value, element indices) (capture)
     new_obs: dict | None = None  # simulated observations (simulate_observations)
     fresh_choices: list | None = None  # (address, count) of the choices created (see below)
@@ -94,8 +106,10 @@ class Run:
         vec: dict | None = None,
         plan: Plan | None = None,
         mode: Mode = DEFAULT,
+        fresh_reads: bool = False,
     ):
         self.trace = trace
+        self.fresh_reads = fresh_reads
         self.rng = rng
         self.mode = mode
         self.targets = targets or None
@@ -143,6 +157,10 @@ class Run:
         except ZeroProbability as e:  # a proposal outside the support: weight 0, never committed
             self.aborted = e
             self.lp_new = NEG_INF
+            return self
+        except StaleRead as e:  # stale elements or steps ahead: rescore them, run again
+            self.stale_read = e
+            self.lp_new = NAN
             return self
         except WRAPPED as e:
             if not wraps(e):
@@ -214,6 +232,10 @@ class Run:
 
     def drop_node(self, node, addr) -> None:
         """A plate, chain or step of the old trace that this execution did not create again."""
+        if self.fresh_reads and isinstance(node, Node) and node.has_stale(self.trace.mems):
+            parts = node.stale_parts(self.trace.mems)
+            if parts:  # its stored log-density is out of date: rescore it first
+                raise StaleRead(parts)
         latent_lp = node.latent_lp()
         self.lp_old += node.total_lp() - latent_lp
         self.lp_stale += latent_lp
@@ -264,6 +286,8 @@ class Run:
         fork of it — :meth:`~thrifty.core.trace.Trace.fork`)."""
         if self.aborted is not None:
             raise RuntimeError(f"cannot commit a run with probability zero: {self.aborted}")
+        if self.stale_read is not None:
+            raise RuntimeError(f"cannot commit a run stopped at stale elements: {self.stale_read}")
         trace = self.trace if trace is None else trace
         trace.clock += 1
         clock = trace.clock

@@ -8,7 +8,8 @@ other in a circle.
 * :class:`Plan` — which plate elements and markov steps a run executes when nothing before them
   changed;
 * :class:`VecTarget` and :data:`RESAMPLE` — proposed values for choices;
-* :class:`ZeroProbability`, :class:`StructureChange` — how an execution ends early;
+* :class:`ZeroProbability`, :class:`StructureChange`, :class:`StaleRead` — how an execution
+  ends early;
 * the error constructors that name the address at fault.
 """
 
@@ -46,7 +47,8 @@ class Mode:
 
     strict : never create or redraw a choice — a missing one raises :class:`StructureChange`
         and a replayed value outside its support scores ``-inf`` (enumerative Gibbs, PGAS).
-    rescore : re-execute every plate element and markov step (how stale elements are refreshed).
+    rescore : re-execute every plate element and markov step (a full rescoring; stale elements
+        are usually rescored by a run planned on exactly them, ``thrifty.Kernel.rescore``).
     lazy : when something before a plate or chain changed, run only its planned elements or
         steps and leave the others *stale* (subsampling kernels, 000 §3.5).
     capture : record every observation executed in ``run.captured`` as (address, distribution,
@@ -127,6 +129,19 @@ class ZeroProbability(Exception):
     def __init__(self, addr, d, value):
         super().__init__(f"{value!r} at {fmt(addr)} is outside the support of {d!r}")
         self.addr, self.dist, self.value = addr, d, value
+
+
+class StaleRead(Exception):
+    """A run that compares against the stored log-densities (an exact kernel's, ``fresh_reads``)
+    reached plate elements or markov steps whose stored log-density is out of date (left stale
+    by a lazy run, paper 000 §3.5).  ``parts`` lists them as ``(kind, address, items)`` —
+    ``("plate", plate address, element indices)`` or ``("chain", chain address, steps)`` — so
+    the caller rescores exactly those (a run planned on them) and runs again."""
+
+    def __init__(self, parts: list):
+        super().__init__(", ".join(f"{len(items)} stale {kind} item(s) at {fmt(addr)}"
+                                   for kind, addr, items in parts))
+        self.parts = parts
 
 
 class StructureChange(Exception):

@@ -143,8 +143,6 @@ class AdaptiveLMH(Kernel):
 
     # -- one step (001 Alg. 2) -------------------------------------------------------------------
     def _step(self, trace, rng):
-        if trace.stale_nodes:
-            self.refresh(trace, rng)
         self._align(trace)
         arms = self.arms
         if not arms.addrs:

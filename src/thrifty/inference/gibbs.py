@@ -46,7 +46,6 @@ class Gibbs(_Selecting):
     name = "gibbs"
 
     def _step(self, trace, rng):
-        self.refresh(trace, rng)
         cs = self.choices(trace)
         if cs is None:
             return trace

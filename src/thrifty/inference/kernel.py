@@ -11,7 +11,8 @@ import math
 import time
 from dataclasses import dataclass, field
 
-from thrifty.core.run import RESCORE, Run
+from thrifty.core.locate import stale_parts, stale_plan
+from thrifty.core.run import DEFAULT, RESCORE, Plan, Run
 
 
 @dataclass
@@ -156,8 +157,50 @@ class Kernel:
 
     # -- helpers for subclasses ------------------------------------------------------------------
     def execute(self, trace, rng, **kw) -> Run:
-        run = Run(trace, rng, **kw).execute()
+        """One run (``Run(trace, rng, **kw).execute()``), its work counted in ``stats``.
+
+        Plate elements and markov steps left stale by a subsampling kernel are rescored when a
+        run reads them (paper 000 §3.5), never by a sweep: a run that compares against the
+        stored log-densities (any mode but lazy and rescore) executes with ``fresh_reads`` and
+        stops at the first plate or chain where it would execute stale elements or steps;
+        exactly those are rescored (:meth:`rescore`: a run planned on them, committed) and the
+        run starts again with the generator where it was, so its draws are those of a run
+        made after the rescoring.  A one-element run costs O(1) however much is stale; a run
+        that executes a whole plate rescores the plate's stale elements, O(stale); a run
+        that reaches no stale plate or chain rescores nothing.
+        """
+        mode = kw.get("mode", DEFAULT)
+        if not trace.maybe_stale or mode.lazy or mode.rescore:
+            run = Run(trace, rng, **kw).execute()
+            self.stats.add_run(run)
+            return run
+        state = _rng_state(rng)
+        seen: set = set()
+        while True:
+            run = Run(trace, rng, fresh_reads=True, **kw).execute()
+            self.stats.add_run(run)
+            if run.stale_read is None:
+                return run
+            parts = run.stale_read.parts
+            key = tuple((kind, addr, items.tobytes()) for kind, addr, items in parts)
+            _set_rng_state(rng, state)  # the rescoring first, then the run as it would be
+            if key not in seen:
+                seen.add(key)
+                self.rescore(trace, rng, stale_plan(trace, parts))
+            elif ("full",) not in seen:  # not expected: rescore everything, once
+                seen.add(("full",))
+                self.execute(trace, rng, mode=RESCORE).commit()
+            else:
+                raise RuntimeError(f"rescoring did not make these fresh: {run.stale_read}")
+            state = _rng_state(rng)
+
+    def rescore(self, trace, rng, plan: Plan) -> Run:
+        """Rescore the plate elements and markov steps of ``plan`` under the current values of
+        everything else (what :class:`~thrifty.core.run.Plan` runs when nothing changes), and
+        commit: how stale ones are made fresh, O(their number).  Returns the committed run."""
+        run = Run(trace, rng, plan=plan).execute()
         self.stats.add_run(run)
+        run.commit()
         return run
 
     def accept(self, run: Run, log_alpha: float, rng) -> bool:
@@ -170,6 +213,25 @@ class Kernel:
         return False
 
     def refresh(self, trace, rng) -> None:
-        """Rescore stale plate elements (left by subsampling kernels) before an exact step."""
+        """Rescore every stale plate element and markov step (left by subsampling kernels): one
+        run planned on exactly them (found by a vectorized scan of each node that may hold
+        some), O(number stale); afterwards ``trace.log_joint()`` is known.  Exact kernels need
+        not call it: their runs rescore what they read (:meth:`execute`)."""
         if trace.maybe_stale:
-            self.execute(trace, rng, mode=RESCORE).commit()
+            parts = stale_parts(trace)
+            if parts:
+                self.rescore(trace, rng, stale_plan(trace, parts))
+            trace.has_stale()  # drops the nodes left with nothing stale
+
+
+def _rng_state(rng):
+    bit = getattr(rng, "bit_generator", None)
+    return bit.state if bit is not None else rng.get_state()
+
+
+def _set_rng_state(rng, state) -> None:
+    bit = getattr(rng, "bit_generator", None)
+    if bit is not None:
+        bit.state = state
+    else:
+        rng.set_state(state)

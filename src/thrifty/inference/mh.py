@@ -126,7 +126,6 @@ class MH(_Selecting):
         return f"mh({self.selection!r}, {self.proposal!r})"
 
     def _step(self, trace, rng):
-        self.refresh(trace, rng)
         cs = self.choices(trace)
         if cs is None:
             return trace
@@ -307,8 +306,6 @@ class LMH(_Selecting):
         return "lmh()" if self.selection is None else f"lmh({self.selection!r})"
 
     def _step(self, trace, rng):
-        if trace.stale_nodes:
-            self.refresh(trace, rng)
         if self.selection is None:
             n = trace.n_latent
             if n == 0:

@@ -23,7 +23,7 @@ Bardenet, Doucet & Holmes (JMLR 2017) and the difference estimator of Quiroz et 
 2019) applied to 004's t-test; the test itself, its ε and its minibatches are unchanged (with
 every section used the decision is exact MH's).  The remainders are computed directly from the
 observations' data (as ``th.smh`` does), not by executing the program; the plate elements are
-left stale after an accepted step and refreshed by exact kernels when they run.
+left stale after an accepted step and rescored by the runs that next read them.
 
 Requirements (checked at set-up, with an error naming the address at fault): the selected
 choice is one top-level real vector θ, and every term of a plate that depends on θ is a

@@ -87,7 +87,7 @@ likelihood and the prior of θ; other terms of G are ignored there, which affect
 exactness), unless ``theta_hat`` is given.  Set-up is redone, O(N), when the data or the family's
 parameters change (Geweke tests; a noise scale updated by another kernel); it never depends on
 the current θ, so the kernel between set-ups is a fixed π-reversible kernel.  After an accepted
-step the plate elements are stale (not rescored): exact kernels refresh them when they run.
+step the plate elements are stale (not rescored): the runs that next read them rescore them.
 """
 
 from __future__ import annotations

@@ -315,8 +315,7 @@ class SubsampledMH(_Selecting):
             if len(bad):
                 stale.append((c, bad, pos[np.searchsorted(elems, bad)]))
         if stale:  # rescore under θ what is out of date, and keep it (a refresh)
-            refresh = self.execute(trace, rng, plan=stale_plan)
-            refresh.commit()
+            refresh = self.rescore(trace, rng, stale_plan)
             for c, bad, pos in stale:
                 old[pos] = self._section_lp(refresh, c, bad)
         plan = Plan()

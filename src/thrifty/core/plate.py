@@ -29,7 +29,7 @@ from thrifty.core import coupled, reads
 from thrifty.core.address import fmt
 from thrifty.core.batch import BatchFrame, MemberSite
 from thrifty.core.code_errors import leave_with_error
-from thrifty.core.column import Column, write_sites
+from thrifty.core.column import Column, ColumnSite, write_sites
 from thrifty.core.locate import addressed_target
 from thrifty.core.node import Node, Update
 from thrifty.core.plate_chain import ChainColumns

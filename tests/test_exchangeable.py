@@ -305,3 +305,22 @@ def test_adaptive_lmh_on_a_dp_mixture_with_tables_coming_and_going():
     # the partition frequencies are measurably off: 0.70 vs 0.575 for the top one) — a warning
     with pytest.warns(AdaptationWarning, match="freeze_after"):
         th.infer(mean_dpm(x), th.adaptive_lmh(), num_samples=6000, seed=8, progress=False)
+
+
+def test_a_memoized_function_is_one_variable_of_the_result():
+    """``result["mu"]`` stacks the keys (NaN where a key is absent), as ``to_arviz`` does, and
+    summaries and plots take ``var_names=["mu"]``; a per-key name says what to write."""
+    import warnings
+
+    x = np.array([-1.5, -1.2, 1.0, 1.4])
+    r = th.infer(mean_dpm(x), th.cycle([th.gibbs("data.z"), th.mh("mu", th.drift(0.7))]),
+                 num_samples=60, chains=2, seed=0, progress=False)
+    keys = sorted((n for n in r.keys() if n.startswith("mu.")), key=lambda n: int(n[3:]))
+    mu = r["mu"]
+    assert mu.shape == (2, 60, len(keys))
+    np.testing.assert_array_equal(mu[:, :, 1], r[keys[1]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (ArviZ: all-NaN keys)
+        assert len(r.summary(var_names=["mu"])) == len(keys)
+    with pytest.raises(KeyError, match=r"one key of the memoized function 'mu'.*\['mu'\]"):
+        r.summary(var_names=[keys[0]])

@@ -137,10 +137,8 @@ class MemTaylor:
         name, addr = kernel.name, loc.addr
         rng0 = np.random.default_rng(20240602)  # set-up never touches the chain's generator
         value = np.asarray(loc.value, dtype=float)
-        if value.ndim != 1 or value.dtype.kind != "f":
-            raise SelectionError(f"{name}(proxy='taylor'): {fmt(addr)} must be a real vector")
         run_a = kernel.execute(trace, rng0, mode=_FULL)
-        delta = 0.1 * (1.0 + np.abs(value)) * rng0.standard_normal(len(value))
+        delta = 0.1 * (1.0 + np.abs(value)) * rng0.standard_normal(np.shape(value))
         run_b = kernel.execute(trace, rng0, targets={addr: value + delta}, mode=_FULL)
         b_entries = {c[0]: c for c in run_b.captured}
         found = []
@@ -160,6 +158,8 @@ class MemTaylor:
                 "weights; the proxy of a memoized choice needs exactly one, like "
                 "th.observe('y', glm.logistic(X[i], w(z)), y[i]) (or use proxy=None)"
             )
+        if value.ndim != 1:
+            raise SelectionError(f"{name}(proxy='taylor'): {fmt(addr)} must be a real vector")
         caddr, dist, y, elems, dist_b = found[0]
         plate = caddr[: caddr.index("*")]
         if not same_value(dist.family.params(), dist_b.family.params()):

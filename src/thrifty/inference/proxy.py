@@ -115,7 +115,7 @@ class TaylorProxy:
             try:
                 h._st = h._setup(trace, bounds=False)
             except SelectionError as e:
-                msg = str(e).removeprefix("smh: ")
+                msg = str(e).removeprefix("smh: ").replace("smh needs", "the proxy needs")
                 raise SelectionError(f"{name}(proxy='taylor'): {msg}") from None
         st = h._st
         theta = np.asarray(locs[0].value, dtype=float)

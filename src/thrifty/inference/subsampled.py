@@ -364,7 +364,9 @@ def subsampled_mh(
     (0: exact MH at full cost), ``proposal`` (default ``th.drift(0.1)``), ``k0`` minibatches
     before the first test.  Sections are plate elements, markov steps (with the states held
     fixed) or the readers of a memoized value; ``result.stats`` reports ``sections_per_step``
-    and ``ran_to_N_per_step``.
+    (sections the test used), ``sections_evaluated_per_step`` (≥ the former: minibatches are
+    evaluated in chunks) and ``ran_to_N_per_step`` (decisions that read every section — all of
+    a small cluster's points when it holds fewer than ``batch_size``).
 
     ``proxy="taylor"``: for GLM weights (:mod:`thrifty.glm` observations in plates), test the
     remainders of a second-order Taylor expansion at the posterior mode ``theta_hat`` (found

@@ -25,8 +25,8 @@ class CRP:
 
     Inside a model, ``th.sample("z", th.CRP(alpha))`` in a plate gives each element a table
     label; the labels are coupled (exchangeable), so Gibbs on one label enumerates the occupied
-    tables and a new one (:func:`thrifty.gibbs`), and the engine refuses element-wise updates
-    that would treat them as independent.
+    tables and a new one (:func:`thrifty.gibbs`), and updates of many labels (``th.gibbs`` or
+    ``th.mh`` on ``"data.z"``) go one label at a time, never as if they were independent.
 
     >>> import thrifty as th
     >>> from thrifty import dist

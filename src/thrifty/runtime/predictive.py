@@ -180,7 +180,7 @@ def predictive(program, result=None, num_samples: int = 500, seed=None) -> Predi
         for st, sq in zip(_stores(result), seqs)
     ]
     simulated, dims = _chains(per_chain)
-    meta = result._stores[0].meta if result._stores else {}
+    meta = result._meta()
     pred = Predictive("posterior", simulated, {**obs_dims, **dims}, observed=observed, meta=meta)
     result.posterior_predictive = pred
     return pred

@@ -195,12 +195,35 @@ class Result:
             return self._element(name)
         if name in self.samples:
             return self._dense(name)
+        keys = self._mem_keys(name)
+        if keys:  # a memoized function: its keys stacked on axis 2, as in to_arviz
+            from thrifty.runtime.arviz_io import merge_mems
+
+            merged = merge_mems({n: self._dense(n) for n in keys}, self._meta())[0]
+            if name in merged:
+                return merged[name]
+            raise KeyError(f"{name!r}: the keys of this memoized function hold values of "
+                           f"different shapes; read them one by one: {', '.join(keys)}")
         if self.num_draws == 0:
             raise KeyError(f"no variable {name!r}: the result holds no draws (num_samples=0, "
                            "or the run was interrupted before its first draw)")
         raise KeyError(
             f"no variable {name!r} in the result; variables: {', '.join(sorted(self.samples))}"
         )
+
+    def _meta(self) -> dict:
+        """Where each variable lives (``("mem", addr, key)``, plate, …), over every chain (a
+        key may exist in one chain's draws only)."""
+        out: dict = {}
+        for st in self._stores or ():
+            out.update(st.meta)
+        return out
+
+    def _mem_keys(self, name: str) -> list[str]:
+        """The per-key variables (``w.0``, ``w.1``, …) of the memoized function ``name``."""
+        meta = self._meta()
+        return [n for n, m in meta.items()
+                if m is not None and m[0] == "mem" and dotted(m[1]) == name and n in self.samples]
 
     def _dense(self, name) -> np.ndarray:
         v = self.samples[name]
@@ -329,7 +352,7 @@ class Result:
         obs_dims: dict = {}
         if self.program is not None and self._stores is not None:
             groups.update(self._observation_groups(log_likelihood, prior, obs_dims))
-        meta = self._stores[0].meta if self._stores else {}
+        meta = self._meta()
         return to_arviz_groups(groups, meta, obs_dims, coords, dims, chain_ids=self.chain_ids)
 
     def _observation_groups(self, log_likelihood: bool, prior, obs_dims: dict) -> dict:
@@ -398,8 +421,16 @@ class Result:
             return None
         if isinstance(var_names, str):
             var_names = [var_names]
+        meta = self._meta()
         for n in var_names:
-            if n.lstrip("~") not in self.samples:
+            m = meta.get(n.lstrip("~"))
+            if m is not None and m[0] == "mem" and n.lstrip("~") in self.samples:
+                raise KeyError(
+                    f"{n!r} is one key of the memoized function {dotted(m[1])!r}, which summaries "
+                    f"and plots show as one variable with a {dotted(m[1]) + '_key'!r} coordinate: "
+                    f"use var_names=[{dotted(m[1])!r}]"
+                )
+            if n.lstrip("~") not in self.samples and not self._mem_keys(n.lstrip("~")):
                 raise KeyError(
                     f"no variable {n!r} in the result; variables: {', '.join(sorted(self.samples))}"
                 )

@@ -30,6 +30,8 @@ import math
 import numpy as np
 from scipy.special import betaln
 
+from thrifty.errors import DistributionError
+
 LOG_PI = math.log(math.pi)
 
 
@@ -124,7 +126,8 @@ class BetaBernoulli(Collapsed):
 
     def __init__(self, a: float = 1.0, b: float = 1.0):
         if not (a > 0 and b > 0):
-            raise ValueError(f"BetaBernoulli: a and b must be positive, got a={a!r}, b={b!r}")
+            raise DistributionError(
+                f"BetaBernoulli: a and b must be positive, got a={a!r}, b={b!r}")
         self.a, self.b = float(a), float(b)
         self.n, self.s = 0, 0
 
@@ -164,7 +167,7 @@ class GammaPoisson(Collapsed):
 
     def __init__(self, a: float = 1.0, b: float = 1.0):
         if not (a > 0 and b > 0):
-            raise ValueError(f"GammaPoisson: a and b must be positive, got a={a!r}, b={b!r}")
+            raise DistributionError(f"GammaPoisson: a and b must be positive, got a={a!r}, b={b!r}")
         self.a, self.b = float(a), float(b)
         self.n, self.s, self.lf = 0, 0, 0.0
 
@@ -212,8 +215,8 @@ class NormalGamma(Collapsed):
 
     def __init__(self, mu0: float = 0.0, kappa0: float = 1.0, a0: float = 1.0, b0: float = 1.0):
         if not (kappa0 > 0 and a0 > 0 and b0 > 0):
-            raise ValueError(f"NormalGamma: kappa0, a0 and b0 must be positive, got "
-                             f"{kappa0!r}, {a0!r}, {b0!r}")
+            raise DistributionError(f"NormalGamma: kappa0, a0 and b0 must be positive, got "
+                                    f"{kappa0!r}, {a0!r}, {b0!r}")
         self.mu0, self.kappa0, self.a0, self.b0 = float(mu0), float(kappa0), float(a0), float(b0)
         self.n, self.sx, self.sxx = 0, 0.0, 0.0
 
@@ -301,11 +304,13 @@ class NormalInverseWishart(Collapsed):
         S0 = np.asarray(S0, dtype=float)
         d = m0.shape[0] if m0.ndim == 1 else -1
         if d < 1 or S0.shape != (d, d):
-            raise ValueError(f"NormalInverseWishart: m0 must be a vector (d,) and S0 (d, d), got "
-                             f"{m0.shape} and {S0.shape}")
+            raise DistributionError(
+                f"NormalInverseWishart: m0 must be a vector (d,) and S0 (d, d), got {m0.shape} "
+                f"and {S0.shape}")
         if not (k0 > 0 and v0 > d - 1):
-            raise ValueError(f"NormalInverseWishart: k0 must be positive and v0 > d − 1 = {d - 1},"
-                             f" got k0={k0!r}, v0={v0!r}")
+            raise DistributionError(
+                f"NormalInverseWishart: k0 must be positive and v0 > d − 1 = {d - 1}, got "
+                f"k0={k0!r}, v0={v0!r}")
         self.d, self.m0, self.k0, self.v0 = d, m0, float(k0), float(v0)
         self.L0 = np.linalg.cholesky(S0)
         self.n = 0

@@ -324,3 +324,13 @@ def test_a_memoized_function_is_one_variable_of_the_result():
         assert len(r.summary(var_names=["mu"])) == len(keys)
     with pytest.raises(KeyError, match=r"one key of the memoized function 'mu'.*\['mu'\]"):
         r.summary(var_names=[keys[0]])
+
+
+def test_invalid_hyperparameters_of_a_collapsed_family_name_the_argument():
+    from thrifty.errors import DistributionError
+    from thrifty.models import dp_mixture
+
+    x = np.random.default_rng(0).normal(size=(20, 2))
+    with pytest.raises(DistributionError, match=r"v0 > d − 1 = 1, got k0=0.1, v0=0.5"):
+        th.infer(dp_mixture(x, np.zeros(2), 0.1, 0.5, np.eye(2)), th.gibbs("data.z"),
+                 num_samples=5, progress=False)

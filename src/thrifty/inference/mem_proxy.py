@@ -39,6 +39,13 @@ _FULL = Mode(rescore=True, capture=True)
 _MIN_MOVES = 10  # a key is re-centred after max(_MIN_MOVES, n/2) moves since its build
 
 
+def proxy_sum(G, H, theta_hat, theta, theta_new) -> float:
+    """Σ_i ΔÛ_i = G·(θ' − θ) + ½ [(θ' − θ̂)ᵀ H (θ' − θ̂) − (θ − θ̂)ᵀ H (θ − θ̂)], exact in O(d²)
+    from G = Σ_i ∇U_i(θ̂) and H = Σ_i ∇²U_i(θ̂)."""
+    dv, dv_new = theta - theta_hat, theta_new - theta_hat
+    return float(G @ (theta_new - theta)) + 0.5 * float(dv_new @ H @ dv_new - dv @ H @ dv)
+
+
 class _Key:
     """The statistics of one key: centre, sums over its readers, and the readers themselves
     (a dense array with swap-remove, to draw minibatches from)."""
@@ -60,10 +67,8 @@ class KeySections:
         self.proxy, self.key = proxy, key
         self.theta, self.theta_new = theta, theta_new
         self.N = key.count
-        dv, dv_new = theta - key.theta_hat, theta_new - key.theta_hat
-        d_hat = float(key.G @ (theta_new - theta))
-        d_hat += 0.5 * float(dv_new @ key.H @ dv_new - dv @ key.H @ dv)
-        self.offset = -d_hat  # Σ_i l_i = offset + Σ_i evaluate(i)
+        # Σ_i l_i = offset + Σ_i evaluate(i)
+        self.offset = -proxy_sum(key.G, key.H, key.theta_hat, theta, theta_new)
 
     def evaluate(self, idx: np.ndarray) -> np.ndarray:
         """−Δ_i = l_i + ΔÛ_i for the readers at positions ``idx``."""

@@ -40,7 +40,7 @@ import numpy as np
 from thrifty.core.address import as_pattern, fmt
 from thrifty.core.trace import same_value
 from thrifty.errors import SelectionError
-from thrifty.inference.mem_proxy import MemTaylor
+from thrifty.inference.mem_proxy import MemTaylor, proxy_sum
 
 
 class TaylorSections:
@@ -50,10 +50,8 @@ class TaylorSections:
         self.helper, self.st = helper, st
         self.theta, self.theta_new = theta, theta_new
         self.N = st.N
-        dv, dv_new = theta - st.theta_hat, theta_new - st.theta_hat
-        d_hat = float(st.G @ (theta_new - theta))
-        d_hat += 0.5 * float(dv_new @ st.H @ dv_new - dv @ st.H @ dv)
-        self.offset = -d_hat  # Σ_i l_i = offset + Σ_i evaluate(i)
+        # Σ_i l_i = offset + Σ_i evaluate(i)
+        self.offset = -proxy_sum(st.G, st.H, st.theta_hat, theta, theta_new)
 
     def evaluate(self, idx: np.ndarray) -> np.ndarray:
         """−Δ_i for the GLM terms ``idx``: l_i minus its Taylor proxy."""

@@ -178,3 +178,21 @@ def test_weights_read_outside_a_glm_are_refused():
     sub = th.subsampled_mh(th.one("w"), 2, 0.1, th.drift(0.5), proxy="taylor")
     with pytest.raises(SelectionError, match=r"no glm observation in a plate read\(s\) \('w'"):
         th.infer(handmade_dpm(XL, YL), sub, num_samples=5, seed=0, progress=False)
+
+
+@th.model
+def hierarchical(x, g):
+    tau = th.sample("tau", dist.Gamma(2.0, 2.0))
+    w = th.mem("w", lambda k: dist.Normal(0.0, tau))
+    with th.plate("data", len(x)) as i:
+        th.observe("x", dist.Normal(w(g[i]), 1.0), x[i])
+
+
+def test_a_hyperparameter_of_memoized_values_is_refused():
+    """p(w_k | τ) is neither a global term nor a section of τ: subsampled MH on τ would ignore
+    it (and leave the keys' densities out of date), so it is refused with the key named."""
+    x = np.random.default_rng(0).normal(size=100)
+    k = th.subsampled_mh("tau", 20, 0.1, th.drift(0.3))
+    with pytest.raises(SelectionError, match=r"density of the memoized value \('w', \d\)"):
+        th.infer(hierarchical(x, np.arange(100) % 5), k, num_samples=20, seed=0,
+                 progress=False)

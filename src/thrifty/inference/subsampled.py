@@ -29,6 +29,7 @@ import numpy as np
 
 from thrifty.core.address import fmt
 from thrifty.core.locate import find_plate, locate, plan_elements, trace_chain
+from thrifty.core.mem import KEPT
 from thrifty.core.run import LAZY, Mode, Plan
 from thrifty.errors import SelectionError
 from thrifty.inference.mh import _Selecting
@@ -326,10 +327,24 @@ class SubsampledMH(_Selecting):
                 for t in elems.tolist():
                     plan.add_step(c.addr, t)
         run = self.execute(trace, rng, targets=targets, plan=plan, mode=LAZY)
+        self._refuse_memoized_dependents(run)
         new = np.empty(len(idx))
         for c, elems, pos in parts:
             new[pos] = self._section_lp(run, c, elems)
         return new - old
+
+    def _refuse_memoized_dependents(self, run) -> None:
+        """A memoized value whose density the proposal changes (``w = th.mem(lambda k:
+        dist.Normal(0, tau))`` with ``tau`` selected) is neither global (it is read, and
+        rescored, only by the sections that read it) nor a section: refused."""
+        for j in run.mem_journals.values():
+            for key, e in j.entries.items():
+                if e.status == KEPT and e.lp != e.old_lp:
+                    raise SelectionError(
+                        f"{self.name} on {self.selection!r}: the proposal changes the density of "
+                        f"the memoized value {fmt(j.addr + (key,))}, which is not a local "
+                        "section (a hyperparameter of memoized values); use th.mh"
+                    )
 
     @staticmethod
     def _section_lp(run, c: Container, elems: np.ndarray) -> np.ndarray:

@@ -7,7 +7,6 @@ elements another way, the plate runs in full, as before.
 
 from __future__ import annotations
 
-import math
 import pickle
 
 import numpy as np
@@ -213,7 +212,6 @@ def test_snapshots_compare_values_not_objects():
     r = Reads({"x": snapshot(big), "s": snapshot(np.ones(3)), "o": snapshot(object())})
     back = pickle.loads(pickle.dumps(r))  # a checkpoint: no references kept
     assert not back.same(r) and back.values["s"].same(snapshot(np.ones(3)))
-    assert math.isfinite(len(back.values))
 
 
 def test_a_body_whose_source_is_unknown_or_stale_is_run_in_full(tmp_path, monkeypatch):

@@ -50,10 +50,10 @@ class _Key:
     """The statistics of one key: centre, sums over its readers, and the readers themselves
     (a dense array with swap-remove, to draw minibatches from)."""
 
-    __slots__ = ("G", "H", "count", "id", "members", "moves", "n_built", "theta_hat")
+    __slots__ = ("G", "H", "count", "id", "key", "members", "moves", "n_built", "theta_hat")
 
-    def __init__(self, kid: int, d: int):
-        self.id = kid
+    def __init__(self, kid: int, key, d: int):
+        self.id, self.key = kid, key
         self.G, self.H = np.zeros(d), np.zeros((d, d))
         self.members = np.empty(16, dtype=np.int64)
         self.count = self.moves = self.n_built = 0
@@ -126,7 +126,7 @@ class MemTaylor:
         k = self.keys.get(key)
         n_now = len(table.plate_readers.get(self.plate, {}).get(key, ()))
         if k is None or k.count != n_now or k.moves > max(_MIN_MOVES, k.n_built // 2):
-            k = self._build(trace, table, key, np.asarray(loc.value, dtype=float))
+            k = self._build(table, key, np.asarray(loc.value, dtype=float))
             kernel.stats.count("cluster_builds")
         theta = np.asarray(loc.value, dtype=float)
         return KeySections(self, k, theta, np.asarray(theta_new, dtype=float)), fresh
@@ -238,12 +238,12 @@ class MemTaylor:
         for kid in np.unique(ids[ids >= 0]).tolist():
             k = self.by_id[kid]
             es = elems[ids == kid]
-            x, X = self.X[es], k.members
+            x, members = self.X[es], k.members
             k.G -= x.T @ self.g[es]
             k.H -= x.T @ (self.h[es][:, None] * x)
             for e in es.tolist():  # swap-remove
-                s, last = self.slot[e], X[k.count - 1]
-                X[s] = last
+                s, last = self.slot[e], members[k.count - 1]
+                members[s] = last
                 self.slot[last] = s
                 k.count -= 1
             self.owner[es] = -1
@@ -277,12 +277,9 @@ class MemTaylor:
         k.count = need
 
     def _drop(self, k: _Key) -> None:
-        for key, other in list(self.keys.items()):
-            if other is k:
-                del self.keys[key]
-        del self.by_id[k.id]
+        del self.keys[k.key], self.by_id[k.id]
 
-    def _build(self, trace, table, key, value) -> _Key:
+    def _build(self, table, key, value) -> _Key:
         """(Re)build key ``key``: its readers, centre θ̂ (Newton from ``value``) and sums."""
         old = self.keys.get(key)
         if old is not None:
@@ -294,7 +291,7 @@ class MemTaylor:
         stray = es[self.owner[es] >= 0]  # summed under another key: the log missed a move
         if len(stray):
             self._unincorporate(stray)
-        k = _Key(self.next_id, len(value))
+        k = _Key(self.next_id, key, len(value))
         self.next_id += 1
         self.keys[key], self.by_id[k.id] = k, k
         k.theta_hat = self._mode(table.dist[key], es, value)

@@ -109,9 +109,9 @@ def test_markov_local_update_touches_t_and_t_plus_1(rng):
     targets, _ = make_targets([loc], [1 - old])
     run = Run(trace, rng, targets=targets, plan=plan_for(trace, [loc])).execute()
     assert run.work_steps == 2  # steps 2 and 3; step 3's state is its own replayed choice
-    # the plate inside step 2 (3 elements); not step 3's, whose body reads x and k, unchanged
-    # (thrifty.core.reads), nor 'data'
-    assert run.work_elements == 3
+    # the plates inside steps 2 and 3 (3 elements each): program order — step 3 follows the
+    # changed state of step 2 — whatever the body reads; not 'data'
+    assert run.work_elements == 6
     run.commit()
     assert trace["s", 2, "x"] == 1 - old
 
@@ -122,11 +122,10 @@ def test_global_change_reexecutes_what_follows(rng):
     targets, _ = make_targets([loc], [0.25])
     run = Run(trace, rng, targets=targets, plan=plan_for(trace, [loc])).execute()
     assert run.work_steps == 6  # program order is the dependency graph: the chain follows 'mu'
-    # a plate re-runs when a value its body reads changed (thrifty.core.reads): 'data' reads
-    # mu; the plates of the steps read x and k, unchanged
-    assert run.work_elements == 5
+    # program order: every plate after mu re-runs — 'data' and the plates of the six steps
+    assert run.work_elements == 5 + 6 * 3
     run = Run(trace, rng, targets={("k",): (trace["k"] + 1) % 3}).execute()
-    assert run.work_steps == 6 and run.work_elements == 6 * 3  # k: the steps' plates, not 'data'
+    assert run.work_steps == 6 and run.work_elements == 5 + 6 * 3  # k precedes 'data' too
     run.commit()
     assert trace.log_joint() == pytest.approx(rescored(trace, rng), abs=1e-8)
 

@@ -1,13 +1,14 @@
-"""A change of a CRP's concentration α costs O(1), not O(N) (thrifty.core.reads).
+"""A change of a CRP's concentration α: O(1) when the CRP owns α, program order otherwise.
 
-The plate's elements read α only through the CRP, whose coupled state absorbs it: an MH step
-on α re-scores the seating's Ewens probability and executes no element.  When α also reaches the
-elements another way, the plate runs in full, as before.
+``th.CRP(alpha=dist.Gamma(...), name="alpha")`` draws α itself and hands it to no code of the
+model, so an MH step on α re-scores the seating's Ewens probability and executes no element
+(thrifty.processes.base).  With ``alpha = th.sample(...)``; ``th.CRP(alpha)`` the model holds α
+and may use it anywhere — in the body, a derived value, a closure, a memoized function, an
+attribute of an object — so the plate that follows re-runs in full (program order), and the
+answer is exact whichever way α reaches the elements.
 """
 
 from __future__ import annotations
-
-import pickle
 
 import numpy as np
 import pytest
@@ -17,9 +18,9 @@ import thrifty as th
 from test_exchangeable import NG, dpm, log_ewens
 from thrifty import dist
 from thrifty.core.locate import locate, make_targets, plan_for
-from thrifty.core.reads import Reads, snapshot
 from thrifty.core.run import RESCORE, Run
 from thrifty.core.simulate import initialize
+from thrifty.errors import ModelError
 from thrifty.models import dp_mixture
 
 ALPHA = "mh('alpha', drift(0.5))"
@@ -38,6 +39,16 @@ def rescored(trace):
     return fresh.log_joint()
 
 
+@th.model
+def dpm_owned(x):
+    crp = th.CRP(alpha=dist.Gamma(1.0, 1.0), name="alpha")
+    feats = th.mem("feats", lambda k: th.collapsed.NormalGamma(*NG))
+    with th.plate("data", len(x)) as i:
+        z = th.sample("z", crp)
+        th.observe("x", feats(z), x[i])
+    return z
+
+
 def alpha_run(trace, value):
     loc = locate(trace, ("alpha",))
     targets, vec = make_targets([loc], [value])
@@ -52,23 +63,26 @@ def clusters(n, seed=0):
 
 
 def test_an_alpha_step_executes_no_element_whatever_n():
-    """Scaling of work: th.infer with MH on α (alone, and in the DP mixture's cycle)."""
+    """Scaling of work: th.infer with MH on an owned α (alone, and in the DP mixture's cycle);
+    with the model holding α, every step runs the N elements."""
     for n in (200, 20_000):
         x, z = clusters(n)
         kw = dict(num_samples=50, burn_in=0, seed=0, progress=False, init={"data.z": z})
-        r = th.infer(dpm(x, None), th.mh("alpha", th.drift(0.5)), **kw)
+        r = th.infer(dpm_owned(x), th.mh("alpha", th.drift(0.5)), **kw)
         s = r.stats[ALPHA]
         assert s["runs_per_step"] > 0.5 and s["elements_per_step"] == 0
         assert 0 < s["acceptance_rate"] < 1
         cycle = th.cycle([th.mh("alpha", th.drift(0.5)),
                           th.cycle([th.gibbs(th.one("data.z"))], repeats=3)])
-        s = th.infer(dpm(x, None), cycle, **kw).stats[ALPHA]
+        s = th.infer(dpm_owned(x), cycle, **kw).stats[ALPHA]
         assert s["runs_per_step"] > 0.5 and s["elements_per_step"] == 0
+        s = th.infer(dpm(x, None), th.mh("alpha", th.drift(0.5)), **kw).stats[ALPHA]
+        assert s["elements_per_step"] > 0.5 * n  # (a proposal α ≤ 0 stops before the plate)
 
 
 def test_the_acceptance_ratio_is_the_ewens_difference_plus_the_prior():
     x, z = clusters(300)
-    trace = initialize(dpm(x, None), np.random.default_rng(1), init={"data.z": z})
+    trace = initialize(dpm_owned(x), np.random.default_rng(1), init={"data.z": z})
     a = trace["alpha"]
     run = alpha_run(trace, a * 1.7)
     assert run.work_elements == 0
@@ -104,6 +118,16 @@ def test_stored_log_densities_stay_exact_over_many_steps():
 def _head():
     alpha = th.sample("alpha", dist.Gamma(2.0, 1.0))
     return alpha, th.CRP(alpha), th.mem("feats", lambda k: th.collapsed.NormalGamma(*NG))
+
+
+@th.model
+def via_process(x):  # α read back from the process the model built with it
+    _, crp, feats = _head()
+    with th.plate("data", len(x)) as i:
+        z = th.sample("z", crp)
+        th.observe("x", feats(z), x[i])
+        th.observe("y", dist.Normal(crp.alpha, 1.0), x[i])
+    return z
 
 
 @th.model
@@ -170,11 +194,11 @@ def on_self(x):  # α reaches the elements as an attribute of an object that out
     return _holder.body(x)
 
 
-@pytest.mark.parametrize("how", ["direct", "derived", "closure", "mem", "self"])
-def test_alpha_reaching_the_elements_another_way_reruns_them(how):
+@pytest.mark.parametrize("how", ["direct", "derived", "closure", "mem", "self", "process"])
+def test_alpha_held_by_the_model_reruns_the_plate_and_is_exact(how):
     x, z = clusters(50, seed=4)
     prog = {"direct": direct, "derived": derived, "closure": closure, "mem": memo,
-            "self": on_self}[how](x)
+            "self": on_self, "process": via_process}[how](x)
     rng = np.random.default_rng(5)
     trace = initialize(prog, rng, init={"data.z": z})
     a = trace["alpha"]
@@ -183,7 +207,7 @@ def test_alpha_reaching_the_elements_another_way_reruns_them(how):
     zc = np.unique(trace.values()["data.z"], return_inverse=True)[1]
     want = (log_ewens(zc, a + 0.5) - log_ewens(zc, a)
             + stats.gamma.logpdf(a + 0.5, 2.0) - stats.gamma.logpdf(a, 2.0))
-    if how in ("direct", "closure", "self"):
+    if how in ("direct", "closure", "self", "process"):
         want += (stats.norm.logpdf(x, a + 0.5, 1.0) - stats.norm.logpdf(x, a, 1.0)).sum()
     elif how == "derived":
         want += (stats.norm.logpdf(x, 0.0, 1.5 + a) - stats.norm.logpdf(x, 0.0, 1.0 + a)).sum()
@@ -201,35 +225,46 @@ def test_alpha_reaching_the_elements_another_way_reruns_them(how):
     assert st.elements % len(x) == 0 and st.elements >= len(x) * max(st.accepted, 1)
 
 
-def test_snapshots_compare_values_not_objects():
-    f = lambda a: (lambda: a)  # noqa: E731
-    assert Reads({"f": snapshot(f(1.0))}).same(Reads({"f": snapshot(f(1.0))}))
-    assert not Reads({"f": snapshot(f(1.0))}).same(Reads({"f": snapshot(f(2.0))}))
-    assert Reads({"c": snapshot(th.CRP(1.0))}).same(Reads({"c": snapshot(th.CRP(3.0))}))
-    assert not Reads({"d": snapshot(dist.Normal(0.0, 1.0))}).same(
-        Reads({"d": snapshot(dist.Normal(0.0, 2.0))}))
-    big = np.zeros(1 << 15)
-    r = Reads({"x": snapshot(big), "s": snapshot(np.ones(3)), "o": snapshot(object())})
-    back = pickle.loads(pickle.dumps(r))  # a checkpoint: no references kept
-    assert not back.same(r) and back.values["s"].same(snapshot(np.ones(3)))
+@th.model
+def owned(x):
+    crp = th.CRP(alpha=dist.Gamma(2.0, 1.0), name="alpha")
+    with th.plate("data", len(x)) as i:
+        z = th.sample("z", crp)
+        th.observe("y", dist.Normal(crp.alpha, 1.0), x[i])
+    return z
 
 
-def test_a_body_whose_source_is_unknown_or_stale_is_run_in_full(tmp_path, monkeypatch):
-    from thrifty.core.reads import body_names
+KEPT = []
 
-    src = ("import thrifty as th\n\ndef m(x, crp, alpha):\n    a = 1\n"
-           "    with th.plate('data', len(x)) as i:\n"
-           "        z = th.sample('z', crp)\n    return z\n")
-    path = tmp_path / "stale_model.py"
-    path.write_text(src)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    import stale_model
 
-    code = stale_model.m.__code__
-    assert body_names(code, 5) == {"th", "crp"}
-    body_names.cache_clear()  # the file edited since: line 5 is now another statement's
-    path.write_text(src.replace("    a = 1\n", "").replace("crp)\n", "crp)\n        q = alpha\n"))
-    assert body_names(code, 5) is None
-    body_names.cache_clear()
-    exec(compile(src, "<no source>", "exec"), ns := {})
-    assert body_names(ns["m"].__code__, 5) is None
+@th.model
+def reused(x):
+    crp = th.CRP(alpha=dist.Gamma(2.0, 1.0), name="alpha") if not KEPT else KEPT[0]
+    KEPT.append(crp)
+    with th.plate("data", len(x)):
+        return th.sample("z", crp)
+
+
+def test_an_owned_alpha_is_not_handed_to_the_model():
+    """The process keeps α (no attribute holds its value: only its address), so no code of the
+    model can read it; asking is an error that says how to hold α instead."""
+    x, _ = clusters(20)
+    with pytest.raises(ModelError,
+                       match=r"alpha is drawn by the process at \('alpha',\).*th.sample"):
+        th.simulate(owned(x), seed=0)
+    crp = th.simulate(dpm_owned_handle(x), seed=0).output
+    assert not any(isinstance(v, float) for v in vars(crp).values())
+    KEPT.clear()
+    trace = th.simulate(reused(x), seed=0)  # a handle kept from another execution: refused
+    with pytest.raises(ModelError, match="created in another execution"):
+        th.infer(reused(x), th.mh("alpha", th.drift(0.5)), num_samples=2, seed=0,
+                 progress=False, init=trace.values())
+    KEPT.clear()
+
+
+@th.model
+def dpm_owned_handle(x):
+    crp = th.CRP(alpha=dist.Gamma(2.0, 1.0), name="alpha")
+    with th.plate("data", len(x)):
+        th.sample("z", crp)
+    return crp

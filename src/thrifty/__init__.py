@@ -30,6 +30,7 @@ from thrifty.inference.smc_replay import ReplayWarning
 from thrifty.inference.smh import smh
 from thrifty.inference.subsampled import subsampled_mh
 from thrifty.processes.crp import CRP
+from thrifty.processes.pitman_yor import PitmanYor
 from thrifty.runtime import InterruptedWarning, load_checkpoint
 from thrifty.runtime.infer import infer
 from thrifty.runtime.predictive import Predictive, predictive
@@ -43,6 +44,7 @@ __all__ = [
     "InterruptedWarning",
     "Kernel",
     "Model",
+    "PitmanYor",
     "Predictive",
     "Program",
     "RayExecutor",

@@ -1,26 +1,30 @@
-"""Coupled sites of a plate: exchangeable draws and collapsed observations (issue 10).
+"""Coupled sites of a plate: exchangeable draws and collapsed observations.
 
 A plate's elements are conditionally independent — except at a *coupled* site:
 
-* ``z = th.sample("z", th.CRP(alpha))``: the table labels of the elements are exchangeable;
-  their joint density is the Ewens probability of the partition (:class:`~thrifty.processes.CRP`);
+* ``z = th.sample("z", process)`` with a coupled process (``th.CRP``, ``th.PitmanYor``): the
+  draws of the elements are exchangeable; their joint density is the process's (the Ewens
+  probability of the partition for the CRP; :mod:`thrifty.processes.base` says what a process
+  provides, and this module names no particular one);
 * ``th.observe("x", feats(z), x[i])`` with ``feats = th.mem("feats", lambda k: NIW(...))`` (or
   a bare collapsed family): the observations of one cluster share an integrated-out parameter;
   their joint density is the cluster's marginal likelihood
   (:mod:`thrifty.processes.collapsed`).
 
-The plate's node keeps one *state* per coupled site (``PlateNode.procs``): the seating of the
-CRP, or the statistics of every cluster with the key each element is incorporated in.  Per
-element, a coupled site stores log-density 0; the site's joint log-density is the state's
-``log_prob()``, part of the node's ``total_lp()``.  A run that executes some elements changes
-a *copy* of the state (O(K) for K tables, O(d²) per touched cluster — never O(N)): it
+The plate's node keeps one *state* per coupled site (``PlateNode.procs``): the statistics of the
+process's draws, or the statistics of every cluster with the key each element is incorporated
+in.  Per element, a coupled site stores log-density 0; the site's joint log-density is the
+state's ``log_prob()``, part of the node's ``total_lp()``.  A run that executes some elements
+changes a *copy* of the state (O(K) for K tables, O(d²) per touched cluster — never O(N)): it
 unincorporates each changed element's old value and incorporates the new one, so the change of
-the joint is exact whatever elements run (paper 000 §4.2; Neal 2000, Alg. 3 and 8).  The
-journal entry installs the copy on commit; a rejected proposal leaves the trace's state alone.
+the joint is exact whatever elements run (paper 000 §4.2; Neal 2000, Alg. 3 and 8).  A change
+of the process's hyperparameters re-scores the state under the new ones (``with_params``) —
+the same draws, their joint under the new values.  The journal entry installs the copy on
+commit; a rejected proposal leaves the trace's state alone.
 
 Element-wise vectorised updates (Gibbs or MH on every element in one pass) assume independent
-elements and are refused for coupled sites; ``th.gibbs`` updates CRP labels one at a time over
-the occupied tables and a new one (:mod:`thrifty.inference.gibbs`).
+elements and are refused for coupled sites; ``th.gibbs`` updates a process's draws one at a
+time over the state's candidates (:mod:`thrifty.inference.gibbs`).
 """
 
 from __future__ import annotations
@@ -29,10 +33,9 @@ import numpy as np
 
 from thrifty.core.address import fmt
 from thrifty.core.column import Column
-from thrifty.core.vocab import LATENT, RESAMPLE, check_dist
-from thrifty.errors import ModelError
+from thrifty.core.vocab import LATENT, RESAMPLE, InvalidParameters
+from thrifty.errors import DistributionError, ModelError
 from thrifty.processes.collapsed import Collapsed, CollapsedView
-from thrifty.processes.crp import CRP
 
 
 class CollapsedState:
@@ -72,7 +75,8 @@ class CollapsedState:
 
 class CoupledSite:
     """A run's handle on one coupled site of a plate: the stored state (``old``), the copy the
-    run changes (``new``, made at the first change) and the clusters it touched."""
+    run changes (``new``, made at the first change, or by new hyperparameters) and the clusters
+    it touched."""
 
     __slots__ = ("moves", "new", "old", "touched")
 
@@ -94,7 +98,8 @@ def _site(frame, local, rel, what):
     acc = frame.acc
     if frame is not acc or acc.coupled is None:
         raise ModelError(
-            f"{what} at {fmt(acc.generic(rel))}: coupled sites (th.CRP draws, collapsed "
+            f"{what} at {fmt(acc.generic(rel))}: coupled sites (draws of a process such as "
+            "th.CRP, collapsed "
             "families) are supported in the body of a plate, not in markov steps or particle "
             "runs"
         )
@@ -105,38 +110,53 @@ def _site(frame, local, rel, what):
     return acc, w
 
 
-def _label(acc, rel, j, v) -> int:
-    try:
-        k = int(v)
-    except (TypeError, ValueError):
-        k = -1
-    if k < 0 or k != v:
-        raise ModelError(f"the value given for {fmt(acc.member_addr(j, rel))} is {v!r}; a CRP "
-                         "table label is a non-negative integer")
-    return k
+def _value(acc, rel, j, d, v):
+    why = d.value_error(v)
+    if why is not None:
+        raise ModelError(f"the value given for {fmt(acc.member_addr(j, rel))} is {v!r}; {why}")
+    return int(v)
+
+
+def _params(acc, rel, d) -> tuple:
+    """The process's hyperparameters in this run, checked: invalid ones reject a proposal and
+    are an error anywhere else (the engine's rule for distributions, ``check_dist``)."""
+    run = acc.run
+    params = d.resolve(run)
+    why = d.invalid(params)
+    if why is not None:
+        if run.proposing:
+            raise InvalidParameters(acc.generic(rel), _Invalid(why))
+        raise DistributionError(f"{type(d).__name__} at address {fmt(acc.generic(rel))}: {why}")
+    return params
+
+
+class _Invalid:
+    __slots__ = ("_error",)
+
+    def __init__(self, why):
+        self._error = why
 
 
 def sample(frame, local, rel, d):
-    """``th.sample(name, crp)`` over the executed elements (see the module docstring):
-    ``(labels, changed)``; each element's own log-density is 0 (the joint is the state's)."""
-    acc, w = _site(frame, local, rel, "a th.CRP draw")
-    if d._error is not None:
-        check_dist(d, acc.generic(rel), acc.run)
-    if not isinstance(d, CRP):
+    """``th.sample(name, process)`` over the executed elements (see the module docstring):
+    ``(values, changed)``; each element's own log-density is 0 (the joint is the state's)."""
+    acc, w = _site(frame, local, rel, f"a {type(d).__name__} draw")
+    if not hasattr(d, "state"):
         raise ModelError(f"th.sample at {fmt(acc.generic(rel))}: {d!r} is a collapsed family; "
                          "observe it (th.observe) — latent draws from it are not supported")
+    params = _params(acc, rel, d)
     rng, n = acc.run.rng, acc.n
     old = frame.old.get(local) if frame.old is not None else None
     target = acc.target_for(rel)
     pos, vals = target if target is not None else ((), None)
     if w.old is None or old is None or old.kind != LATENT:  # a new site: seat every element
         acc.require_full("a new choice", rel)
-        st = w.new = CRP(d.alpha)
+        st = w.new = d.state(params)
         given = {} if vals is None or vals is RESAMPLE else dict(zip(np.asarray(pos).tolist(),
                                                                     np.asarray(vals).tolist()))
         values = np.empty(n, dtype=np.int64)
         for j in range(n):
-            v = _label(acc, rel, j, given[j]) if j in given else st.sample(rng)
+            v = _value(acc, rel, j, d, given[j]) if j in given else st.sample(rng)
             st.incorporate(v)
             values[j] = v
         acc.n_fresh += n - len(given)
@@ -144,8 +164,8 @@ def sample(frame, local, rel, d):
         changed = True
     else:
         values = np.asarray(old.values)
-        if d.alpha != w.old.alpha:  # a new concentration: the same seating, rescored
-            w.writable(None).alpha = d.alpha
+        if params != w.old.params:  # new hyperparameters: the same draws, rescored
+            w.new = w.old.with_params(params)
         changed = False
         if len(pos):
             st = w.writable(None)
@@ -162,7 +182,7 @@ def sample(frame, local, rel, d):
                     acc.q_rev += q_rev
                     acc.add_q(np.array([p]), q_rev - q_fwd)
                 else:
-                    v = _label(acc, rel, p, vals[k])
+                    v = _value(acc, rel, p, d, vals[k])
                 st.incorporate(v)
                 values[p] = v
                 changed |= v != v_old
@@ -257,15 +277,16 @@ class Coupled:
 def account(frame, run) -> None:
     """The change of the coupled sites' joint log-densities, at the end of a plate execution.
 
-    A CRP's joint (Ewens) is O(1) from its statistics; a collapsed site's changes by the
-    touched clusters' marginal likelihoods (O(d³) each).  A new CRP seating is fresh (its
-    choices were drawn from their prior); a new collapsed site is an observation.
+    A process's joint (the CRP's Ewens probability) is O(1) from its statistics; a collapsed
+    site's changes by the touched clusters' marginal likelihoods (O(d³) each).  A new process
+    state is fresh (its choices were drawn from their prior); a new collapsed site is an
+    observation.
     """
     for w in frame.coupled.values():
         new = w.new
         if new is None or new is w.old:  # unchanged: no change of the joint
             continue
-        if isinstance(new, CRP):
+        if new.latent:  # a process's draws
             if w.old is None:
                 run.lp_fresh += new.log_prob()
             else:

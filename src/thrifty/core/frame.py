@@ -6,8 +6,9 @@ recorded as they come.  Plates, markov chains and mem reads are handed to the ru
 the node modules (so this module imports none of them).
 
 ``dirty`` says whether a value that precedes the current point of the body changed: program
-order is the dependency graph, so a plate or chain met while the frame is dirty runs in full —
-unless, for a plate, no value its body reads changed (:mod:`thrifty.core.reads`).
+order is the dependency graph, so a plate or chain met while the frame is dirty runs in full.
+The one choice whose change leaves the frame clean is a hyperparameter owned by a coupled
+process (:meth:`BlockFrame.sample_owned`): its value never reaches the model's code.
 """
 
 from __future__ import annotations
@@ -106,6 +107,19 @@ class BlockFrame:
         new.lp += lp
         new.n_latent += 1
         return value
+
+    def sample_owned(self, name, d) -> tuple:
+        """A hyperparameter drawn by a coupled process (:mod:`thrifty.processes.base`): an
+        ordinary latent choice, whose value the engine gives to the plate sites that sample the
+        process (``run.owned``) and to nothing else — the process returns no value to the
+        model's code — so its change leaves what follows clean: program order still holds.
+        Returns its address."""
+        dirty = self.dirty
+        value = self.sample(name, d)
+        self.dirty = dirty
+        addr = self.prefix + (self.scope + as_name(name) if self.scope else as_name(name))
+        self.run.owned[addr] = value
+        return addr
 
     def observe(self, name, d, value):
         local = self._local(name)

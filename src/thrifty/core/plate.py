@@ -21,11 +21,10 @@ chain per element, vectorized over the elements; :mod:`thrifty.core.plate_chain`
 from __future__ import annotations
 
 import math
-import sys
 
 import numpy as np
 
-from thrifty.core import coupled, reads
+from thrifty.core import coupled
 from thrifty.core.address import fmt
 from thrifty.core.batch import BatchFrame, MemberSite
 from thrifty.core.code_errors import leave_with_error
@@ -58,7 +57,6 @@ class PlateNode(Node):
         self.n_stale = 0  # elements executed before ``valid_from``
         self.mem_stale = False  # some elements may have read a mem key changed since
         self.procs: dict = {}  # coupled sites (th.CRP draws, collapsed observations) → state
-        self.reads = None  # what the body read at its last entry after a change (core.reads)
         self._latent: list | None = None
 
     # -- the node interface -----------------------------------------------------------------
@@ -185,8 +183,7 @@ class PlateContext:
         N = self.size
         lazy = run.mode.lazy
         fresh_node = old is None or old.size != N
-        # does the body read a changed value? (thrifty.core.reads)
-        dirty, read = reads.plate_entry(run, parent.dirty, old, fresh_node, sys._getframe(1))
+        dirty = parent.dirty  # program order: something before the plate changed
         if fresh_node:
             idx = None
         else:
@@ -198,7 +195,6 @@ class PlateContext:
         if run.fresh_reads and old is not None and (old.n_stale or old.mem_stale):
             _stop_before_stale(run, addr, old, None if fresh_node else idx)
         frame = PlateFrame(run, parent, addr, self.local, old, idx, N, fresh_node, dirty)
-        frame.reads = (read, parent.dirty or fresh_node)  # (snapshot, to be stored?)
         run.plate_frames[addr] = frame
         if dirty and lazy and not fresh_node:
             run.sections.append(("plate", addr, N))
@@ -261,7 +257,7 @@ class PlateFrame(BatchFrame):
         self.init_members(n)
         self.coupled = {}
         self.parent = parent
-        self.dirty = dirty  # did a value the body reads change? (thrifty.core.reads)
+        self.dirty = dirty  # did a value before the plate change? (program order)
         self.addr = addr
         self.local = local
         self.old_node = old
@@ -381,7 +377,6 @@ class PlateFrame(BatchFrame):
             node.elem_lp = Column(self.elem_lp)
             node.lp_sum = self.lp_total
             node.n_latent_elem = n_latent_elem
-            node.reads = self.reads[0]
             node.mem_keys = {k: Column(np.asarray(v).copy()) for k, v in self.mem_keys.items()}
             if self.coupled:
                 coupled.install(node, self)
@@ -481,8 +476,6 @@ class PlateUpdate(Update):
             node.chains
         )
         write_sites(node.sites, f, idx, node.size, f.full)
-        if f.reads[1]:
-            node.reads = f.reads[0]
         if f.coupled or (f.full and node.procs):
             coupled.install(node, f)
         for local, steps in f.new_chains.items():

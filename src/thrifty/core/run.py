@@ -7,8 +7,9 @@ drawn fresh — all through the one replay decision of :mod:`thrifty.core.replay
 nodes execute only what is needed (see :class:`~thrifty.core.vocab.Plan`): a plate runs the
 element indices it is asked for, a markov chain the steps it is asked for plus the steps their
 changed states reach; both run in full when a value that precedes them in the enclosing body
-changed.  Program order is the dependency graph — refined, for a plate, by the values its body
-reads (:mod:`thrifty.core.reads`).
+changed.  Program order is the dependency graph: what the engine skips follows from what it
+observes as the program runs (the choices it replays, the values handed to its primitives),
+never from reading the model's source.
 
 The run never touches the trace; it writes journal entries (one :class:`~thrifty.core.node.Update`
 per changed node) that :meth:`Run.commit` applies.  It keeps the quantities of paper 001 Eq. 4:
@@ -28,6 +29,7 @@ has no import cycle.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 from thrifty import _context
@@ -61,6 +63,7 @@ from thrifty.core.vocab import (  # noqa: F401  (re-exported: the engine's words
 from thrifty.errors import ModelError, SelectionError
 
 NAN = math.nan
+_SERIAL = itertools.count(1)  # run numbers: a process's owned hyperparameter names its run
 
 
 class Run:
@@ -109,6 +112,8 @@ class Run:
         fresh_reads: bool = False,
     ):
         self.trace = trace
+        self.serial = next(_SERIAL)
+        self.owned: dict = {}  # address → value of the hyperparameters processes drew
         self.fresh_reads = fresh_reads
         self.rng = rng
         self.mode = mode

@@ -111,9 +111,9 @@ class Gibbs(_Selecting):
         node = find_plate(trace, plate)
         site = node.site(g.rel)
         addr = plate + ("*",) + g.rel
-        if site.dist is not None and site.dist.coupled:  # CRP labels: one element at a time
+        if site.dist is not None and site.dist.coupled:  # a process's draws: one at a time
             for e in g.element_array().tolist():
-                self._table(trace, plate, g.rel, e, rng)
+                self._coupled(trace, plate, g.rel, e, rng)
             return
         if node.procs:  # other sites of the plate are coupled: the elements are not independent
             for e in g.element_array().tolist():
@@ -143,11 +143,12 @@ class Gibbs(_Selecting):
             self.execute(trace, rng, vec=vec, plan=plan2, mode=STRICT).commit()
 
 
-    def _table(self, trace, plate, rel, e, rng):
-        """Gibbs on one CRP label (Neal 2000): the occupied tables and a new one.
+    def _coupled(self, trace, plate, rel, e, rng):
+        """Gibbs on one draw of a coupled process (Neal 2000): over the state's candidates —
+        for a CRP or Pitman–Yor process, the occupied tables and a new one.
 
-        The candidates are scored by executing element ``e`` with each label (O(1) in N, O(K)
-        runs): the CRP's predictive given the other labels times what the element's other
+        The candidates are scored by executing element ``e`` with each value (O(1) in N, O(K)
+        runs): the process's predictive given the other draws times what the element's other
         sites say.  A collapsed per-table model gives Algorithm 3; a memoized per-table choice
         such as ``w(z)`` that is not collapsed gives Algorithm 8 with one auxiliary table: a
         new table's ``w`` is drawn from its prior in the candidate's run (fresh choices leave
@@ -156,11 +157,8 @@ class Gibbs(_Selecting):
         entries.
         """
         node = find_plate(trace, plate)
-        crp = node.procs[rel]
         cur = int(node.sites[rel].values.get(e))
-        labels = list(crp.counts)
-        if crp.counts[cur] > 1:
-            labels.append(crp.next_label)
+        labels = node.procs[rel].candidates(cur)
         elems = np.array([e])
         plan = plan_elements(trace, Plan(), plate, elems)
         self._pick(labels, cur, lambda v: self.execute(
@@ -172,9 +170,10 @@ def gibbs(selection) -> Gibbs:
 
     Each choice is updated in turn from its full conditional; a site of many plate elements is
     updated for all of them in one vectorized pass (they are conditionally independent).
-    Labels drawn from a ``th.CRP`` are updated one element at a time over the occupied tables
-    and a new one (Neal 2000, Alg. 3 with collapsed per-table models, Alg. 8 with m = 1 when a
-    memoized per-table choice is not collapsed): O(K) runs of one element each.
+    Draws of a coupled process (``th.CRP``, ``th.PitmanYor`` table labels) are updated one
+    element at a time over the occupied tables and a new one (Neal 2000, Alg. 3 with collapsed
+    per-table models, Alg. 8 with m = 1 when a memoized per-table choice is not collapsed):
+    O(K) runs of one element each.
     ``th.gibbs(th.one("data.z"))`` updates a single element chosen uniformly, in O(1).
 
     >>> import numpy as np, thrifty as th

@@ -13,7 +13,8 @@ from thrifty import dist, glm
 @th.model
 def dp_mixture(x, m0, k0, v0, S0, alpha=None):
     """A DP mixture of Gaussians with a collapsed Normal–Inverse-Wishart model per cluster;
-    ``alpha ~ Gamma(1, 1)`` unless given.  Returns the table labels.
+    ``alpha ~ Gamma(1, 1)`` unless given — drawn by the CRP at ``("alpha",)``, so an MH step
+    on it costs O(1) (:mod:`thrifty.processes.base`).  Returns the table labels.
 
     >>> import numpy as np, thrifty as th
     >>> from thrifty.models import dp_mixture
@@ -22,8 +23,8 @@ def dp_mixture(x, m0, k0, v0, S0, alpha=None):
     >>> z.shape
     (4,)
     """
-    a = th.sample("alpha", dist.Gamma(1.0, 1.0)) if alpha is None else alpha
-    crp = th.CRP(a)
+    a = dist.Gamma(1.0, 1.0) if alpha is None else alpha
+    crp = th.CRP(a, name="alpha")
     feats = th.mem("feats", lambda k: th.collapsed.NormalInverseWishart(m0, k0, v0, S0))
     with th.plate("data", len(x)) as i:
         z = th.sample("z", crp)  # table labels of the executed elements
@@ -64,8 +65,7 @@ def joint_dpm(X, y, m0, k0, v0, S0, sig_w):
     """
     D = X.shape[1]
     f = D - len(m0)
-    alpha = th.sample("alpha", dist.Gamma(1.0, 1.0))
-    crp = th.CRP(alpha)
+    crp = th.CRP(alpha=dist.Gamma(1.0, 1.0), name="alpha")  # α drawn by the CRP: O(1) steps
     feats = th.mem("feats", lambda k: th.collapsed.NormalInverseWishart(m0, k0, v0, S0))
     w_prior = dist.MvNormal(np.zeros(D), sig_w**2 * np.eye(D))
     w = th.mem("w", lambda k: w_prior)

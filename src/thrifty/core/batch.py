@@ -31,6 +31,7 @@ from thrifty.core.vocab import (
     check_dist,
     infinite_error,
     outside_support,
+    readonly,
 )
 from thrifty.errors import ModelError, NumericalError
 
@@ -226,6 +227,7 @@ class BatchFrame:
         acc = self.acc
         if d.coupled:  # a th.CRP draw: exchangeable, not independent
             value, changed = coupled.sample(self, local, rel, d)
+            value = readonly(value)
             self.new[local] = MemberSite(value, np.zeros(acc.n), LATENT, True, d)
             if changed:
                 self.changed.add(local)
@@ -245,6 +247,7 @@ class BatchFrame:
             acc,
         )
         acc._add("lat_lp", lp, float(lp.sum()))
+        value = readonly(value)  # (a view of a column, or the run's own array)
         self.new[local] = MemberSite(value, lp, LATENT, d.is_discrete, d)
         if changed:
             self.changed.add(local)

@@ -32,11 +32,23 @@ def _last_in_plate(frame) -> str:
     return _last_choice(frame.run)
 
 
+READ_ONLY = ("the array is a value the engine keeps — a choice, a memoized value or a markov "
+             "state — handed to the model read-only: written in place, it would change the "
+             "trace behind the engine's back (and every later replay). Copy it first "
+             "(x = x.copy()) and change the copy")
+
+
+def _read_only(exc) -> bool:
+    return isinstance(exc, ValueError) and "read-only" in str(exc)
+
+
 def plate_code_error(frame, exc: BaseException) -> ModelError:
     """The error of the model code inside the plate executed by ``frame``."""
     where = f"plate {fmt(frame.addr)} ({frame.n} element(s) executed)"
     msg = str(exc)
-    if "truth value of an array" in msg:
+    if _read_only(exc):
+        text = f"in {where}: the model code wrote into a read-only array ({msg}); {READ_ONLY}"
+    elif "truth value of an array" in msg:
         text = (f"in {where}: a Python `if`, `and`, `or` or `while` tested a value with one "
                 "entry per executed element (NumPy: truth value of an array is ambiguous)"
                 f"{_last_in_plate(frame)}. "
@@ -57,6 +69,9 @@ def plate_code_error(frame, exc: BaseException) -> ModelError:
 
 def code_error(run, exc: BaseException) -> ModelError:
     """The error of the model code outside any plate."""
+    if _read_only(exc):
+        return ModelError(f"the model code wrote into a read-only array ({exc})"
+                          f"{_last_choice(run)}; {READ_ONLY}")
     if "truth value of an array" in str(exc):
         return ModelError(
             "a Python `if`, `and`, `or` or `while` tested an array (NumPy: truth value of an "

@@ -35,7 +35,8 @@ class Column:
 
     def __init__(self, data: np.ndarray, owned: bool = True):
         self.data = data
-        self.owned = owned
+        # a read-only array (a value handed to the model read-only) is shared: copied on write
+        self.owned = owned and data.flags.writeable
         self.patch: dict | None = None
 
     # -- construction ---------------------------------------------------------------------------
@@ -187,7 +188,8 @@ class Column:
 
     def replace(self, values) -> None:
         """Take ``values`` (every element, the caller's own array) as the column's content."""
-        self.data, self.patch, self.owned = np.asarray(values), None, True
+        data = np.asarray(values)
+        self.data, self.patch, self.owned = data, None, data.flags.writeable
 
     def resized(self, size: int) -> Column:
         """An owned copy with ``size`` elements (zeros beyond the old ones)."""

@@ -40,30 +40,35 @@ from thrifty.processes.collapsed import Collapsed, CollapsedView
 
 class CollapsedState:
     """The clusters of a collapsed observation site: ``keys`` (the cluster each element is
-    incorporated in, −1 for none), ``fams`` (key → family with its statistics), ``mls`` (key →
-    marginal log-likelihood) and their sum ``total``."""
+    incorporated in, −1 for none) and ``values`` (the observation it was incorporated with),
+    ``fams`` (key → family with its statistics), ``mls`` (key → marginal log-likelihood) and
+    their sum ``total``.  An element is moved — unincorporated and incorporated again — when
+    its key *or its observed value* changed (an observation computed from a choice before the
+    plate changes with it)."""
 
-    __slots__ = ("fams", "keys", "mls", "total")
+    __slots__ = ("fams", "keys", "mls", "total", "values")
     latent = False
 
-    def __init__(self, size: int):
+    def __init__(self, size: int, event_shape: tuple = ()):
         self.keys = Column(np.full(size, -1, dtype=np.int64))
+        self.values = Column(np.zeros((size, *event_shape)))
         self.fams: dict = {}
         self.mls: dict = {}
         self.total = 0.0
 
     def copy(self) -> CollapsedState:
-        """A run's working copy (O(K)): the same ``keys`` column — the run writes the moved
-        elements' keys into it only on commit (:func:`install`), so no O(N) copy per run."""
+        """A run's working copy (O(K)): the same ``keys`` and ``values`` columns — the run
+        writes the moved elements into them only on commit (:func:`install`), so no O(N) copy
+        per run."""
         out = object.__new__(CollapsedState)
-        out.keys = self.keys
+        out.keys, out.values = self.keys, self.values
         out.fams, out.mls, out.total = dict(self.fams), dict(self.mls), self.total
         return out
 
     def fork(self) -> CollapsedState:
-        """The copy a forked trace's node keeps: ``keys`` shared copy-on-write."""
+        """The copy a forked trace's node keeps: the columns shared copy-on-write."""
         out = self.copy()
-        out.keys = self.keys.share()
+        out.keys, out.values = self.keys.share(), self.values.share()
         return out
 
     def log_prob(self) -> float:
@@ -84,7 +89,7 @@ class CoupledSite:
         self.old = old
         self.new = old
         self.touched: set = set()
-        self.moves = None  # (elements, their new keys) of a collapsed site, written on commit
+        self.moves = None  # (elements, new keys, new values) of a collapsed site, on commit
 
     def writable(self, make):
         if self.new is None:
@@ -216,11 +221,19 @@ def observe(frame, local, rel, d, value):
         raise ModelError(f"shape mismatch in {acc.where()} at observation "
                          f"{fmt(acc.generic(rel))}: observed value of shape {x.shape} for {n} "
                          "executed element(s); index the data with the plate's index")
-    old_keys = None if w.old is None else w.old.keys.take(acc.idx)
-    moved = np.arange(n) if old_keys is None else np.flatnonzero(old_keys != keys)
+    if w.old is None:
+        old_keys = old_x = None
+        moved = np.arange(n)
+    else:
+        old_keys, old_x = w.old.keys.take(acc.idx), w.old.values.take(acc.idx)
+        if old_x.shape != x.shape:
+            raise ModelError(f"observation {fmt(acc.generic(rel))}: observed values of shape "
+                             f"{x.shape[1:]} per element, were {old_x.shape[1:]}")
+        same_x = (old_x == x).reshape(n, int(np.prod(x.shape[1:]))).all(axis=1)
+        moved = np.flatnonzero((old_keys != keys) | ~same_x)
     if w.old is None or len(moved):
-        size = acc.N
-        st = w.writable(lambda: CollapsedState(size))
+        size, event = acc.N, x.shape[1:]
+        st = w.writable(lambda: CollapsedState(size, event))
         fams, touched = st.fams, w.touched
         for j in moved.tolist():
             if old_keys is not None and old_keys[j] >= 0:
@@ -228,7 +241,7 @@ def observe(frame, local, rel, d, value):
                 if k not in touched:
                     fams[k] = fams[k].copy()
                     touched.add(k)
-                fams[k].unincorporate(x[j])
+                fams[k].unincorporate(old_x[j])  # as it was incorporated
             k = int(keys[j])
             if k not in touched:
                 cur = fams.get(k)
@@ -236,7 +249,7 @@ def observe(frame, local, rel, d, value):
                 touched.add(k)
             fams[k].incorporate(x[j])
         if len(moved):
-            w.moves = (acc.member_indices()[moved], keys[moved])
+            w.moves = (acc.member_indices()[moved], keys[moved], x[moved])
     # the hyperparameters of the families read must be the ones their statistics were built with
     for k in np.unique(keys).tolist() if acc.full else ():
         cur = (w.new or w.old).fams.get(k)
@@ -317,4 +330,6 @@ def install(node, frame) -> None:
         if w.new is not None:
             procs[rel] = w.new
             if w.moves is not None:
-                w.new.keys.put(*w.moves)
+                elems, keys, values = w.moves
+                w.new.keys.put(elems, keys)
+                w.new.values.put(elems, values)

@@ -29,6 +29,7 @@ from thrifty.core.vocab import (
     infinite_error,
     nan_error,
     outside_support,
+    readonly,
     total,
 )
 from thrifty.errors import ModelError, NumericalError
@@ -102,6 +103,8 @@ class BlockFrame:
             run.lp_new += lp
         else:
             run.note_fresh(addr)
+        if type(value) is np.ndarray:
+            value = readonly(value.copy() if value is target else value)  # (init= arrays)
         new = self.new
         new.sites[local] = Site(value, lp, LATENT, d.is_discrete, d)
         new.lp += lp

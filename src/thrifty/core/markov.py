@@ -26,7 +26,7 @@ from thrifty.core.chain_site import ChainSite, States
 from thrifty.core.column import Column
 from thrifty.core.frame import BlockFrame
 from thrifty.core.node import Node, Update
-from thrifty.core.vocab import LATENT, StaleRead, chain_length, same_value
+from thrifty.core.vocab import LATENT, StaleRead, chain_length, frozen_state, same_value
 from thrifty.errors import ModelError
 
 _NONE: dict = {}  # no nested nodes (never written)
@@ -340,7 +340,7 @@ def _exec_step(run, addr, t, step, prev, args, old_block, dirty):
     finally:
         run.frame = saved
     frame.finalize()
-    return frame.new, state
+    return frame.new, frozen_state(state, addr)
 
 
 def run_chain(parent, local, step, length, init, args):

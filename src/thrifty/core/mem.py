@@ -22,7 +22,7 @@ from thrifty import _context
 from thrifty.core.address import fmt
 from thrifty.core.node import Node, Update
 from thrifty.core.replay import ScalarLanes, replay
-from thrifty.core.vocab import check_dist
+from thrifty.core.vocab import check_dist, readonly
 from thrifty.distributions.base import Distribution
 from thrifty.errors import ModelError
 from thrifty.processes.collapsed import Collapsed, CollapsedView
@@ -203,6 +203,8 @@ class MemJournal(Update):
         old_value = table.values[key] if has_old else None
         old_lp = table.lp[key] if has_old else 0.0
         value, lp, _ = replay(lanes, d, old_value, old_lp, target, run)
+        if type(value) is np.ndarray:  # the engine's: read-only for the model (vocab.readonly)
+            value = readonly(value.copy() if value is target else value)
         if run.n_fresh != n_fresh:
             entry = _Entry(value, lp, FRESH, True)
             entry.stale = run.n_stale != n_stale

@@ -229,7 +229,7 @@ class BatchLanes:
         pos, vals = target
         n = self.n
         if isinstance(pos, slice) or (len(pos) == n and np.array_equal(pos, np.arange(n))):
-            value = np.asarray(vals)
+            value = np.array(vals)  # (a copy: the engine keeps it read-only)
             check = np.arange(self.n)
         else:  # some members given (init of single elements): the others drawn fresh
             value, _ = self.fresh(d, acct)

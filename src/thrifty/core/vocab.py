@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import numpy as np
 
@@ -199,6 +200,49 @@ def outside_support(addr, d, value) -> DistributionError:
     )
 
 
+def readonly(value):
+    """``value`` as the model may see it: an array the engine keeps (a choice's value, a
+    memoized value) is handed out read-only, so the model cannot change the trace behind the
+    engine's back by writing into it — an attempt is an error (:mod:`.code_errors`), where a
+    silent write would corrupt every later replay.  O(1): a flag on the array or its view."""
+    if type(value) is np.ndarray and value.flags.writeable:
+        value.flags.writeable = False
+    return value
+
+
+_IMMUTABLE = (int, float, complex, bool, str, bytes, type(None), np.generic)
+
+
+def frozen_state(state, addr):
+    """A markov state as the engine keeps it: compared by value to decide whether the next step
+    must run, and handed back as ``prev``, so it must not change after the step returned it.
+    Numbers, strings and None are immutable; an array is kept as a read-only copy (the model
+    keeps its own array, and a view's base could still be written); tuples and dicts are kept with frozen
+    entries (a dict as a read-only mapping).  Any other object could change in place unseen:
+    an error naming the chain."""
+    if isinstance(state, _IMMUTABLE):
+        return state
+    t = type(state)
+    if t is np.ndarray:
+        if state.flags.writeable or state.base is not None:  # not already the engine's copy
+            state = state.copy()
+            state.flags.writeable = False
+        return state
+    if isinstance(state, tuple):
+        items = [frozen_state(x, addr) for x in state]
+        if all(a is b for a, b in zip(items, state)):
+            return state
+        return t(*items) if hasattr(state, "_fields") else t(items)
+    if t is dict or t is MappingProxyType:
+        return MappingProxyType({k: frozen_state(v, addr) for k, v in state.items()})
+    raise ModelError(
+        f"markov chain {fmt(addr)}: step returned a state of type {t.__name__}; a state is a "
+        "number, a NumPy array, or a tuple or dict of them — values the engine can keep and "
+        "compare (it decides from them which steps to re-run), which a list or another object "
+        "changed in place would defeat. Return a tuple or an array"
+    )
+
+
 def same_value(a, b) -> bool:
     """Whether two state values are equal (identity first; arrays elementwise; tuples recursive)."""
     if a is b:
@@ -215,7 +259,7 @@ def same_value(a, b) -> bool:
         return a.shape == b.shape and bool(np.array_equal(a, b))
     if ta is tuple or ta is list:
         return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
-    if ta is dict:
+    if ta is dict or ta is MappingProxyType:
         return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
     try:
         return bool(a == b)

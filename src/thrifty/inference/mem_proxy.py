@@ -31,7 +31,7 @@ import numpy as np
 from thrifty.core.address import fmt
 from thrifty.core.mem import watch
 from thrifty.core.run import Mode
-from thrifty.core.trace import same_value
+from thrifty.core.trace import LATENT, same_value
 from thrifty.errors import SelectionError
 from thrifty.glm import GLM
 
@@ -182,6 +182,7 @@ class MemTaylor:
                 f"{name}(proxy='taylor'): {fmt(addr)} enters plate {fmt(plate)} through terms "
                 f"that are not the glm observation {fmt(caddr)} (element {j}); use proxy=None"
             )
+        _rows_are_data(kernel, trace, rng0, dist, y, caddr, name)
         n = int(fa.n)
         self.X = np.empty((n, len(value)))
         self.X[elems] = dist.X
@@ -332,3 +333,29 @@ class MemTaylor:
                 break
             theta, f, grad, hess = theta - t * step, f2, g2, h2
         return np.array(theta, dtype=float)
+
+
+def _rows_are_data(kernel, trace, rng, dist, y, caddr, name) -> None:
+    """The proxy keeps each element's row x_i and y_i from the set-up, so they must depend on
+    no other choice: a run with every other real top-level choice perturbed must capture the
+    same rows (else an error naming the choices — a scale of the inputs, say — and the way
+    out, ``proxy=None``, whose sections are executed)."""
+    others = {}
+    for local, site in trace.root.sites.items():
+        v = site.value
+        if site.kind == LATENT and not site.discrete and np.asarray(v).dtype.kind == "f":
+            others[local] = v + 0.1 * (1.0 + np.abs(v)) * rng.standard_normal(np.shape(v))
+    if not others:
+        return
+    run = kernel.execute(trace, rng, targets=others, mode=_FULL)
+    if run.aborted is not None:
+        return  # (a perturbation outside a support: nothing learnt)
+    for c in run.captured:
+        if c[0] == caddr:
+            if not (np.array_equal(c[1].X, dist.X) and np.array_equal(c[2], y)):
+                raise SelectionError(
+                    f"{name}(proxy='taylor'): the rows or observations of {fmt(caddr)} change "
+                    f"with other choices ({', '.join(fmt(a) for a in others)}); the proxy reads "
+                    "them as data, fixed at set-up — use proxy=None"
+                )
+            return

@@ -59,6 +59,7 @@ class TaylorSections:
 
     def commit(self, skeleton) -> None:
         skeleton.commit()  # θ' with every plate element stale (refreshed when next read)
+        self.st.clock = skeleton.trace.clock  # (only θ changed: the sections' data did not)
 
 
 class TaylorProxy:

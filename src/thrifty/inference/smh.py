@@ -98,6 +98,7 @@ import warnings
 import numpy as np
 
 from thrifty.core.address import as_pattern, fmt
+from thrifty.core.locate import find_plate
 from thrifty.core.run import Mode
 from thrifty.core.vocab import same_value
 from thrifty.errors import SelectionError
@@ -122,6 +123,8 @@ class _Setup:
     structure = None
     obs = None
     families: dict  # capture address -> family params
+    clock = -1  # trace.clock when the sections' data were last known to be these
+    plates: tuple = ()  # the plates holding the sections
 
 
 def _pd(a: np.ndarray) -> np.ndarray:
@@ -306,6 +309,7 @@ class SMH(_Selecting):
             and st.trace is trace
             and st.structure == trace.structure
             and st.obs is trace.obs_values
+            and not _data_may_differ(st, trace)
         )
 
     def _resolve(self, trace):
@@ -353,6 +357,9 @@ class SMH(_Selecting):
                 if c[0] in prev.families and isinstance(c[1], GLM) and c[1].theta is theta
             ]
             if len(groups) == len(prev.families):
+                if _same_data(prev, groups):  # the sections' data are those of the set-up
+                    prev.clock = trace.clock
+                    return prev
                 return self._build(trace, addr, site, groups, precompute, bounds)
         delta = 0.1 * (1.0 + np.abs(theta)) * rng0.standard_normal(d) / math.sqrt(d)
         theta_b = theta + delta
@@ -423,6 +430,8 @@ class SMH(_Selecting):
         d = len(theta)
         st = _Setup()
         st.trace, st.structure, st.obs = trace, trace.structure, trace.obs_values
+        st.clock = trace.clock
+        st.plates = tuple({g[0][: g[0].index("*")] for g in groups})
         st.addr, st.d = addr, d
         st.families = {g[0]: g[1].family.params() for g in groups}
         fams = [g[1].family for g in groups]
@@ -574,6 +583,7 @@ class SMH(_Selecting):
         run = self.execute(trace, rng, targets={addr: st.theta_hat.copy()})
         if run.aborted is None and np.isfinite(run.lp_new):
             run.commit()  # (θ moved: the set-up, tied to the data and structure, stays valid)
+            st.clock = trace.clock
 
     # -- one step -------------------------------------------------------------------------------
     def _step(self, trace, rng):
@@ -632,6 +642,7 @@ class SMH(_Selecting):
             log_alpha = log_g - float(np.sum(du_full)) + log_q
             if log_alpha >= 0 or math.log(rng.random()) < log_alpha:
                 run.commit()
+                st.clock = trace.clock  # (only θ changed: the sections' data did not)
                 stats.accepted += 1
             return True
 
@@ -661,6 +672,7 @@ class SMH(_Selecting):
             if np.any(rng.random(len(idx)) * lam_bar < lam):
                 return True
         run.commit()
+        st.clock = trace.clock  # (only θ changed: the sections' data did not)
         stats.accepted += 1
         return True
 
@@ -766,6 +778,39 @@ _K = 64
 _ANG = (np.arange(_K) + 0.5) * (math.pi / _K) - 0.5 * math.pi
 _COS, _SIN = np.cos(_ANG), np.sin(_ANG)
 _H = 0.5 * math.pi / _K  # every direction is within _H of a grid direction
+
+
+def _data_may_differ(st, trace) -> bool:
+    """Whether the sections' data (x_i, y_i) may differ from the set-up's: some commit other
+    than this kernel's moves of θ executed elements of their plates — or made them stale —
+    since ``st.clock``.  The data are computed by the plate's body from what precedes it and
+    from the element's own choices, so they can change only where the engine re-ran (or left
+    stale) an element; then the set-up compares them again (O(N)) rather than trusting them.
+    Checked only when the trace's clock moved (another kernel committed)."""
+    if trace.clock == st.clock:
+        return False
+    for paddr in st.plates:
+        try:
+            node = find_plate(trace, paddr)
+        except KeyError:
+            return True
+        if max(node.full_clock, node.valid_from) > st.clock:
+            return True
+        if node.stamp.array().max(initial=0) > st.clock:  # O(N) scan, vectorized
+            return True
+    st.clock = trace.clock
+    return False
+
+
+def _same_data(st, groups) -> bool:
+    """Whether the captured sections ``groups`` hold the set-up's X and y."""
+    if len(groups) == 1:
+        X, y = groups[0][1].X, groups[0][2]
+    else:
+        X = np.concatenate([g[1].X for g in groups])
+        y = np.concatenate([np.broadcast_to(g[2], (len(g[1].X),)) for g in groups])
+    return (np.shape(X) == np.shape(st.X) and np.array_equal(X, st.X)
+            and np.array_equal(np.broadcast_to(y, (len(X),)), st.y))
 
 
 def _plane(u, u_new, r, r_new, powers, base):

@@ -70,7 +70,7 @@ def alpha_step(model, x, labels, steps, seed=0) -> dict:
 def main() -> dict:
     steady_heap()
     out: dict = {"machine": machine(), "steps": STEPS, "rounds": 3}
-    for name, model in (("owned", owned), ("held", held)):
+    for name in ("owned", "held"):
         out[name] = {}
     for n in SIZES:
         d = th.datasets.clustered_nonlinear(n, 10, seed=0)

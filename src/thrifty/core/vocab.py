@@ -217,9 +217,9 @@ def frozen_state(state, addr):
     """A markov state as the engine keeps it: compared by value to decide whether the next step
     must run, and handed back as ``prev``, so it must not change after the step returned it.
     Numbers, strings and None are immutable; an array is kept as a read-only copy (the model
-    keeps its own array, and a view's base could still be written); tuples and dicts are kept with frozen
-    entries (a dict as a read-only mapping).  Any other object could change in place unseen:
-    an error naming the chain."""
+    keeps its own array, and a view's base could still be written); tuples and dicts are kept
+    with frozen entries (a dict as a read-only mapping).  Any other object could change in
+    place unseen: an error naming the chain."""
     if isinstance(state, _IMMUTABLE):
         return state
     t = type(state)

@@ -225,7 +225,7 @@ class BatchFrame:
         local = self._local(name)
         rel = self.rel + local
         acc = self.acc
-        if d.coupled:  # a th.CRP draw: exchangeable, not independent
+        if d.coupled:  # a draw of a coupled process: exchangeable, not independent
             value, changed = coupled.sample(self, local, rel, d)
             value = readonly(value)
             self.new[local] = MemberSite(value, np.zeros(acc.n), LATENT, True, d)

@@ -215,7 +215,7 @@ def observe(frame, local, rel, d, value):
         family = d.family
     else:
         raise ModelError(f"th.observe at {fmt(acc.generic(rel))}: {d!r} cannot be observed "
-                         "(a th.CRP is sampled with th.sample)")
+                         "(a process such as th.CRP is sampled with th.sample)")
     x = np.asarray(value, dtype=float)
     if x.ndim == 0 or x.shape[0] != n:
         raise ModelError(f"shape mismatch in {acc.where()} at observation "

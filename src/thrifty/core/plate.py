@@ -56,7 +56,7 @@ class PlateNode(Node):
         self.mem_keys: dict[tuple, Column] = {}  # (mem address, call number) → keys
         self.n_stale = 0  # elements executed before ``valid_from``
         self.mem_stale = False  # some elements may have read a mem key changed since
-        self.procs: dict = {}  # coupled sites (th.CRP draws, collapsed observations) → state
+        self.procs: dict = {}  # coupled sites (process draws, collapsed observations) → state
         self._latent: list | None = None
 
     # -- the node interface -----------------------------------------------------------------

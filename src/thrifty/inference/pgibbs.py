@@ -52,7 +52,9 @@ class _ConditionalStep(StepFrame):
                 f"pgibbs: the reference trajectory has no choice {fmt(self.rel + local)} "
                 "(the steps' choices must be the same in every step)"
             )
-        value[:: self.per] = self.ref[local]  # the batch's own array (fresh draws)
+        value.flags.writeable = True  # the batch's own array (fresh draws), pinned here
+        value[:: self.per] = self.ref[local]
+        value.flags.writeable = False  # (handed to the model read-only, as any kept value)
         return value
 
 

@@ -85,6 +85,39 @@ def test_init_of_the_wrong_shape_names_the_address_and_init():
         _infer(m(), th.mh("w", th.drift(0.1)), init={"w": np.zeros(3)})
 
 
+def test_init_of_the_wrong_shape_on_scalar_and_plate_sites_names_the_address():
+    """A vector given for a scalar site does not turn the site into a vector for the run: the
+    shape is checked for scalar distributions too — top-level sites, mem keys, a plate's site
+    of every element and single elements."""
+
+    @th.model
+    def scalar():
+        mu = th.sample("mu", dist.Normal(0.0, 1.0))
+        th.observe("y", dist.Normal(mu, 1.0), 0.5)
+
+    with pytest.raises(ModelError, match=r"value given for \('mu',\) has shape \(2,\).*init="):
+        _infer(scalar(), th.mh("mu", th.drift(0.1)), init={"mu": [1.0, 2.0]})
+    with pytest.raises(ModelError, match=r"value given for \('mu',\) has shape \(1, 1\)"):
+        _infer(scalar(), init={"mu": np.ones((1, 1))})
+    r = _infer(scalar(), init={"mu": np.float64(1.0)})  # a scalar of any type is fine
+    assert r["mu"].shape == (1, 5)
+
+    @th.model
+    def keyed():
+        f = th.mem("f", lambda k: dist.Normal(0.0, 1.0))
+        th.observe("y", dist.Normal(f(0), 1.0), 0.5)
+
+    with pytest.raises(ModelError, match=r"value given for \('f', 0\) has shape \(2,\).*init="):
+        _infer(keyed(), init={("f", 0): [1.0, 2.0]})
+
+    y = np.zeros(4)
+    with pytest.raises(ModelError, match=r"\('data', \*, 'z'\) \(every element\) has shape "
+                                         r"\(2,\) per element.*shape \(\) per element.*init="):
+        _infer(plate_model(y), init={"data.z": np.zeros((4, 2))})
+    with pytest.raises(ModelError, match=r"\('data', 1, 'z'\) has shape \(2,\) per element"):
+        _infer(plate_model(y), init={("data", 1, "z"): [1.0, 2.0]})
+
+
 @th.model
 def plate_model(y):
     mu = th.sample("mu", dist.Normal(0.0, 1.0))

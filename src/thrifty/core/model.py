@@ -163,14 +163,14 @@ def as_data(x):
     if isinstance(x, np.ndarray) or x is None or isinstance(x, (str, bytes, dict)):
         return x
     if isinstance(x, (list, tuple)):
-        if not x or not all(isinstance(v, (int, float, bool, np.number, list, tuple))
+        if not x or not all(isinstance(v, (int, float, bool, complex, np.number, list, tuple))
                             for v in x):
             return x
         try:
             a = np.asarray(x)
         except ValueError:  # ragged
             return x
-        return a if a.dtype.kind in "biuf" else x
+        return a if a.dtype.kind in "biufc" else x  # (complex: refused where it is observed)
     to_numpy = getattr(x, "to_numpy", None)
     if callable(to_numpy) and not isinstance(x, (int, float, complex, np.generic)):
         return np.asarray(to_numpy())

@@ -2,7 +2,7 @@
 
 ``log k!`` of a count k = 10¹⁶ is about 3.6·10¹⁷, and the usual formulas add and subtract
 such terms down to a result of order ``log k``: float64 keeps none of its digits (and ``k + 1.0``
-rounds to ``k`` above 2⁵³), so ``Poisson(1e16).log_prob(1e16)`` came out 19 too high.  Loader's
+rounds to ``k`` above 2⁵³): they put ``Poisson(1e16).log_prob(1e16)`` 19 too high.  Loader's
 forms (Loader 2000, *Fast and accurate computation of binomial probabilities*) add only terms
 of the size of the result:
 
@@ -99,15 +99,15 @@ def bd0_array(x: np.ndarray, m: np.ndarray, log_m=-np.inf) -> np.ndarray:
     x, m = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(m, dtype=float))
     d = x - m
     near = np.abs(d) < 0.1 * (x + m)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", under="ignore"):  # (m = 0: far is inf)
         far = np.where(m > 0, x * np.log(x / m) + m - x, x * (np.log(x) - log_m) - x)
         v = np.where(near, d / (x + m), 0.0)
-    s = d * v
-    ej = 2.0 * x * v
-    v2 = v * v
-    for j in range(3, 27, 2):
-        ej = ej * v2
-        s = s + ej / j
+        s = d * v
+        ej = 2.0 * x * v
+        v2 = v * v
+        for j in range(3, 27, 2):
+            ej = ej * v2
+            s = s + ej / j
     return np.where(near, s, far)
 
 
@@ -123,8 +123,10 @@ def binomial_array(k, n, p, q, log_p, log_q) -> np.ndarray:
     ki = np.where(inner, k, 1.0)
     ni = np.where(inner, n, 2.0)
     log_n = np.log(ni)
+    with np.errstate(under="ignore"):
+        m_p, m_q = ni * p, ni * q
     lc = (stirlerr_array(ni) - stirlerr_array(ki) - stirlerr_array(ni - ki)
-          - bd0_array(ki, ni * p, log_n + log_p) - bd0_array(ni - ki, ni * q, log_n + log_q))
+          - bd0_array(ki, m_p, log_n + log_p) - bd0_array(ni - ki, m_q, log_n + log_q))
     mid = lc - HALF_LOG_2PI - 0.5 * (np.log(ki) + np.log1p(-ki / ni))
     with np.errstate(invalid="ignore"):
         edge = np.where(k == 0, np.where(n > 0, n * log_q, 0.0), n * log_p)

@@ -298,7 +298,7 @@ class DrawStore:
 
     def extend(self, chunk: dict) -> None:
         self.meta.update(chunk["meta"])
-        self.unrecorded |= chunk["unrecorded"]
+        self.unrecorded |= chunk.get("unrecorded", set())  # (absent from older checkpoints)
         for name, s in chunk["series"].items():
             mine = self.series.get(name)
             if mine is None:

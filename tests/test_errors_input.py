@@ -85,6 +85,39 @@ def test_init_of_the_wrong_shape_names_the_address_and_init():
         _infer(m(), th.mh("w", th.drift(0.1)), init={"w": np.zeros(3)})
 
 
+def test_init_of_the_wrong_shape_on_scalar_and_plate_sites_names_the_address():
+    """A vector given for a scalar site does not turn the site into a vector for the run: the
+    shape is checked for scalar distributions too — top-level sites, mem keys, a plate's site
+    of every element and single elements."""
+
+    @th.model
+    def scalar():
+        mu = th.sample("mu", dist.Normal(0.0, 1.0))
+        th.observe("y", dist.Normal(mu, 1.0), 0.5)
+
+    with pytest.raises(ModelError, match=r"value given for \('mu',\) has shape \(2,\).*init="):
+        _infer(scalar(), th.mh("mu", th.drift(0.1)), init={"mu": [1.0, 2.0]})
+    with pytest.raises(ModelError, match=r"value given for \('mu',\) has shape \(1, 1\)"):
+        _infer(scalar(), init={"mu": np.ones((1, 1))})
+    r = _infer(scalar(), init={"mu": np.float64(1.0)})  # a scalar of any type is fine
+    assert r["mu"].shape == (1, 5)
+
+    @th.model
+    def keyed():
+        f = th.mem("f", lambda k: dist.Normal(0.0, 1.0))
+        th.observe("y", dist.Normal(f(0), 1.0), 0.5)
+
+    with pytest.raises(ModelError, match=r"value given for \('f', 0\) has shape \(2,\).*init="):
+        _infer(keyed(), init={("f", 0): [1.0, 2.0]})
+
+    y = np.zeros(4)
+    with pytest.raises(ModelError, match=r"\('data', \*, 'z'\) \(every element\) has shape "
+                                         r"\(2,\) per element.*shape \(\) per element.*init="):
+        _infer(plate_model(y), init={"data.z": np.zeros((4, 2))})
+    with pytest.raises(ModelError, match=r"\('data', 1, 'z'\) has shape \(2,\) per element"):
+        _infer(plate_model(y), init={("data", 1, "z"): [1.0, 2.0]})
+
+
 @th.model
 def plate_model(y):
     mu = th.sample("mu", dist.Normal(0.0, 1.0))
@@ -105,3 +138,39 @@ def test_a_result_without_draws_says_so():
         r["mu"]
     with pytest.raises(ValueError, match="needs at least 2 draws"):
         r.summary()
+
+
+@th.model
+def _sized(data, n, key=None):
+    mu = th.sample("mu", dist.Normal(0.0, 1.0))
+    y = data if key is None else data[key]
+    with th.plate("data", n) as i:
+        th.observe("y", dist.Normal(mu, 1.0), y[i] if np.ndim(y) == 1 else y[i, 1])
+
+
+def test_a_plate_shorter_or_longer_than_its_data_is_an_error_naming_both_sizes():
+    """``y[i]`` under a plate of 3 over ``y`` of length 4 would observe the first 3 points
+    only (the posterior of other data); of 5, the data has a row too few.  Both are errors
+    naming the plate, the observation, the argument and the sizes — for arrays, dict values
+    and DataFrame columns (read by position), at start-up."""
+    pd = pytest.importorskip("pandas")
+    y = np.array([0.5, -1.0, 2.0, 0.3])
+    msg3 = (r"plate \('data',\) has 3 element\(s\), but its observation \('data', \*, 'y'\) "
+            r"reads the first 3 rows of argument {}, which has 4: the other 1 would not be "
+            r"observed")
+    with pytest.raises(ModelError, match=msg3.format("'data'")):
+        _infer(_sized(y, 3), th.mh("mu", th.drift(0.5)))
+    with pytest.raises(ModelError, match=r"has 5 element\(s\).*reads argument 'data', which "
+                                         r"has only 4 rows"):
+        _infer(_sized(y, 5), th.mh("mu", th.drift(0.5)))
+    with pytest.raises(ModelError, match=msg3.format(r"'data'\['y'\]")):
+        _infer(_sized({"y": y}, 3, "y"))
+    df = pd.DataFrame({"x": np.zeros(4), "y": y})  # a 2-d array: column 1 read as y[i, 1]
+    with pytest.raises(ModelError, match=msg3.format("'data'")):
+        _infer(_sized(df, 3))
+    with pytest.raises(ModelError, match=msg3.format("'data'")):
+        _infer(_sized(np.asfortranarray(df.to_numpy()), 3))
+    # the plate's size equal to the data's length, or the rows passed as the argument: fine
+    assert _infer(_sized(y, 4))["mu"].shape == (1, 5)
+    assert _infer(_sized(y[:3], 3))["mu"].shape == (1, 5)
+    assert _infer(_sized(df, 4))["mu"].shape == (1, 5)

@@ -191,3 +191,57 @@ def test_dims_and_coords_read_well():
     assert list(p["w"].coords["feature"].values) == ["x1", "x2", "x3"]
     assert post["log_likelihood"]["s.z"].dims == ("chain", "draw", "s_t")
     assert post["observed_data"]["o"].values == 0.5
+
+
+@th.model
+def _scale_model(y):
+    mu = th.sample("mu", dist.Normal(0.0, 3.0))
+    s = th.sample("s", dist.HalfNormal(3.0))
+    with th.plate("data", len(y)) as i:
+        z = th.sample("z", dist.Normal(mu, s))
+        th.observe("y", dist.Normal(z, 1.0), y[i])
+    return [mu, z]
+
+
+def test_replays_refuse_draws_whose_latent_variables_were_not_recorded():
+    """A draw replayed without all of its latent values would draw the missing ones from the
+    prior (a posterior predictive of the prior's spread): the predictive, the pointwise
+    log-likelihood and outputs computed from the draws refuse, naming what is missing."""
+    from thrifty.errors import RecordingError
+
+    y = np.random.default_rng(0).normal(1.0, 3.0, size=20)
+    kernel = th.cycle([th.mh(["mu", "s"], th.drift(0.5)), th.mh("data.z", th.drift(0.5))])
+    r = th.infer(_scale_model(y), kernel, num_samples=5, seed=0, progress=False, record=["mu"])
+    with pytest.raises(RecordingError, match=r"not recorded: data\.z, s; .*record=None"):
+        th.predictive(_scale_model(y), r, seed=1)
+    with pytest.raises(RecordingError, match=r"not recorded: data\.z, s"):
+        r.to_arviz(log_likelihood=True)
+    with pytest.raises(RecordingError, match=r"not recorded: data\.z, s"):
+        r.output  # noqa: B018  (outputs read plate values: computed by replays)
+    r = th.infer(_scale_model(y), kernel, num_samples=5, seed=0, progress=False, exclude="mu")
+    with pytest.raises(RecordingError, match=r"not recorded: mu;"):
+        th.predictive(_scale_model(y), r, seed=1)
+    r = th.infer(_scale_model(y), kernel, num_samples=5, seed=0, progress=False)
+    assert th.predictive(_scale_model(y), r, seed=1)["data.y"].shape == (1, 5, 20)
+    assert len(r.output[0]) == 5
+
+
+def test_replays_refuse_a_chain_recorded_as_whole_values():
+    """A markov chain whose steps hold a plate is recorded as whole values, which a replay
+    cannot set: refused, not replayed with the chain's states drawn afresh."""
+    from thrifty.errors import RecordingError
+
+    @th.model
+    def m(y):
+        def step(t, prev):
+            x = th.sample("x", dist.Normal(prev, 1.0))
+            with th.plate("obs", 2) as i:
+                th.observe("y", dist.Normal(x, 0.5), y[t][i])
+            return x
+
+        th.markov("s", step, len(y), 0.0)
+
+    y = np.full((3, 2), 5.0)
+    r = th.infer(m(y), th.lmh(), num_samples=5, seed=0, progress=False)
+    with pytest.raises(RecordingError, match=r"cannot set s\.x"):
+        th.predictive(m(y), r, seed=1)

@@ -22,6 +22,11 @@ class SelectionError(ThriftyError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class RecordingError(ThriftyError, ValueError):
+    """The recorded draws lack what is asked of them (latent variables that ``record=`` or
+    ``exclude=`` left out, needed to replay a draw)."""
+
+
 class InitializationError(ThriftyError):
     """No trace with finite probability was found (an impossible model or initial values)."""
 

@@ -65,6 +65,7 @@ class BatchFrame:
     lp_total = lp_fresh = lp_stale = q_fwd = q_rev = 0.0
     n_fresh = n_stale = mem_calls = 0
     coupled: dict | None = None  # rel → CoupledSite (plates only: thrifty.core.coupled)
+    fresh_node = False  # a plate's first execution (every element, none stored yet)
 
     def __init__(self, run, acc, rel: tuple, old):
         self.run = run
@@ -188,6 +189,27 @@ class BatchFrame:
                 "data with the plate's index"
             )
 
+    def check_data_length(self, rel, value) -> None:
+        """At a plate's first execution (every element): an observed value that holds the first
+        rows of an argument of the program whose length is not the plate's size is an error —
+        ``y[i]`` of ``y`` of length 4 under a plate of 3 would observe 3 of the 4 points
+        (NumPyro refuses the same mismatch).  O(number of arguments), once per plate."""
+        found = self.run.trace.program.leading_rows_of(value)
+        if found is None or found[1] == self.n:
+            return
+        name, length = found
+        n, obs = self.n, fmt(self.generic_all(rel))
+        if n < length:
+            what = (f"reads the first {n} rows of {name}, which has {length}: the other "
+                    f"{length - n} would not be observed")
+        else:
+            what = f"reads {name}, which has only {length} rows"
+        raise ModelError(
+            f"{self.where()} has {n} element(s), but its observation {obs} {what}. Give the "
+            "plate the data's length (th.plate(name, len(data))), or pass only the rows to "
+            "observe as the argument (data[:n])"
+        )
+
     def _check_observed(self, lp, rel, d, value) -> float:
         """``lp.sum()``; NaN → error naming the member; an observation outside the family's
         domain → error naming the member."""
@@ -269,6 +291,8 @@ class BatchFrame:
             stored = run.obs_values.get(acc.obs_key(rel))
             if stored is not None:
                 value = acc.take_members(stored)
+        if acc.fresh_node and type(value) is np.ndarray and value.ndim > len(d.event_shape):
+            acc.check_data_length(rel, value)
         acc.check_observed_shape(rel, d, value)
         try:
             lp = d.log_prob(value)

@@ -76,8 +76,78 @@ class Program:
         n = len(self.args) + len(self.kwargs)
         return f"Program({self.name}, {n} argument{'s' if n != 1 else ''})"
 
+    def leading_rows_of(self, value: np.ndarray) -> tuple[str, int] | None:
+        """``(name, length)`` of the argument array ``a`` of which ``value`` holds the first rows
+        — ``a[0:k]``, or ``a[0:k, j]`` and the like (the same memory, the same row stride, the
+        start in row 0) — or None.  Arguments are the program's arrays and the arrays held in
+        its dict, list and tuple arguments; O(number of them) per call.
+
+        >>> import numpy as np, thrifty as th
+        >>> y = np.arange(8.0).reshape(4, 2)
+        >>> prog = th.model(lambda data: None)(y)
+        >>> prog.leading_rows_of(prog.args[0][0:3, 1]), prog.leading_rows_of(y[1:3])
+        (("argument 'data'", 4), None)
+        """
+        arrays = self.__dict__.get("_arrays")
+        if arrays is None:
+            arrays = self._arrays = _argument_arrays(self)
+        if not arrays:
+            return None
+        ptr = value.__array_interface__["data"][0]
+        for name, a_ptr, shape, strides in arrays:
+            off = ptr - a_ptr
+            if (
+                0 <= off
+                and value.shape[0] <= shape[0]
+                and value.strides[0] == strides[0]
+                and _in_first_row(off, shape[1:], strides[1:])
+            ):
+                return name, shape[0]
+        return None
+
     def __reduce__(self):
         return (Program, (self.model or self.fn, self.args, self.kwargs, self.name))
+
+
+def _argument_arrays(program) -> list[tuple]:
+    """``(name, data pointer, shape, strides)`` of the arrays among the program's arguments
+    (and the values of its dict, list and tuple arguments)."""
+    import inspect
+
+    try:
+        params = [p.name for p in inspect.signature(program.fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    named = [(f"argument {params[k]!r}" if k < len(params) else f"argument {k}", a)
+             for k, a in enumerate(program.args)]
+    named += [(f"argument {k!r}", a) for k, a in program.kwargs.items()]
+    out = []
+    for name, a in named:
+        if isinstance(a, dict):
+            inner = [(f"{name}[{k!r}]", v) for k, v in a.items()]
+        elif isinstance(a, (list, tuple)):
+            inner = [(f"{name}[{k}]", v) for k, v in enumerate(a)]
+        else:
+            inner = [(name, a)]
+        for label, v in inner:
+            if isinstance(v, np.ndarray) and v.ndim and v.strides[0] > 0:
+                out.append((label, v.__array_interface__["data"][0], v.shape, v.strides))
+    return out
+
+
+def _in_first_row(off: int, shape: tuple, strides: tuple) -> bool:
+    """Whether byte offset ``off`` is that of an element ``a[0, j, ...]`` of an array whose
+    axes after the first have ``shape`` and ``strides`` (axes taken from the largest stride
+    down, which decomposes the offset of any non-overlapping layout: C, Fortran, views)."""
+    for st, n in sorted(zip(strides, shape), reverse=True):
+        if st <= 0:
+            continue
+        j = off // st
+        if j >= n:
+            return False
+        off -= j * st
+    return off == 0
 
 
 def as_data(x):
@@ -93,14 +163,14 @@ def as_data(x):
     if isinstance(x, np.ndarray) or x is None or isinstance(x, (str, bytes, dict)):
         return x
     if isinstance(x, (list, tuple)):
-        if not x or not all(isinstance(v, (int, float, bool, np.number, list, tuple))
+        if not x or not all(isinstance(v, (int, float, bool, complex, np.number, list, tuple))
                             for v in x):
             return x
         try:
             a = np.asarray(x)
         except ValueError:  # ragged
             return x
-        return a if a.dtype.kind in "biuf" else x
+        return a if a.dtype.kind in "biufc" else x  # (complex: refused where it is observed)
     to_numpy = getattr(x, "to_numpy", None)
     if callable(to_numpy) and not isinstance(x, (int, float, complex, np.generic)):
         return np.asarray(to_numpy())

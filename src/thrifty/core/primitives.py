@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from thrifty import _context
 from thrifty.core.address import as_name
 from thrifty.core.mem import Mem
@@ -50,6 +52,18 @@ def sample(name, d) -> Any:
         raise
 
 
+def _is_complex(value) -> bool:
+    if type(value) is np.ndarray:
+        return value.dtype.kind == "c"
+    return isinstance(value, (complex, np.complexfloating))
+
+
+def _describe_complex(value) -> str:
+    if type(value) is np.ndarray:
+        return f"an array of dtype {value.dtype}"
+    return repr(value)
+
+
 def observe(name, d, value) -> Any:
     """Condition on ``value`` having been drawn from ``d``; returns ``value``.
 
@@ -69,6 +83,12 @@ def observe(name, d, value) -> Any:
         raise ModelError(f"th.observe({name!r}, ...): the observed value is None; pass the "
                          "data (a number or an array), or use th.sample for a latent value "
                          "(None is accepted only by th.predictive)")
+    t = type(value)
+    if t is not float and t is not int and _is_complex(value):
+        raise ModelError(f"th.observe({name!r}, ...): the observed value is complex "
+                         f"({_describe_complex(value)}); thrifty's distributions are real, so "
+                         "observe the real and imaginary parts (value.real, value.imag) as "
+                         "two sites, or the modulus")
     try:
         return RUNS[-1].frame.observe(name, d, value)
     except AttributeError:  # (checked here, off the hot path)
@@ -98,6 +118,10 @@ def factor(name, log_weight) -> None:
     >>> bool((r["x"] > 0).all())
     True
     """
+    t = type(log_weight)
+    if t is not float and t is not int and _is_complex(log_weight):
+        raise ModelError(f"th.factor({name!r}, ...): the log-weight is complex "
+                         f"({_describe_complex(log_weight)}); a log-weight is a real number")
     _frame("factor").factor(name, log_weight)
 
 

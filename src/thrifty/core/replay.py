@@ -127,8 +127,9 @@ class ScalarLanes:
         return value, lp
 
     def given(self, d, target, acct):
-        if d.event_shape or d.batch_shape:  # a value set from outside (init=, a proposal)
-            want = tuple(d.batch_shape) + tuple(d.event_shape)
+        bs, es = d.batch_shape, d.event_shape
+        if bs or es or type(target) is not float:  # a value set from outside (init=, a proposal)
+            want = tuple(bs) + tuple(es)
             if np.shape(target) != want:
                 raise ModelError(
                     f"the value given for {fmt(self.addr)} has shape {np.shape(target)}, but "
@@ -228,7 +229,9 @@ class BatchLanes:
     def given(self, d, target, acct):
         pos, vals = target
         n = self.n
-        if isinstance(pos, slice) or (len(pos) == n and np.array_equal(pos, np.arange(n))):
+        whole = isinstance(pos, slice) or (len(pos) == n and np.array_equal(pos, np.arange(n)))
+        self._check_given(d, pos, vals, whole)
+        if whole:
             value = np.array(vals)  # (a copy: the engine keeps it read-only)
             check = np.arange(self.n)
         else:  # some members given (init of single elements): the others drawn fresh
@@ -243,6 +246,25 @@ class BatchLanes:
             raise ZeroProbability(self.frame.member_addr(j, self.rel), d, value[j])
         self.check_nan(d, value, lp)
         return value, lp
+
+    def _check_given(self, d, pos, vals, whole: bool) -> None:
+        """Values set from outside (init=, a write-back) hold one value of the distribution's
+        per-member shape per member: an error naming the site otherwise."""
+        one = (tuple(d.batch_shape[1:]) if self.code else ()) + tuple(d.event_shape)
+        k = self.n if whole else len(pos)
+        shape = np.shape(vals)
+        if shape == (k,) + one:
+            return
+        frame = self.frame
+        if whole:
+            what = f"{fmt(frame.generic(self.rel))} (every element)"
+        else:
+            what = ", ".join(fmt(frame.member_addr(int(j), self.rel)) for j in pos[:3])
+        raise ModelError(
+            f"the value given for {what} has shape {shape[1:] if shape[:1] == (k,) else shape}"
+            f" per element, but {d!r} draws values of shape {one} per element (check init= or "
+            "the proposal)"
+        )
 
     def resample(self, d, old, old_lp, hit, acct):
         lp_before = old_lp  # the old values under their old parents (see ScalarLanes)

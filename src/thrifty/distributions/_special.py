@@ -2,12 +2,14 @@
 
 Each mirrors a ``scipy.special`` ufunc used on the array paths, including its conventions at the
 edges (``0 * log(0) = 0``), without the ~1 µs cost of a ufunc call on a Python float.
+:func:`log1p_square` (with its array form) is the heavy-tailed families' ``log(1 + z²/df)``.
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 from scipy.special import betaln as _betaln_ufunc
 from scipy.special import poch as _poch_ufunc
 
@@ -53,6 +55,32 @@ def betaln(a: float, b: float) -> float:
     if a + b < 1e3:
         return math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)
     return float(_betaln_ufunc(a, b))
+
+
+def log1p_square(d: float, s: float, df: float = 1.0) -> float:
+    """``log(1 + (d/s)² / df)`` without overflow: ``(d/s)²`` overflows from ``|d/s| ≈ 1.3e154``
+    on (a Cauchy observation at 1e155 is not impossible), where ``u = 2 log|d/s| − log df`` and
+    the result is ``u + log1p(exp(−u))``."""
+    z = d / s
+    r = z * z / df
+    if r < INF:
+        return math.log1p(r)
+    u = 2.0 * (math.log(abs(d)) - math.log(s)) - math.log(df)
+    return u + math.log1p(math.exp(-u))
+
+
+def log1p_square_array(d, s, df=1.0) -> np.ndarray:
+    """:func:`log1p_square` elementwise."""
+    with np.errstate(over="ignore", under="ignore"):
+        z = d / s
+        r = z * z / df
+        out = np.log1p(r)
+        big = np.isinf(r)
+        if big.any():  # (there u > 709: exp(−u) is tiny, and u = inf for an infinite d)
+            u = 2.0 * (np.log(np.abs(np.where(big, d, 1.0))) - np.log(s)) - np.log(df)
+            u = np.where(big, u, np.inf)  # (elsewhere unused)
+            out = np.where(big, u + np.log1p(np.exp(-u)), out)
+    return out
 
 
 def log_gamma_ratio_half(x: float) -> float:

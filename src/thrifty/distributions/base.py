@@ -52,7 +52,14 @@ def as_params(*params, owner: Distribution | None = None):
     """
     if all(type(p) in _FAST_SCALARS for p in params):
         return tuple(float(p) for p in params), ()
-    arrays = [np.asarray(p, dtype=float) for p in params]
+    arrays = [np.asarray(p) for p in params]
+    if any(a.dtype.kind == "c" for a in arrays):  # (float() would drop the imaginary part)
+        message = "parameters must be real numbers, got a complex value"
+        if owner is None:
+            raise DistributionError(message)
+        owner._fail(message)
+        arrays = [a.real for a in arrays]
+    arrays = [a.astype(float, copy=False) for a in arrays]
     if all(a.ndim == 0 for a in arrays):
         return tuple(float(a) for a in arrays), ()
     shape = arrays[0].shape

@@ -162,19 +162,18 @@ class StudentT(cumulative.StudentTCDF, Distribution):
         if (t is float or t is int) and not self.batch_shape:
             if not -INF < value < INF:
                 return -INF
-            z = (value - self.loc) / self.scale
             return (
                 sm.log_gamma_ratio_half(0.5 * df)
                 - 0.5 * (math.log(df) + LOG_PI)
                 - math.log(self.scale)
-                - 0.5 * (df + 1.0) * math.log1p(z * z / df)
+                - 0.5 * (df + 1.0) * sm.log1p_square(value - self.loc, self.scale, df)
             )
-        z = (np.asarray(value, dtype=float) - self.loc) / self.scale
+        d = np.asarray(value, dtype=float) - self.loc
         lp = (
             np.log(poch(0.5 * df, 0.5))
             - 0.5 * (np.log(df) + LOG_PI)
             - np.log(self.scale)
-            - 0.5 * (df + 1.0) * np.log1p(z * z / df)
+            - 0.5 * (df + 1.0) * sm.log1p_square_array(d, self.scale, df)
         )
         return scalar_or_array(np.fmax(lp, -np.inf))  # a NaN value is off the support: -inf
 
@@ -224,10 +223,9 @@ class Cauchy(cumulative.CauchyCDF, Distribution):
         if (t is float or t is int) and not self.batch_shape:
             if not -INF < value < INF:
                 return -INF
-            z = (value - self.loc) / self.scale
-            return -LOG_PI - math.log(self.scale) - math.log1p(z * z)
-        z = (np.asarray(value, dtype=float) - self.loc) / self.scale
-        lp = -LOG_PI - np.log(self.scale) - np.log1p(z * z)
+            return -LOG_PI - math.log(self.scale) - sm.log1p_square(value - self.loc, self.scale)
+        d = np.asarray(value, dtype=float) - self.loc
+        lp = -LOG_PI - np.log(self.scale) - sm.log1p_square_array(d, self.scale)
         return scalar_or_array(np.fmax(lp, -np.inf))  # a NaN value is off the support: -inf
 
     @property

@@ -9,6 +9,7 @@ import threading
 import numpy as np
 from scipy.special import expit, gammaln, log_expit, logsumexp, xlog1py, xlogy
 
+from thrifty.distributions import _saddle as saddle
 from thrifty.distributions import _special as sm
 from thrifty.distributions import constraints, cumulative
 from thrifty.distributions.base import (
@@ -355,6 +356,8 @@ class Binomial(_ProbsLogits):
             if k is not _ARRAY:
                 if not 0 <= k <= n:
                     return -INF
+                if n >= saddle.LARGE:  # lgamma(n + 1) would cancel away the digits
+                    return saddle.binomial(float(k), float(n), *self._scalar_pq())
                 lp = math.lgamma(n + 1.0) - math.lgamma(k + 1.0) - math.lgamma(n - k + 1.0)
                 if self.logits is None:
                     return lp + sm.xlogy(k, self._probs) + sm.xlog1my(n - k, self._probs)
@@ -368,7 +371,27 @@ class Binomial(_ProbsLogits):
             lp = lp + xlogy(k, self._probs) + xlog1py(n - k, -self._probs)
         else:
             lp = lp + _xmul(k, log_expit(self.logits)) + _xmul(n - k, log_expit(-self.logits))
+        big = np.asarray(n) >= saddle.LARGE
+        if big.any():  # saddle-point form for large total counts
+            lp = np.where(big, saddle.binomial_array(k, n, *self._array_pq()), lp)
         return scalar_or_array(np.where(ok, lp, -np.inf))
+
+    def _scalar_pq(self) -> tuple:
+        """(p, q, log p, log q) of scalar parameters, from probs or (exactly) from logits."""
+        if self.logits is None:
+            p = float(self._probs)
+            return p, 1.0 - p, math.log(p) if p > 0 else -INF, sm.xlog1my(1.0, p)
+        lg = float(self.logits)
+        return sm.expit(lg), sm.expit(-lg), sm.log_expit(lg), sm.log_expit(-lg)
+
+    def _array_pq(self) -> tuple:
+        """:meth:`_scalar_pq` of array parameters."""
+        if self.logits is None:
+            p = np.asarray(self._probs, dtype=float)
+            with np.errstate(divide="ignore"):
+                return p, 1.0 - p, np.log(p), np.log1p(-p)
+        lg = np.asarray(self.logits, dtype=float)
+        return expit(lg), expit(-lg), log_expit(lg), log_expit(-lg)
 
     def enumerate_support(self):
         return np.arange(int(np.max(self.total_count)) + 1)
@@ -413,11 +436,16 @@ class Poisson(cumulative.PoissonCDF, Distribution):
             if k is not _ARRAY:
                 if not 0 <= k < INF:
                     return -INF
+                if k >= saddle.LARGE:  # lgamma(k + 1) would cancel away the digits
+                    return saddle.poisson(float(k), float(rate))
                 return sm.xlogy(k, rate) - rate - math.lgamma(k + 1.0)
         x = np.asarray(value, dtype=float)
         ok = is_integral(x) & (x >= 0)
         k = np.where(ok, x, 0.0)
         lp = xlogy(k, rate) - rate - gammaln(k + 1.0)
+        big = k >= saddle.LARGE
+        if big.any():  # saddle-point form for large counts
+            lp = np.where(big, saddle.poisson_array(np.where(big, k, saddle.LARGE), rate), lp)
         return scalar_or_array(np.where(ok, lp, -np.inf))
 
     @property

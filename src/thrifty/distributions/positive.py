@@ -163,12 +163,11 @@ class HalfCauchy(Cumulative, Distribution):
         if (t is float or t is int) and not self.batch_shape:
             if not 0.0 <= value < INF:
                 return -INF
-            z = value / self.scale
-            return LOG_2_OVER_PI - math.log(self.scale) - math.log1p(z * z)
+            return LOG_2_OVER_PI - math.log(self.scale) - sm.log1p_square(value, self.scale)
         x = np.asarray(value, dtype=float)
         ok = (x >= 0) & (x < np.inf)
-        z = np.where(ok, x, 0.0) / self.scale
-        lp = LOG_2_OVER_PI - np.log(self.scale) - np.log1p(z * z)
+        lp = (LOG_2_OVER_PI - np.log(self.scale)
+              - sm.log1p_square_array(np.where(ok, x, 0.0), self.scale))
         return scalar_or_array(np.where(ok, lp, -np.inf))
 
     def cdf(self, value):
@@ -230,23 +229,21 @@ class HalfStudentT(Cumulative, Distribution):
         if (t is float or t is int) and not self.batch_shape:
             if not 0.0 <= value < INF:
                 return -INF
-            z = value / self.scale
             return (
                 LOG_2
                 + sm.log_gamma_ratio_half(0.5 * df)
                 - 0.5 * (math.log(df) + LOG_PI)
                 - math.log(self.scale)
-                - 0.5 * (df + 1.0) * math.log1p(z * z / df)
+                - 0.5 * (df + 1.0) * sm.log1p_square(value, self.scale, df)
             )
         x = np.asarray(value, dtype=float)
         ok = (x >= 0) & (x < np.inf)
-        z = np.where(ok, x, 0.0) / self.scale
         lp = (
             LOG_2
             + np.log(poch(0.5 * df, 0.5))
             - 0.5 * (np.log(df) + LOG_PI)
             - np.log(self.scale)
-            - 0.5 * (df + 1.0) * np.log1p(z * z / df)
+            - 0.5 * (df + 1.0) * sm.log1p_square_array(np.where(ok, x, 0.0), self.scale, df)
         )
         return scalar_or_array(np.where(ok, lp, -np.inf))
 

@@ -149,7 +149,7 @@ class ChainRun:
         if snapshot is None and not keep.everything:
             from thrifty.runtime.recorder import sources
 
-            found, _, generic = sources(self.trace, lambda name: True)
+            found, _, generic, _ = sources(self.trace, lambda name: True)
             keep.check([*found, *(n for _, _, values in generic for n in values)])
         self.recorder = Recorder(keep, self.needs_plates, start=self.n_recorded)
 

@@ -289,6 +289,7 @@ class DrawStore:
 
     def __init__(self):
         self.meta: dict = {}  # name → where the variable lives (for replaying outputs)
+        self.unrecorded: set = set()  # latent variables that record=/exclude= left out
         self.series: dict[str, Series] = {}
         self.lp: list = []
         self.n_latent: list = []
@@ -297,6 +298,7 @@ class DrawStore:
 
     def extend(self, chunk: dict) -> None:
         self.meta.update(chunk["meta"])
+        self.unrecorded |= chunk.get("unrecorded", set())  # (absent from older checkpoints)
         for name, s in chunk["series"].items():
             mine = self.series.get(name)
             if mine is None:
@@ -313,6 +315,7 @@ class DrawStore:
         series = {k: s.between(a, b) for k, s in self.series.items()}
         return {
             "meta": dict(self.meta),
+            "unrecorded": set(self.unrecorded),
             "series": {k: s for k, s in series.items() if len(s)},
             "lp": self.lp[a:b],
             "n_latent": self.n_latent[a:b],
@@ -323,6 +326,7 @@ class DrawStore:
     def prefix(self, n: int) -> DrawStore:
         out = DrawStore()
         out.meta = dict(self.meta)
+        out.unrecorded = set(self.unrecorded)
         out.series = {k: s.prefix(n) for k, s in self.series.items()}
         out.series = {k: s for k, s in out.series.items() if len(s)}
         out.lp, out.n_latent, out.outputs = self.lp[:n], self.n_latent[:n], self.outputs[:n]

@@ -154,12 +154,14 @@ def _chain_column(chain, rel, steps):
     return out
 
 
-def sources(trace, keep) -> tuple[dict, dict, list]:
-    """``{name: source}`` of the recorded variables of ``trace``, ``{node: [names]}`` and the
-    top-level chains read in full (with nested nodes): ``[(local, chain, {name: value})]``."""
+def sources(trace, keep) -> tuple[dict, dict, list, set]:
+    """``{name: source}`` of the recorded variables of ``trace``, ``{node: [names]}``, the
+    top-level chains read in full (with nested nodes): ``[(local, chain, {name: value})]``, and
+    the names of the latent variables ``keep`` leaves out."""
     out: dict = {}
     by_node: dict = {}
     generic: list = []
+    skipped: set = set()
 
     def add(name_parts, src):
         name = dotted(name_parts)
@@ -167,6 +169,8 @@ def sources(trace, keep) -> tuple[dict, dict, list]:
             out[name] = src
             if src.node is not None:
                 by_node.setdefault(src.node, []).append(name)
+        elif src.latent:
+            skipped.add(name)
 
     root = trace.root
     for local, s in root.sites.items():
@@ -186,8 +190,12 @@ def sources(trace, keep) -> tuple[dict, dict, list]:
         if chain.nested:
             values: dict = {}
             _collect_block(_ChainAsBlock(local, chain), (), values, True)
-            values = {dotted(k): v for k, v in values.items() if keep(dotted(k))}
-            generic.append((local, chain, values))
+            values = {dotted(k): v for k, v in values.items()}
+            if not all(keep(n) for n in values):  # which of the left-out values are latent
+                latent: dict = {}
+                _collect_block(_ChainAsBlock(local, chain), (), latent, False)
+                skipped.update(n for n in map(dotted, latent) if not keep(n))
+            generic.append((local, chain, {n: v for n, v in values.items() if keep(n)}))
             continue
         for rel, s in chain.sites.items():
             if _keep(s.kind) and s.values is not None:
@@ -197,7 +205,7 @@ def sources(trace, keep) -> tuple[dict, dict, list]:
         for key in table.values:
             add(addr + (key,), _Source("mem", table, (addr, key)))
         by_node.setdefault(table, [])
-    return out, by_node, generic
+    return out, by_node, generic, skipped
 
 
 class _ChainAsBlock:
@@ -225,6 +233,7 @@ class Recorder:
 
     def _new(self) -> None:
         self.meta: dict = {}  # name → source meta of variables (re)located since the last take
+        self.unrecorded: set = set()  # latent variables left out by ``keep`` since the last take
         self.series: dict[str, Series] = {}
         self.lp: list = []
         self.n_latent: list = []
@@ -285,7 +294,8 @@ class Recorder:
 
     def _walk(self, trace, d, full: bool) -> None:
         """Structure changed (or a first draw): whole values for what is new or replaced."""
-        new, by_node, generic = sources(trace, self.keep)
+        new, by_node, generic, skipped = sources(trace, self.keep)
+        self.unrecorded |= skipped
         old = self._sources
         for name, src in new.items():
             prev = old.get(name)
@@ -381,6 +391,7 @@ class Recorder:
         """The draws recorded since the last call (and forget them)."""
         out = {
             "meta": self.meta,
+            "unrecorded": self.unrecorded,
             "series": self.series,
             "lp": self.lp,
             "n_latent": self.n_latent,

@@ -13,7 +13,7 @@ import numpy as np
 
 from thrifty.core.run import RESCORE, Run, VecTarget
 from thrifty.core.simulate import initialize
-from thrifty.errors import SelectionError
+from thrifty.errors import RecordingError, SelectionError
 from thrifty.runtime.recorder import PENDING
 
 
@@ -43,14 +43,28 @@ def _targets(meta: dict, values: dict) -> tuple[dict, dict]:
 
 
 def recorded_latents(store) -> list[str]:
-    """Names of the latent variables of ``store``; an error if the draws cannot be replayed
-    (a latent variable not recorded, or one read generically)."""
-    missing = [n for n, m in store.meta.items() if m[3] and n not in store.series]
-    if missing or any(m[0] == "generic" for m in store.meta.values()):
-        raise ValueError(
+    """Names of the latent variables of ``store``; a :class:`RecordingError` naming the latent
+    variables that were not recorded (``record=``/``exclude=`` of ``th.infer``) or were read
+    generically, since a replay would draw them afresh from their prior instead of setting
+    them to the chain's values."""
+    missing = set(store.unrecorded)
+    missing.update(n for n, m in store.meta.items() if m[3] and n not in store.series)
+    generic = [n for n in store.series if n not in store.meta]  # whole values of a chain
+    if missing:
+        names = sorted(missing)
+        listed = ", ".join(names[:8]) + (f", ... ({len(names)} in all)" if len(names) > 8 else "")
+        raise RecordingError(
             "replaying the recorded draws (for outputs that read plate values, the pointwise "
-            "log-likelihood or the posterior predictive) needs every latent variable recorded "
-            "(th.infer(..., record=None))"
+            "log-likelihood or the posterior predictive) needs every latent variable, but "
+            f"these were not recorded: {listed}; record them (th.infer(..., record=None), or "
+            "add them to record= / remove them from exclude=)"
+        )
+    if generic:
+        raise RecordingError(
+            "replaying the recorded draws (for outputs that read plate values, the pointwise "
+            f"log-likelihood or the posterior predictive) cannot set {', '.join(generic[:8])}: "
+            "a markov chain whose steps hold plates or chains is recorded as whole values, "
+            "which a replay cannot set"
         )
     return [n for n, m in store.meta.items() if m[3]]
 

@@ -103,7 +103,14 @@ def seal(kind: bytes, version: int, payload: bytes, key: bytes) -> bytes:
 def unseal(data: bytes, kind: bytes, version: int, key: bytes, what: str) -> bytes:
     """The payload of the block ``data``, after checking its checksum, kind, version and HMAC;
     :class:`~thrifty.errors.CheckpointError` naming ``what`` otherwise."""
+    damaged = CheckpointError(
+        f"{what} is damaged (its checksum does not match: truncated, or bytes changed on "
+        "disk); it cannot be resumed — remove the checkpoint (and its .draws file) or "
+        "choose another checkpoint path"
+    )
     if not data.startswith(MAGIC):
+        if sum(a != b for a, b in zip(data[: len(MAGIC)], MAGIC)) == 1:
+            raise damaged  # one byte of the marker changed
         if data[:1] == b"\x80":
             raise CheckpointError(
                 f"{what} is a checkpoint of an earlier thrifty (a pickle): this version does not "
@@ -113,11 +120,7 @@ def unseal(data: bytes, kind: bytes, version: int, key: bytes, what: str) -> byt
         raise CheckpointError(f"{what} is not a thrifty checkpoint; choose another checkpoint "
                               "path")
     if len(data) < _START + _TAIL or hashlib.sha256(data[:-32]).digest() != data[-32:]:
-        raise CheckpointError(
-            f"{what} is damaged (its checksum does not match: truncated, or bytes changed on "
-            "disk); it cannot be resumed — remove the checkpoint (and its .draws file) or "
-            "choose another checkpoint path"
-        )
+        raise damaged
     got_kind, got_version, n = _HEAD.unpack_from(data, len(MAGIC))
     if got_kind != kind:
         raise CheckpointError(f"{what} is not a {kind.decode(errors='replace')} block of a "
@@ -128,7 +131,7 @@ def unseal(data: bytes, kind: bytes, version: int, key: bytes, what: str) -> byt
             f"{version}. Remove it (and its .draws file) or choose another checkpoint path"
         )
     if _START + n + _TAIL != len(data):
-        raise CheckpointError(f"{what} is damaged (its length field does not match)")
+        raise damaged
     mac = hmac.new(key, data[: -_TAIL], hashlib.sha256).digest()
     if not hmac.compare_digest(mac, data[-_TAIL:-32]):
         raise CheckpointError(

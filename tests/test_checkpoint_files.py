@@ -157,3 +157,15 @@ def test_a_temporary_file_left_by_a_killed_write_is_removed_on_resume(tmp_path):
     live.write_bytes(b"being written")
     _resume(path)
     assert not stale.exists() and live.exists()
+
+
+def test_the_checkpoint_modules_docstring_examples_run():
+    import doctest
+
+    from thrifty import fingerprint
+    from thrifty.inference import configured
+    from thrifty.runtime import checkpoint, sealed
+
+    for module in (fingerprint, configured, checkpoint, sealed):
+        result = doctest.testmod(module, verbose=False, report=False)
+        assert result.failed == 0, module.__name__

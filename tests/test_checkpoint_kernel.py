@@ -154,3 +154,16 @@ def test_restore_state_keeps_the_kernel_passed_and_takes_the_saved_state():
     assert mh.stats is saved.children[0].stats and mh.stats.steps == 50
     assert proposal.adapters is saved.children[0].proposal.adapters and proposal.adapters
     assert mine.config() == saved.config()
+
+
+def test_a_kernel_built_from_a_generator_is_configured_and_copied(tmp_path):
+    """The constructor arguments are recorded as the constructor saw them: a generator of
+    kernels is made a list first (a record of the spent generator could be neither compared
+    nor copied for the chains)."""
+    k = th.cycle(th.mh(s, th.drift(0.3)) for s in ("w",))
+    assert k.config() == th.cycle([th.mh("w", th.drift(0.3))]).config()
+    path = tmp_path / "run.ckpt"
+    first = th.infer(logistic(X, Y), k, num_samples=5, seed=0, progress=False, checkpoint=path)
+    again = th.infer(logistic(X, Y), th.cycle([th.mh("w", th.drift(0.3))]), num_samples=5,
+                     seed=0, progress=False, checkpoint=path)
+    np.testing.assert_array_equal(again["w"], first["w"])

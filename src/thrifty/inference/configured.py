@@ -2,8 +2,8 @@
 
 A checkpoint compares the kernel of the run it resumes with the kernel passed to ``th.infer``.
 A label (``mh('w', drift(0.5))``) omits settings and rounds numbers, so every kernel, proposal
-and selection records the arguments it was constructed with (:class:`Configured`, in
-``__new__``: a subclass needs no cooperation) and reports them with :meth:`Configured.config`
+and selection records the arguments it was constructed with (:class:`Configured`, through
+its metaclass: a subclass needs no cooperation) and reports them with :meth:`Configured.config`
 — every constructor argument, defaults included, floats exactly, arrays by content, kernels
 inside kernels (``th.cycle``, ``th.mixture``) recursively, and for a class defined outside
 thrifty its code (the methods' code and all they reach, its class attributes; see
@@ -16,19 +16,32 @@ what the kernel learnt while running (:func:`restore_state`).
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterator
 
 import numpy as np
 
 from thrifty.fingerprint import class_digest, is_library, value_digest
 
 
-class Configured:
-    """Records its constructor arguments; :meth:`config` reports them."""
+class _Recording(type):
+    """The metaclass of :class:`Configured`: every instance records the arguments it was
+    constructed with.  A one-shot iterator argument (``th.cycle(k for k in ks)``) is made a
+    list first, so the constructor and the record see the same items."""
 
-    def __new__(cls, *args, **kwargs):
-        self = super().__new__(cls)
-        self._init_args = (args, kwargs)
-        return self
+    def __call__(cls, *args, **kwargs):
+        args = tuple(_materialised(a) for a in args)
+        kwargs = {k: _materialised(v) for k, v in kwargs.items()}
+        obj = super().__call__(*args, **kwargs)
+        obj._init_args = (args, kwargs)
+        return obj
+
+
+def _materialised(x):
+    return list(x) if isinstance(x, Iterator) else x
+
+
+class Configured(metaclass=_Recording):
+    """Records its constructor arguments; :meth:`config` reports them."""
 
     def config(self) -> dict:
         """The constructor arguments (with their defaults) as plain data, exactly.

@@ -307,6 +307,9 @@ class Walker:
         elif isinstance(x, Program):
             h.update(b"program")
             self._value(h, (x.fn, x.args, x.kwargs), where, depth)
+        elif callable(x) and isinstance(getattr(x, "__wrapped__", None), types.FunctionType):
+            h.update(f"wrapper:{_name(type(x))}".encode())  # functools.lru_cache, ...
+            self._value(h, x.__wrapped__, where, depth)
         else:
             self._reduced(h, x, where, depth)
 

@@ -15,6 +15,7 @@ what the kernel learnt while running (:func:`restore_state`).
 
 from __future__ import annotations
 
+import copyreg
 import inspect
 from collections.abc import Iterator
 
@@ -109,6 +110,9 @@ def restore_state(mine, saved) -> None:
     was pickled with (a mem table's reader log) stays shared."""
     if mine is saved:
         return
+    for slot in copyreg._slotnames(type(saved)):  # a subclass's __slots__, if any
+        if hasattr(saved, slot):
+            setattr(mine, slot, getattr(saved, slot))
     state = vars(saved)
     own = vars(mine)
     for name in [n for n in own if n not in state and n != "_init_args"]:

@@ -35,6 +35,7 @@ import struct
 
 import numpy as np
 
+from thrifty.core.chain_site import States
 from thrifty.errors import CheckpointError
 from thrifty.runtime.recorder import PENDING
 
@@ -166,10 +167,14 @@ class _Encoder:
         t = type(x)
         if x is None or t is bool or t is int or t is float or t is str:
             return x
-        if t is list:
-            return [self.encode(v) for v in x]
-        if t is tuple:
-            return {"t": [self.encode(v) for v in x]}
+        if t is list or t is tuple:
+            kind = _scalars(x)
+            if kind is not None:  # NumPy scalars of one type: one slice of a pool
+                return {"G" if t is list else "tG": self.put(np.array(x, dtype=kind))}
+            return [self.encode(v) for v in x] if t is list else {"t": [self.encode(v)
+                                                                         for v in x]}
+        if t is States:  # what th.markov returns (a program's output, often)
+            return {"S": self.encode(list(x))}
         if t is dict:
             return {"d": [[self.encode(k), self.encode(v)] for k, v in x.items()]}
         if t is np.ndarray and x.dtype.fields is None and x.dtype.subdtype is None:
@@ -190,6 +195,19 @@ class _Encoder:
             raise TypeError(f"a value of type {type(x).__qualname__} cannot be stored in a "
                             f"checkpoint ({type(e).__name__}: {e})") from e
         return {"x": self.put(np.frombuffer(data, dtype=np.uint8))[:2] + [len(data)]}
+
+
+def _scalars(x):
+    """The dtype of ``x`` if it holds at least two NumPy numbers all of one type, else None."""
+    if len(x) < 2:
+        return None
+    t = type(x[0])
+    if not issubclass(t, np.number) and t is not np.bool_:
+        return None
+    for v in x:
+        if type(v) is not t:
+            return None
+    return np.dtype(t)
 
 
 def to_arrays(tree) -> dict[str, np.ndarray]:
@@ -221,6 +239,12 @@ def _decode(node, pools):
     (tag, v), = node.items()
     if tag == "t":
         return tuple(_decode(x, pools) for x in v)
+    if tag in ("G", "tG"):
+        k, off, (n,) = v
+        items = list(pools[k][off : off + n])
+        return items if tag == "G" else tuple(items)
+    if tag == "S":
+        return States.of(_decode(v, pools))
     if tag == "d":
         return {_decode(k, pools): _decode(x, pools) for k, x in v}
     if tag == "a":

@@ -220,3 +220,14 @@ def test_a_resume_that_records_differently_is_refused(tmp_path):
         th.infer(prog, k, **kw)
     with pytest.raises(ValueError, match=r"what is recorded differs.*exclude=\['mu'\]"):
         th.infer(prog, k, record="mu", exclude="mu", **kw)
+
+
+def test_a_resume_with_other_initial_values_is_refused(tmp_path):
+    """A chain that had not started when the run stopped would start from the new values."""
+    path = tmp_path / "run.ckpt"
+    kw = dict(num_samples=20, chains=2, workers=1, seed=0, progress=False, checkpoint=path)
+    prog, k = normal_mean(np.zeros(5)), th.mh("mu", th.drift(0.5))
+    th.infer(prog, k, init={"mu": 1.0}, **kw)
+    th.infer(prog, k, init={"mu": 1.0}, **kw)
+    with pytest.raises(ValueError, match="init: checkpoint has initial values"):
+        th.infer(prog, k, init={"mu": 2.0}, **kw)

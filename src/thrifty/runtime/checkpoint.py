@@ -18,7 +18,8 @@ left by a kill is removed).  The main file holds::
                 "record": {"record": [...] | None, "exclude": [...]},
                 "model": {<item>: <digest>: the code of every function the model reaches, the
                           module-level values, closures and defaults they read, the
-                          arguments — thrifty.fingerprint>}},
+                          arguments — thrifty.fingerprint>},
+                "init": <digest of the initial values>},
      "chains": [{"status": "pending" | "running" | "done" | ..., "iteration": <steps done>,
                  "ranges": [[offset, length, sha256], ...],
                  "snapshot": None | {"state": <bytes: pickle of (trace, kernel) without the
@@ -48,7 +49,7 @@ import warnings
 import numpy as np
 
 from thrifty.errors import CheckpointError, CheckpointWarning
-from thrifty.fingerprint import fingerprint_program
+from thrifty.fingerprint import fingerprint_program, value_digest
 from thrifty.inference.kernel import Stats
 from thrifty.runtime.chain import ChainRecord, loads_state
 from thrifty.runtime.draws import DrawStore, Series
@@ -64,17 +65,19 @@ from thrifty.runtime.sealed import (
 
 FORMAT = "thrifty-checkpoint"
 VERSION = 5
-SETTINGS = ("num_samples", "burn_in", "thin", "chains", "seed", "program")
+SETTINGS = ("num_samples", "burn_in", "thin", "chains", "seed", "program", "init")
 
 
 # -- what a resume compares ---------------------------------------------------------------------
-def run_identity(program, kernel, keep) -> dict:
+def run_identity(program, kernel, keep, inits) -> dict:
     """The parts of a run's configuration that fingerprint it: the model (code and data), the
-    kernel's full configuration and what is recorded.  Warns (:class:`CheckpointWarning`)
-    naming what cannot be fingerprinted."""
+    kernel's full configuration, what is recorded and the initial values (a chain not started
+    yet starts from them).  Warns (:class:`CheckpointWarning`) naming what cannot be
+    fingerprinted."""
     items, unhashable = fingerprint_program(program)
     kcfg, more = kernel.config_and_warnings()
-    unhashable = list(dict.fromkeys(unhashable + more))
+    init, more_init = value_digest(inits, "init")
+    unhashable = list(dict.fromkeys(unhashable + more + more_init))
     if unhashable:
         warnings.warn(
             "checkpoint: thrifty cannot fingerprint "
@@ -89,6 +92,7 @@ def run_identity(program, kernel, keep) -> dict:
         "record": {"record": None if keep.record is None else [".".join(p) for p in keep.record],
                    "exclude": [".".join(p) for p in keep.exclude]},
         "model": items,
+        "init": init,
     })
 
 
@@ -139,6 +143,8 @@ def _first_diff(a, b, path: str = "") -> str:
 
 
 def _show(name, value) -> str:
+    if name == "init":
+        return f"initial values with fingerprint {str(value)[:12]}"
     if name == "seed":
         return f"seed entropy {value[0]}" + (f" spawn_key {value[1]}" if value[1] else "")
     return f"{name}={value!r}"

@@ -157,7 +157,7 @@ def infer(
         "program": program.name,
     }
     if checkpoint is not None:  # a checkpoint never resumes a different run
-        config.update(run_identity(program, kernel, keep))
+        config.update(run_identity(program, kernel, keep, inits))
     records = [ChainRecord() for _ in range(chains)]
     notes: list[str] = []
     ckpt = None
@@ -234,7 +234,7 @@ def infer(
         interrupted=interrupted,
         notes=notes,
         config={k: v for k, v in config.items()
-                if k not in ("kernel", "program", "model", "record")},
+                if k not in ("kernel", "program", "model", "record", "init")},
     )
     result.failed_chains = {c: r.error for c, r in enumerate(records) if r.error is not None}
     wall = perf_counter() - t_start

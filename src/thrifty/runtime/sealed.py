@@ -64,25 +64,13 @@ def checkpoint_key(create: bool = True) -> bytes:
             "checkpoint you trust, copy the key of the machine that wrote it there"
         )
     if not os.path.exists(path):
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        tmp = f"{path}.tmp{os.getpid()}"
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(secrets.token_bytes(KEY_BYTES))
-            f.flush()
-            os.fsync(f.fileno())
         try:
-            os.link(tmp, path)  # published whole, and never over another process's key
-        except FileExistsError:
-            pass
-        except OSError:  # no hard links here
-            if not os.path.exists(path):
-                os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
+            _create_key(path)
+        except OSError as e:
+            raise CheckpointError(
+                f"cannot create the checkpoint key {path} ({type(e).__name__}: {e}); set "
+                "XDG_CONFIG_HOME to a directory of yours where thrifty may keep it"
+            ) from e
     with open(path, "rb") as f:
         key = f.read()
     if len(key) != KEY_BYTES:
@@ -91,6 +79,30 @@ def checkpoint_key(create: bool = True) -> bytes:
             "remove it (checkpoints written with it can then no longer be resumed)"
         )
     return key
+
+
+def _create_key(path: str) -> None:
+    """32 random bytes at ``path``, mode 0600, published whole (a temporary file linked in)
+    and never over a key another process created meanwhile."""
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    tmp = f"{path}.tmp{os.getpid()}"
+    if os.path.exists(tmp):
+        os.remove(tmp)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(secrets.token_bytes(KEY_BYTES))
+        f.flush()
+        os.fsync(f.fileno())
+    try:
+        os.link(tmp, path)  # published whole, and never over another process's key
+    except FileExistsError:
+        pass
+    except OSError:  # no hard links here
+        if not os.path.exists(path):
+            os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
 
 
 # -- blocks ------------------------------------------------------------------------------------

@@ -111,10 +111,13 @@ class Walker:
 
     def add(self, key: str, value) -> None:
         """An item ``key`` holding the digest of ``value`` (and walk the code it reaches)."""
+        self._add(key, value)
+        self._drain()
+
+    def _add(self, key: str, value) -> None:  # the code it reaches is queued, walked later
         h = hashlib.sha256()
         self._value(h, value, key, 0)
         self.items[key] = h.hexdigest()
-        self._drain()
 
     def digest(self) -> str:
         """One digest of every item."""
@@ -175,21 +178,21 @@ class Walker:
                 v = cell.cell_contents
             except ValueError:  # an empty cell
                 continue
-            self.add(f"closure:{key}:{var}", v)
+            self._add(f"closure:{key}:{var}", v)
         if fn.__defaults__:
-            self.add(f"defaults:{key}", fn.__defaults__)
+            self._add(f"defaults:{key}", fn.__defaults__)
         if fn.__kwdefaults__:
-            self.add(f"kwdefaults:{key}", fn.__kwdefaults__)
+            self._add(f"kwdefaults:{key}", fn.__kwdefaults__)
         if getattr(fn, "__dict__", None):
             attrs = {k: v for k, v in fn.__dict__.items() if k != "__wrapped__"}
             if attrs:
-                self.add(f"attributes:{key}", attrs)
+                self._add(f"attributes:{key}", attrs)
 
     def _global(self, module: str, name: str, value, names) -> None:
         key = f"global:{module}.{name}"
         if key in self.items:
             return
-        self.add(key, value)
+        self._add(key, value)
         if isinstance(value, types.ModuleType) and not is_library(value.__name__):
             for attr in names:  # ``helpers.SIGMA``: attributes of the user's module it names
                 if attr != name and attr in getattr(value, "__dict__", {}):

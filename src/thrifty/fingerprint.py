@@ -92,7 +92,7 @@ class Walker:
 
     def __init__(self):
         self.items: dict[str, str] = {}
-        self.unhashable: list[str] = []
+        self.unhashable: list[tuple] = []  # (item, why) of what could not be hashed
         self._keys: dict[int, str] = {}  # id of a walked function or class → its item key
         self._used: set = set()
         self._queue: list = []
@@ -236,7 +236,7 @@ class Walker:
             h.update(f"np:{x.dtype.str}:".encode() + np.asarray(x).tobytes() + b";")
             return
         if depth > _MAX_DEPTH:
-            self.unhashable.append(f"{where} (nested more than {_MAX_DEPTH} deep)")
+            self.unhashable.append((where, f"nested more than {_MAX_DEPTH} deep"))
             h.update(b"<deep>")
             return
         d = self._digests.get(id(x))
@@ -321,7 +321,7 @@ class Walker:
         try:
             rv = x.__reduce_ex__(4)
         except Exception as e:  # a lock, an open file, a generator, ...
-            self.unhashable.append(f"{where}: a {_name(type(x))} ({type(e).__name__}: {e})")
+            self.unhashable.append((where, f"a {_name(type(x))} ({type(e).__name__}: {e})"))
             h.update(f"<unhashable {_name(type(x))}>".encode())
             return
         if isinstance(rv, str):  # a module-level singleton, by name

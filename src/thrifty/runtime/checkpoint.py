@@ -81,7 +81,7 @@ def run_identity(program, kernel, keep, inits) -> dict:
     if unhashable:
         warnings.warn(
             "checkpoint: thrifty cannot fingerprint "
-            + "; ".join(_describe(u) for u in unhashable[:6])
+            + "; ".join(f"{_describe(item)}: {why}" for item, why in unhashable[:6])
             + (f" (and {len(unhashable) - 6} more)" if len(unhashable) > 6 else "")
             + ". A change to these will not be noticed when the checkpoint is resumed",
             CheckpointWarning,

@@ -59,9 +59,9 @@ out = {
     "chain_draws": [len(d["s.z"]) for d in part.chain_draws],
     "warnings": [str(x.message) for x in w],
 }
-Slow.delay = 0.0
 t0 = time.perf_counter()
-resumed = th.infer(hmm(), th.lmh(), checkpoint=path, executor="ray", progress=False, **kw)
+resumed = th.infer(hmm(), Slow(th.lmh()), checkpoint=path, executor="ray", progress=False,
+                   **kw)  # the same kernel: a checkpoint resumes only the run it belongs to
 out["resume_seconds"] = time.perf_counter() - t0
 straight = th.infer(hmm(), th.lmh(), workers=1, progress=False, **kw)
 out["resumed_interrupted"] = resumed.interrupted

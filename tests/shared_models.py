@@ -60,9 +60,10 @@ def assert_copy_replays(kernel, trace, steps=30, seed=5) -> None:
 
 class Slow(th.Kernel):
     """Delegates to ``inner`` after sleeping ``Slow.delay`` seconds per step (a class attribute,
-    not saved in checkpoints): slows a run down enough to interrupt it.  With the environment
-    variable ``THRIFTY_TEST_MARK_DIR`` set, each process running a chain creates a file
-    ``chain-<pid>`` there after 100 steps (so that a test knows when to interrupt)."""
+    part of a checkpoint's fingerprint of the kernel): slows a run down enough to interrupt it.
+    With the environment variable ``THRIFTY_TEST_MARK_DIR`` set, each process running a chain
+    creates a file ``chain-<pid>`` there after 100 steps (so that a test knows when to
+    interrupt)."""
 
     delay = 0.001
 

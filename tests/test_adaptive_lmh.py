@@ -207,22 +207,23 @@ def test_freeze_after_stops_adapting():
 
 
 @pytest.mark.parametrize("case", ["hmm", "fig1"])
-def test_checkpoint_resume_gives_the_same_draws(tmp_path, case):
+def test_checkpoint_resume_gives_the_same_draws(tmp_path, monkeypatch, case):
     """Interrupted at step 1200 of chain 0, then resumed from the checkpoint: every draw, lp
     and the per-site adaptation statistics equal those of an uninterrupted run bitwise.  fig1
     changes structure, so the statistics of mu must survive its absences as well."""
-    from test_runtime import Interrupting, assert_same
+    from test_runtime import ARMED, Interrupting, assert_same
 
     prog = {"hmm": lambda: hmm(predict=(0, 17)), "fig1": lambda: fig1(1.5, 1.0)}[case]
     kw = dict(num_samples=3000, chains=2, seed=4, workers=1, progress=False)
     straight = th.infer(prog(), th.adaptive_lmh(), **kw)
     path = tmp_path / "ad.ckpt"
-    Interrupting.armed = True  # (a class attribute: another module's test may have fired it)
+    monkeypatch.setenv(ARMED, "1")  # it fires once
     with pytest.warns(UserWarning, match="resume"):
         part = th.infer(prog(), Interrupting(th.adaptive_lmh(), after=1200, how="raise"),
                         checkpoint=path, checkpoint_every=0.0, **kw)
     assert part.interrupted and 0 < part.num_draws < 3000
-    resumed = th.infer(prog(), th.adaptive_lmh(), checkpoint=path, **kw)
+    resumed = th.infer(prog(), Interrupting(th.adaptive_lmh(), after=1200, how="raise"),
+                       checkpoint=path, **kw)  # the same kernel: a resume compares it
     assert not resumed.interrupted and "resumed" in resumed.notes[0]
     assert_same(resumed, straight)
     label = th.adaptive_lmh().label()

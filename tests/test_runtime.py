@@ -47,11 +47,14 @@ def plated_kernel():
     return th.cycle([th.mh("mu", th.drift(0.5)), th.mh("data.z", th.drift(0.5))])
 
 
-class Interrupting(Kernel):
-    """Delegates to ``inner``; at step ``after + 1`` (once while ``armed``) raises
-    KeyboardInterrupt (``how="raise"``) or sends SIGINT to this process (``how="signal"``)."""
+ARMED = "THRIFTY_TEST_ARMED"
 
-    armed = True  # a class attribute: not pickled with the kernel, so it fires only once
+
+class Interrupting(Kernel):
+    """Delegates to ``inner``; at step ``after + 1`` raises KeyboardInterrupt (``how="raise"``)
+    or sends SIGINT to this process (``how="signal"``) — once per test: the switch is the
+    environment variable ``THRIFTY_TEST_ARMED``, which a checkpoint does not fingerprint (a
+    class attribute would be: the same kernel resumes the run)."""
 
     def __init__(self, inner, after, how):
         super().__init__()
@@ -59,8 +62,7 @@ class Interrupting(Kernel):
 
     def step(self, trace, rng):
         self.count += 1
-        if self.count == self.after + 1 and Interrupting.armed:
-            Interrupting.armed = False
+        if self.count == self.after + 1 and os.environ.pop(ARMED, None):
             if self.how == "raise":
                 raise KeyboardInterrupt
             os.kill(os.getpid(), signal.SIGINT)
@@ -74,10 +76,8 @@ class Interrupting(Kernel):
 
 
 @pytest.fixture(autouse=True)
-def _arm():
-    Interrupting.armed = True
-    yield
-    Interrupting.armed = True
+def _arm(monkeypatch):
+    monkeypatch.setenv(ARMED, "1")
 
 
 def assert_same(a, b):
@@ -317,7 +317,7 @@ MULTIPROCESS_SCRIPT = textwrap.dedent(
     from thrifty.models import hmm
 
     class Slow(Kernel):
-        delay = 0.0005  # a class attribute: not saved in the checkpoint
+        delay = 0.0005  # a class attribute: part of the kernel's fingerprint
 
         def __init__(self, inner):
             super().__init__()
@@ -343,8 +343,7 @@ MULTIPROCESS_SCRIPT = textwrap.dedent(
         "lens": [len(o) for o in part.chain_output],
         "warnings": [str(x.message) for x in w],
     }
-    Slow.delay = 0.0
-    resumed = th.infer(hmm(), th.lmh(), checkpoint=path, **kw)
+    resumed = th.infer(hmm(), Slow(th.lmh()), checkpoint=path, **kw)  # the same kernel
     straight = th.infer(hmm(), th.lmh(), **kw)
     out["resumed_interrupted"] = resumed.interrupted
     out["equal"] = bool(
@@ -391,12 +390,12 @@ def test_checkpoint_resume_equals_a_straight_run(tmp_path, how):
     assert saved["chains"][1]["status"] == "pending"
     ch0 = saved["chains"][0]
     assert ch0["store"].n == ch0["snapshot"]["n_recorded"] <= part.num_draws
-    resumed = th.infer(hmm(), th.lmh(), checkpoint=path, **kw)
+    resumed = th.infer(hmm(), Interrupting(th.lmh(), after=700, how=how), checkpoint=path, **kw)
     assert not resumed.interrupted and "resumed" in resumed.notes[0]
     assert_same(resumed, straight)
     assert resumed.stats["lmh()"]["steps"] == straight.stats["lmh()"]["steps"]
     # a complete checkpoint returns its draws without sampling
-    again = th.infer(hmm(), th.lmh(), checkpoint=path, **kw)
+    again = th.infer(hmm(), Interrupting(th.lmh(), after=700, how=how), checkpoint=path, **kw)
     assert_same(again, straight) and again.stats["run"]["steps"] == 0
     data = load_checkpoint(path, hmm())
     assert data["chains"][0]["snapshot"]["trace"].program.name == "hmm"
@@ -413,7 +412,7 @@ def test_checkpoint_settings_mismatch(tmp_path):
     with pytest.raises(ValueError, match="seed"):
         th.infer(conjugate(), th.mh("mu", th.drift(1.0)), 20, checkpoint=path, **{**kw, "seed": 2})
     (tmp_path / "junk").write_bytes(b"not a pickle")
-    with pytest.raises(ValueError, match="cannot be read"):
+    with pytest.raises(ValueError, match="not a thrifty checkpoint"):
         th.infer(conjugate(), th.lmh(), 20, checkpoint=tmp_path / "junk", progress=False)
 
 

@@ -33,3 +33,13 @@ class InitializationError(ThriftyError):
 
 class NumericalError(ThriftyError, FloatingPointError):
     """A log-density evaluated to NaN."""
+
+
+class CheckpointError(ThriftyError, ValueError):
+    """A checkpoint cannot be resumed: it belongs to another run (other settings, model, data or
+    kernel), it is damaged, of an earlier format, or not authenticated by this user's key."""
+
+
+class CheckpointWarning(UserWarning):
+    """Something a run depends on cannot be fingerprinted for its checkpoint (a lock, an open
+    file, ...): a change to it would not be noticed on resume."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from thrifty.core.locate import stale_parts, stale_plan
 from thrifty.core.run import DEFAULT, RESCORE, Plan, Run
+from thrifty.inference.configured import Configured
 
 
 @dataclass
@@ -84,7 +85,7 @@ class Stats:
         return Stats(*values, extra=extra, sites=sites, proposal=self.proposal + other.proposal)
 
 
-class Kernel:
+class Kernel(Configured):
     """Base class of the MCMC kernels.
 
     >>> import thrifty as th

@@ -7,9 +7,10 @@ import numpy as np
 from thrifty.core.address import fmt
 from thrifty.core.run import RESAMPLE
 from thrifty.errors import SelectionError
+from thrifty.inference.configured import Configured
 
 
-class Proposal:
+class Proposal(Configured):
     """Maps current values of the selected choices to proposed ones."""
 
     def propose_block(self, trace, locs, rng) -> tuple[dict, float]:

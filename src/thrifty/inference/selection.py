@@ -22,6 +22,7 @@ import numpy as np
 
 from thrifty.core.address import as_pattern, dotted
 from thrifty.errors import SelectionError
+from thrifty.inference.configured import Configured
 
 
 @dataclass
@@ -218,7 +219,7 @@ def _union_steps(gs):
     return np.unique(np.concatenate([g.steps for g in gs]))
 
 
-class Selection:
+class Selection(Configured):
     """Base class; see the module docstring."""
 
     def resolve(self, trace) -> ChoiceSet:

@@ -24,6 +24,7 @@ import numpy as np
 
 from thrifty.core.output import probe
 from thrifty.core.simulate import initialize
+from thrifty.inference.configured import restore_state
 from thrifty.runtime.draws import DrawStore
 from thrifty.runtime.recorder import Recorder, Selector
 
@@ -111,7 +112,10 @@ class ChainRun:
     """A chain being run: its trace, generator, kernel and the draws not yet handed over.
 
     With ``snapshot=None`` the chain starts afresh: ``rng = default_rng(seed)``, the kernel is
-    deep-copied, the trace initialised and probed.  Otherwise it continues from the snapshot.
+    deep-copied, the trace initialised and probed.  Otherwise it continues from the snapshot:
+    its trace, generator state and iteration, and a copy of ``kernel`` (the one passed to
+    ``th.infer``, whose configuration the checkpoint matched) given the state the saved kernel
+    had reached (:func:`~thrifty.inference.configured.restore_state`).
     """
 
     def __init__(self, chain, program, kernel, seed, init, cfg: RunConfig, snapshot=None):
@@ -127,7 +131,9 @@ class ChainRun:
             self.iteration = 0
             self.n_recorded = 0
         else:
-            self.trace, self.kernel = loads_state(snapshot["state"], program)
+            self.trace, saved = loads_state(snapshot["state"], program)
+            self.kernel = copy.deepcopy(kernel)
+            restore_state(self.kernel, saved)
             self.rng = np.random.default_rng(seed)
             self.rng.bit_generator.state = snapshot["rng_state"]
             self.needs_plates = snapshot["needs_plates"]

@@ -1,192 +1,241 @@
 """Checkpoint files of ``th.infer(..., checkpoint=path)``.
 
-A checkpoint is two files.  ``path`` is one small pickle, written atomically (a temporary file,
-then ``os.replace``); ``path + ".draws"`` is append-only: each write appends the chains' draws
-recorded since the previous write (pickled :meth:`DrawStore.chunk`s) and the main file records
-the byte ranges that belong to the run and the size of the draws file at that moment, so a
-write costs what was recorded since the last one, and a kill at any point leaves the previous
-checkpoint whole (bytes appended after it are cut off on resume).  Read back, the main file
-holds::
+A checkpoint is two files of sealed blocks (:mod:`thrifty.runtime.sealed`: each checksummed
+and authenticated with this user's key, its data in a NumPy archive read without pickle).
+``path`` is one block, written atomically (a temporary file, then ``os.replace``);
+``path + ".draws"`` is append-only: each write appends, per chain, one block of the draws
+recorded since the previous write (:func:`draws_to_arrays`), and the main file records the
+byte range and SHA-256 of every block that belongs to the run and the size of the draws file at
+that moment.  A write costs what was recorded since the last one; a kill at any point leaves
+the previous checkpoint whole (bytes appended after it are cut off on resume, a temporary file
+left by a kill is removed).  The main file holds::
 
-    {"format": "thrifty-checkpoint", "version": 1, "thrifty": <version>, "written": <time>,
-     "config": {"num_samples", "burn_in", "thin", "chains", "seed": (entropy, spawn_key,
-                pool_size), "kernel": <label>, "program": <name>},
-     "chains": [{"status": "pending" | "running" | "done" | ...,
-                 "iteration": <kernel steps done>,
-                 "store": <DrawStore: per variable, its events (what changed at which draw),
-                           and per draw the log-density, latent count and output>,
+    {"format": "thrifty-checkpoint", "version": 5, "thrifty": <version>, "written": <time>,
+     "config": {"num_samples", "burn_in", "thin", "chains", "seed": [entropy, spawn_key,
+                pool_size], "program": <name>,
+                "kernel": {"label": ..., "config": <Kernel.config(): every constructor
+                           argument, exactly; a user kernel's code>},
+                "record": {"record": [...] | None, "exclude": [...]},
+                "model": {<item>: <digest>: the code of every function the model reaches, the
+                          module-level values, closures and defaults they read, the
+                          arguments — thrifty.fingerprint>},
+                "init": <digest of the initial values>},
+     "chains": [{"status": "pending" | "running" | "done" | ..., "iteration": <steps done>,
+                 "ranges": [[offset, length, sha256], ...],
                  "snapshot": None | {"state": <bytes: pickle of (trace, kernel) without the
                                                 program>,
                                      "rng_state": <bit_generator.state>, "needs_plates": bool,
                                      "iteration": int, "n_recorded": int,
-                                     "stats": [(label, Stats)]}}, ...]}
+                                     "stats": [[label, <Stats fields>]]}}, ...],
+     "draws_size": int}
 
-The draws of a chain are those recorded up to its snapshot, so the file is consistent: resuming
-a chain restores its trace and kernel (the current program reattached), its generator state and
-iteration, and continues; the result is array-equal to an uninterrupted run.  Reading the file
-with plain :func:`pickle.load` needs no program; :func:`load_checkpoint` also unpickles the
-traces and kernels for a given program.
+A resume compares ``config`` with the call's and refuses any difference, saying what differs.
+It restores each chain's trace, generator state and iteration, and runs the kernel passed to
+``th.infer`` with the state its copy had reached (:func:`~thrifty.inference.configured.
+restore_state`); the result is array-equal to an uninterrupted run.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import glob
+import hashlib
+import json
 import math
 import os
-import pickle
 import time
+import warnings
 
 import numpy as np
 
+from thrifty.errors import CheckpointError, CheckpointWarning
+from thrifty.fingerprint import fingerprint_program, value_digest
+from thrifty.inference.kernel import Stats
 from thrifty.runtime.chain import ChainRecord, loads_state
-from thrifty.runtime.draws import DrawStore
+from thrifty.runtime.draws import DrawStore, Series
+from thrifty.runtime.sealed import (
+    checkpoint_key,
+    from_arrays,
+    read_npz,
+    seal,
+    to_arrays,
+    unseal,
+    write_npz,
+)
 
 FORMAT = "thrifty-checkpoint"
-VERSION = 4
-SETTINGS = ("num_samples", "burn_in", "thin", "chains", "seed", "kernel", "program",
-            "model_code", "data")
+VERSION = 5
+SETTINGS = ("num_samples", "burn_in", "thin", "chains", "seed", "program", "init")
 
 
-# -- fingerprints: a checkpoint never resumes a different run ----------------------------------
-def _update_code(h, code) -> None:
-    """The model's code, with the code of the functions defined inside it (steps, helpers)."""
-    h.update(code.co_code)
-    h.update(repr(code.co_names).encode())
-    for c in code.co_consts:
-        if hasattr(c, "co_code"):
-            _update_code(h, c)
-        else:
-            h.update(repr(c).encode())
+# -- what a resume compares ---------------------------------------------------------------------
+def run_identity(program, kernel, keep, inits) -> dict:
+    """The parts of a run's configuration that fingerprint it: the model (code and data), the
+    kernel's full configuration, what is recorded and the initial values (a chain not started
+    yet starts from them).  Warns (:class:`CheckpointWarning`) naming what cannot be
+    fingerprinted."""
+    items, unhashable = fingerprint_program(program)
+    kcfg, more = kernel.config_and_warnings()
+    init, more_init = value_digest(inits, "init")
+    unhashable = list(dict.fromkeys(unhashable + more + more_init))
+    if unhashable:
+        warnings.warn(
+            "checkpoint: thrifty cannot fingerprint "
+            + "; ".join(f"{_describe(item)}: {why}" for item, why in unhashable[:6])
+            + (f" (and {len(unhashable) - 6} more)" if len(unhashable) > 6 else "")
+            + ". A change to these will not be noticed when the checkpoint is resumed",
+            CheckpointWarning,
+            stacklevel=3,
+        )
+    return _plain({
+        "kernel": {"label": kernel.label(), "config": kcfg},
+        "record": {"record": None if keep.record is None else [".".join(p) for p in keep.record],
+                   "exclude": [".".join(p) for p in keep.exclude]},
+        "model": items,
+        "init": init,
+    })
 
 
-def _update_data(h, x, depth: int = 0) -> None:
-    """Data by content: arrays by dtype, shape and bytes; containers recursively."""
-    if depth > 20:
-        h.update(b"<deep>")
-    elif isinstance(x, np.ndarray):
-        h.update(f"nd{x.dtype.str}{x.shape}".encode())
-        if x.dtype == object:
-            for v in x.ravel():
-                _update_data(h, v, depth + 1)
-        else:
-            h.update(np.ascontiguousarray(x).tobytes())
-    elif isinstance(x, (list, tuple)):
-        h.update(f"{type(x).__name__}{len(x)}".encode())
-        for v in x:
-            _update_data(h, v, depth + 1)
-    elif isinstance(x, dict):
-        h.update(f"dict{len(x)}".encode())
-        for k in sorted(x, key=repr):
-            h.update(repr(k).encode())
-            _update_data(h, x[k], depth + 1)
-    elif x is None or isinstance(x, (bool, int, float, complex, str, bytes, np.generic)):
-        h.update(repr(x).encode())
-    elif callable(x) and hasattr(x, "__code__"):
-        _update_code(h, x.__code__)
-    else:
-        try:
-            h.update(pickle.dumps(x, protocol=4))
-        except Exception:  # unpicklable: its type and repr
-            h.update(f"{type(x).__qualname__}:{x!r}".encode())
+def _plain(x):
+    """As JSON has it (tuples as lists): what is stored is what is compared."""
+    return json.loads(json.dumps(x))
 
 
-def fingerprint(program) -> dict:
-    """Hashes of the model's code (with the functions defined inside it) and of the program's
-    arguments (data by content) — computed once per run, stored in the checkpoint, compared on
-    resume.  The kernel's configuration is compared through its label (selection, proposal,
-    batch size, ε, …)."""
-    import hashlib
+_KINDS = {"code": "function", "class": "class", "global": "module-level value",
+          "closure": "closure variable", "defaults": "default arguments of",
+          "kwdefaults": "keyword defaults of", "attributes": "attributes of function",
+          "argument": "argument", "model": "the model"}
 
-    code = hashlib.sha256()
-    fn = program.fn
-    if hasattr(fn, "__code__"):
-        _update_code(code, fn.__code__)
-    else:
-        code.update(repr(fn).encode())
-    data = hashlib.sha256()
-    _update_data(data, (program.args, program.kwargs))
-    # arrays the model reads from its module or its closure (data not passed as arguments)
-    names = getattr(getattr(fn, "__code__", None), "co_names", ())
-    glob = getattr(fn, "__globals__", {})
-    for name in names:
-        if isinstance(glob.get(name), np.ndarray):
-            data.update(name.encode())
-            _update_data(data, glob[name])
-    for cell in getattr(fn, "__closure__", None) or ():
-        try:
-            v = cell.cell_contents
-        except ValueError:  # an empty cell
-            continue
-        if isinstance(v, np.ndarray):
-            _update_data(data, v)
-    return {"model_code": code.hexdigest()[:16], "data": data.hexdigest()[:16]}
+
+def _describe(item: str) -> str:
+    kind, _, rest = item.partition(":")
+    if kind == "closure":
+        fn, _, var = rest.rpartition(":")
+        rest = f"{var} of {fn}"
+    return f"{_KINDS.get(kind, kind)} {rest}".strip()
+
+
+def _model_diffs(old: dict, new: dict) -> list[str]:
+    changed = [k for k in new if old.get(k) != new[k]] + [k for k in old if k not in new]
+    code = [k for k in changed if k.split(":")[0] in ("code", "class")]
+    data = [k for k in changed if k not in code]
+    out = []
+    for words, keys in (("the model's code differs", code),
+                        ("the data (the program's arguments and the values its code reads) "
+                         "differ", data)):
+        if keys:
+            shown = ", ".join(_describe(k) for k in keys[:5])
+            out.append(f"{words}: {shown}" + (f" and {len(keys) - 5} more" if len(keys) > 5
+                                              else ""))
+    return out
+
+
+def _first_diff(a, b, path: str = "") -> str:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in list(a) + [k for k in b if k not in a]:
+            if a.get(k) != b.get(k):
+                return _first_diff(a.get(k), b.get(k), f"{path}.{k}" if path else str(k))
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                return _first_diff(x, y, f"{path}[{i}]")
+    return f"{path}: {json.dumps(a)} in the checkpoint, {json.dumps(b)} now"
+
+
+def _show(name, value) -> str:
+    if name == "init":
+        return f"initial values with fingerprint {str(value)[:12]}"
+    if name == "seed":
+        return f"seed entropy {value[0]}" + (f" spawn_key {value[1]}" if value[1] else "")
+    return f"{name}={value!r}"
 
 
 def seed_key(ss: np.random.SeedSequence) -> tuple:
     return (ss.entropy, tuple(ss.spawn_key), ss.pool_size)
 
 
-def seed_from_key(key: tuple) -> np.random.SeedSequence:
+def seed_from_key(key) -> np.random.SeedSequence:
     entropy, spawn_key, pool_size = key
-    return np.random.SeedSequence(entropy, spawn_key=spawn_key, pool_size=pool_size)
+    return np.random.SeedSequence(entropy, spawn_key=tuple(spawn_key), pool_size=pool_size)
 
 
-def _read_stores(path: str, data: dict) -> None:
-    """Rebuild each chain's ``store`` from the byte ranges of the draws file."""
-    ranges = [ch.pop("ranges") for ch in data["chains"]]
-    stores = []
-    with open(path + ".draws", "rb") if any(ranges) else _Nothing() as f:
-        for rs in ranges:
-            st = DrawStore()
-            for off, _ in rs:
-                f.seek(off)
-                st.extend(pickle.load(f))
-            stores.append(st)
-    for ch, st in zip(data["chains"], stores):
-        ch["store"] = st
+# -- draws <-> arrays (the only place that knows a DrawStore chunk's layout) --------------------
+def draws_to_arrays(chunk: dict) -> dict[str, np.ndarray]:
+    """A chunk of draws (:meth:`DrawStore.chunk`) as named arrays, without pickle (values of
+    types other than numbers, strings, arrays and containers of them are pickled inside the
+    authenticated block)."""
+    series = {name: [s.draws, s.elems, s.values] for name, s in chunk["series"].items()}
+    return to_arrays({"meta": chunk["meta"], "series": series, "lp": chunk["lp"],
+                      "n_latent": chunk["n_latent"], "outputs": chunk["outputs"],
+                      "n": chunk["n"]})
 
 
-class _Nothing:
-    def __enter__(self):
-        return None
+def arrays_to_draws(arrays: dict) -> dict:
+    """Inverse of :func:`draws_to_arrays` (arrays of an authenticated block only)."""
+    tree = from_arrays(arrays)
+    series = {}
+    for name, (draws, elems, values) in tree["series"].items():
+        s = series[name] = Series()
+        s.draws, s.elems, s.values = list(draws), list(elems), list(values)
+    tree["series"] = series
+    return tree
 
-    def __exit__(self, *exc):
-        return False
 
-
-def read_checkpoint(path) -> dict | None:
-    """The content of the checkpoint at ``path`` (None if there is no file), each chain's draws
-    read back from the draws file."""
+# -- reading ------------------------------------------------------------------------------------
+def read_main(path) -> dict | None:
+    """The verified content of the main file at ``path`` (None if there is none)."""
     path = os.fspath(path)
     if not os.path.exists(path):
         return None
-    try:
-        with open(path, "rb") as f:
-            data = pickle.load(f)
-    except Exception as e:
-        raise ValueError(
-            f"checkpoint {path!r} cannot be read ({type(e).__name__}: {e}); remove it or choose "
-            "another checkpoint path"
-        ) from e
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise ValueError(f"{path!r} is not a thrifty checkpoint; choose another checkpoint path")
-    if data.get("version") != VERSION:
-        raise ValueError(
-            f"checkpoint {path!r} has format version {data.get('version')}; this thrifty "
-            f"reads version {VERSION}"
+    with open(path, "rb") as f:
+        data = f.read()
+    payload = unseal(data, b"MAIN", VERSION, checkpoint_key(create=False),
+                     f"checkpoint {path!r}")
+    main = from_arrays(read_npz(payload))
+    if not isinstance(main, dict) or main.get("format") != FORMAT:
+        raise CheckpointError(f"{path!r} is not a thrifty checkpoint")
+    return main
+
+
+def read_block(draws_path: str, rng, key: bytes, what: str) -> dict:
+    """One chunk of draws: the block at ``rng = [offset, length, sha256]``, verified."""
+    off, length, sha = rng
+    with open(draws_path, "rb") as f:
+        f.seek(off)
+        data = f.read(length)
+    if len(data) != length or hashlib.sha256(data).hexdigest() != sha:
+        raise CheckpointError(
+            f"{what}: the block at byte {off} of {draws_path!r} is damaged or missing (its "
+            "checksum does not match the main file's); it cannot be resumed — remove the "
+            "checkpoint and its .draws file, or choose another checkpoint path"
         )
-    data["_ranges"] = [list(ch["ranges"]) for ch in data["chains"]]
-    try:
-        _read_stores(path, data)
-    except Exception as e:
-        raise ValueError(
-            f"the draws of checkpoint {path!r} ({path}.draws) cannot be read ({type(e).__name__}"
-            f": {e}); remove both files or choose another checkpoint path"
-        ) from e
-    return data
+    return arrays_to_draws(read_npz(unseal(data, b"DRAW", VERSION, key, what)))
+
+
+def read_checkpoint(path) -> dict | None:
+    """The content of the checkpoint at ``path`` (None if there is no file), every block
+    verified, each chain's draws read back from the draws file."""
+    path = os.fspath(path)
+    main = read_main(path)
+    if main is None:
+        return None
+    key = checkpoint_key(create=False)
+    main["_ranges"] = [list(ch["ranges"]) for ch in main["chains"]]
+    for c, ch in enumerate(main["chains"]):
+        store = DrawStore()
+        for rng in ch.pop("ranges"):
+            store.extend(read_block(path + ".draws", rng, key, f"checkpoint {path!r}, chain {c}"))
+        ch["store"] = store
+        snap = ch["snapshot"]
+        if snap is not None:
+            snap["stats"] = [(label, Stats(**fields)) for label, fields in snap["stats"]]
+    return main
 
 
 def load_checkpoint(path, program=None) -> dict:
     """Read a checkpoint; with ``program``, each chain's snapshot gets ``trace`` and ``kernel``.
+
+    Every block is verified (checksum, then this user's key) before anything in it is read.
 
     >>> import os, tempfile, thrifty as th
     >>> from thrifty.models import hmm
@@ -210,16 +259,7 @@ def load_checkpoint(path, program=None) -> dict:
     return data
 
 
-_WHAT = {"model_code": "the model's code differs",
-         "data": "the data (the program's arguments) differ"}
-
-
-def _show(name, value) -> str:
-    if name == "seed":
-        return f"seed entropy {value[0]}" + (f" spawn_key {value[1]}" if value[1] else "")
-    return f"{name}={value!r}"
-
-
+# -- writing ------------------------------------------------------------------------------------
 class Checkpoint:
     """Writes the run's state to ``path`` at most every ``every`` seconds (and when asked)."""
 
@@ -230,36 +270,51 @@ class Checkpoint:
         self.config: dict = {}
         self.last_write = -math.inf  # the first write at the first tick: problems show at once
         self.persisted = [0] * chains  # draws of each chain in the draws file
-        self.ranges: list[list] = [[] for _ in range(chains)]  # their byte ranges
+        self.ranges: list[list] = [[] for _ in range(chains)]  # their blocks
         self.draws_size = 0  # the draws file's length at the last complete write
 
     def resume(self, saved: dict | None) -> None:
         """Continue the draws file of ``saved`` (bytes after its last complete write cut off),
-        or start a new one."""
+        or start a new one; remove temporary files a killed write left."""
         if saved is not None:
             self.ranges = [list(r) for r in saved["_ranges"]]
             self.persisted = [ch["store"].n for ch in saved["chains"]]
             self.draws_size = saved["draws_size"]
         with open(self.draws_path, "ab") as f:
             f.truncate(self.draws_size)
+        for tmp in glob.glob(glob.escape(self.path) + ".tmp*"):
+            pid = tmp[len(self.path) + 4:]
+            if pid.isdigit() and not _alive(int(pid)):
+                try:
+                    os.remove(tmp)
+                except OSError:
+                    pass
 
     def check(self, saved: dict, config: dict, seed_given: bool) -> None:
-        """Raise if the configuration of ``saved`` differs from ``config`` (``seed`` only when
-        ``seed_given``: with ``seed=None`` the run resumes with the checkpoint's seed)."""
-        old = saved["config"]
+        """Raise :class:`CheckpointError` if the configuration of ``saved`` differs from
+        ``config`` (``seed`` only when ``seed_given``: with ``seed=None`` the run resumes with
+        the checkpoint's seed), saying what differs."""
+        old, new = saved["config"], _plain(config)
         diffs = []
         for name in SETTINGS:
             if name == "seed" and not seed_given:
                 continue
-            a, b = old.get(name), config.get(name)
-            if a != b:
-                if name in _WHAT:
-                    diffs.append(f"{_WHAT[name]} (fingerprint {a} in the checkpoint, {b} now)")
-                else:
-                    diffs.append(f"{name}: checkpoint has {_show(name, a)}, this call "
-                                 f"{_show(name, b)}")
+            if old.get(name) != new.get(name):
+                diffs.append(f"{name}: checkpoint has {_show(name, old.get(name))}, this call "
+                             f"{_show(name, new.get(name))}")
+        diffs += _model_diffs(old.get("model", {}), new.get("model", {}))
+        ok, nk = old.get("kernel", {}), new.get("kernel", {})
+        a, b = ok.get("config"), nk.get("config")
+        if json.dumps(a, sort_keys=True) != json.dumps(b, sort_keys=True):
+            diffs.append(f"the kernel differs: the checkpoint's is {ok.get('label')}, this "
+                         f"call's {nk.get('label')} ({_first_diff(a, b)})")
+        if old.get("record") != new.get("record"):
+            o, n = old.get("record") or {}, new.get("record") or {}
+            diffs.append(f"what is recorded differs: the checkpoint has record={o.get('record')}"
+                         f", exclude={o.get('exclude')}; this call record={n.get('record')}, "
+                         f"exclude={n.get('exclude')}")
         if diffs:
-            raise ValueError(
+            raise CheckpointError(
                 f"checkpoint {self.path!r} was written by a run with other settings — "
                 + "; ".join(diffs)
                 + ". Call th.infer with the checkpoint's settings to resume it, or use another "
@@ -284,46 +339,45 @@ class Checkpoint:
         return time.monotonic() - self.last_write >= self.every
 
     def write(self, records: list[ChainRecord], total: int) -> None:
-        chains = []
+        key = checkpoint_key()
         with open(self.draws_path, "ab") as f:  # 1. append the draws since the last write
             for c, rec in enumerate(records):
                 snap = rec.snapshot
                 n = snap["n_recorded"] if snap is not None else 0
                 if n > self.persisted[c]:
+                    arrays = draws_to_arrays(rec.store.chunk(self.persisted[c], n))
+                    block = seal(b"DRAW", VERSION, write_npz(arrays), key)
                     off = f.tell()
-                    pickle.dump(rec.store.chunk(self.persisted[c], n), f,
-                                protocol=pickle.HIGHEST_PROTOCOL)
-                    self.ranges[c].append((off, f.tell() - off))
+                    f.write(block)
+                    self.ranges[c].append([off, len(block), hashlib.sha256(block).hexdigest()])
                     self.persisted[c] = n
             f.flush()
             os.fsync(f.fileno())
             self.draws_size = f.tell()
+        chains = []
         for c, rec in enumerate(records):  # 2. the small main file, atomically
             snap = rec.snapshot
             done = snap is not None and snap["iteration"] >= total
-            chains.append(
-                {
-                    "status": "done" if done else ("pending" if snap is None else "running"),
-                    "iteration": snap["iteration"] if snap is not None else 0,
-                    "ranges": list(self.ranges[c]),
-                    "snapshot": snap,
-                }
-            )
+            chains.append({
+                "status": "done" if done else ("pending" if snap is None else "running"),
+                "iteration": snap["iteration"] if snap is not None else 0,
+                "ranges": [list(r) for r in self.ranges[c]],
+                "snapshot": None if snap is None else {
+                    **{k: snap[k] for k in ("state", "rng_state", "needs_plates", "iteration",
+                                            "n_recorded")},
+                    "stats": [[label, dataclasses.asdict(s)] for label, s in snap["stats"]],
+                },
+            })
         from thrifty import __version__
 
-        data = {
-            "format": FORMAT,
-            "version": VERSION,
-            "thrifty": __version__,
-            "written": time.time(),
-            "config": self.config,
-            "chains": chains,
-            "draws_size": self.draws_size,
-        }
+        main = {"format": FORMAT, "version": VERSION, "thrifty": __version__,
+                "written": time.time(), "config": _plain(self.config), "chains": chains,
+                "draws_size": self.draws_size}
+        data = seal(b"MAIN", VERSION, write_npz(to_arrays(main)), key)
         tmp = f"{self.path}.tmp{os.getpid()}"
         try:
             with open(tmp, "wb") as f:
-                pickle.dump(data, f, protocol=pickle.HIGHEST_PROTOCOL)
+                f.write(data)
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, self.path)
@@ -331,3 +385,19 @@ class Checkpoint:
             if os.path.exists(tmp):
                 os.remove(tmp)
         self.last_write = time.monotonic()
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (its temporary file may be in use); on Windows, where a
+    signal 0 is not a probe, only this process counts."""
+    if pid == os.getpid():
+        return False  # ours, left by an earlier call that was killed: not in use
+    if os.name != "posix":
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, another user's
+        return True
+    return True

@@ -15,8 +15,8 @@ from thrifty.inference.kernel import Kernel
 from thrifty.runtime.chain import ChainRecord, ChainRun, RunConfig
 from thrifty.runtime.checkpoint import (
     Checkpoint,
-    fingerprint,
     read_checkpoint,
+    run_identity,
     seed_from_key,
     seed_key,
 )
@@ -80,7 +80,11 @@ def infer(
         is written there every ``checkpoint_every`` seconds, when interrupted and at the end;
         calling ``th.infer`` again with the same path and settings resumes each chain where it
         stopped and gives exactly the draws of an uninterrupted run (with ``seed=None`` the
-        checkpoint's seed is used).
+        checkpoint's seed is used).  A resume with anything else changed — the model's code or
+        anything it reaches, the data, the kernel's configuration, ``record``/``exclude``, the
+        schedule — is refused (:class:`~thrifty.errors.CheckpointError` saying what differs),
+        as is a damaged checkpoint or one not written with this user's key
+        (:mod:`thrifty.runtime.sealed`).
 
     record, exclude : which variables are kept — name patterns (``"w"``, ``"data"``,
         ``["mu", "s.x"]``; ``None``: every latent and deterministic variable).  Recording costs
@@ -150,11 +154,10 @@ def infer(
         "thin": thin,
         "chains": chains,
         "seed": seed_key(ss),
-        "kernel": kernel.label(),
         "program": program.name,
     }
     if checkpoint is not None:  # a checkpoint never resumes a different run
-        config.update(fingerprint(program))
+        config.update(run_identity(program, kernel, keep, inits))
     records = [ChainRecord() for _ in range(chains)]
     notes: list[str] = []
     ckpt = None
@@ -163,8 +166,8 @@ def infer(
         saved = read_checkpoint(checkpoint)
         if saved is not None:
             ckpt.check(saved, config, seed_given=seed is not None)
-            config["seed"] = saved["config"]["seed"]
-            ss = seed_from_key(config["seed"])
+            ss = seed_from_key(saved["config"]["seed"])
+            config["seed"] = seed_key(ss)
             records = Checkpoint.records(saved)
             done = sum(r.status == "done" for r in records)
             notes.append(
@@ -231,7 +234,7 @@ def infer(
         interrupted=interrupted,
         notes=notes,
         config={k: v for k, v in config.items()
-                if k not in ("kernel", "program", "model_code", "data")},
+                if k not in ("kernel", "program", "model", "record", "init")},
     )
     result.failed_chains = {c: r.error for c, r in enumerate(records) if r.error is not None}
     wall = perf_counter() - t_start

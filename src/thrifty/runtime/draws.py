@@ -149,7 +149,7 @@ class DrawStore:
         out.series = {k: s for k, s in out.series.items() if len(s)}
         out._lp = Buffer.wrap(self.lp[:n])
         out._n_latent = Buffer.wrap(self.n_latent[:n])
-        out.outputs = self.outputs[:n]
+        out.outputs = self.outputs if n >= len(self.outputs) else self.outputs[:n]
         out.n = min(n, self.n)
         return out
 

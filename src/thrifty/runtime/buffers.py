@@ -164,6 +164,100 @@ class Buffer:
         return self._a.nbytes + self._rows * row
 
 
+class Runs:
+    """A per-draw sequence held as runs: the first draw and the value of each run.
+
+    ``objects=False``: integers, a run per change of value; ``objects=True``: any objects, a
+    run per change of identity (a program output that stays the same object, ``None`` included,
+    costs nothing per draw).
+
+    >>> r = Runs()
+    >>> r.extend([3, 3, 3, 4]); r.extend([4, 3])
+    >>> r.take(0, len(r)), r.runs
+    (array([3, 3, 3, 4, 4, 3]), 3)
+    """
+
+    __slots__ = ("_n", "_start", "_values")
+
+    def __init__(self, objects: bool = False):
+        self._start = Buffer(np.int64)
+        self._values = [] if objects else Buffer(np.int64)
+        self._n = 0
+
+    def __len__(self) -> int:
+        return self._n
+
+    @property
+    def runs(self) -> int:
+        return len(self._start)
+
+    def _last(self):
+        if not len(self._start):
+            return _NONE
+        if type(self._values) is list:
+            return self._values[-1]
+        return int(self._values.view()[-1])
+
+    def extend(self, values) -> None:
+        """Append the values of the next draws."""
+        n0 = self._n
+        self._n += len(values)
+        if type(self._values) is list:
+            last = self._last()
+            for i, v in enumerate(values):
+                if v is not last:
+                    self._start.push(n0 + i)
+                    self._values.append(v)
+                    last = v
+            return
+        a = np.asarray(values, dtype=np.int64)
+        if not len(a):
+            return
+        last = self._last()
+        new = np.flatnonzero(np.r_[last is _NONE or a[0] != last, a[1:] != a[:-1]])
+        self._start.extend(new + n0)
+        self._values.extend(a[new])
+
+    def take(self, a: int, b: int):
+        """The values of draws ``a ≤ d < b`` (an array, or a list for objects)."""
+        b = min(b, self._n)
+        if b <= a:
+            return [] if type(self._values) is list else np.empty(0, dtype=np.int64)
+        start = self._start.view()
+        i = int(np.searchsorted(start, a, side="right")) - 1
+        k = int(np.searchsorted(start, b, side="left"))
+        reps = np.diff(np.r_[np.maximum(start[i:k], a), b])
+        if type(self._values) is list:
+            out: list = []
+            for v, r in zip(self._values[i:k], reps.tolist()):
+                out += [v] * r
+            return out
+        return np.repeat(self._values.view()[i:k], reps)
+
+    def prefix(self, n: int) -> Runs:
+        """The first ``n`` draws (sharing this one's arrays)."""
+        out = Runs(objects=type(self._values) is list)
+        k = int(np.searchsorted(self._start.view(), n, side="left"))
+        out._start = self._start.slice(0, k)
+        out._values = self._values[:k] if type(self._values) is list else self._values.slice(0, k)
+        out._n = min(n, self._n)
+        return out
+
+    def trim(self) -> None:
+        self._start.trim()
+        if type(self._values) is not list:
+            self._values.trim()
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held (for objects: the references, not the objects)."""
+        v = self._values
+        return self._start.nbytes + (8 * len(v) if type(v) is list else v.nbytes)
+
+
+_NONE = object()
+
+
 class _Block:
     """A block of rows among the pending rows of a :class:`Buffer`."""
 

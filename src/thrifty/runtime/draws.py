@@ -12,11 +12,9 @@ what the main process holds of one chain.
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 
-from thrifty.runtime.buffers import Buffer
+from thrifty.runtime.buffers import Buffer, Runs
 from thrifty.runtime.series import Series
 
 __all__ = ["DrawStore", "Series", "SparseDraws"]
@@ -92,15 +90,16 @@ class SparseDraws:
 
 
 class DrawStore:
-    """What the main process holds of one chain: its series, log-densities, latent counts and
-    outputs, draw by draw (``lp`` and ``n_latent``: arrays; ``outputs``: a list)."""
+    """What the main process holds of one chain: its series, and per draw the log-density
+    (an array), the number of latent choices and the program output (held as runs: a value
+    per change)."""
 
     def __init__(self):
         self.meta: dict = {}  # name → where the variable lives (for replaying outputs)
         self.series: dict[str, Series] = {}
         self._lp = Buffer(np.float64)
-        self._n_latent = Buffer(np.int64)
-        self.outputs: list = []
+        self._n_latent = Runs()
+        self._outputs = Runs(objects=True)
         self.n = 0
 
     @property
@@ -110,8 +109,13 @@ class DrawStore:
 
     @property
     def n_latent(self) -> np.ndarray:
-        """The number of latent choices at each draw (a view)."""
-        return self._n_latent.view()
+        """The number of latent choices at each draw."""
+        return self._n_latent.take(0, self.n)
+
+    @property
+    def outputs(self) -> list:
+        """The program output of each draw (a new list of the recorded objects)."""
+        return self._outputs.take(0, self.n)
 
     def extend(self, chunk: dict) -> None:
         """Append a chunk (a recorder's :meth:`~thrifty.runtime.recorder.Recorder.take`, or a
@@ -125,8 +129,8 @@ class DrawStore:
             else:
                 mine.extend(s)
         self._lp.extend(np.asarray(chunk["lp"], dtype=np.float64))
-        self._n_latent.extend(np.asarray(chunk["n_latent"], dtype=np.int64))
-        self.outputs += chunk["outputs"]
+        self._n_latent.extend(chunk["n_latent"])
+        self._outputs.extend(chunk["outputs"])
         self.n += chunk["n"]
 
     def chunk(self, a: int, b: int) -> dict:
@@ -136,20 +140,21 @@ class DrawStore:
             "meta": dict(self.meta),
             "series": {k: s for k, s in series.items() if len(s)},
             "lp": self.lp[a:b],
-            "n_latent": self.n_latent[a:b],
-            "outputs": self.outputs[a:b],
+            "n_latent": self._n_latent.take(a, b),
+            "outputs": self._outputs.take(a, b),
             "n": b - a,
         }
 
-    def prefix(self, n: int) -> DrawStore:
-        """The first ``n`` draws (sharing this store's arrays)."""
+    def prefix(self, n: int, lp: np.ndarray | None = None) -> DrawStore:
+        """The first ``n`` draws, sharing this store's arrays (and holding ``lp``, the first
+        ``n`` log-densities, when the caller has them already)."""
         out = DrawStore()
         out.meta = dict(self.meta)
         out.series = {k: s.prefix(n) for k, s in self.series.items()}
         out.series = {k: s for k, s in out.series.items() if len(s)}
-        out._lp = Buffer.wrap(self.lp[:n])
-        out._n_latent = Buffer.wrap(self.n_latent[:n])
-        out.outputs = self.outputs if n >= len(self.outputs) else self.outputs[:n]
+        out._lp = Buffer.wrap(self.lp[:n] if lp is None else lp)
+        out._n_latent = self._n_latent.prefix(n)
+        out._outputs = self._outputs.prefix(n)
         out.n = min(n, self.n)
         return out
 
@@ -159,9 +164,10 @@ class DrawStore:
             s.trim()
         self._lp.trim()
         self._n_latent.trim()
+        self._outputs.trim()
 
     def nbytes(self) -> int:
-        """Bytes held for the draws: the series, ``lp``, ``n_latent`` and the list of outputs
-        (its references; the output objects are the program's)."""
+        """Bytes held for the draws: the series, ``lp``, the runs of ``n_latent`` and of the
+        outputs (their references; the output objects are the program's)."""
         return (sum(s.nbytes() for s in self.series.values()) + self._lp.nbytes
-                + self._n_latent.nbytes + sys.getsizeof(self.outputs))
+                + self._n_latent.nbytes + self._outputs.nbytes)

@@ -101,7 +101,7 @@ def build_result(records, *, program, stats, interrupted, notes, config,
             )
     return Result(
         samples,
-        [st.prefix(n) for st in stores],
+        [st.prefix(n, lp=lp) for st, lp in zip(stores, sample_stats["lp"])],
         stats,
         sample_stats,
         interrupted=interrupted,

@@ -281,3 +281,18 @@ def test_runs_hold_a_value_per_change():
     x = [1.0]
     o.extend([None, None, x, x, [1.0]])
     assert o.runs == 3 and o.take(0, 5)[2] is x and o.take(0, 5)[4] is not x
+
+
+def test_a_long_series_of_scalars_reads_back_every_type_across_blocks():
+    """More events than one block of ``events()``: bools, ints, floats and NumPy floats in
+    one float64 array, each read back as its own type."""
+    want = []
+    for d in range(10_000):
+        v = float(d) + 0.5 if d % 3 else (d if d % 2 else bool(d % 4))
+        want.append(np.float64(d) if d % 7 == 0 else v)
+    s = build([(d, None, v) for d, v in enumerate(want)])
+    arrays = s.to_arrays()
+    assert len(arrays["objects"]) == 0 and arrays["rows"].dtype == np.float64
+    got = [v for _, _, v in s.events()]
+    assert [type(v) for v in got] == [type(v) for v in want] and got == want
+    np.testing.assert_array_equal(s.materialize(10_000), np.array(want, dtype=float))

@@ -36,6 +36,7 @@ CHANGE, ROW, BOOL, INT, FLOAT, OBJECT, OBJ_CHANGE = range(7)
 _PY = {BOOL: bool, INT: int, FLOAT: float}
 _F8 = np.dtype(np.float64)
 _UNKNOWN = object()
+_BLOCK = 4096  # events turned into Python objects at a time when reading
 
 
 def _numeric(v) -> bool:
@@ -179,25 +180,32 @@ class Series:
         n = len(self._d)
         if not n:
             return
-        kinds = self._k.view()
-        at = self._at.view()
+        draws, kinds, at = self._d.view(), self._k.view(), self._at.view()
         idx, val, row, obj = self._idx.view(), self._val.view(), self._row.view(), self._obj
-        stop = np.zeros(n, dtype=np.int64)
-        ch = np.flatnonzero(kinds == CHANGE)
-        stop[ch] = np.r_[at[ch][1:], len(idx)]
-        rowl = row.tolist() if row.ndim == 1 else None
-        for d, k, a, b in zip(self._d.view().tolist(), kinds.tolist(), at.tolist(),
-                              stop.tolist()):
-            if k == CHANGE:
-                yield d, idx[a:b], val[a:b]
-            elif k == ROW:
-                yield d, None, row[a]
-            elif k == OBJECT:
-                yield d, None, obj[a]
-            elif k == OBJ_CHANGE:
-                yield (d, *obj[a])
-            else:
-                yield d, None, _PY[k](rowl[a])
+        ch = np.flatnonzero(kinds == CHANGE)  # a CHANGE's elements end where the next's start
+        ch_stop = np.r_[at[ch][1:], len(idx)]
+        for lo in range(0, n, _BLOCK):  # Python lists of one block at a time
+            hi = min(n, lo + _BLOCK)
+            i, j = np.searchsorted(ch, (lo, hi))
+            stop = np.zeros(hi - lo, dtype=np.int64)
+            stop[ch[i:j] - lo] = ch_stop[i:j]
+            r0, rowl = 0, []  # the block's Python scalars (their rows are consecutive)
+            py = at[lo:hi][(kinds[lo:hi] >= BOOL) & (kinds[lo:hi] <= FLOAT)]
+            if len(py):
+                r0 = int(py[0])
+                rowl = row[r0 : int(py[-1]) + 1].tolist()
+            for d, k, a, b in zip(draws[lo:hi].tolist(), kinds[lo:hi].tolist(),
+                                  at[lo:hi].tolist(), stop.tolist()):
+                if k == CHANGE:
+                    yield d, idx[a:b], val[a:b]
+                elif k == ROW:
+                    yield d, None, row[a]
+                elif k == OBJECT:
+                    yield d, None, obj[a]
+                elif k == OBJ_CHANGE:
+                    yield (d, *obj[a])
+                else:
+                    yield d, None, _PY[k](rowl[a - r0])
 
     def _cut(self, i: int, k: int) -> Series:
         """The events ``i ≤ j < k``, sharing this series' arrays (views)."""
@@ -454,7 +462,6 @@ class Series:
         return self.to_arrays()
 
     def __setstate__(self, state):
-        self.__init__()
         other = Series.from_arrays(state)
         for name in Series.__slots__:
             setattr(self, name, getattr(other, name))

@@ -72,20 +72,20 @@ def recorded_latents(store) -> list[str]:
 def draw_values(store, names: list[str]):
     """``(d, values)`` for each draw ``d`` of ``store``: the recorded value of each variable in
     ``names`` at that draw (one dict, updated in place from draw to draw)."""
-    series = {n: store.series[n] for n in names}
-    pos = dict.fromkeys(names, 0)
+    events = {n: store.series[n].events() for n in names}
+    ahead = {n: next(it, None) for n, it in events.items()}  # each variable's next event
     cur: dict = {}
     for d in range(store.n):
         for n in names:  # advance every variable to draw d
-            s, i = series[n], pos[n]
-            while i < len(s.draws) and s.draws[i] <= d:
-                e, v = s.elems[i], s.values[i]
+            ev = ahead[n]
+            while ev is not None and ev[0] <= d:
+                _, e, v = ev
                 if e is None:
                     cur[n] = None if v is None else np.array(v) if isinstance(v, np.ndarray) else v
                 else:
                     cur[n][e] = v
-                i += 1
-            pos[n] = i
+                ev = next(events[n], None)
+            ahead[n] = ev
         yield d, cur
 
 

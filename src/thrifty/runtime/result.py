@@ -74,6 +74,8 @@ def build_result(records, *, program, stats, interrupted, notes, config,
         ids = list(range(len(records)))
     n = min((lens[c] for c in ids), default=0)
     truncated = len(ids) < len(records) or any(lens[c] != n for c in ids)
+    for r in records:  # the result shares the stores' arrays: no spare capacity kept
+        r.store.trim()
     stores = [records[c].store for c in ids]
     samples = stack_stores(stores, n, dense_bytes) if ids else {}
     sample_stats = {
@@ -99,7 +101,7 @@ def build_result(records, *, program, stats, interrupted, notes, config,
             )
     return Result(
         samples,
-        [st.prefix(n) for st in stores],
+        [st.prefix(n, lp=lp) for st, lp in zip(stores, sample_stats["lp"])],
         stats,
         sample_stats,
         interrupted=interrupted,

@@ -164,20 +164,28 @@ def draws_to_arrays(chunk: dict) -> dict[str, np.ndarray]:
     """A chunk of draws (:meth:`DrawStore.chunk`) as named arrays, without pickle (values of
     types other than numbers, strings, arrays and containers of them are pickled inside the
     authenticated block)."""
-    series = {name: [s.draws, s.elems, s.values] for name, s in chunk["series"].items()}
-    return to_arrays({"meta": chunk["meta"], "series": series, "lp": chunk["lp"],
-                      "n_latent": chunk["n_latent"], "outputs": chunk["outputs"],
-                      "n": chunk["n"]})
+    series = {}
+    for name, s in chunk["series"].items():
+        arrays = s.to_arrays()
+        series[name] = {**arrays, "objects": list(arrays["objects"])}
+    return to_arrays({"meta": chunk["meta"], "series": series,
+                      "unrecorded": sorted(chunk.get("unrecorded", ()), key=repr),
+                      "lp": np.asarray(chunk["lp"]), "n_latent": np.asarray(chunk["n_latent"]),
+                      "outputs": list(chunk["outputs"]), "n": chunk["n"]})
 
 
 def arrays_to_draws(arrays: dict) -> dict:
     """Inverse of :func:`draws_to_arrays` (arrays of an authenticated block only)."""
     tree = from_arrays(arrays)
     series = {}
-    for name, (draws, elems, values) in tree["series"].items():
-        s = series[name] = Series()
-        s.draws, s.elems, s.values = list(draws), list(elems), list(values)
+    for name, arrs in tree["series"].items():
+        objects = np.empty(len(arrs["objects"]), dtype=object)
+        for i, v in enumerate(arrs["objects"]):
+            objects[i] = v
+        series[name] = Series.from_arrays({**arrs, "objects": objects})
     tree["series"] = series
+    tree["unrecorded"] = set(tree.get("unrecorded", ()))
+    tree["outputs"] = list(tree["outputs"])
     return tree
 
 

@@ -357,7 +357,9 @@ class SMH(_Selecting):
                 if c[0] in prev.families and isinstance(c[1], GLM) and c[1].theta is theta
             ]
             if len(groups) == len(prev.families):
-                if _same_data(prev, groups):  # the sections' data are those of the set-up
+                if _same_data(prev, groups) and all(  # the set-up's data and families
+                    same_value(g[1].family.params(), prev.families[g[0]]) for g in groups
+                ):
                     prev.clock = trace.clock
                     return prev
                 return self._build(trace, addr, site, groups, precompute, bounds)

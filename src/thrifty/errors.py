@@ -28,3 +28,9 @@ class InitializationError(ThriftyError):
 
 class NumericalError(ThriftyError, FloatingPointError):
     """A log-density evaluated to NaN."""
+
+
+class ArgumentError(ThriftyError, ValueError, TypeError):
+    """An invalid argument of a thrifty function (``th.smc(particles=True)``,
+    ``th.drift(inf)``, ``to_arviz(coords="abc")``): the message names the function and the
+    argument.  It is a ``ValueError`` and a ``TypeError``, as the checks it replaces were."""

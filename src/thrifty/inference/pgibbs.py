@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from thrifty._args import int_arg
 from thrifty.core.address import as_name, as_pattern, fmt
 from thrifty.core.batch import BatchFrame
 from thrifty.core.particles import StepFrame, per_particle
@@ -221,8 +222,7 @@ class PGibbs(Kernel):
 
     def __init__(self, chain, particles: int, ancestor_sampling: bool, resample: str):
         Kernel.__init__(self)
-        if not isinstance(particles, (int, np.integer)) or particles < 2:
-            raise ValueError(f"pgibbs: particles must be an int >= 2, got {particles!r}")
+        particles = int_arg("pgibbs", "particles", particles, 2)
         if resample != "multinomial":
             raise ValueError(
                 f"pgibbs: resample={resample!r} — conditional resampling is implemented for "

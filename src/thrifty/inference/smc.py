@@ -21,13 +21,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from thrifty import _context
+from thrifty._args import int_arg
 from thrifty.core.address import as_name, fmt
 from thrifty.core.model import as_program
 from thrifty.core.particles import ParticleFrame
 from thrifty.core.run import Run
 from thrifty.core.trace import Trace
 from thrifty.core.vocab import ZeroProbability
-from thrifty.errors import ModelError
+from thrifty.errors import ArgumentError, ModelError
 from thrifty.inference.generations import Generations, NoParticleLeft
 from thrifty.inference.smc_replay import smc_replay
 
@@ -133,10 +134,9 @@ def smc(
     >>> res["x.z"].shape, bool(np.isfinite(res.log_evidence))
     ((200, 20, 2), True)
     """
-    if not isinstance(particles, (int, np.integer)) or particles < 1:
-        raise ValueError(f"particles must be a positive int, got {particles!r}")
-    if not 0.0 <= ess_threshold <= 1.0:
-        raise ValueError(f"ess_threshold must be in [0, 1], got {ess_threshold!r}")
+    particles = int_arg("smc", "particles", particles)
+    if isinstance(ess_threshold, bool) or not 0.0 <= ess_threshold <= 1.0:
+        raise ArgumentError(f"smc: ess_threshold must be in [0, 1], got {ess_threshold!r}")
     program = as_program(program)
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
     given_values = {as_name(k): v for k, v in (fixed or {}).items()}

@@ -283,7 +283,8 @@ def _positive_finite(x) -> bool:
 def _cholesky_of_scale(S0: np.ndarray) -> np.ndarray:
     """The Cholesky factor of the Inverse-Wishart scale ``S0``, which must be symmetric positive
     definite (finite)."""
-    if not (np.isfinite(S0).all() and np.allclose(S0, S0.T, rtol=1e-8, atol=1e-12 * np.abs(S0).max())):
+    finite = np.isfinite(S0).all()
+    if not (finite and np.allclose(S0, S0.T, rtol=1e-8, atol=1e-12 * np.abs(S0).max())):
         raise DistributionError(
             f"NormalInverseWishart: S0 must be symmetric positive definite, got {S0.tolist()} "
             "(not symmetric or not finite)")

@@ -55,6 +55,30 @@ def plate_code_error(frame, exc: BaseException) -> ModelError:
     return err
 
 
+def step_code_error(frame, exc: BaseException, where: str) -> ModelError:
+    """The error of the model code of a markov step executed by ``frame`` over a batch of
+    particles (``where``: which step, chain and particles)."""
+    from thrifty.core.vocab import LATENT
+
+    last = ""
+    for rel in reversed(list(frame.new)):
+        if getattr(frame.new[rel], "kind", None) == LATENT:
+            last = f"; the last choice made before it was {fmt(frame.acc.generic(frame.rel + rel))}"
+            break
+    if "truth value of an array" in str(exc):
+        text = (f"in {where}: a Python `if`, `and`, `or` or `while` tested a value with one "
+                f"entry per particle (NumPy: truth value of an array is ambiguous){last}. The "
+                "particle methods (th.smc, th.pgibbs, th.pmmh) run each step once for all the "
+                "particles: use np.where(cond, a, b) or a mixture distribution so that each "
+                "particle takes its own branch")
+    else:
+        text = (f"in {where}: the model code raised {type(exc).__name__}: {exc}{last}. Over "
+                "particles, a step's state and choices have a leading particle axis (as values "
+                "in a plate body have one entry per element): write the step for an array of "
+                "states")
+    return ModelError(text)
+
+
 def code_error(run, exc: BaseException) -> ModelError:
     """The error of the model code outside any plate."""
     if "truth value of an array" in str(exc):

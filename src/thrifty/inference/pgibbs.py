@@ -99,11 +99,7 @@ class Conditional(Generations):
         run = frame.run
         frame.obs_lp = frame.lat_lp = None
         pf = _PinnedStep(run, frame, local + (s,), self.refs[s], self.n)
-        run.frame = pf
-        try:
-            state = step(s, prev, *args)
-        finally:
-            run.frame = frame
+        state = self.call_step(frame, pf, local, step, s, prev, args)
         lp = frame.total_member_lp()
         frame.obs_lp = frame.lat_lp = None
         return state, lp
@@ -159,11 +155,7 @@ class Conditional(Generations):
         for s in range(t + 1, len(self.refs)):
             frame.obs_lp = frame.lat_lp = None
             pf = _PinnedStep(run, frame, local + (s,), self.refs[s], n)
-            run.frame = pf
-            try:
-                prev = step(s, prev, *args)
-            finally:
-                run.frame = frame
+            prev = self.call_step(frame, pf, local, step, s, prev, args)
             log_w += frame.total_member_lp()
             if _coalesced(prev, G, n):
                 break  # within each group every prefix gives the same state: the rest is common

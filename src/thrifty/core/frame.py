@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from thrifty.core.address import as_name, fmt
-from thrifty.core.replay import replay
+from thrifty.core.replay import SAMPLER_ERRORS, replay, sampler_error
 from thrifty.core.trace import EMPTY_BLOCK, Block, Site
 from thrifty.core.vocab import (
     DETERMINISTIC,
@@ -114,7 +114,10 @@ class BlockFrame:
             check_dist(d, addr, self.run)
         run = self.run
         if run.new_obs is not None:
-            value = d.sample(run.rng, np.shape(value)[: np.ndim(value) - len(d.shape)])
+            try:
+                value = d.sample(run.rng, np.shape(value)[: np.ndim(value) - len(d.shape)])
+            except SAMPLER_ERRORS as e:
+                raise sampler_error(addr, d, e) from e
             run.new_obs[addr] = value
         elif run.obs_values is not None:
             value = run.obs_values.get(addr, value)

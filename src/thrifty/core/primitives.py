@@ -10,6 +10,7 @@ from thrifty import _context
 from thrifty.core.address import as_name
 from thrifty.core.mem import Mem
 from thrifty.core.model import Model
+from thrifty.core.vocab import non_numeric
 from thrifty.distributions.base import Distribution
 from thrifty.errors import ModelError
 
@@ -98,7 +99,13 @@ def factor(name, log_weight) -> None:
     >>> bool((r["x"] > 0).all())
     True
     """
-    _frame("factor").factor(name, log_weight)
+    frame = _frame("factor")
+    if type(log_weight) is not float:
+        what = non_numeric(log_weight)
+        if what is not None:
+            raise ModelError(f"th.factor({name!r}, ...): the log-weight must be a number or an "
+                             f"array of numbers, got {what}")
+    frame.factor(name, log_weight)
 
 
 def deterministic(name, value) -> Any:

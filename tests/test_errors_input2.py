@@ -202,9 +202,9 @@ def test_dict_data_indexed_by_the_plate_names_the_argument():
 
 
 def test_list_of_strings_as_data_says_what_is_supported():
-    with pytest.raises(ModelError, match=r"observation \('data', \*, 'y'\): the observed value is "
-                                         r"not numeric \(str.*argument 'y' is a list of str.*"
-                                         r"numbers"):
+    with pytest.raises(ModelError, match=r"observation \('data', \*, 'y'\): the observed value "
+                                         r"is not numeric \(list of str.*argument 'y' is a list "
+                                         r"of str.*numbers"):
         _infer(plate_mean(["a", "b"]), th.mh("mu", th.drift(0.1)))
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from thrifty.core.address import as_pattern, dotted
+from thrifty.errors import SelectionError
 from thrifty.runtime.draws import DrawStore, Series, SparseDraws
 
 DENSE_BYTES = 2**27
@@ -331,6 +332,7 @@ class Result:
         """
         from thrifty.runtime.arviz_io import numeric, to_arviz_groups
 
+        var_names = self._check_names(var_names)
         wanted = None if var_names is None else {n.lstrip("~") for n in var_names}
         posterior = {}
         for name, arr in self.samples.items():
@@ -425,13 +427,13 @@ class Result:
         for n in var_names:
             m = meta.get(n.lstrip("~"))
             if m is not None and m[0] == "mem" and n.lstrip("~") in self.samples:
-                raise KeyError(
+                raise SelectionError(
                     f"{n!r} is one key of the memoized function {dotted(m[1])!r}, which summaries "
                     f"and plots show as one variable with a {dotted(m[1]) + '_key'!r} coordinate: "
                     f"use var_names=[{dotted(m[1])!r}]"
                 )
             if n.lstrip("~") not in self.samples and not self._mem_keys(n.lstrip("~")):
-                raise KeyError(
+                raise SelectionError(
                     f"no variable {n!r} in the result; variables: {', '.join(sorted(self.samples))}"
                 )
         return list(var_names)

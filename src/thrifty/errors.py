@@ -43,3 +43,9 @@ class CheckpointError(ThriftyError, ValueError):
 class CheckpointWarning(UserWarning):
     """Something a run depends on cannot be fingerprinted for its checkpoint (a lock, an open
     file, ...): a change to it would not be noticed on resume."""
+
+
+class ArgumentError(ThriftyError, ValueError, TypeError):
+    """An invalid argument of a thrifty function (``th.smc(particles=True)``,
+    ``th.drift(inf)``, ``to_arviz(coords="abc")``): the message names the function and the
+    argument.  It is a ``ValueError`` and a ``TypeError``, as the checks it replaces were."""

@@ -21,6 +21,7 @@ import numpy as np
 
 from thrifty.core import coupled
 from thrifty.core.address import as_name, fmt
+from thrifty.core.code_errors import not_numeric_observation
 from thrifty.core.replay import BatchLanes, replay
 from thrifty.core.vocab import (
     DETERMINISTIC,
@@ -30,6 +31,7 @@ from thrifty.core.vocab import (
     NEG_INF,
     check_dist,
     infinite_error,
+    non_numeric,
     outside_support,
     readonly,
 )
@@ -153,7 +155,7 @@ class BatchFrame:
                 f"log-density of shape {lp.shape} for {n} executed element(s)"
             )
         if lp.ndim > 1:
-            lp = lp.reshape(n, -1).sum(axis=1)
+            lp = lp.sum(axis=tuple(range(1, lp.ndim)))
         return lp
 
     def shape_code(self, d, rel, what) -> int:
@@ -178,16 +180,39 @@ class BatchFrame:
 
     def check_observed_shape(self, rel, d, value) -> None:
         """An observed value has one entry per member (plates: data indexed by the plate's
-        index)."""
+        index), each of the shape of one of the distribution's values: an observed value
+        with more (or other) axes per member than the distribution's is refused, not broadcast
+        into several observations per member (as NumPyro and Pyro refuse a batch shape that
+        does not match the plate)."""
         shape = np.shape(value)
-        if shape and shape[0] != self.n and not (
-            d.batch_shape and len(shape) <= len(d.event_shape)
-        ):
+        if not shape:
+            return
+        if shape[0] != self.n:
+            if d.batch_shape and len(shape) <= len(d.event_shape):
+                return  # one value shared by the members
             raise ModelError(
                 f"shape mismatch in {self.where()} at observation {fmt(self.generic(rel))}: "
                 f"observed value of shape {shape} for {self.n} executed element(s); index the "
                 "data with the plate's index"
             )
+        bs, es = tuple(d.batch_shape), tuple(d.event_shape)
+        per = bs[1:] + es if bs else es  # the shape of one member's value
+        if shape[1:] == per or shape == bs + es:
+            return
+        if len(shape) - 1 == len(per):
+            try:
+                if np.broadcast_shapes(per, shape[1:]) == shape[1:]:
+                    return  # axes of length 1 in the parameters, broadcast
+            except ValueError:
+                pass
+        raise ModelError(
+            f"shape mismatch at observation {fmt(self.generic(rel))}: each element's observed "
+            f"value has shape {shape[1:]} (data of shape {shape} for {self.n} executed "
+            f"element(s) of {self.where()}), but {d!r} draws values of shape {per} per element "
+            f"(batch shape {bs}, event shape {es}). To observe values of shape {shape[1:]} per "
+            "element, give the distribution parameters with those axes (e.g. mu * "
+            "np.ones(y[i].shape)) or a distribution with that event shape"
+        )
 
     def check_data_length(self, rel, value) -> None:
         """At a plate's first execution (every element): an observed value that holds the first
@@ -296,7 +321,11 @@ class BatchFrame:
         acc.check_observed_shape(rel, d, value)
         try:
             lp = d.log_prob(value)
-        except ValueError as e:
+        except (ValueError, TypeError) as e:
+            if non_numeric(value) is not None:
+                raise not_numeric_observation(acc.generic(rel), value, run) from e
+            if isinstance(e, TypeError):
+                raise
             raise ModelError(
                 f"shape mismatch in {acc.where()} at observation {fmt(acc.generic(rel))}: {e}"
             ) from None

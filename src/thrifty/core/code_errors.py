@@ -9,10 +9,58 @@ before the failure (with its shape) and the usual fix; the original stays chaine
 
 from __future__ import annotations
 
+import inspect
+
+import numpy as np
+
 from thrifty.core.address import fmt
+from thrifty.core.vocab import LATENT, non_numeric
 from thrifty.errors import ModelError, ThriftyError
 
 WRAPPED = (ValueError, TypeError, IndexError)
+
+READ_BY_POSITION = ("data are read by position: pass NumPy arrays, lists of numbers, pandas or "
+                    "xarray objects")
+
+
+def arguments(program) -> dict:
+    """The program's arguments by parameter name (positional ones as ``#0``, ``#1``, … when
+    the signature cannot be bound)."""
+    try:
+        return dict(inspect.signature(program.fn).bind_partial(
+            *program.args, **program.kwargs).arguments)
+    except (TypeError, ValueError):
+        return {**{f"#{j}": a for j, a in enumerate(program.args)}, **program.kwargs}
+
+
+def data_arguments_note(program) -> str:
+    """``"; argument 'y' is a list of str"`` for the program's arguments that are not read by
+    position (dicts, lists of other objects than numbers), else ``""``."""
+    notes = []
+    for name, value in arguments(program).items():
+        if isinstance(value, dict):
+            notes.append(f"argument {name!r} is a dict")
+        elif isinstance(value, (list, tuple)) and value and non_numeric(value) is not None:
+            notes.append(f"argument {name!r} is a {type(value).__name__} of "
+                         f"{type(value[0]).__name__}")
+    return "; " + "; ".join(notes) if notes else ""
+
+
+def not_numeric_observation(addr, value, run) -> ModelError:
+    """An observed value that is not numeric (strings, objects), naming the site and the
+    program's arguments that are not read by position."""
+    note = data_arguments_note(run.trace.program) if run is not None else ""
+    return ModelError(
+        f"observation {fmt(addr)}: the observed value is not numeric ({non_numeric(value)})"
+        f"{note}. Observed values are numbers or arrays of numbers; {READ_BY_POSITION}"
+    )
+
+
+def _indexed_a_dict(exc: BaseException) -> bool:
+    """Whether ``exc`` is what indexing a dict with a plate's index raises."""
+    if isinstance(exc, KeyError) and exc.args:
+        return isinstance(exc.args[0], (slice, np.ndarray))
+    return isinstance(exc, TypeError) and "unhashable type: 'numpy.ndarray'" in str(exc)
 
 
 def _last_choice(run) -> str:
@@ -23,8 +71,6 @@ def _last_choice(run) -> str:
 def _last_in_plate(frame) -> str:
     """The last choice made inside the plate's body (its generic address), else the last one
     before the plate."""
-    from thrifty.core.vocab import LATENT
-
     new = getattr(frame, "new", None) or {}
     for rel in reversed(list(new)):
         if getattr(new[rel], "kind", None) == LATENT:
@@ -48,6 +94,18 @@ def plate_code_error(frame, exc: BaseException) -> ModelError:
     msg = str(exc)
     if _read_only(exc):
         text = f"in {where}: the model code wrote into a read-only array ({msg}); {READ_ONLY}"
+    elif isinstance(exc, MemoryError):
+        text = (f"plate {fmt(frame.addr)} of {frame.N} elements: executing its body over "
+                f"{frame.n} element(s) ran out of memory (MemoryError: {msg}). A plate holds "
+                "columns of one value per element for each site (8 bytes per element for a "
+                "float), and its body runs over every element at once: use fewer elements (a "
+                "plate of size N needs about 8·N bytes per site)")
+    elif _indexed_a_dict(exc):
+        program = frame.run.trace.program
+        text = (f"in {where}: a dict was indexed by the plate's index ({type(exc).__name__}: "
+                f"{msg}){data_arguments_note(program)}. The plate's index is a slice or an "
+                f"array of positions, and {READ_BY_POSITION} (np.asarray(list(d.values())) "
+                "for a dict d whose values are in element order)")
     elif "truth value of an array" in msg:
         text = (f"in {where}: a Python `if`, `and`, `or` or `while` tested a value with one "
                 "entry per executed element (NumPy: truth value of an array is ambiguous)"
@@ -65,6 +123,28 @@ def plate_code_error(frame, exc: BaseException) -> ModelError:
     err = ModelError(text)
     err.in_plate = True
     return err
+
+
+def step_code_error(frame, exc: BaseException, where: str) -> ModelError:
+    """The error of the model code of a markov step executed by ``frame`` over a batch of
+    particles (``where``: which step, chain and particles)."""
+    last = ""
+    for rel in reversed(list(frame.new)):
+        if getattr(frame.new[rel], "kind", None) == LATENT:
+            last = f"; the last choice made before it was {fmt(frame.acc.generic(frame.rel + rel))}"
+            break
+    if "truth value of an array" in str(exc):
+        text = (f"in {where}: a Python `if`, `and`, `or` or `while` tested a value with one "
+                f"entry per particle (NumPy: truth value of an array is ambiguous){last}. The "
+                "particle methods (th.smc, th.pgibbs, th.pmmh) run each step once for all the "
+                "particles: use np.where(cond, a, b) or a mixture distribution so that each "
+                "particle takes its own branch")
+    else:
+        text = (f"in {where}: the model code raised {type(exc).__name__}: {exc}{last}. Over "
+                "particles, a step's state and choices have a leading particle axis (as values "
+                "in a plate body have one entry per element): write the step for an array of "
+                "states")
+    return ModelError(text)
 
 
 def code_error(run, exc: BaseException) -> ModelError:
@@ -93,7 +173,7 @@ def wraps(exc: BaseException) -> bool:
 def leave_with_error(frame, exc: BaseException) -> None:
     """A plate's body raised ``exc``: give an error of the model's code its context (raises),
     and mark thrifty's own errors as raised inside a plate."""
-    if wraps(exc):
+    if wraps(exc) or isinstance(exc, MemoryError) or _indexed_a_dict(exc):
         raise plate_code_error(frame, exc) from exc
     if isinstance(exc, ThriftyError) and not hasattr(exc, "in_plate"):
         exc.in_plate = True

@@ -16,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from thrifty.core.address import as_name, fmt
-from thrifty.core.replay import replay
+from thrifty.core.code_errors import not_numeric_observation
+from thrifty.core.replay import SAMPLER_ERRORS, replay, sampler_error
 from thrifty.core.trace import EMPTY_BLOCK, Block, Site
 from thrifty.core.vocab import (
     DETERMINISTIC,
@@ -28,6 +29,7 @@ from thrifty.core.vocab import (
     check_dist,
     infinite_error,
     nan_error,
+    non_numeric,
     outside_support,
     readonly,
     total,
@@ -131,11 +133,19 @@ class BlockFrame:
             check_dist(d, addr, self.run)
         run = self.run
         if run.new_obs is not None:
-            value = d.sample(run.rng, np.shape(value)[: np.ndim(value) - len(d.shape)])
+            try:
+                value = d.sample(run.rng, np.shape(value)[: np.ndim(value) - len(d.shape)])
+            except SAMPLER_ERRORS as e:
+                raise sampler_error(addr, d, e) from e
             run.new_obs[addr] = value
         elif run.obs_values is not None:
             value = run.obs_values.get(addr, value)
-        lp = d.log_prob(value)
+        try:
+            lp = d.log_prob(value)
+        except (ValueError, TypeError) as e:
+            if non_numeric(value) is not None:
+                raise not_numeric_observation(addr, value, run) from e
+            raise
         if type(lp) is not float:
             lp = total(lp)
         if not lp > NEG_INF:

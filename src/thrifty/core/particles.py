@@ -18,6 +18,7 @@ import numpy as np
 
 from thrifty.core.address import as_name, fmt
 from thrifty.core.batch import BatchFrame, MemberSite
+from thrifty.core.replay import SAMPLER_ERRORS, sampler_error
 from thrifty.core.vocab import (
     LATENT,
     NEG_INF,
@@ -81,7 +82,10 @@ class ParticleFrame(BatchFrame):
             check_dist(d, local, self.run)
         value = self.given(local)
         if value is RESAMPLE:  # a draw from the prior (its density is the proposal's)
-            value = d.sample(self.run.rng)
+            try:
+                value = d.sample(self.run.rng)
+            except SAMPLER_ERRORS as e:
+                raise sampler_error(local, d, e) from e
             lp = total(d.log_prob(value))
             self.prior_drawn_lp += lp
         else:

@@ -12,6 +12,7 @@ from thrifty import _context
 from thrifty.core.address import as_name
 from thrifty.core.mem import Mem
 from thrifty.core.model import Model
+from thrifty.core.vocab import non_numeric
 from thrifty.distributions.base import Distribution
 from thrifty.errors import ModelError
 
@@ -118,11 +119,17 @@ def factor(name, log_weight) -> None:
     >>> bool((r["x"] > 0).all())
     True
     """
+    frame = _frame("factor")
     t = type(log_weight)
     if t is not float and t is not int and _is_complex(log_weight):
         raise ModelError(f"th.factor({name!r}, ...): the log-weight is complex "
                          f"({_describe_complex(log_weight)}); a log-weight is a real number")
-    _frame("factor").factor(name, log_weight)
+    if t is not float:
+        what = non_numeric(log_weight)
+        if what is not None:
+            raise ModelError(f"th.factor({name!r}, ...): the log-weight must be a number or an "
+                             f"array of numbers, got {what}")
+    frame.factor(name, log_weight)
 
 
 def deterministic(name, value) -> Any:

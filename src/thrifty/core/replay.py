@@ -43,9 +43,18 @@ from thrifty.core.vocab import (
     ZeroProbability,
     infinite_error,
     nan_error,
+    sample_error,
     total,
 )
-from thrifty.errors import ModelError
+from thrifty.errors import ModelError, ThriftyError
+
+SAMPLER_ERRORS = (ValueError, OverflowError)
+"""What NumPy's samplers raise for parameters they cannot draw from (``Poisson(1e20)``)."""
+
+
+def sampler_error(addr, d, exc: BaseException) -> Exception:
+    """A sampler's error named by the address (thrifty's own errors pass as they are)."""
+    return exc if isinstance(exc, ThriftyError) else sample_error(addr, d, exc)
 
 
 def replay(lanes, d, old_value, old_lp, target, acct):
@@ -119,7 +128,10 @@ class ScalarLanes:
     def fresh(self, d, acct):
         if self.strict:
             raise StructureChange(self.addr)
-        value = d.sample(self.rng)
+        try:
+            value = d.sample(self.rng)
+        except SAMPLER_ERRORS as e:
+            raise sampler_error(self.addr, d, e) from e
         lp = self.log_prob(d, value)
         self.check_nan(d, value, lp)
         acct.n_fresh += 1
@@ -146,7 +158,10 @@ class ScalarLanes:
         # q(x' | x) is the prior under the new parents; the reverse move draws the old value
         # under the old parents, whose density is the stored one (a block of dependent choices
         # resampled together: the parents differ)
-        value = d.sample(self.rng)
+        try:
+            value = d.sample(self.rng)
+        except SAMPLER_ERRORS as e:
+            raise sampler_error(self.addr, d, e) from e
         lp = d.log_prob(value)
         if type(lp) is not float:
             lp = total(lp)
@@ -190,11 +205,14 @@ class BatchLanes:
     def draw(self, d):
         """One value per member (``code`` from the frame's shape check)."""
         n, code = self.n, self.code
-        if code == 0:
-            return np.asarray(d.sample(self.rng, (n,)))
-        if code == 1:
-            return np.asarray(d.sample(self.rng))
-        v = d.sample(self.rng, (n,))  # batch shape (1, ...) broadcast over the members
+        try:
+            if code == 0:
+                return np.asarray(d.sample(self.rng, (n,)))
+            if code == 1:
+                return np.asarray(d.sample(self.rng))
+            v = d.sample(self.rng, (n,))  # batch shape (1, ...) broadcast over the members
+        except SAMPLER_ERRORS as e:
+            raise sampler_error(self.frame.generic(self.rel), d, e) from e
         return np.asarray(v).reshape((n,) + np.shape(v)[2:])
 
     def log_prob(self, d, value) -> np.ndarray:

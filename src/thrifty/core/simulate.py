@@ -10,7 +10,8 @@ from thrifty.core.address import as_name, as_pattern, fmt
 from thrifty.core.model import as_program
 from thrifty.core.run import Run
 from thrifty.core.trace import Trace
-from thrifty.errors import InitializationError
+from thrifty.core.vocab import non_numeric
+from thrifty.errors import ArgumentError, InitializationError
 
 
 def _rng(seed) -> np.random.Generator:
@@ -56,6 +57,10 @@ def _init_targets(init) -> dict:
         return {}
     out = {}
     for k, v in init.items():
+        what = non_numeric(v)
+        if what is not None:
+            raise ArgumentError(f"init: the value for {k!r} is {what}; initial values are "
+                                "numbers or arrays of numbers")
         out[as_pattern(k) if isinstance(k, str) else as_name(k)] = v
     return out
 

@@ -243,6 +243,37 @@ def frozen_state(state, addr):
     )
 
 
+def sample_error(addr, d, exc: BaseException) -> DistributionError:
+    """The sampler of ``d`` refused its parameters — valid for scoring, beyond what NumPy can
+    draw from (``Poisson(1e20)``: "lam value too large"; ``Binomial(2**63 + 10, p)``:
+    OverflowError)."""
+    return DistributionError(
+        f"cannot draw {fmt(addr)} from {d!r}: NumPy's sampler raised {type(exc).__name__}: {exc}"
+    )
+
+
+def non_numeric(value) -> str | None:
+    """``None`` for a number or an array of numbers (bool, int, float), else a description of
+    ``value`` for an error message (``"str 'abc'"``)."""
+    if isinstance(value, (int, float, np.number, np.bool_)):
+        return None
+    if isinstance(value, np.ndarray):
+        kind = value.dtype.kind
+    else:
+        try:
+            kind = np.asarray(value).dtype.kind
+        except (TypeError, ValueError):  # ragged nested lists
+            kind = "O"
+    if kind in "biuf":
+        return None
+    text = repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    if isinstance(value, (list, tuple)) and value:
+        return f"{type(value).__name__} of {type(value[0]).__name__} {text}"
+    return f"{type(value).__name__} {text}"
+
+
 def same_value(a, b) -> bool:
     """Whether two state values are equal (identity first; arrays elementwise; tuples recursive)."""
     if a is b:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from thrifty.core.address import fmt
+from thrifty.core.code_errors import WRAPPED, step_code_error, wraps
 from thrifty.core.particles import StepFrame, per_particle, take
 from thrifty.core.vocab import DETERMINISTIC, LATENT, chain_length
 from thrifty.errors import ModelError, NumericalError
@@ -134,13 +135,8 @@ class Generations:
         """Step t over the members: execute, weigh, remember, resample (unless ``last``).
         Returns (the members' states, the next step's ``prev``: the states of their
         ancestors)."""
-        run = frame.run
-        sf = self.step_frame(run, frame, local + (t,), t)
-        run.frame = sf
-        try:
-            state = step(t, prev, *args)
-        finally:
-            run.frame = frame
+        sf = self.step_frame(frame.run, frame, local + (t,), t)
+        state = self.call_step(frame, sf, local, step, t, prev, args)
         self.weigh(frame, local + (t,))
         self.sites.append((plate, local, t, {k: s.values for k, s in sf.new.items()
                                              if s.kind in (LATENT, DETERMINISTIC)}))
@@ -148,6 +144,22 @@ class Generations:
                                   self.maybe_resample(not last))
         self.ancestors.append(a)
         return state, (state if a is None else take(state, a, self.members))
+
+    def call_step(self, frame, sf, local, step, t, prev, args):
+        """``step(t, prev, *args)`` executed by the step frame ``sf`` over the members; an error
+        of the model's code names the step, the chain and the particles."""
+        run = frame.run
+        run.frame = sf
+        try:
+            return step(t, prev, *args)
+        except WRAPPED as e:
+            if not wraps(e):
+                raise
+            plate = "" if self.plate is None else f" for each element of plate {fmt(self.plate)}"
+            where = f"step {t} of chain {fmt(local)} over {self.n} particles{plate}"
+            raise step_code_error(sf, e, where) from e
+        finally:
+            run.frame = frame
 
     # -- ancestry -----------------------------------------------------------------------------
     def _lineage(self, states: list) -> list:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from thrifty._args import int_arg
 from thrifty.core.address import as_name, as_pattern, fmt
 from thrifty.core.batch import BatchFrame
 from thrifty.core.particles import StepFrame, per_particle
@@ -100,11 +101,7 @@ class Conditional(Generations):
         run = frame.run
         frame.obs_lp = frame.lat_lp = None
         pf = _PinnedStep(run, frame, local + (s,), self.refs[s], self.n)
-        run.frame = pf
-        try:
-            state = step(s, prev, *args)
-        finally:
-            run.frame = frame
+        state = self.call_step(frame, pf, local, step, s, prev, args)
         lp = frame.total_member_lp()
         frame.obs_lp = frame.lat_lp = None
         return state, lp
@@ -160,11 +157,7 @@ class Conditional(Generations):
         for s in range(t + 1, len(self.refs)):
             frame.obs_lp = frame.lat_lp = None
             pf = _PinnedStep(run, frame, local + (s,), self.refs[s], n)
-            run.frame = pf
-            try:
-                prev = step(s, prev, *args)
-            finally:
-                run.frame = frame
+            prev = self.call_step(frame, pf, local, step, s, prev, args)
             log_w += frame.total_member_lp()
             if _coalesced(prev, G, n):
                 break  # within each group every prefix gives the same state: the rest is common
@@ -223,8 +216,7 @@ class PGibbs(Kernel):
 
     def __init__(self, chain, particles: int, ancestor_sampling: bool, resample: str):
         Kernel.__init__(self)
-        if not isinstance(particles, (int, np.integer)) or particles < 2:
-            raise ValueError(f"pgibbs: particles must be an int >= 2, got {particles!r}")
+        particles = int_arg("pgibbs", "particles", particles, 2)
         if resample != "multinomial":
             raise ValueError(
                 f"pgibbs: resample={resample!r} — conditional resampling is implemented for "

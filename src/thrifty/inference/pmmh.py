@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from thrifty.core.address import as_name, fmt
+from thrifty._args import int_arg
+from thrifty.core.address import as_name, as_pattern, dotted, fmt
 from thrifty.core.vocab import ZeroProbability
 from thrifty.errors import ModelError, SelectionError
 from thrifty.inference.generations import Generations, NoParticleLeft
@@ -35,14 +36,13 @@ class PMMH(Kernel):
     def __init__(self, selection, particles: int, proposal: Proposal, resample: str):
         Kernel.__init__(self)
         names = [selection] if isinstance(selection, (str, tuple)) else list(selection)
-        self.addrs = [as_name(s) for s in names]
-        if not isinstance(particles, (int, np.integer)) or particles < 1:
-            raise ValueError(f"pmmh: particles must be a positive int, got {particles!r}")
+        self.addrs = [as_pattern(s) if isinstance(s, str) else as_name(s) for s in names]
         if not isinstance(proposal, (Drift, Prior)):
             raise ValueError(
                 f"pmmh: proposal must be th.drift(...) or th.prior(), got {proposal!r}"
             )
-        self.particles, self.proposal = int(particles), proposal
+        self.particles = int_arg("pmmh", "particles", particles)
+        self.proposal = proposal
         require_scale("pmmh", self.proposal)
         self.resample = resample
         # the current state's (trace uid, clock, log p(choices outside the chains), log Ẑ)
@@ -53,13 +53,25 @@ class PMMH(Kernel):
         return f"pmmh({sel}, {self.particles}, {self.proposal!r})"
 
     def prepare(self, trace) -> None:
+        root = trace.root
         for a in self.addrs:
-            if trace.root.value_lp(a) is None:
+            if root.value_lp(a) is not None:
+                continue
+            name = dotted(a)
+            head = a[:1]
+            if head in root.chains or head in root.plates:
+                kind = "chain" if head in root.chains else "plate"
                 raise SelectionError(
-                    f"pmmh: {'.'.join(map(str, a))!r} is not a latent choice at the top level "
-                    "of the program (PMMH updates global parameters outside the chains)"
+                    f"pmmh: {name!r} is a site of the {kind} {fmt(head)}; PMMH updates global "
+                    "choices at the top level of the program (the chains' states are its "
+                    "particles, e.g. th.pmmh(['omega', 'q'])); to update a chain's states, "
+                    f"use th.pgibbs({dotted(head)!r}) (in a th.cycle with th.pmmh)"
                 )
-        if not trace.root.chains and not any(p.chains for p in trace.root.plates.values()):
+            raise SelectionError(
+                f"pmmh: {name!r} is not a latent choice at the top level of the program (PMMH "
+                "updates global parameters outside the chains)"
+            )
+        if not root.chains and not any(p.chains for p in root.plates.values()):
             raise SelectionError("pmmh: the program has no th.markov chain to filter")
 
     def _smc(self, trace, rng, values: dict):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from thrifty._args import positive_finite
 from thrifty.core.address import fmt
 from thrifty.core.run import RESAMPLE
 from thrifty.errors import SelectionError
@@ -52,10 +53,7 @@ class Drift(Proposal):
             self.scale = None
             self.adapters = {}
             return
-        scale = np.asarray(scale, dtype=float)
-        if np.any(~(scale > 0)):
-            raise ValueError(f"drift: scale must be positive, got {scale}")
-        self.scale = float(scale) if scale.ndim == 0 else scale
+        self.scale = positive_finite("drift", "scale", scale)
 
     @property
     def adaptive(self) -> bool:

@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 
+from thrifty._args import int_arg, positive_finite
 from thrifty.core.address import fmt
 from thrifty.errors import SelectionError
 from thrifty.inference.proposals import Proposal
@@ -29,12 +30,8 @@ class SGLD(Proposal):
     """See the module docstring and :func:`thrifty.sgld`."""
 
     def __init__(self, step_size: float, batch_size: int = 100):
-        if not step_size > 0:
-            raise ValueError(f"sgld: step_size must be positive, got {step_size}")
-        if int(batch_size) < 1:
-            raise ValueError(f"sgld: batch_size must be >= 1, got {batch_size}")
-        self.step_size = float(step_size)
-        self.batch_size = int(batch_size)
+        self.step_size = float(positive_finite("sgld", "step_size", step_size))
+        self.batch_size = int_arg("sgld", "batch_size", batch_size)
         self._helper = None  # an SMH kernel used only to find the GLM sections
 
     def __repr__(self) -> str:

@@ -15,19 +15,21 @@ work.  Observations outside the chains weigh the particles at the next generatio
 
 from __future__ import annotations
 
+import difflib
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from thrifty import _context
-from thrifty.core.address import as_name, fmt
+from thrifty._args import int_arg
+from thrifty.core.address import as_name, as_pattern, dotted, fmt
 from thrifty.core.model import as_program
 from thrifty.core.particles import ParticleFrame
 from thrifty.core.run import Run
 from thrifty.core.trace import Trace
-from thrifty.core.vocab import ZeroProbability
-from thrifty.errors import ModelError
+from thrifty.core.vocab import RESAMPLE, ZeroProbability
+from thrifty.errors import ArgumentError, ModelError
 from thrifty.inference.generations import Generations, NoParticleLeft
 from thrifty.inference.smc_replay import smc_replay
 
@@ -104,6 +106,46 @@ class SMCResult:
         return (w.reshape(w.shape + (1,) * (v.ndim - w.ndim)) * v).sum(axis=0)
 
 
+_NO_CHAIN = ("th.smc: fixed= applies to programs with th.markov chains; this program has none "
+             "(its particles draw every choice from the prior): drop fixed=")
+
+
+def _unknown_fixed(unknown: list, outside: list) -> str:
+    names = ", ".join(repr(dotted(k)) for k in unknown)
+    close = [m for k in unknown
+             for m in difflib.get_close_matches(dotted(k), [dotted(a) for a in outside], 1)]
+    hint = f" (did you mean {', '.join(repr(m) for m in close)}?)" if close else ""
+    return (f"th.smc: fixed= names {names}, not a latent choice outside the chains of the "
+            f"program{hint}; those are: {', '.join(repr(dotted(a)) for a in outside) or 'none'}")
+
+
+def _check_fixed(program, given_values: dict) -> None:
+    """``fixed=`` lacks a latent choice outside the chains: raise an error naming it (and the
+    keys of ``fixed`` that name nothing), or saying that the program has no chain.  One probe
+    run over a particle, the missing choices drawn from their priors."""
+    seen: list = []
+
+    def given(local):
+        seen.append(local)
+        return given_values.get(local, RESAMPLE)
+
+    rng = np.random.default_rng(0)
+    driver = Generations(1, "multinomial", 0.0, rng)
+    try:
+        run_particles(Trace(program), rng, 1, given, driver)
+    except Exception:  # the probe got no further: report what it saw
+        pass
+    if not driver.sites:
+        raise ModelError(_NO_CHAIN)
+    missing = ", ".join(fmt(a) for a in seen if a not in given_values)
+    unknown = [k for k in given_values if k not in seen]
+    extra = f"; {_unknown_fixed(unknown, seen)[len('th.smc: '):]}" if unknown else ""
+    raise ModelError(
+        f"th.smc: fixed= gives no value for {missing}, a latent choice outside the chains: "
+        f"fixed= must give every such choice (the particles hold the chains' choices only){extra}"
+    )
+
+
 def smc(
     program,
     particles: int = 100,
@@ -133,15 +175,17 @@ def smc(
     >>> res["x.z"].shape, bool(np.isfinite(res.log_evidence))
     ((200, 20, 2), True)
     """
-    if not isinstance(particles, (int, np.integer)) or particles < 1:
-        raise ValueError(f"particles must be a positive int, got {particles!r}")
-    if not 0.0 <= ess_threshold <= 1.0:
-        raise ValueError(f"ess_threshold must be in [0, 1], got {ess_threshold!r}")
+    particles = int_arg("smc", "particles", particles)
+    if isinstance(ess_threshold, bool) or not 0.0 <= ess_threshold <= 1.0:
+        raise ArgumentError(f"smc: ess_threshold must be in [0, 1], got {ess_threshold!r}")
     program = as_program(program)
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    given_values = {as_name(k): v for k, v in (fixed or {}).items()}
+    given_values = {as_pattern(k) if isinstance(k, str) else as_name(k): v
+                    for k, v in (fixed or {}).items()}
+    asked: list = []  # the latent choices outside the chains, in program order
 
     def given(local):
+        asked.append(local)
         if local not in given_values:
             raise _NotBatchable  # a choice outside any chain: the general path
         return given_values[local]
@@ -154,11 +198,16 @@ def smc(
         raise ModelError(f"th.smc: the fixed value {e.value!r} of {fmt(e.addr)} has "
                          f"probability zero under {e.dist!r}") from None
     except _NotBatchable:
+        if fixed:
+            _check_fixed(program, given_values)
         driver.sites = []
     if not driver.sites:  # no chain: a generation per top-level observation
         if fixed:
-            raise ModelError("th.smc: fixed= applies to programs with th.markov chains")
+            raise ModelError(_NO_CHAIN)
         return smc_replay(program, int(particles), resample, ess_threshold, rng)
+    unknown = [k for k in given_values if k not in asked]
+    if unknown:
+        raise ModelError(_unknown_fixed(unknown, asked))
     seconds = time.perf_counter() - t0
     return SMCResult(
         values=driver.paths(),

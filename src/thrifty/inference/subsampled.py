@@ -27,11 +27,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from thrifty._args import int_arg
 from thrifty.core.address import fmt
 from thrifty.core.locate import find_plate, locate, plan_elements, trace_chain
 from thrifty.core.mem import KEPT
 from thrifty.core.run import LAZY, Mode, Plan
-from thrifty.errors import SelectionError
+from thrifty.errors import ArgumentError, SelectionError
 from thrifty.inference.mh import _Selecting
 from thrifty.inference.proposals import Proposal, drift, require_scale
 from thrifty.inference.proxy import TaylorProxy
@@ -130,15 +131,11 @@ class SubsampledMH(_Selecting):
         theta_hat=None,
     ):
         super().__init__(selection)
-        if int(batch_size) < 1:
-            raise ValueError(f"subsampled_mh: batch_size must be >= 1, got {batch_size}")
-        if not 0 <= epsilon < 1:
-            raise ValueError(f"subsampled_mh: epsilon must be in [0, 1), got {epsilon}")
-        if int(k0) < 1:
-            raise ValueError(f"subsampled_mh: k0 must be >= 1, got {k0}")
-        self.batch_size = int(batch_size)
+        self.batch_size = int_arg(self.name, "batch_size", batch_size)
+        if isinstance(epsilon, bool) or not 0 <= epsilon < 1:
+            raise ArgumentError(f"{self.name}: epsilon must be in [0, 1), got {epsilon!r}")
         self.epsilon = float(epsilon)
-        self.k0 = int(k0)
+        self.k0 = int_arg(self.name, "k0", k0)
         self.proposal = proposal if proposal is not None else drift(0.1)
         require_scale(self.name, self.proposal)
         if not isinstance(self.proposal, Proposal):

@@ -125,9 +125,9 @@ class BetaBernoulli(Collapsed):
     """
 
     def __init__(self, a: float = 1.0, b: float = 1.0):
-        if not (a > 0 and b > 0):
+        if not (_positive_finite(a) and _positive_finite(b)):
             raise DistributionError(
-                f"BetaBernoulli: a and b must be positive, got a={a!r}, b={b!r}")
+                f"BetaBernoulli: a and b must be positive and finite, got a={a!r}, b={b!r}")
         self.a, self.b = float(a), float(b)
         self.n, self.s = 0, 0
 
@@ -166,8 +166,9 @@ class GammaPoisson(Collapsed):
     """
 
     def __init__(self, a: float = 1.0, b: float = 1.0):
-        if not (a > 0 and b > 0):
-            raise DistributionError(f"GammaPoisson: a and b must be positive, got a={a!r}, b={b!r}")
+        if not (_positive_finite(a) and _positive_finite(b)):
+            raise DistributionError(
+                f"GammaPoisson: a and b must be positive and finite, got a={a!r}, b={b!r}")
         self.a, self.b = float(a), float(b)
         self.n, self.s, self.lf = 0, 0, 0.0
 
@@ -214,9 +215,11 @@ class NormalGamma(Collapsed):
     """
 
     def __init__(self, mu0: float = 0.0, kappa0: float = 1.0, a0: float = 1.0, b0: float = 1.0):
-        if not (kappa0 > 0 and a0 > 0 and b0 > 0):
-            raise DistributionError(f"NormalGamma: kappa0, a0 and b0 must be positive, got "
-                                    f"{kappa0!r}, {a0!r}, {b0!r}")
+        if not _finite(mu0):
+            raise DistributionError(f"NormalGamma: mu0 must be finite, got {mu0!r}")
+        if not (_positive_finite(kappa0) and _positive_finite(a0) and _positive_finite(b0)):
+            raise DistributionError(f"NormalGamma: kappa0, a0 and b0 must be positive and "
+                                    f"finite, got {kappa0!r}, {a0!r}, {b0!r}")
         self.mu0, self.kappa0, self.a0, self.b0 = float(mu0), float(kappa0), float(a0), float(b0)
         self.n, self.sx, self.sxx = 0, 0.0, 0.0
 
@@ -266,6 +269,34 @@ class NormalGamma(Collapsed):
         return float(rng.normal(mu, 1.0 / math.sqrt(tau)))
 
 
+def _finite(x) -> bool:
+    try:
+        return math.isfinite(x)
+    except TypeError:
+        return False
+
+
+def _positive_finite(x) -> bool:
+    return _finite(x) and x > 0
+
+
+def _cholesky_of_scale(S0: np.ndarray) -> np.ndarray:
+    """The Cholesky factor of the Inverse-Wishart scale ``S0``, which must be symmetric positive
+    definite (finite)."""
+    finite = np.isfinite(S0).all()
+    if not (finite and np.allclose(S0, S0.T, rtol=1e-8, atol=1e-12 * np.abs(S0).max())):
+        raise DistributionError(
+            f"NormalInverseWishart: S0 must be symmetric positive definite, got {S0.tolist()} "
+            "(not symmetric or not finite)")
+    try:
+        return np.linalg.cholesky(S0)
+    except np.linalg.LinAlgError:
+        eig = np.linalg.eigvalsh(S0)
+        raise DistributionError(
+            f"NormalInverseWishart: S0 must be symmetric positive definite, got {S0.tolist()} "
+            f"(smallest eigenvalue {eig[0]:.3g})") from None
+
+
 def _multigammaln(a: float, d: int) -> float:
     """log Γ_d(a) = d(d−1)/4 log π + Σ_j log Γ(a + (1 − j)/2) (scipy's, without its overhead)."""
     return d * (d - 1) / 4.0 * LOG_PI + sum(math.lgamma(a - 0.5 * j) for j in range(d))
@@ -307,12 +338,14 @@ class NormalInverseWishart(Collapsed):
             raise DistributionError(
                 f"NormalInverseWishart: m0 must be a vector (d,) and S0 (d, d), got {m0.shape} "
                 f"and {S0.shape}")
-        if not (k0 > 0 and v0 > d - 1):
+        if not (_positive_finite(k0) and _finite(v0) and v0 > d - 1):
             raise DistributionError(
-                f"NormalInverseWishart: k0 must be positive and v0 > d − 1 = {d - 1}, got "
-                f"k0={k0!r}, v0={v0!r}")
+                f"NormalInverseWishart: k0 must be positive and finite, v0 finite and "
+                f"v0 > d − 1 = {d - 1}, got k0={k0!r}, v0={v0!r}")
+        if not np.isfinite(m0).all():
+            raise DistributionError(f"NormalInverseWishart: m0 must be finite, got {m0}")
         self.d, self.m0, self.k0, self.v0 = d, m0, float(k0), float(v0)
-        self.L0 = np.linalg.cholesky(S0)
+        self.L0 = _cholesky_of_scale(S0)
         self.n = 0
         self.sx = np.zeros(d)
         self.L = self.L0.copy()  # chol(S_n)

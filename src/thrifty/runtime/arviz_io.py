@@ -11,9 +11,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from thrifty.core.address import dotted
+from thrifty.errors import ArgumentError
 
 
 def _event_dims(name: str, ndim: int) -> list[str]:
@@ -101,6 +104,24 @@ def numeric(arr: np.ndarray) -> tuple[np.ndarray | None, str]:
     return arr, ""
 
 
+def _check_coords_dims(coords, dims) -> None:
+    """``coords`` is ``{dimension: values}`` and ``dims`` ``{variable: [dimension, ...]}``."""
+    if coords is not None and not isinstance(coords, Mapping):
+        raise ArgumentError(f"to_arviz: coords must be a dict {{dimension: values}}, got "
+                            f"{type(coords).__name__} {coords!r}")
+    if dims is None:
+        return
+    if not isinstance(dims, Mapping):
+        raise ArgumentError(f"to_arviz: dims must be a dict {{variable: [dimension, ...]}}, "
+                            f"got {type(dims).__name__} {dims!r}")
+    for name, ds in dims.items():
+        if isinstance(ds, str) or not isinstance(ds, (list, tuple)) or not all(
+            isinstance(d, str) for d in ds
+        ):
+            raise ArgumentError(f"to_arviz: dims[{name!r}] must be a list of dimension names, "
+                                f"got {type(ds).__name__} {ds!r}")
+
+
 def to_arviz_groups(groups: dict[str, dict], meta: dict, obs_dims: dict,
                     coords: dict | None = None, dims: dict | None = None,
                     chain_ids=None):
@@ -108,6 +129,7 @@ def to_arviz_groups(groups: dict[str, dict], meta: dict, obs_dims: dict,
     dimension names of the module docstring."""
     from thrifty.diagnostics._arviz import from_groups, merge
 
+    _check_coords_dims(coords, dims)
     extra: dict = dict(obs_dims)
     all_coords: dict = {}
     for g in ("posterior", "prior"):
@@ -116,12 +138,25 @@ def to_arviz_groups(groups: dict[str, dict], meta: dict, obs_dims: dict,
             groups[g] = merged
             extra.update(mdims)
             all_coords.update(mcoords)
+    names = {n for variables in groups.values() for n in variables}
+    unknown = [n for n in (dims or {}) if n not in names]
+    if unknown:
+        raise ArgumentError(
+            f"to_arviz: dims names {', '.join(map(repr, unknown))}, not a variable of the data; "
+            f"variables: {', '.join(sorted(names))} (variables left out are listed in "
+            "result.notes)")
     extra.update(dims or {})
     all_dims = variable_dims(groups, meta, SAMPLED, extra)
     if chain_ids is not None:
         all_coords["chain"] = np.asarray(chain_ids, dtype=np.int64)
     all_coords.update(coords or {})
     used = {d for ds in all_dims.values() for d in ds}
+    for k in coords or {}:
+        if k not in used and k not in ("chain", "draw"):
+            raise ArgumentError(
+                f"to_arviz: coords names the dimension {k!r}, which no variable has; "
+                f"dimensions: {', '.join(sorted(used | {'chain', 'draw'}))} (name a variable's "
+                "dimensions with dims={variable: [dimension, ...]})")
     all_coords = {k: v for k, v in all_coords.items() if k in used or k in ("chain", "draw")}
     prior_side = {g: groups.pop(g) for g in ("prior", "prior_predictive") if g in groups}
     data = from_groups(groups, coords=all_coords, dims=all_dims)

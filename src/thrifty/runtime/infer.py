@@ -10,6 +10,7 @@ from time import perf_counter
 
 import numpy as np
 
+from thrifty._args import int_arg
 from thrifty.core.model import as_program
 from thrifty.inference.kernel import Kernel
 from thrifty.runtime.chain import ChainRecord, ChainRun, RunConfig
@@ -437,11 +438,7 @@ def _check_kernel(kernel):
 
 
 def _int_arg(name, value, minimum: int) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int >= {minimum}, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
+    return int_arg("infer", name, value, minimum)
 
 
 def _seed_sequence(seed) -> np.random.SeedSequence:

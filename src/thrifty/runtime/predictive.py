@@ -22,13 +22,16 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from thrifty._args import int_arg
 from thrifty.core.model import as_program
 from thrifty.core.run import Mode, Run
 from thrifty.core.trace import Trace
+from thrifty.errors import ArgumentError
 from thrifty.runtime import observations as obs
 from thrifty.runtime.draws import DrawStore
 from thrifty.runtime.recorder import Recorder
 from thrifty.runtime.replay_values import draw_values, recorded_latents, replay
+from thrifty.runtime.result import Result
 
 _CAPTURE = Mode(capture=True)
 _SIMULATE = Mode(capture=True, simulate_observations=True)
@@ -168,12 +171,19 @@ def predictive(program, result=None, num_samples: int = 500, seed=None) -> Predi
     (1, 50, 3)
     """
     program = as_program(program)
+    if result is None:
+        num_samples = int_arg("predictive", "num_samples", num_samples)
+    elif not isinstance(result, Result):
+        raise ArgumentError(
+            f"predictive: result must be the Result of th.infer (or None for the prior "
+            f"predictive), got {type(result).__name__}"
+        )
     try:
         observed, obs_dims = observed_data(program)
     except Exception:
         observed, obs_dims = {}, {}
     if result is None:
-        return _prior(program, int(num_samples), seed, observed)
+        return _prior(program, num_samples, seed, observed)
     seqs = np.random.SeedSequence(seed).spawn(result.num_chains)
     per_chain = [
         _per_draw(program, st, np.random.default_rng(sq), _SIMULATE, "value")
@@ -187,8 +197,6 @@ def predictive(program, result=None, num_samples: int = 500, seed=None) -> Predi
 
 
 def _prior(program, num_samples: int, seed, observed: dict) -> Predictive:
-    if num_samples < 1:
-        raise ValueError(f"predictive: num_samples must be a positive integer, got {num_samples}")
     rng = np.random.default_rng(seed)
     recorder = Recorder()
     draws = []

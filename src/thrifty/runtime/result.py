@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import sys
+import warnings
 from typing import Any
 
 import numpy as np
 
 from thrifty.core.address import as_pattern, dotted
+from thrifty.errors import SelectionError
 from thrifty.runtime.draws import DrawStore, Series, SparseDraws
 
 DENSE_BYTES = 2**27
@@ -333,6 +335,7 @@ class Result:
         """
         from thrifty.runtime.arviz_io import numeric, to_arviz_groups
 
+        var_names = self._check_names(var_names)
         wanted = None if var_names is None else {n.lstrip("~") for n in var_names}
         posterior = {}
         for name, arr in self.samples.items():
@@ -379,14 +382,33 @@ class Result:
     def summary(self, var_names=None, **kwargs):
         """``arviz.summary`` as a pandas DataFrame of numbers, one row per (element of a)
         variable: mean, sd, a credible interval (ArviZ 1.x: ``eti89_lb``/``eti89_ub``; 0.2x:
-        ``hdi_3%``/``hdi_97%``), ``ess_bulk``, ``ess_tail``, ``r_hat`` and MCSEs."""
-        from thrifty.diagnostics._arviz import summary
+        ``hdi_3%``/``hdi_97%``), ``ess_bulk``, ``ess_tail``, ``r_hat`` and MCSEs.
+
+        A site that exists in some draws only (the program's structure varies: a branch, the
+        keys of a ``th.mem`` table) is summarised over the draws where it exists, with a
+        :class:`~thrifty.runtime.summary.VaryingStructureWarning` naming each such site and
+        the fraction of draws (:mod:`thrifty.runtime.summary`)."""
+        from thrifty.diagnostics._arviz import AZ1, summary
+        from thrifty.runtime.summary import (
+            VaryingStructureWarning,
+            partial_note,
+            summarise_partial,
+        )
 
         if self.num_draws < 2:
             raise ValueError(f"summary() needs at least 2 draws per chain; the result holds "
                              f"{self.num_draws} (num_samples={self.num_draws}?)")
         var_names = self._check_names(var_names)
-        return summary(self._posterior_only(var_names), var_names=var_names, **kwargs)
+        data = self._posterior_only(var_names)
+        table = summary(data, var_names=var_names, **kwargs)
+        post = data["posterior"] if AZ1 else data.posterior
+        table, partial = summarise_partial(
+            table, {str(v): post[v].values for v in post.data_vars}, kwargs)
+        if partial:
+            note = partial_note(partial)
+            self._note(note)
+            warnings.warn(note, VaryingStructureWarning, stacklevel=2)
+        return table
 
     def _posterior_only(self, var_names):
         """``to_arviz`` without the observation groups (what summaries and plots read)."""
@@ -427,13 +449,13 @@ class Result:
         for n in var_names:
             m = meta.get(n.lstrip("~"))
             if m is not None and m[0] == "mem" and n.lstrip("~") in self.samples:
-                raise KeyError(
+                raise SelectionError(
                     f"{n!r} is one key of the memoized function {dotted(m[1])!r}, which summaries "
                     f"and plots show as one variable with a {dotted(m[1]) + '_key'!r} coordinate: "
                     f"use var_names=[{dotted(m[1])!r}]"
                 )
             if n.lstrip("~") not in self.samples and not self._mem_keys(n.lstrip("~")):
-                raise KeyError(
+                raise SelectionError(
                     f"no variable {n!r} in the result; variables: {', '.join(sorted(self.samples))}"
                 )
         return list(var_names)

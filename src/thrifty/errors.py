@@ -28,3 +28,16 @@ class InitializationError(ThriftyError):
 
 class NumericalError(ThriftyError, FloatingPointError):
     """A log-density evaluated to NaN."""
+
+
+class CheckError(ThriftyError):
+    """Check mode (``th.infer(..., check=...)``): what the incremental engine holds disagrees
+    with a full execution of the program at the same values.  ``discrepancies`` lists them
+    (:class:`thrifty.core.check.Discrepancy`), each naming its node and site."""
+
+    def __init__(self, message: str, discrepancies: tuple = ()):
+        super().__init__(message)
+        self.discrepancies = tuple(discrepancies)
+
+    def __reduce__(self):  # pickles with its discrepancies (errors cross worker processes)
+        return (type(self), (str(self), self.discrepancies))

@@ -267,6 +267,8 @@ class _Comparison:
     # -- structure --------------------------------------------------------------------------------
     def structure(self, targets) -> None:
         for addr, count in self.run.fresh_choices or ():
+            if count == 0:  # (a coupled site with every element given notes none)
+                continue
             self.add(addr, addr, "the incremental trace lacks a choice", "nothing",
                      f"{count} new choice(s)", hint=STRUCTURE)
         made = _choices(self.new)
@@ -274,11 +276,6 @@ class _Comparison:
             if addr not in made:
                 self.add(addr, addr, "a choice a full execution does not make",
                          "a choice", "nothing", hint=STRUCTURE)
-        for maddr, table in self.new.mems.items():
-            for key in table.values:
-                if table.refs.get(key, 0) <= 0:
-                    self.add(maddr, maddr + (key,), "a mem key a full execution does not read",
-                             "a key", "nothing", hint=STRUCTURE)
 
     # -- blocks: the model body, a markov step ------------------------------------------------
     def block(self, a, b, prefix: tuple, hint: str, sites: bool = True) -> None:
@@ -467,12 +464,12 @@ class _Comparison:
                     self.add(maddr, maddr + (key,), "number of reads", ra.get(key, 0),
                              rb.get(key, 0), hint=READERS)
             for kind, ia, ib in (("plate", a.plate_readers, b.plate_readers),
-                                 ("step", a.step_readers, b.step_readers)):
+                                 ("markov chain", a.step_readers, b.step_readers)):
                 na, nb = _readers(ia), _readers(ib)
                 for node, key in _union(na, nb):
                     x, y = na.get((node, key), []), nb.get((node, key), [])
                     if x != y:
-                        self.add(maddr, maddr + (key,), f"readers in {kind} node {fmt(node)}",
+                        self.add(maddr, maddr + (key,), f"readers in {kind} {fmt(node)}",
                                  x, y, hint=READERS)
             scale = float(sum(abs(v) for v in b.lp.values()))
             if len(self.out) == before and not _close(a.total_lp(), b.total_lp(), scale):

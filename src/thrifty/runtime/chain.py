@@ -61,7 +61,7 @@ class RunConfig:
             while d <= it:
                 d *= 10
             due.append(d)
-        due = [s for s in due if s > it]
+        due = [s for s in due if it < s <= self.total]
         return min(due) if due else 0
 
 

@@ -21,7 +21,7 @@ from thrifty import dist, glm
 from thrifty.core import check as check_module
 from thrifty.core.check import check_trace, raise_if_inconsistent
 from thrifty.errors import CheckError
-from thrifty.models import dense_mrf, random_potentials
+from thrifty.models import dense_mrf, generate_sv, joint_dpm, random_potentials, sv
 from thrifty.runtime.chain import RunConfig
 
 TRANS = np.array([[0.9, 0.1], [0.2, 0.8]])
@@ -138,6 +138,20 @@ def mean_dpm(x):
         th.observe("x", dist.Normal(mu(z), 0.5), x[i])
 
 
+@th.model
+def hyper():
+    return th.sample("s", dist.Gamma(4.0, 4.0))
+
+
+@th.model
+def with_call(y):
+    """A sub-model's choice under a nested address, read by a plate."""
+    s = th.call("hyper", hyper)
+    mu = th.sample("mu", dist.Normal(0.0, 2.0))
+    with th.plate("data", len(y)) as i:
+        th.observe("y", dist.Normal(mu, s), y[i])
+
+
 RNG = np.random.default_rng(0)
 X_LR, Y_LR, _ = th.datasets.synthetic_logistic(60, 2, seed=0)
 Y_MIX = np.r_[RNG.normal(2.0, 1.0, 10), RNG.normal(-2.0, 1.0, 10)]
@@ -147,6 +161,8 @@ Y_PLATE = RNG.normal(size=(3, 5))
 X_DPM = np.array([-2.0, -1.8, 0.1, 0.0, 2.2, 2.0])
 X_NIW = np.r_[RNG.normal(-2.0, 0.5, (4, 2)), RNG.normal(2.0, 0.5, (4, 2))]
 MRF = random_potentials(6, seed=0)
+JDPM = th.datasets.clustered_nonlinear(30, 10, seed=0)
+X_SV = generate_sv(B=6, T=4, seed=0)
 
 
 def drift_block():
@@ -209,6 +225,16 @@ CASES = {
     "crp-niw-gibbs": (lambda: niw_dpm(X_NIW), lambda: th.gibbs("data.z"), 40, 0),
     "crp-mem-alg8": (lambda: mean_dpm(X_DPM), lambda: th.cycle(
         [th.gibbs("data.z"), th.mh("mu", th.drift(0.7))]), 60, 0),
+    "joint-dpm-mem-taylor": (lambda: joint_dpm(
+        JDPM.X_train, JDPM.y_train, np.zeros(2), 0.05, 4.0, np.eye(2), 10.0), lambda: th.cycle(
+        [th.mh("alpha", th.drift(0.5)), th.cycle([th.gibbs(th.one("data.z"))], repeats=3),
+         th.subsampled_mh(th.one("w"), batch_size=5, epsilon=0.2, proposal=th.drift(0.3),
+                          proxy="taylor")]), 20, 0),
+    "sv-pgibbs-subsampled": (lambda: sv(X_SV), lambda: th.cycle(
+        [th.pgibbs("series.h", 5), th.subsampled_mh("phi", batch_size=2, epsilon=0.05,
+                                                     proposal=th.drift(0.02)),
+         th.mh("sigma2", th.drift(0.002))]), 30, 0),
+    "call-submodel-lmh": (lambda: with_call(Y_MIX), lambda: th.lmh(), 60, 0),
 }
 
 

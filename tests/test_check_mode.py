@@ -152,6 +152,14 @@ def with_call(y):
         th.observe("y", dist.Normal(mu, s), y[i])
 
 
+@th.model
+def ragged():
+    """The dimension of x follows k."""
+    k = th.sample("k", dist.Categorical(np.array([0.5, 0.5])))
+    x = th.sample("x", dist.Normal(np.zeros(k + 1), 1.0))
+    th.observe("y", dist.Normal(x.sum(), 1.0), 0.3)
+
+
 RNG = np.random.default_rng(0)
 X_LR, Y_LR, _ = th.datasets.synthetic_logistic(60, 2, seed=0)
 Y_MIX = np.r_[RNG.normal(2.0, 1.0, 10), RNG.normal(-2.0, 1.0, 10)]
@@ -235,6 +243,7 @@ CASES = {
                                                      proposal=th.drift(0.02)),
          th.mh("sigma2", th.drift(0.002))]), 30, 0),
     "call-submodel-lmh": (lambda: with_call(Y_MIX), lambda: th.lmh(), 60, 0),
+    "lmh-dimension-follows-a-choice": (ragged, lambda: th.lmh(), 100, 0),
 }
 
 

@@ -107,17 +107,19 @@ class Discrepancy:
     def __str__(self) -> str:
         where = f" in {self.kind} {fmt(self.node)}" if self.kind and self.node != self.site \
             else ""
-        at = f" at {fmt(self.site)}" if self.site else " of the trace"
-        out = (f"{self.what}{at}{where}: the trace holds {_show(self.held)}, a full execution "
-               f"gives {_show(self.full)}")
+        at = f" at {fmt(self.site)}" if self.site else ""
+        if self.held is None:  # the full execution could not run: why
+            return f"{self.what}{at}{where}: {self.full}"
+        out = (f"{self.what}{at or ' of the trace'}{where}: the trace holds {_show(self.held)}, "
+               f"a full execution gives {_show(self.full)}")
         if self.more:
             out += f" (and {self.more} other element(s) or step(s) of this node)"
         return out
 
 
 def _show(v) -> str:
-    if isinstance(v, float):
-        return repr(v)
+    if isinstance(v, str):
+        return v
     if isinstance(v, np.ndarray) and v.size > 6:
         return f"an array of shape {v.shape}"
     return repr(v)
@@ -132,7 +134,7 @@ def check_trace(trace: Trace) -> list[Discrepancy]:
     try:
         run = Run(fresh, np.random.default_rng(0), targets=targets, mode=_FULL).execute()
     except ThriftyError as e:
-        return [Discrepancy((), (), "a full execution at the trace's values", "the trace",
+        return [Discrepancy((), (), "a full execution at the trace's values failed", None,
                             f"{type(e).__name__}: {e}", hint=STRUCTURE)]
     if run.aborted is not None:
         e: ZeroProbability = run.aborted

@@ -60,7 +60,9 @@ def replay(lanes, d, old_value, old_lp, target, acct):
         if old_value is None:  # no old value: a fresh draw (strict runs: a structure change)
             value, lp = lanes.fresh(d, acct)
             return value, lp, True
-        lp = lanes.log_prob(d, old_value)  # replay and rescore: the common case
+        # replay and rescore (the common case); a value of another shape than the
+        # distribution's (its dimension follows another choice) is outside its support
+        lp = lanes.log_prob(d, old_value) if lanes.fits(d, old_value) else NEG_INF
         if lanes.finite(lp):
             return old_value, lp, False
         value, hit, changed = old_value, None, False
@@ -106,6 +108,13 @@ class ScalarLanes:
     @staticmethod
     def finite(lp) -> bool:
         return NEG_INF < lp < INF
+
+    @staticmethod
+    def fits(d, value) -> bool:
+        """Whether a stored value has the shape of ``d``'s values (batch + event shape)."""
+        if not (d.batch_shape or d.event_shape):
+            return type(value) is not np.ndarray or value.ndim == 0
+        return np.shape(value) == tuple(d.batch_shape) + tuple(d.event_shape)
 
     @staticmethod
     def values_of(target):
@@ -203,6 +212,10 @@ class BatchLanes:
     def finite(lp) -> bool:
         s = lp.sum()
         return NEG_INF < s < INF
+
+    @staticmethod
+    def fits(d, value) -> bool:
+        return True  # the members' shapes are checked by the batch (a plate's structure)
 
     @staticmethod
     def values_of(target):

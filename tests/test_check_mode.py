@@ -160,6 +160,14 @@ def ragged():
     th.observe("y", dist.Normal(x.sum(), 1.0), 0.3)
 
 
+@th.model
+def ragged_plate():
+    k = th.sample("k", dist.Categorical(np.array([0.5, 0.5])))
+    with th.plate("p", 3) as i:
+        x = th.sample("x", dist.Normal(np.zeros((3, k + 1))[i], 1.0))
+        th.observe("y", dist.Normal(x.sum(-1), 1.0), np.full(3, 0.3)[i])
+
+
 RNG = np.random.default_rng(0)
 X_LR, Y_LR, _ = th.datasets.synthetic_logistic(60, 2, seed=0)
 Y_MIX = np.r_[RNG.normal(2.0, 1.0, 10), RNG.normal(-2.0, 1.0, 10)]
@@ -244,6 +252,7 @@ CASES = {
          th.mh("sigma2", th.drift(0.002))]), 30, 0),
     "call-submodel-lmh": (lambda: with_call(Y_MIX), lambda: th.lmh(), 60, 0),
     "lmh-dimension-follows-a-choice": (ragged, lambda: th.lmh(), 100, 0),
+    "lmh-plate-dimension-follows-a-choice": (ragged_plate, lambda: th.lmh(), 100, 0),
 }
 
 

@@ -57,12 +57,17 @@ def replay(lanes, d, old_value, old_lp, target, acct):
     Returns ``(value, lp, changed)``.
     """
     if target is None:
+        if old_value is not None and not lanes.fits(d, old_value):
+            # a value of another shape than the distribution's (its dimension follows another
+            # choice) is outside the support: strict runs score it −∞, others redraw it
+            if lanes.strict:
+                return old_value, lanes.impossible(), False
+            lanes.drop(old_lp, acct)
+            old_value = None
         if old_value is None:  # no old value: a fresh draw (strict runs: a structure change)
             value, lp = lanes.fresh(d, acct)
             return value, lp, True
-        # replay and rescore (the common case); a value of another shape than the
-        # distribution's (its dimension follows another choice) is outside its support
-        lp = lanes.log_prob(d, old_value) if lanes.fits(d, old_value) else NEG_INF
+        lp = lanes.log_prob(d, old_value)  # replay and rescore: the common case
         if lanes.finite(lp):
             return old_value, lp, False
         value, hit, changed = old_value, None, False
@@ -115,6 +120,16 @@ class ScalarLanes:
         if not (d.batch_shape or d.event_shape):
             return type(value) is not np.ndarray or value.ndim == 0
         return np.shape(value) == tuple(d.batch_shape) + tuple(d.event_shape)
+
+    @staticmethod
+    def impossible() -> float:
+        return NEG_INF
+
+    @staticmethod
+    def drop(old_lp, acct) -> None:
+        """The old value leaves the trace (stale)."""
+        acct.n_stale += 1
+        acct.lp_stale += old_lp
 
     @staticmethod
     def values_of(target):
@@ -213,9 +228,19 @@ class BatchLanes:
         s = lp.sum()
         return NEG_INF < s < INF
 
-    @staticmethod
-    def fits(d, value) -> bool:
-        return True  # the members' shapes are checked by the batch (a plate's structure)
+    def fits(self, d, value) -> bool:
+        """Whether the members' values have the shape of ``d``'s (one leading entry each)."""
+        want = (self.n,) + tuple(d.batch_shape)[1:] + tuple(d.event_shape)
+        return np.shape(value) == want
+
+    def impossible(self) -> np.ndarray:
+        return np.full(self.n, NEG_INF)
+
+    def drop(self, old_lp, acct) -> None:
+        """The members' old values leave the trace (stale)."""
+        acct.n_stale += self.n
+        acct.lp_stale += float(np.sum(old_lp))
+        acct.note_stale(self.rel, self.n)
 
     @staticmethod
     def values_of(target):
@@ -244,6 +269,12 @@ class BatchLanes:
         if isinstance(pos, slice) or (len(pos) == n and np.array_equal(pos, np.arange(n))):
             value = np.asarray(vals)
             check = np.arange(self.n)
+            if not self.fits(d, value):  # a value set from outside (init=, a proposal)
+                want = (n,) + tuple(d.batch_shape)[1:] + tuple(d.event_shape)
+                raise ModelError(
+                    f"the values given for {fmt(self.frame.generic(self.rel))} have shape "
+                    f"{value.shape}, but {d!r} over {n} element(s) draws values of shape {want}"
+                )
         else:  # some members given (init of single elements): the others drawn fresh
             value, _ = self.fresh(d, acct)
             value = np.array(value)

@@ -12,7 +12,8 @@ resample (target RESAMPLE)    a fresh draw from the prior under the new parents;
                               is the old value's stored density (its old parents)
 replay                        the old value, rescored under its new parents            kept
 replay, outside the support   strict: scored −∞; else the old value is *stale* and a   stale +
-                              *fresh* value is drawn                                   fresh
+                              *fresh* value is drawn (so is an old value of another    fresh
+                              shape than the distribution's values)
 no old value                  strict: :class:`StructureChange`; else a fresh draw      fresh
 ============================  =======================================================  ==========
 

@@ -453,7 +453,7 @@ def _check_schedule(check, check_every) -> tuple[int, bool]:
         raise ValueError(f"check must be True, False or 'auto', got {check!r}")
     if check_every is not None:
         check_every = _int_arg("check_every", check_every, 1)
-        if check is False:
+        if isinstance(check, (bool, np.bool_)) and not check:
             raise ValueError(f"check=False and check_every={check_every} contradict each "
                              "other: drop one")
         return check_every, False

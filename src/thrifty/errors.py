@@ -49,3 +49,16 @@ class ArgumentError(ThriftyError, ValueError, TypeError):
     """An invalid argument of a thrifty function (``th.smc(particles=True)``,
     ``th.drift(inf)``, ``to_arviz(coords="abc")``): the message names the function and the
     argument.  It is a ``ValueError`` and a ``TypeError``, as the checks it replaces were."""
+
+
+class CheckError(ThriftyError):
+    """Check mode (``th.infer(..., check=...)``): what the incremental engine holds disagrees
+    with a full execution of the program at the same values.  ``discrepancies`` lists them
+    (:class:`thrifty.core.check.Discrepancy`), each naming its node and site."""
+
+    def __init__(self, message: str, discrepancies: tuple = ()):
+        super().__init__(message)
+        self.discrepancies = tuple(discrepancies)
+
+    def __reduce__(self):  # pickles with its discrepancies (errors cross worker processes)
+        return (type(self), (str(self), self.discrepancies))

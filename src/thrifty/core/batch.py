@@ -154,7 +154,7 @@ class BatchFrame:
                 f"shape mismatch in {self.where()} at {what} {fmt(self.generic(rel))}: "
                 f"log-density of shape {lp.shape} for {n} executed element(s)"
             )
-        if lp.ndim > 1:
+        if lp.ndim > 1:  # (n, ...) → (n,); n may be 0 (a run of no element)
             lp = lp.sum(axis=tuple(range(1, lp.ndim)))
         return lp
 

@@ -12,7 +12,8 @@ resample (target RESAMPLE)    a fresh draw from the prior under the new parents;
                               is the old value's stored density (its old parents)
 replay                        the old value, rescored under its new parents            kept
 replay, outside the support   strict: scored −∞; else the old value is *stale* and a   stale +
-                              *fresh* value is drawn                                   fresh
+                              *fresh* value is drawn (so is an old value of another    fresh
+                              shape than the distribution's values)
 no old value                  strict: :class:`StructureChange`; else a fresh draw      fresh
 ============================  =======================================================  ==========
 
@@ -66,6 +67,13 @@ def replay(lanes, d, old_value, old_lp, target, acct):
     Returns ``(value, lp, changed)``.
     """
     if target is None:
+        if old_value is not None and not lanes.fits(d, old_value):
+            # a value of another shape than the distribution's (its dimension follows another
+            # choice) is outside the support: strict runs score it −∞, others redraw it
+            if lanes.strict:
+                return old_value, lanes.impossible(), False
+            lanes.drop(old_lp, acct)
+            old_value = None
         if old_value is None:  # no old value: a fresh draw (strict runs: a structure change)
             value, lp = lanes.fresh(d, acct)
             return value, lp, True
@@ -115,6 +123,23 @@ class ScalarLanes:
     @staticmethod
     def finite(lp) -> bool:
         return NEG_INF < lp < INF
+
+    @staticmethod
+    def fits(d, value) -> bool:
+        """Whether a stored value has the shape of ``d``'s values (batch + event shape)."""
+        if not (d.batch_shape or d.event_shape):
+            return type(value) is not np.ndarray or value.ndim == 0
+        return np.shape(value) == tuple(d.batch_shape) + tuple(d.event_shape)
+
+    @staticmethod
+    def impossible() -> float:
+        return NEG_INF
+
+    @staticmethod
+    def drop(old_lp, acct) -> None:
+        """The old value leaves the trace (stale)."""
+        acct.n_stale += 1
+        acct.lp_stale += old_lp
 
     @staticmethod
     def values_of(target):
@@ -223,6 +248,20 @@ class BatchLanes:
         s = lp.sum()
         return NEG_INF < s < INF
 
+    def fits(self, d, value) -> bool:
+        """Whether the members' values have the shape of ``d``'s (one leading entry each)."""
+        want = (self.n,) + tuple(d.batch_shape)[1:] + tuple(d.event_shape)
+        return np.shape(value) == want
+
+    def impossible(self) -> np.ndarray:
+        return np.full(self.n, NEG_INF)
+
+    def drop(self, old_lp, acct) -> None:
+        """The members' old values leave the trace (stale)."""
+        acct.n_stale += self.n
+        acct.lp_stale += float(np.sum(old_lp))
+        acct.note_stale(self.rel, self.n)
+
     @staticmethod
     def values_of(target):
         return target[1]
@@ -252,6 +291,12 @@ class BatchLanes:
         if whole:
             value = np.array(vals)  # (a copy: the engine keeps it read-only)
             check = np.arange(self.n)
+            if not self.fits(d, value):  # a value set from outside (init=, a proposal)
+                want = (n,) + tuple(d.batch_shape)[1:] + tuple(d.event_shape)
+                raise ModelError(
+                    f"the values given for {fmt(self.frame.generic(self.rel))} have shape "
+                    f"{value.shape}, but {d!r} over {n} element(s) draws values of shape {want}"
+                )
         else:  # some members given (init of single elements): the others drawn fresh
             value, _ = self.fresh(d, acct)
             value = np.array(value)

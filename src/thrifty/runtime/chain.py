@@ -22,6 +22,7 @@ from time import perf_counter
 
 import numpy as np
 
+from thrifty.core.check import raise_if_inconsistent
 from thrifty.core.output import probe
 from thrifty.core.simulate import initialize
 from thrifty.inference.configured import restore_state
@@ -39,11 +40,30 @@ class RunConfig:
     burn_in: int
     thin: int
     keep: Selector | None = None  # which variables are recorded (None: all)
+    check_every: int = 0  # check mode: compare with a full execution every k steps (0: never)
+    check_decades: bool = False  # check mode: after steps 1, 10, 100, ... (and the last)
 
     @property
     def total(self) -> int:
         """Kernel steps per chain."""
         return self.burn_in + self.num_samples * self.thin
+
+    def next_check(self, it: int) -> int:
+        """The step after which the chain next checks its trace against a full execution
+        (:mod:`thrifty.core.check`), given that ``it`` steps are done; 0: never.  With check
+        mode on, the last step of the chain is always checked."""
+        if not (self.check_every or self.check_decades):
+            return 0
+        due = [self.total]
+        if self.check_every:
+            due.append((it // self.check_every + 1) * self.check_every)
+        if self.check_decades:
+            d = 1
+            while d <= it:
+                d *= 10
+            due.append(d)
+        due = [s for s in due if it < s <= self.total]
+        return min(due) if due else 0
 
 
 # -- pickling a chain's state without its program -------------------------------------------------
@@ -179,6 +199,7 @@ class ChainRun:
         burn_in = cfg.burn_in
         tune = getattr(self.kernel, "set_tuning", None) or (lambda on: None)
         tune(it < burn_in)  # kernels adapt during the burn-in only
+        check_at = cfg.next_check(it)
         chunk = 1
         t_start = perf_counter()
         try:
@@ -188,6 +209,9 @@ class ChainRun:
                 while it < end:
                     trace = step(trace, rng)
                     it += 1
+                    if it == check_at:  # check mode: never touches the trace or the generator
+                        raise_if_inconsistent(trace, f"(chain {self.chain}, after step {it})")
+                        check_at = cfg.next_check(it)
                     if it == burn_in:
                         tune(False)
                     if it == rec_next:

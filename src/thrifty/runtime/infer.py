@@ -55,6 +55,8 @@ def infer(
     exclude=None,
     dense_bytes: int = DENSE_BYTES,
     executor=None,
+    check: bool | str = "auto",
+    check_every: int | None = None,
 ) -> Result:
     """Run ``chains`` MCMC chains of ``kernel`` on ``program`` and return their draws.
 
@@ -98,6 +100,16 @@ def infer(
         process; see ``workers``), ``"ray"`` or a :class:`~thrifty.RayExecutor` (Ray tasks on
         the cluster ``ray.init`` connects to — see :mod:`thrifty.runtime.ray_executor`; at most
         ``workers`` at a time, default all chains).  The draws are the same for the same seed.
+    check, check_every : check mode (:mod:`thrifty.core.check`, as Gen's ``check=true``): after
+        some steps each chain executes the program afresh at its trace's values and compares
+        every site's log-density, every node's totals and the log joint with what the
+        incremental engine holds; a difference raises :class:`~thrifty.errors.CheckError`
+        naming the node and site (a model that breaks what its plates or chains declare, data
+        changed during the run, or an engine bug).  ``check="auto"`` (the default) checks after
+        steps 1, 10, 100, 1000, ... and the last: O(log steps) full executions per chain.
+        ``check=True`` checks after every step (for debugging and tests: a full execution per
+        step), ``check_every=k`` after every k-th step and the last, ``check=False`` never.
+        Checking never changes the draws.
 
     Notes
     -----
@@ -148,7 +160,8 @@ def infer(
     if not dense_bytes >= 0:  # NaN included; inf: every variable dense
         raise ValueError(f"dense_bytes must be a number of bytes >= 0, got {dense_bytes!r}")
     keep = Selector(record, exclude)
-    cfg = RunConfig(num_samples, burn_in, thin, None if keep.everything else keep)
+    every, decades = _check_schedule(check, check_every)
+    cfg = RunConfig(num_samples, burn_in, thin, None if keep.everything else keep, every, decades)
     config = {
         "num_samples": num_samples,
         "burn_in": burn_in,
@@ -435,6 +448,22 @@ def _check_kernel(kernel):
         "kernel must be a thrifty kernel such as th.lmh(), th.mh(...), th.gibbs(...) or "
         f"th.cycle([...]), got {kernel!r}{hint}"
     )
+
+
+def _check_schedule(check, check_every) -> tuple[int, bool]:
+    """(check every k steps or 0, check after steps 1, 10, 100, ...) from ``th.infer``'s
+    ``check`` and ``check_every``."""
+    if not (isinstance(check, (bool, np.bool_)) or check == "auto"):
+        raise ValueError(f"check must be True, False or 'auto', got {check!r}")
+    if check_every is not None:
+        check_every = _int_arg("check_every", check_every, 1)
+        if isinstance(check, (bool, np.bool_)) and not check:
+            raise ValueError(f"check=False and check_every={check_every} contradict each "
+                             "other: drop one")
+        return check_every, False
+    if check == "auto":
+        return 0, True
+    return (1, False) if check else (0, False)
 
 
 def _int_arg(name, value, minimum: int) -> int:

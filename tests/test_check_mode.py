@@ -1,0 +1,563 @@
+"""Check mode (``th.infer(..., check=...)``, :mod:`thrifty.core.check`): every kernel keeps its
+trace equal to a full execution of the program, models that break what their plates and chains
+declare are caught with an error naming the node and site, and checking never changes the draws.
+
+The comparisons are exact checks (a full execution from scratch against what the engine holds,
+log-densities within 1e-9 relative / absolute), so a few dozen steps per kernel suffice: every
+step of every kernel below is checked (``check=True``).
+"""
+
+from __future__ import annotations
+
+import doctest
+import pickle
+import re
+
+import numpy as np
+import pytest
+
+import thrifty as th
+from thrifty import dist, glm
+from thrifty.core import check as check_module
+from thrifty.core.check import check_trace, raise_if_inconsistent
+from thrifty.errors import CheckError
+from thrifty.models import dense_mrf, generate_sv, joint_dpm, random_potentials, sv
+from thrifty.runtime.chain import RunConfig
+
+TRANS = np.array([[0.9, 0.1], [0.2, 0.8]])
+
+
+# -- models ---------------------------------------------------------------------------------------
+@th.model
+def logistic(X, y):
+    w = th.sample("w", dist.MvNormal(np.zeros(X.shape[1]), np.eye(X.shape[1])))
+    with th.plate("data", len(y)) as i:
+        th.observe("y", glm.logistic(X[i], w), y[i])
+
+
+@th.model
+def local_means(y):
+    """A global mean and one latent per element (element-wise MH, Gibbs-free)."""
+    mu = th.sample("mu", dist.Normal(0.0, 2.0))
+    with th.plate("data", len(y)) as i:
+        u = th.sample("u", dist.Normal(mu, 1.0))
+        th.observe("y", dist.Normal(u, 0.5), y[i])
+
+
+@th.model
+def mixture(y):
+    mu = th.sample("mu", dist.Normal(0.0, 3.0))
+    with th.plate("data", len(y)) as i:
+        z = th.sample("z", dist.Bernoulli(probs=0.5))
+        th.observe("y", dist.Normal(np.where(z == 1, mu, -mu), 1.0), y[i])
+
+
+@th.model
+def kitchen(y):
+    """Top-level choices, a plate, a chain with a plate per step, a mem, a branch."""
+    mu = th.sample("mu", dist.Normal(0.0, 1.0))
+    k = th.sample("k", dist.Categorical(np.array([0.3, 0.3, 0.4])))
+    w = th.mem("w", lambda key: dist.Normal(0.0, 2.0))
+    w0, w1 = w(0), w(1)
+    with th.plate("data", len(y)) as i:
+        z = th.sample("z", dist.Bernoulli(probs=0.3))
+        th.observe("y", dist.Normal(mu + z + np.where(z == 1, w1, w0), 1.0), y[i])
+
+    def step(t, prev):
+        x = th.sample("x", dist.Categorical(np.array([0.5, 0.5]) if prev is None else TRANS[prev]))
+        with th.plate("obs", 3) as j:
+            th.observe("o", dist.Normal(float(x) + 0.1 * k, 1.0), np.full(3, 0.3)[j])
+        return x
+
+    th.markov("s", step, 5)
+    if k == 2:
+        th.sample("extra", dist.Gamma(2.0, 1.0))
+    th.deterministic("total", mu + k)
+    return mu
+
+
+@th.model
+def ar(ys):
+    """AR(1) states with a noise scale: φ's local sections are the markov steps."""
+    phi = th.sample("phi", dist.Uniform(-1.0, 1.0))
+    s = th.sample("s", dist.Gamma(4.0, 4.0))
+
+    def step(t, prev):
+        h = th.sample("h", dist.Normal(phi * prev, 0.5))
+        th.observe("x", dist.Normal(h, s), ys[t])
+        th.deterministic("h2", h * h)
+        return h
+
+    return th.markov("h", step, len(ys), 0.0)
+
+
+@th.model
+def ar_plate(Y):
+    """A plate of chains: one AR(1) series per element."""
+    phi = th.sample("phi", dist.Uniform(-1.0, 1.0))
+    B, T = Y.shape
+    with th.plate("series", B) as i:
+
+        def step(t, prev):
+            h = th.sample("h", dist.Normal(phi * prev, 1.0))
+            th.observe("y", dist.Normal(h, 0.7), Y[i, t])
+            return h
+
+        th.markov("h", step, T, 0.0)
+
+
+@th.model
+def dpm(x):
+    """A DP mixture with random α and collapsed Normal–Gamma clusters."""
+    a = th.sample("alpha", dist.Gamma(1.0, 1.0))
+    crp = th.CRP(a)
+    feats = th.mem("feats", lambda k: th.collapsed.NormalGamma(0.0, 0.1, 2.0, 2.0))
+    with th.plate("data", len(x)) as i:
+        z = th.sample("z", crp)
+        th.observe("x", feats(z), x[i])
+    return z
+
+
+@th.model
+def niw_dpm(x):
+    crp = th.CRP(0.8)
+    feats = th.mem("feats", lambda k: th.collapsed.NormalInverseWishart(
+        np.zeros(2), 0.2, 4.0, np.eye(2)))
+    with th.plate("data", len(x)) as i:
+        z = th.sample("z", crp)
+        th.observe("x", feats(z), x[i])
+
+
+@th.model
+def mean_dpm(x):
+    """Per-table means that are not collapsed (mem keys read by plate elements)."""
+    crp = th.CRP(1.0)
+    mu = th.mem("mu", lambda k: dist.Normal(0.0, 2.0))
+    with th.plate("data", len(x)) as i:
+        z = th.sample("z", crp)
+        th.observe("x", dist.Normal(mu(z), 0.5), x[i])
+
+
+@th.model
+def hyper():
+    return th.sample("s", dist.Gamma(4.0, 4.0))
+
+
+@th.model
+def with_call(y):
+    """A sub-model's choice under a nested address, read by a plate."""
+    s = th.call("hyper", hyper)
+    mu = th.sample("mu", dist.Normal(0.0, 2.0))
+    with th.plate("data", len(y)) as i:
+        th.observe("y", dist.Normal(mu, s), y[i])
+
+
+@th.model
+def ragged():
+    """The dimension of x follows k."""
+    k = th.sample("k", dist.Categorical(np.array([0.5, 0.5])))
+    x = th.sample("x", dist.Normal(np.zeros(k + 1), 1.0))
+    th.observe("y", dist.Normal(x.sum(), 1.0), 0.3)
+
+
+@th.model
+def ragged_plate():
+    k = th.sample("k", dist.Categorical(np.array([0.5, 0.5])))
+    with th.plate("p", 3) as i:
+        x = th.sample("x", dist.Normal(np.zeros((3, k + 1))[i], 1.0))
+        th.observe("y", dist.Normal(x.sum(-1), 1.0), np.full(3, 0.3)[i])
+
+
+RNG = np.random.default_rng(0)
+X_LR, Y_LR, _ = th.datasets.synthetic_logistic(60, 2, seed=0)
+Y_MIX = np.r_[RNG.normal(2.0, 1.0, 10), RNG.normal(-2.0, 1.0, 10)]
+Y_KITCHEN = RNG.normal(size=8)
+YS_AR = RNG.normal(size=10)
+Y_PLATE = RNG.normal(size=(3, 5))
+X_DPM = np.array([-2.0, -1.8, 0.1, 0.0, 2.2, 2.0])
+X_NIW = np.r_[RNG.normal(-2.0, 0.5, (4, 2)), RNG.normal(2.0, 0.5, (4, 2))]
+MRF = random_potentials(6, seed=0)
+JDPM = th.datasets.clustered_nonlinear(30, 10, seed=0)
+X_SV = generate_sv(B=6, T=4, seed=0)
+
+
+def drift_block():
+    return th.mh("w", th.drift())  # adapts during the burn-in (Haario)
+
+
+# id → (program, kernel factory, steps, burn-in)
+CASES = {
+    "mh-prior": (lambda: logistic(X_LR, Y_LR), lambda: th.mh("w", th.prior()), 40, 0),
+    "mh-drift": (lambda: logistic(X_LR, Y_LR), lambda: th.mh("w", th.drift(0.3)), 40, 0),
+    "mh-drift-adaptive": (lambda: logistic(X_LR, Y_LR), drift_block, 30, 30),
+    "mh-sgld": (lambda: logistic(X_LR, Y_LR), lambda: th.mh("w", th.sgld(0.05, 10)), 40, 0),
+    "mh-elementwise": (lambda: local_means(Y_MIX), lambda: th.cycle(
+        [th.mh("data.u", th.drift(0.5)), th.mh("mu", th.drift(0.5))]), 40, 0),
+    "mh-elementwise-adaptive": (lambda: local_means(Y_MIX), lambda: th.cycle(
+        [th.mh("data.u", th.drift()), th.mh("mu", th.prior())]), 20, 20),
+    "mh-one-chain-step": (lambda: ar(YS_AR), lambda: th.cycle(
+        [th.mh(th.one("h"), th.drift(0.5)), th.mh("phi", th.drift(0.2))]), 60, 0),
+    "lmh": (lambda: kitchen(Y_KITCHEN), lambda: th.lmh(), 150, 0),
+    "adaptive-lmh": (lambda: kitchen(Y_KITCHEN), lambda: th.adaptive_lmh(), 150, 0),
+    "gibbs-vectorized": (lambda: mixture(Y_MIX), lambda: th.cycle(
+        [th.gibbs("data.z"), th.mh("mu", th.drift(0.3))]), 40, 0),
+    "gibbs-one": (lambda: kitchen(Y_KITCHEN), lambda: th.cycle(
+        [th.gibbs(th.one("data.z")), th.gibbs(th.one("s")), th.mh("mu", th.drift(0.3))]), 60,
+        0),
+    "subsampled-mh": (lambda: logistic(X_LR, Y_LR), lambda: th.subsampled_mh(
+        "w", batch_size=10, epsilon=0.05, proposal=th.drift(0.3)), 60, 0),
+    "subsampled-mh-taylor": (lambda: logistic(X_LR, Y_LR), lambda: th.subsampled_mh(
+        "w", batch_size=10, epsilon=0.05, proposal=th.drift(0.3), proxy="taylor"), 60, 0),
+    "subsampled-mh-chain-steps": (lambda: ar(YS_AR), lambda: th.cycle(
+        [th.subsampled_mh("phi", batch_size=3, epsilon=0.05, proposal=th.drift(0.2)),
+         th.mh(th.one("h"), th.drift(0.5)), th.mh("s", th.drift(0.2))]), 60, 0),
+    "subsampled-mh-mem-readers": (lambda: mean_dpm(X_DPM), lambda: th.cycle(
+        [th.gibbs(th.one("data.z")), th.subsampled_mh(
+            th.one("mu"), batch_size=2, epsilon=0.05, proposal=th.drift(0.7))]), 60, 0),
+    "austerity-gibbs": (lambda: dense_mrf(6, *MRF), lambda: th.austerity_gibbs(
+        "x", batch_size=3, epsilon=0.05), 40, 0),
+    "smh-1": (lambda: logistic(X_LR, Y_LR), lambda: th.smh("w", order=1), 40, 0),
+    "smh-2-drift": (lambda: logistic(X_LR, Y_LR), lambda: th.smh(
+        "w", order=2, proposal=th.drift(0.2)), 40, 0),
+    "pgibbs-as": (lambda: ar(YS_AR), lambda: th.cycle(
+        [th.pgibbs("h", 8), th.mh("phi", th.drift(0.2)), th.mh("s", th.drift(0.2))]), 30, 0),
+    "pgibbs-csmc": (lambda: ar(YS_AR), lambda: th.cycle(
+        [th.pgibbs("h", 8, ancestor_sampling=False), th.mh("phi", th.drift(0.2))]), 30, 0),
+    "pgibbs-ordered-range": (lambda: ar(YS_AR), lambda: th.cycle(
+        [th.pgibbs(th.ordered_range("h", 0, 4), 8), th.pgibbs(th.ordered_range("h", 5, 9), 8)]),
+        30, 0),
+    "pgibbs-plate-of-chains": (lambda: ar_plate(Y_PLATE), lambda: th.cycle(
+        [th.pgibbs("series.h", 8), th.mh("phi", th.drift(0.2))]), 30, 0),
+    "mh-plate-of-chains": (lambda: ar_plate(Y_PLATE), lambda: th.cycle(
+        [th.lmh(), th.mh("phi", th.drift(0.2))]), 60, 0),
+    "pmmh": (lambda: ar(YS_AR), lambda: th.pmmh("s", 10, th.drift(0.2)), 20, 0),
+    "mixture": (lambda: kitchen(Y_KITCHEN), lambda: th.mixture(
+        [(0.5, th.lmh()), (0.5, th.mh("mu", th.drift(0.3)))]), 80, 0),
+    "crp-collapsed-gibbs": (lambda: dpm(X_DPM), lambda: th.cycle(
+        [th.gibbs(th.one("data.z")), th.mh("alpha", th.drift(0.5))]), 60, 0),
+    "crp-collapsed-elementwise-mh": (lambda: dpm(X_DPM), lambda: th.mh(
+        "data.z", th.prior()), 40, 0),
+    "crp-collapsed-lmh": (lambda: dpm(X_DPM), lambda: th.lmh(), 100, 0),
+    "crp-niw-gibbs": (lambda: niw_dpm(X_NIW), lambda: th.gibbs("data.z"), 40, 0),
+    "crp-mem-alg8": (lambda: mean_dpm(X_DPM), lambda: th.cycle(
+        [th.gibbs("data.z"), th.mh("mu", th.drift(0.7))]), 60, 0),
+    "joint-dpm-mem-taylor": (lambda: joint_dpm(
+        JDPM.X_train, JDPM.y_train, np.zeros(2), 0.05, 4.0, np.eye(2), 10.0), lambda: th.cycle(
+        [th.mh("alpha", th.drift(0.5)), th.cycle([th.gibbs(th.one("data.z"))], repeats=3),
+         th.subsampled_mh(th.one("w"), batch_size=5, epsilon=0.2, proposal=th.drift(0.3),
+                          proxy="taylor")]), 20, 0),
+    "sv-pgibbs-subsampled": (lambda: sv(X_SV), lambda: th.cycle(
+        [th.pgibbs("series.h", 5), th.subsampled_mh("phi", batch_size=2, epsilon=0.05,
+                                                     proposal=th.drift(0.02)),
+         th.mh("sigma2", th.drift(0.002))]), 30, 0),
+    "call-submodel-lmh": (lambda: with_call(Y_MIX), lambda: th.lmh(), 60, 0),
+    "lmh-dimension-follows-a-choice": (ragged, lambda: th.lmh(), 100, 0),
+    "lmh-plate-dimension-follows-a-choice": (ragged_plate, lambda: th.lmh(), 100, 0),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_every_kernel_passes_check_mode(name):
+    program, kernel, steps, burn_in = CASES[name]
+    r = th.infer(program(), kernel(), num_samples=steps, burn_in=burn_in, seed=1,
+                 progress=False, workers=1, check=True)
+    assert r.num_draws == steps
+
+
+# -- models that break what their plates and chains declare ---------------------------------------
+BUFFER = np.zeros(6)
+CARRY = {"x": 0.0}
+OBSERVED = np.array([0.3, -0.2, 0.5, 1.1])
+
+
+@th.model
+def leaky_plate():
+    """Element j reads what element j − 1 wrote into a module-level buffer."""
+    with th.plate("data", 6) as i:
+        z = th.sample("z", dist.Normal(0.0, 1.0))
+        BUFFER[i] = z
+        prev = np.concatenate([[0.0], BUFFER[:-1]])[i]
+        th.observe("y", dist.Normal(prev, 1.0), np.ones(6)[i])
+
+
+@th.model
+def leaky_chain():
+    """Each step reads the previous step's value from a global, not from its state."""
+
+    def step(t, prev):
+        x = th.sample("x", dist.Normal(CARRY["x"], 1.0))
+        CARRY["x"] = x
+        return None
+
+    th.markov("c", step, 8)
+
+
+@th.model
+def reads_global():
+    mu = th.sample("mu", dist.Normal(0.0, 2.0))
+    with th.plate("data", len(OBSERVED)) as i:
+        th.observe("y", dist.Normal(mu, 1.0), OBSERVED[i])
+
+
+class MutatesData(th.Kernel):
+    """Steps ``inner``; after step ``at`` changes an observation the model reads."""
+
+    name = "mutates-data"
+
+    def __init__(self, inner, at):
+        super().__init__()
+        self.inner, self.at = inner, at
+
+    def _step(self, trace, rng):
+        trace = self.inner.step(trace, rng)
+        if self.stats.steps + 1 == self.at:
+            OBSERVED[2] += 5.0
+        return trace
+
+    def kernels(self):
+        return [(self.label(), self), *self.inner.kernels()]
+
+
+@pytest.fixture
+def observed():
+    saved = OBSERVED.copy()
+    yield
+    OBSERVED[:] = saved
+
+
+def test_a_plate_whose_elements_share_a_buffer_is_caught():
+    with pytest.raises(CheckError, match=r"in plate \('data',\)") as e:
+        th.infer(leaky_plate(), th.mh("data.z", th.drift(0.5)), num_samples=20, seed=0,
+                 progress=False, workers=1, check=True)
+    d = e.value.discrepancies[0]
+    assert d.node == ("data",) and d.site[0] == "data" and d.site[2] == "y"
+    assert "shared buffer" in str(e.value) and "after step" in str(e.value)
+
+
+def test_a_chain_passing_information_through_a_global_is_caught():
+    with pytest.raises(CheckError, match=r"in markov chain \('c',\)") as e:
+        th.infer(leaky_chain(), th.mh(th.one("c"), th.drift(0.5)), num_samples=20, seed=0,
+                 progress=False, workers=1, check=True)
+    d = e.value.discrepancies[0]
+    assert d.node == ("c",) and d.site[0] == "c" and d.site[2] == "x"
+    assert "returned state" in str(e.value)
+
+
+def test_data_changed_between_steps_is_caught_at_the_step_that_changed_it(observed):
+    with pytest.raises(CheckError, match=r"after step 7\)") as e:
+        th.infer(reads_global(), MutatesData(th.mh("mu", th.drift(0.5)), at=7), num_samples=20,
+                 seed=0, progress=False, workers=1, check=True)
+    d = e.value.discrepancies[0]
+    assert d.site == ("data", 2, "y") and d.full < d.held
+    assert "('data', 2, 'y')" in str(e.value)
+
+
+def test_the_default_check_catches_a_broken_model():
+    """``check="auto"`` checks after the first step: a model that is wrong from the start is
+    caught by default."""
+    with pytest.raises(CheckError, match=r"after step 1\)"):
+        th.infer(leaky_plate(), th.mh("data.z", th.drift(0.5)), num_samples=20, seed=0,
+                 progress=False, workers=1)
+
+
+def test_check_errors_cross_worker_processes():
+    with pytest.raises(CheckError, match=r"in plate \('data',\)") as e:
+        th.infer(leaky_plate(), th.mh("data.z", th.drift(0.5)), num_samples=20, chains=2,
+                 seed=0, progress=False, workers=2, check=True)
+    assert e.value.discrepancies and e.value.discrepancies[0].node == ("data",)
+    err = pickle.loads(pickle.dumps(e.value))
+    assert str(err) == str(e.value) and err.discrepancies == e.value.discrepancies
+
+
+# -- checking never changes the draws -------------------------------------------------------------
+@pytest.mark.parametrize("case", ["lmh-kitchen", "subsampled-mh"])
+def test_check_mode_does_not_change_the_draws(case):
+    if case == "lmh-kitchen":
+        program, kernel = kitchen(Y_KITCHEN), th.cycle([th.lmh(), th.gibbs(th.one("data.z"))])
+    else:
+        program = logistic(X_LR, Y_LR)
+        kernel = th.subsampled_mh("w", batch_size=10, epsilon=0.05, proposal=th.drift(0.3))
+    kw = dict(num_samples=60, burn_in=10, chains=2, seed=4, progress=False, workers=1)
+    on = th.infer(program, kernel, check=True, **kw)
+    off = th.infer(program, kernel, check=False, **kw)
+    assert set(on.keys()) == set(off.keys())
+    for name in off.keys():
+        np.testing.assert_array_equal(on[name], off[name], err_msg=name)
+    np.testing.assert_array_equal(on.sample_stats["lp"], off.sample_stats["lp"])
+
+
+# -- when the chain checks ------------------------------------------------------------------------
+def test_the_schedule_of_checks():
+    auto = RunConfig(1000, 0, 1, check_decades=True)
+    every = RunConfig(20, 0, 1, check_every=7)
+    off = RunConfig(20, 0, 1)
+
+    def schedule(cfg):
+        out, it = [], 0
+        while (it := cfg.next_check(it)) != 0:
+            out.append(it)
+        return out
+
+    assert schedule(auto) == [1, 10, 100, 1000]
+    assert schedule(every) == [7, 14, 20]
+    assert schedule(off) == []
+    assert RunConfig(250, 0, 1, check_decades=True).next_check(100) == 250
+
+
+@pytest.mark.parametrize("kw, want", [
+    ({}, [1, 10, 100, 250]),
+    ({"check": True}, list(range(1, 251))),
+    ({"check_every": 100}, [100, 200, 250]),
+    ({"check": False}, []),
+])
+def test_th_infer_checks_when_asked(monkeypatch, kw, want):
+    seen = []
+    monkeypatch.setattr("thrifty.runtime.chain.raise_if_inconsistent",
+                        lambda trace, where: seen.append(int(where.split()[-1][:-1])))
+    th.infer(reads_global(), th.mh("mu", th.drift(0.5)), num_samples=200, burn_in=50, seed=0,
+             progress=False, workers=1, **kw)
+    assert seen == want
+
+
+def test_check_arguments_are_validated():
+    prog, k = reads_global(), th.mh("mu", th.drift(0.5))
+    with pytest.raises(ValueError, match="check must be True, False or 'auto'"):
+        th.infer(prog, k, num_samples=5, progress=False, check="always")
+    with pytest.raises(ValueError, match="check_every must be >= 1"):
+        th.infer(prog, k, num_samples=5, progress=False, check_every=0)
+    with pytest.raises(ValueError, match="contradict"):
+        th.infer(prog, k, num_samples=5, progress=False, check=False, check_every=5)
+
+
+# -- each comparison can fail ---------------------------------------------------------------------
+def _trace(program, kernel=None, steps=0, seed=0):
+    rng = np.random.default_rng(seed)
+    trace = th.initialize(program, rng)
+    for _ in range(steps):
+        trace = kernel.step(trace, rng)
+    return trace
+
+
+def _corrupt_element_lp(tr):
+    tr.root.plates[("data",)].elem_lp.data[3] -= 1.0
+
+
+def _corrupt_site_lp(tr):
+    tr.root.plates[("data",)].sites[("u",)].lp.data[3] -= 1.0
+
+
+def _corrupt_top_site(tr):
+    tr.root.sites[("mu",)].lp += 1.0
+
+
+def _corrupt_plate_total(tr):
+    tr.root.plates[("data",)].lp_sum += 1.0
+
+
+def _corrupt_n_latent(tr):
+    tr._n_latent = tr.n_latent + 1
+
+
+CORRUPTIONS = {
+    "element log-density": (_corrupt_element_lp, "log-density of the observations",
+                            ("data", 3, "y")),
+    "site log-density": (_corrupt_site_lp, "log-density", ("data", 3, "u")),
+    "top-level site": (_corrupt_top_site, "log-density", ("mu",)),
+    "plate total": (_corrupt_plate_total, "total log-density of the plate", ("data",)),
+    "|x|": (_corrupt_n_latent, "number of latent choices |x|", ()),
+}
+
+
+@pytest.mark.parametrize("name", list(CORRUPTIONS))
+def test_a_corrupted_plate_or_site_is_named(name):
+    corrupt, what, site = CORRUPTIONS[name]
+    tr = _trace(local_means(Y_MIX))
+    assert check_trace(tr) == []
+    corrupt(tr)
+    found = check_trace(tr)
+    assert [(d.what, d.site) for d in found] == [(what, site)]
+    with pytest.raises(CheckError, match=re.escape(f"{what} at {site}" if site else what)):
+        raise_if_inconsistent(tr)
+
+
+def test_a_corrupted_chain_step_state_and_total_are_named():
+    tr = _trace(ar(YS_AR))
+    node = tr.root.chains[("h",)]
+    node.sites[("h",)].lp.data[4] += 0.5
+    node.step_total.data[4] += 0.5
+    node._lp += 0.5
+    found = check_trace(tr)
+    assert [(d.what, d.site) for d in found] == [("log-density", ("h", 4, "h")),
+                                                ("log-density of the step", ("h", 4))]
+    node.sites[("h",)].lp.data[4] -= 0.5
+    node.step_total.data[4] -= 0.5
+    assert [(d.what, d.site) for d in check_trace(tr)] == [
+        ("total log-density of the chain", ("h",))]
+
+
+def test_a_corrupted_mem_table_is_named():
+    tr = _trace(mean_dpm(X_DPM), th.gibbs("data.z"), steps=3)
+    assert check_trace(tr) == []
+    table = tr.mems[("mu",)]
+    key = next(iter(table.values))
+    table.refs[key] += 1
+    readers = table.plate_readers[("data",)][key]
+    elem = next(iter(readers))
+    del readers[elem]
+    table.lp[key] += 0.25
+    whats = {d.what for d in check_trace(tr)}
+    assert whats == {"log-density", "number of reads", "readers in plate ('data',)"}
+    assert all(d.site == ("mu", key) and d.kind == "mem table" for d in check_trace(tr))
+
+
+def test_a_corrupted_coupled_state_is_named():
+    tr = _trace(dpm(X_DPM), th.gibbs(th.one("data.z")), steps=5)
+    assert check_trace(tr) == []
+    state = tr.root.plates[("data",)].procs[("z",)]
+    state._slg += 0.1
+    found = check_trace(tr)
+    assert [(d.what, d.site) for d in found] == [
+        ("joint log-density of the coupled site", ("data", "*", "z"))]
+
+
+def test_structure_differences_are_named():
+    tr = _trace(kitchen(Y_KITCHEN))
+    root = tr.root
+    site = root.sites.pop(("mu",))
+    found = check_trace(tr)
+    assert found[0].what == "the incremental trace lacks a choice" and found[0].site == ("mu",)
+    root.sites[("mu",)] = site
+    tr.mems[("w",)].values[7] = 0.5  # a key nobody reads
+    tr.mems[("w",)].lp[7] = -1.6
+    found = check_trace(tr)
+    assert [(d.what, d.site) for d in found] == [
+        ("a choice a full execution does not make", ("w", 7))]
+
+
+def test_stale_elements_are_not_compared():
+    """After lazy subsampled steps the unexecuted elements hold out-of-date log-densities
+    (paper 000 §3.5): legitimately so, and the check skips them — but compares the fresh
+    ones."""
+    k = th.subsampled_mh("w", batch_size=10, epsilon=0.05, proposal=th.drift(0.3))
+    rng = np.random.default_rng(2)
+    tr = th.initialize(logistic(X_LR, Y_LR), rng)
+    node = tr.root.plates[("data",)]
+    for _ in range(200):  # until an accepted step decided on a minibatch
+        tr = k.step(tr, rng)
+        node = tr.root.plates[("data",)]
+        stale = node.stale_elements(None, tr.mems)
+        if len(stale):
+            break
+    assert 0 < len(stale) < node.size
+    assert check_trace(tr) == []
+    fresh = np.setdiff1d(np.arange(node.size), stale)
+    node.elem_lp.data[fresh[0]] -= 1.0
+    assert [d.site for d in check_trace(tr)] == [("data", int(fresh[0]), "y")]
+    node.elem_lp.data[fresh[0]] += 1.0
+    node.elem_lp.data[stale[0]] -= 1.0
+    assert check_trace(tr) == []
+
+
+def test_docstring_examples_run():
+    result = doctest.testmod(check_module, verbose=False, report=False)
+    assert result.attempted > 0 and result.failed == 0

@@ -250,3 +250,26 @@ def test_the_per_table_proxy_refuses_rows_that_depend_on_another_choice():
     with pytest.raises(SelectionError, match=r"change with other choices \(\('s',\).*proxy=None"):
         th.infer(scaled_cluster_inputs(X, y), k, num_samples=5, seed=0, progress=False,
                  init={"data.z": np.zeros(len(y), dtype=int)})
+
+
+def test_a_commit_into_a_fork_leaves_the_original_collapsed_state_alone():
+    """A provisional commit (LMH with a structure change, th.one) commits into a fork: the
+    collapsed site's columns of keys and values are the original trace's, shared copy-on-write,
+    so the fork's move of an element must not write through into the original."""
+    from thrifty.core.locate import locate, make_targets, plan_for
+    from thrifty.core.run import Run
+    from thrifty.models import dp_mixture
+
+    x = np.random.default_rng(0).normal(size=(30, 2))
+    rng = np.random.default_rng(1)
+    tr = th.initialize(dp_mixture(x, np.zeros(2), 0.1, 4.0, np.eye(2)), rng,
+                       init={"data.z": np.zeros(30, dtype=int)})
+    node = tr.root.plates[("data",)]
+    loc = locate(tr, ("data", 3, "z"))
+    targets, vec = make_targets([loc], [1])
+    run = Run(tr, rng, targets=targets, vec=vec, plan=plan_for(tr, [loc])).execute()
+    fork = tr.fork()
+    run.commit(fork)
+    keys = lambda t: t.root.plates[("data",)].procs[("x",)].keys.array()  # noqa: E731
+    assert keys(tr)[3] == 0 and keys(fork)[3] == 1
+    assert node.procs[("x",)].keys.array().sum() == 0

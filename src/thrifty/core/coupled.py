@@ -330,6 +330,9 @@ def install(node, frame) -> None:
         if w.new is not None:
             procs[rel] = w.new
             if w.moves is not None:
-                elems, keys, values = w.moves
-                w.new.keys.put(elems, keys)
-                w.new.values.put(elems, values)
+                st, (elems, keys, values) = w.new, w.moves
+                if node is not frame.old_node and w.old is not None:
+                    # a commit into a fork: the columns are the original trace's, shared
+                    st.keys, st.values = st.keys.share(), st.values.share()
+                st.keys.put(elems, keys)
+                st.values.put(elems, values)

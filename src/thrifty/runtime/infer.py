@@ -11,7 +11,7 @@ from time import perf_counter
 import numpy as np
 
 from thrifty.core.model import as_program
-from thrifty.inference.kernel import Kernel
+from thrifty.inference.kernel import Kernel, warn_zero_acceptance
 from thrifty.runtime.chain import ChainRecord, ChainRun, RunConfig
 from thrifty.runtime.checkpoint import (
     Checkpoint,
@@ -223,6 +223,7 @@ def infer(
     }
     stats = _kernel_stats(records)
     stats["run"] = run_stats
+    warn_zero_acceptance(_per_chain(records))
     result = build_result(
         records,
         dense_bytes=dense_bytes,
@@ -334,14 +335,19 @@ def _run_sequential(program, kernel, seeds, inits, cfg, records, stop, display, 
 
 
 # -- statistics and messages ----------------------------------------------------------------------
-def _kernel_stats(records) -> dict:
-    """label → aggregate statistics over the chains, with the per-chain ones under "chains"."""
+def _per_chain(records) -> dict:
+    """label → {chain: Stats}."""
     per: dict = {}
     for c, r in enumerate(records):
         for label, s in r.stats or ():
             per.setdefault(label, {})[c] = s
+    return per
+
+
+def _kernel_stats(records) -> dict:
+    """label → aggregate statistics over the chains, with the per-chain ones under "chains"."""
     out = {}
-    for label, by_chain in per.items():
+    for label, by_chain in _per_chain(records).items():
         agg = reduce(lambda a, b: a.merge(b), by_chain.values()).as_dict()
         agg["chains"] = [
             by_chain[c].as_dict() if c in by_chain else None for c in range(len(records))

@@ -251,7 +251,8 @@ def _warn_unadapted(kernel) -> None:
     if labels:
         warnings.warn(
             f"{', '.join(labels)}: th.drift() without a scale adapts during the burn-in, and "
-            "burn_in=0 leaves it at its initial scale (sd 0.1 per coordinate); give a burn-in "
+            "burn_in=0 leaves it at its initial scale (the Laplace covariance where the chain "
+            "starts at the mode, else sd 0.1 per coordinate); give a burn-in "
             "(e.g. burn_in=1000) or a scale, th.drift(s)",
             UserWarning,
             stacklevel=3,

@@ -12,7 +12,7 @@ proposal or ``proxy="taylor"`` — unless ``init`` gives one of them —
 2. starts the chain at a draw from N(θ̂, H⁻¹), so that chains still start at different points
    and R-hat keeps its meaning;
 3. starts an adaptive proposal's covariance at H⁻¹ (λ = 1: Haario's 2.38²/d scaling), which the
-   burn-in's windows then refine (:mod:`thrifty.inference.adapt`).
+   burn-in's windows then refine, pooled with it (:mod:`thrifty.inference.adapt`).
 
 How θ̂ and H are found, and what it costs (``result.stats[label]["start"]``, per chain):
 

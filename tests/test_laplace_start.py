@@ -2,7 +2,7 @@
 
 Before, ``th.mh("w", th.drift())`` found its start by BFGS on finite differences, each
 evaluation one execution of the whole program: 580 full executions of a logistic regression
-at N = 2·10⁴, d = 5 (2,400 at N = 10⁵, d = 10: 10.7 s here, 32 s in the issue's measurement).
+at N = 2·10⁴, d = 5 (2,400 at N = 10⁵, d = 10: 10.7 s on a quiet machine).
 Now GLM weights take Newton on the data with the families' derivatives (the set-up ``th.smh``
 already had): three executions and a handful of NumPy passes over X, whatever N and d.
 The work is counted here by executing plate elements (every ``Run`` of the start), not by

@@ -423,7 +423,7 @@ def test_check_arguments_are_validated():
     prog, k = reads_global(), th.mh("mu", th.drift(0.5))
     with pytest.raises(ValueError, match="check must be True, False or 'auto'"):
         th.infer(prog, k, num_samples=5, progress=False, check="always")
-    with pytest.raises(ValueError, match="check_every must be (>= 1|a positive int)"):
+    with pytest.raises(ValueError, match=r"check_every must be (>= 1|a positive int)"):
         th.infer(prog, k, num_samples=5, progress=False, check_every=0)
     with pytest.raises(ValueError, match="contradict"):
         th.infer(prog, k, num_samples=5, progress=False, check=False, check_every=5)

@@ -18,7 +18,7 @@ from thrifty.inference.adaptive import adaptive_lmh
 from thrifty.inference.austerity import austerity_gibbs
 from thrifty.inference.compose import cycle, mixture
 from thrifty.inference.gibbs import gibbs
-from thrifty.inference.kernel import Kernel
+from thrifty.inference.kernel import Kernel, ZeroAcceptanceWarning
 from thrifty.inference.mh import lmh, mh
 from thrifty.inference.pgibbs import pgibbs
 from thrifty.inference.pmmh import pmmh
@@ -52,6 +52,7 @@ __all__ = [
     "Result",
     "SMCResult",
     "Trace",
+    "ZeroAcceptanceWarning",
     "adaptive_lmh",
     "austerity_gibbs",
     "call",

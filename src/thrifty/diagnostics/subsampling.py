@@ -216,7 +216,9 @@ def check_subsampling(
     ``program``: a program (a model applied to its data); ``kernel``: a ``th.subsampled_mh`` or
     ``th.austerity_gibbs`` kernel (it is copied, not modified).  ``burn_in`` kernel steps from
     a prior simulation (``init``: initial values, as for ``th.infer``; the l_i far from the
-    posterior can look very different from those at stationarity), then ``steps`` trial
+    posterior can look very different from those at stationarity) — the kernel's start and
+    burn-in as in ``th.infer`` (the Laplace start and the adaptation of its default
+    ``th.drift()``), then ``steps`` trial
     proposals; for each, the exact decision and the kernel's decision for a shared u (for
     Gibbs: one flip of one selected choice, decided by the logit of u).  ``epsilons``: also
     decide every trial proposal with copies of the kernel at these tolerances
@@ -255,8 +257,12 @@ def check_subsampling(
     helper = copy.deepcopy(kernel)  # evaluates every section (its stats are not reported)
 
     trace = initialize(program, rng, init=init)
+    main.prepare_all(trace)  # as th.infer: the kernel's start, then a burn-in that adapts
+    main.start_all(trace, rng, init)
+    main.set_tuning(True)
     for _ in range(burn_in):
         main.step(trace, rng)
+    main.set_tuning(False)
     main.stats = type(main.stats)()
 
     per_draw = max(1, math.ceil(normality_draws / steps))

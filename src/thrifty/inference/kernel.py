@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from dataclasses import dataclass, field
 
 from thrifty.core.locate import stale_parts, stale_plan
@@ -31,11 +32,17 @@ class Stats:
     # per site name: [selected, accepted, Σ reward, Σ count] (adaptive kernels)
     sites: dict = field(default_factory=dict)
     proposal: list = field(default_factory=list)  # per chain: the adapted proposal (drift())
+    start: list = field(default_factory=list)  # per chain: what moving to the start cost
+    burn_in: list = field(default_factory=list)  # per chain: proposals and acceptances in it
+
+    _LISTS = ("extra", "sites", "proposal", "start", "burn_in")  # not summed by ``merge``
 
     def __post_init__(self):
         self.extra = dict(self.extra)  # copies (dataclasses.replace) must not share counters
         self.sites = {k: list(v) for k, v in self.sites.items()}
         self.proposal = list(self.proposal)
+        self.start = list(self.start)
+        self.burn_in = list(self.burn_in)
 
     def add_run(self, run: Run) -> None:
         self.runs += 1
@@ -55,6 +62,8 @@ class Stats:
             **{f"{k}_per_step": v / steps for k, v in self.extra.items()},
             **({"sites": self._sites(steps)} if self.sites else {}),
             **({"proposal": self.proposal} if self.proposal else {}),  # one per chain
+            **({"start": self.start} if self.start else {}),  # one per chain
+            **({"burn_in": self.burn_in} if self.burn_in else {}),  # one per chain
         }
 
     def _sites(self, steps: int) -> dict:
@@ -78,11 +87,12 @@ class Stats:
         for k, v in other.extra.items():
             extra[k] = extra.get(k, 0) + v
         values = [getattr(self, f) + getattr(other, f) for f in self.__dataclass_fields__
-                  if f not in ("extra", "sites", "proposal")]
+                  if f not in self._LISTS]
         sites = {k: list(v) for k, v in self.sites.items()}
         for k, v in other.sites.items():
             sites[k] = [a + b for a, b in zip(sites.get(k, [0, 0, 0.0, 0.0]), v)]
-        return Stats(*values, extra=extra, sites=sites, proposal=self.proposal + other.proposal)
+        return Stats(*values, extra=extra, sites=sites, proposal=self.proposal + other.proposal,
+                     start=self.start + other.start, burn_in=self.burn_in + other.burn_in)
 
 
 class Kernel(Configured):
@@ -136,13 +146,22 @@ class Kernel(Configured):
 
     def set_tuning(self, on: bool) -> None:
         """Burn-in (``on``) or sampling: this kernel and those it is composed of may adapt
-        only while tuning; the chain turns it off when the burn-in ends."""
+        only while tuning; the chain turns it off when the burn-in ends, and each kernel then
+        records its proposals and acceptances in the burn-in (``stats.burn_in``: ``th.infer``
+        warns about a kernel that accepted none)."""
         for _, k in self.kernels():
+            if k.tuning and not on:
+                k.stats.burn_in = [{"proposed": k.stats.proposed, "accepted": k.stats.accepted,
+                                    "sites": k.site_names()}]
             k._tune(on)
         self._tune(on)
 
     def _tune(self, on: bool) -> None:
         self.tuning = on
+
+    def site_names(self) -> list[str]:
+        """The sites this kernel updates, for messages (empty when it does not say)."""
+        return []
 
     def start_all(self, trace, rng, init) -> None:
         """Before sampling a fresh chain: let this kernel and those it is composed of move the
@@ -223,6 +242,48 @@ class Kernel(Configured):
             if parts:
                 self.rescore(trace, rng, stale_plan(trace, parts))
             trace.has_stale()  # drops the nodes left with nothing stale
+
+
+class ZeroAcceptanceWarning(UserWarning):
+    """A kernel accepted none of its proposals during the burn-in: the chain has not moved
+    (see :func:`warn_zero_acceptance`).
+
+    >>> import thrifty as th
+    >>> issubclass(th.ZeroAcceptanceWarning, UserWarning)
+    True
+    """
+
+
+#: fewer proposals than this in a burn-in say too little to warn about
+ZERO_ACCEPTANCE_MIN_PROPOSALS = 50
+
+
+def warn_zero_acceptance(per_chain: dict, stacklevel: int = 3) -> None:
+    """Warn once per kernel label (``per_chain``: label → {chain: :class:`Stats`}) that
+    accepted none of at least ``ZERO_ACCEPTANCE_MIN_PROPOSALS`` proposals in the burn-in of
+    some chain, naming the kernel, its sites and those chains."""
+    for label, by_chain in per_chain.items():
+        stuck, sites, n = [], [], 0
+        for c, s in sorted(by_chain.items()):
+            for b in s.burn_in:
+                if b["accepted"] == 0 and b["proposed"] >= ZERO_ACCEPTANCE_MIN_PROPOSALS:
+                    stuck.append(c)
+                    n = max(n, b["proposed"])
+                    sites = sites or list(b["sites"])
+        if not stuck:
+            continue
+        what = ", ".join(sites) if sites else "its choices"
+        chains = "chain " + str(stuck[0]) if len(stuck) == 1 else (
+            "chains " + ", ".join(map(str, stuck)))
+        warnings.warn(
+            f"{label} accepted none of its {n} proposals during the burn-in of {chains}: "
+            f"{what} did not move from where the chain started, and the draws are not from the "
+            "posterior.  Proposals far wider than the posterior do this (a random walk with "
+            "too large a scale, or a prior much wider than the posterior): give th.drift() "
+            "without a scale (it adapts during the burn-in), or a smaller scale",
+            ZeroAcceptanceWarning,
+            stacklevel=stacklevel,
+        )
 
 
 def _rng_state(rng):

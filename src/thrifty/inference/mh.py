@@ -80,6 +80,30 @@ class _Selecting(Kernel):
     def label(self) -> str:
         return f"{self.name}({self.selection!r})"
 
+    def site_names(self) -> list[str]:
+        """The selected sites (as last resolved), for messages: a site of many plate elements
+        or markov steps once, with ``*`` for the index; at most 8, then ``...``."""
+        cs = self._cache[1] if self._cache is not None else None
+        if cs is None:
+            return [] if self.selection is None else [repr(self.selection)]
+        names = [fmt(g.plate_addr + ("*",) + g.rel) for g in cs.groups]
+        names += [fmt(g.chain_addr + ("*",) + g.rel) for g in cs.chain_groups]
+        names = [fmt(a) for a in cs._scalars[:8]] + names
+        return names[:8] + (["..."] if len(names) > 8 or len(cs._scalars) > 8 else [])
+
+    # -- adaptation of th.drift() during the burn-in -------------------------------------------
+    @property
+    def _adapts(self) -> bool:
+        return getattr(getattr(self, "proposal", None), "adaptive", False)
+
+    def _tune(self, on: bool) -> None:
+        """Adapt ``th.drift()`` during the burn-in; at its end, report the frozen proposal in
+        ``result.stats`` (``"proposal"``)."""
+        if self.tuning and not on and self._adapts:
+            self.proposal.freeze()
+            self.stats.proposal = [self.proposal.describe()]
+        self.tuning = on
+
 
 def _exists_in_some_trace(selection, trace, tries: int = 20) -> bool:
     """Whether ``selection`` matches a choice of some prior simulation of the program (a
@@ -180,10 +204,6 @@ class MH(_Selecting):
         if self.tuning and self._adapts:
             self.proposal.learn_block(_accept_prob(log_alpha), accepted)
 
-    @property
-    def _adapts(self) -> bool:
-        return getattr(self.proposal, "adaptive", False)
-
     def start(self, trace, rng, init: dict) -> None:
         """With ``th.drift()`` (adapted), start a block of continuous choices at a draw from the
         Laplace approximation and its proposal at that covariance
@@ -192,14 +212,6 @@ class MH(_Selecting):
             from thrifty.inference.laplace_start import laplace_start
 
             laplace_start(self, trace, rng, init)
-
-    def _tune(self, on: bool) -> None:
-        """Adapt ``th.drift()`` during the burn-in; at its end, report the frozen proposal in
-        ``result.stats`` (``"proposal"``)."""
-        if self.tuning and not on and self._adapts:
-            self.proposal.freeze()
-            self.stats.proposal = [self.proposal.describe()]
-        self.tuning = on
 
     # -- element-wise proposals in one plate -----------------------------------------------------
     def _elementwise(self, trace, groups, rng):

@@ -171,7 +171,8 @@ def require_scale(kernel: str, proposal) -> None:
     """Kernels that do not adapt proposals reject ``th.drift()`` without a scale."""
     if isinstance(proposal, Drift) and proposal.adaptive:
         raise ValueError(
-            f"{kernel}: th.drift() without a scale adapts only inside th.mh; give {kernel} a "
+            f"{kernel}: th.drift() without a scale adapts only inside th.mh and "
+            f"th.subsampled_mh; give {kernel} a "
             "scale, th.drift(s) (e.g. the posterior sd divided by the square root of the "
             "dimension)"
         )
@@ -190,14 +191,15 @@ def prior() -> Prior:
 def drift(scale=None) -> Drift:
     """Gaussian random walk with standard deviation ``scale`` (a scalar or one per coordinate).
 
-    Without ``scale`` the walk adapts during the burn-in of ``th.infer`` (in ``th.mh``): one
-    scale per site towards acceptance 0.44, and for a block of several coordinates a covariance
-    estimate with Haario's 2.38²/d scaling towards 0.234; it is frozen after the burn-in, so the
-    draws come from a fixed MH kernel (:mod:`thrifty.inference.adapt`).  A block of continuous
-    top-level choices first moves to a draw from the Laplace approximation at the mode and starts
-    its covariance there (:mod:`thrifty.inference.laplace_start`; skipped when ``init`` gives the
-    block).  Otherwise it starts at sd 0.1 per coordinate — the scale it keeps if there is no
-    burn-in (``th.infer`` then warns).
+    Without ``scale`` the walk adapts during the burn-in of ``th.infer`` (in ``th.mh``, and in
+    ``th.subsampled_mh``, whose default proposal it is): one scale per site towards acceptance
+    0.44, and for a block of several coordinates a covariance estimate with Haario's 2.38²/d
+    scaling towards 0.234; it is frozen after the burn-in, so the draws come from a fixed MH
+    kernel (:mod:`thrifty.inference.adapt`).  A block of continuous top-level choices first
+    moves to a draw from the Laplace approximation at the mode and starts its covariance there
+    (:mod:`thrifty.inference.laplace_start`: a few full-data passes for GLM weights; skipped
+    when ``init`` gives the block).  Otherwise it starts at sd 0.1 per coordinate — the scale
+    it keeps if there is no burn-in (``th.infer`` then warns).
 
     >>> import numpy as np, thrifty as th
     >>> from thrifty import dist

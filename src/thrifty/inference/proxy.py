@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from thrifty.core.address import as_pattern, fmt
+from thrifty.core.address import fmt
 from thrifty.core.trace import same_value
 from thrifty.errors import SelectionError
 from thrifty.inference.mem_proxy import MemTaylor, proxy_sum
@@ -125,27 +125,6 @@ class TaylorProxy:
             far = self._far = FarFromMode(f"{name}(proxy='taylor')")
         far.see(st, st.R @ (theta - st.theta_hat), addr)
         return TaylorSections(h, st, theta, np.asarray(targets[addr], dtype=float)), fresh
-
-    def start(self, kernel, trace, rng, init: dict) -> None:
-        """Move a fresh chain to θ̂ (found here by the set-up, or ``theta_hat``) unless ``init``
-        gives the choice: the Taylor remainders are small, and most decisions settle from one
-        minibatch, only near θ̂ (issue 11, defect 5)."""
-        cs = kernel.global_choices(trace, rng)
-        if cs is None or len(cs.scalars) != 1:
-            return
-        addr = cs.scalars[0]
-        if addr in {as_pattern(k) if isinstance(k, str) else tuple(k) for k in init}:
-            return
-        from thrifty.inference.smh import SMH
-
-        h = self._helper = SMH(addr, order=2, theta_hat=self.theta_hat)
-        try:
-            h._st = h._setup(trace, bounds=False)
-        except SelectionError:
-            return  # not GLM weights: the first step says why
-        run = kernel.execute(trace, rng, targets={addr: h._st.theta_hat.copy()})
-        if run.aborted is None and np.isfinite(run.lp_new):
-            run.commit()
 
     @staticmethod
     def _same_families(st, skeleton) -> bool:

@@ -447,6 +447,7 @@ class SMH(_Selecting):
             st.gid = np.concatenate([np.full(len(g[1].X), j) for j, g in enumerate(groups)])
         y = np.broadcast_to(y, (len(X),))
         st.X, st.y, st.fams, st.N = X, y, fams, len(X)
+        st.passes = 0  # NumPy passes over the N sections (Newton evaluations, control variates)
         st.prior = _prior_model(site.dist, d)
         if precompute:
             self._precompute(st, theta, bounds)
@@ -474,6 +475,7 @@ class SMH(_Selecting):
 
     def _objective(self, st, theta):
         """Newton pieces on the full data: (F, ∇F, PD Hessian) with F = ΣU_i − log prior."""
+        st.passes += 1
         eta = st.X @ theta
         u = float(np.sum(self._derivs(st, eta, 0)))
         g1 = self._derivs(st, eta, 1)
@@ -515,6 +517,7 @@ class SMH(_Selecting):
         else:
             th_hat = self._newton(st)
         X = st.X
+        st.passes += 1
         eta_hat = X @ th_hat
         g = self._derivs(st, eta_hat, 1)
         h = self._derivs(st, eta_hat, 2)

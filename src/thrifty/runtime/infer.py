@@ -12,7 +12,7 @@ import numpy as np
 
 from thrifty._args import int_arg
 from thrifty.core.model import as_program
-from thrifty.inference.kernel import Kernel
+from thrifty.inference.kernel import Kernel, warn_zero_acceptance
 from thrifty.runtime.chain import ChainRecord, ChainRun, RunConfig
 from thrifty.runtime.checkpoint import (
     Checkpoint,
@@ -240,6 +240,7 @@ def infer(
     }
     stats = _kernel_stats(records)
     stats["run"] = run_stats
+    warn_zero_acceptance(_per_chain(records))
     result = build_result(
         records,
         dense_bytes=dense_bytes,
@@ -267,7 +268,8 @@ def _warn_unadapted(kernel) -> None:
     if labels:
         warnings.warn(
             f"{', '.join(labels)}: th.drift() without a scale adapts during the burn-in, and "
-            "burn_in=0 leaves it at its initial scale (sd 0.1 per coordinate); give a burn-in "
+            "burn_in=0 leaves it at its initial scale (the Laplace covariance where the chain "
+            "starts at the mode, else sd 0.1 per coordinate); give a burn-in "
             "(e.g. burn_in=1000) or a scale, th.drift(s)",
             UserWarning,
             stacklevel=3,
@@ -351,14 +353,19 @@ def _run_sequential(program, kernel, seeds, inits, cfg, records, stop, display, 
 
 
 # -- statistics and messages ----------------------------------------------------------------------
-def _kernel_stats(records) -> dict:
-    """label → aggregate statistics over the chains, with the per-chain ones under "chains"."""
+def _per_chain(records) -> dict:
+    """label → {chain: Stats}."""
     per: dict = {}
     for c, r in enumerate(records):
         for label, s in r.stats or ():
             per.setdefault(label, {})[c] = s
+    return per
+
+
+def _kernel_stats(records) -> dict:
+    """label → aggregate statistics over the chains, with the per-chain ones under "chains"."""
     out = {}
-    for label, by_chain in per.items():
+    for label, by_chain in _per_chain(records).items():
         agg = reduce(lambda a, b: a.merge(b), by_chain.values()).as_dict()
         agg["chains"] = [
             by_chain[c].as_dict() if c in by_chain else None for c in range(len(records))

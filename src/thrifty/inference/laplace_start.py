@@ -51,6 +51,7 @@ from thrifty.core.address import as_pattern
 from thrifty.core.locate import locate, plan_for
 from thrifty.core.run import Run
 from thrifty.errors import SelectionError
+from thrifty.inference.smh import SETUP_MODE
 
 BIG = 1e300
 RESTARTS = 6
@@ -76,7 +77,8 @@ def laplace_start(kernel, trace, rng, init: dict, proxy=None) -> None:
         fit = _numeric_fit(trace, rng, locs, cost)
     if fit is not None:
         mode, cov = fit
-        _move(kernel, trace, rng, addrs, locs, mode, cov, cost)
+        helper = None if proxy is None else proxy._helper
+        _move(kernel, trace, rng, addrs, locs, mode, cov, cost, helper)
     cost["seconds"] = perf_counter() - t0
     kernel.stats.start = [cost]
 
@@ -119,9 +121,11 @@ def _splitter(addrs, locs):
     return split
 
 
-def _move(kernel, trace, rng, addrs, locs, mode, cov, cost) -> None:
+def _move(kernel, trace, rng, addrs, locs, mode, cov, cost, helper=None) -> None:
     """Commit a draw from N(mode, cov) (or the mode itself, if the draw is outside the support)
-    and start an adaptive proposal's covariance at ``cov``."""
+    and start an adaptive proposal's covariance at ``cov``.  With ``helper`` (the proxy's GLM
+    set-up), the move's run captures the observations and the set-up is confirmed against
+    them, so that the proxy's first step does not compare the data again."""
     try:
         chol = np.linalg.cholesky(0.5 * (cov + cov.T))
     except np.linalg.LinAlgError:
@@ -130,9 +134,12 @@ def _move(kernel, trace, rng, addrs, locs, mode, cov, cost) -> None:
     split = _splitter(addrs, locs)
     plan = plan_for(trace, locs)
     for x in (mode + chol @ rng.standard_normal(len(mode)), mode):
-        run = _execute(trace, rng, cost, targets=split(x), plan=plan)
+        kw = {} if helper is None else {"mode": SETUP_MODE}
+        run = _execute(trace, rng, cost, targets=split(x), plan=plan, **kw)
         if run.aborted is None and np.isfinite(run.lp_new):
             run.commit()
+            if helper is not None:
+                helper.confirm(run, trace)
             if getattr(kernel.proposal, "adaptive", False):
                 kernel.proposal.init_covariance(tuple(addrs), cov)
             return

@@ -109,6 +109,7 @@ from thrifty.inference.proposals import Drift, require_scale
 
 _LAZY = Mode(lazy=True, capture=True)  # the global factor: plates execute no element
 _FULL = Mode(rescore=True, capture=True)  # set-up: every observation, captured
+SETUP_MODE = _FULL
 _BOUNDS = ("local", "metric", "l1")
 # per-step statistics: likelihood terms evaluated (thinning candidates, N per fallback), full-data
 # fallback steps, O(N) set-ups, and the Poisson rate Σ_c φ_c Ψ_c of each proposal
@@ -344,25 +345,11 @@ class SMH(_Selecting):
         rng0 = np.random.default_rng(20240602)  # set-up never touches the chain's generator
         run_a = self.execute(trace, rng0, mode=_FULL)
         prev = self._st
-        if (
-            prev is not None
-            and prev.trace is trace
-            and prev.structure == trace.structure
-            and prev.addr == addr
-        ):
-            # only the observed values or a family's parameters changed: same sections
-            groups = [
-                (c[0], c[1], np.asarray(c[2]), None)
-                for c in run_a.captured
-                if c[0] in prev.families and isinstance(c[1], GLM) and c[1].theta is theta
-            ]
-            if len(groups) == len(prev.families):
-                if _same_data(prev, groups) and all(  # the set-up's data and families
-                    same_value(g[1].family.params(), prev.families[g[0]]) for g in groups
-                ):
-                    prev.clock = trace.clock
-                    return prev
-                return self._build(trace, addr, site, groups, precompute, bounds)
+        groups = self._same_sections(prev, trace, addr, run_a)
+        if groups is not None:  # only the observed values or a family's parameters changed
+            if self.confirm(run_a, trace):
+                return prev
+            return self._build(trace, addr, site, groups, precompute, bounds)
         delta = 0.1 * (1.0 + np.abs(theta)) * rng0.standard_normal(d) / math.sqrt(d)
         theta_b = theta + delta
         run_b = self.execute(trace, rng0, targets={addr: theta_b}, mode=_FULL)
@@ -426,6 +413,37 @@ class SMH(_Selecting):
                 )
 
         return self._build(trace, addr, site, groups, precompute, bounds)
+
+    @staticmethod
+    def _same_sections(prev, trace, addr, run) -> list | None:
+        """The GLM observations a full captured ``run`` made at the set-up ``prev``'s section
+        addresses, when the trace's structure is the set-up's (else None)."""
+        if (prev is None or prev.trace is not trace or prev.structure != trace.structure
+                or prev.addr != addr):
+            return None
+        theta = trace.root.sites[addr].value
+        groups = [
+            (c[0], c[1], np.asarray(c[2]), None)
+            for c in run.captured
+            if c[0] in prev.families and isinstance(c[1], GLM)
+            and (c[1].theta is theta or np.array_equal(c[1].theta, theta))
+        ]
+        return groups if len(groups) == len(prev.families) else None
+
+    def confirm(self, run, trace) -> bool:
+        """After a committed full captured ``run`` (``mode=SETUP_MODE``), whether the set-up's
+        sections still hold the trace's data and families; if so the set-up is marked current
+        (``clock``), so that the next step does not compare them again.  O(N), vectorized."""
+        prev = self._st
+        if prev is None:
+            return False
+        groups = self._same_sections(prev, trace, prev.addr, run)
+        if groups is None or not _same_data(prev, groups) or not all(
+            same_value(g[1].family.params(), prev.families[g[0]]) for g in groups
+        ):
+            return False
+        prev.clock = trace.clock
+        return True
 
     def _build(self, trace, addr, site, groups, precompute=True, bounds=True) -> _Setup:
         theta = site.value

@@ -150,6 +150,29 @@ def test_heavy_tailed_log_densities_far_in_the_tails(name, make, logpdf0, scale,
         check(d.log_prob(1e200), st.cauchy.logpdf(1e200, 1.0, 2.0), "Cauchy vs scipy")
 
 
+def test_glm_student_t_far_in_the_tails_and_its_derivatives():
+    """The GLM Student-t family (its potential U = −log p and the three derivatives that Newton
+    and the SMH bounds use) stays finite where (y − η)² overflows."""
+    from thrifty.glm import StudentT
+
+    f = StudentT(3.0, 2.0)
+    logpdf0 = st.t.logpdf(0.0, 3.0, scale=2.0)
+    for y in [1e100, 1e154, 1e155, 3.7e200, -1e300, 1.7e308]:
+        check(-f.potential(0.0, y), _heavy_tail_ref(logpdf0, y, 2.0, 3.0), f"potential({y!r})")
+        with np.errstate(over="raise", invalid="raise", divide="raise"):  # (underflow is fine)
+            u1, u2, u3 = (float(g(np.array([0.0]), np.array([y]))[0]) for g in (f.d1, f.d2, f.d3))
+        # leading terms in r = y − η: U' = −(ν+1)/r, U'' = −(ν+1)/r², |U'''| = 2(ν+1)/|r|³
+        np.testing.assert_allclose(u1 * y, -4.0, rtol=1e-9)
+        assert -4.0 / y / y * (1 + 1e-9) <= u2 <= 0.0  # (underflows to −0 beyond 1e155)
+        assert np.isfinite(u3) and abs(u3) <= 8.0 / abs(y) / abs(y) / abs(y) * (1 + 1e-9)
+    np.testing.assert_allclose(f.d2(0.0, 1e100) * 1e200, -4.0, rtol=1e-9)
+    eta, y = np.array([0.3, -2.0]), np.array([1.0, 5.0])  # the ordinary range: derivatives
+    h = 1e-5
+    for fn, dn in ((f.potential, f.d1), (f.d1, f.d2), (f.d2, f.d3)):
+        np.testing.assert_allclose((fn(eta + h, y) - fn(eta - h, y)) / (2 * h), dn(eta, y),
+                                   rtol=1e-6)
+
+
 def _infer(prog):
     return th.infer(prog, th.mh("mu", th.drift(0.5)), num_samples=3, seed=0, progress=False)
 

@@ -92,6 +92,8 @@ _SQRT_HALF = math.sqrt(0.5)
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
+_HUGE = 1e50  # |(y − η)/√a| beyond which (1 + s²)³ would overflow: s² → its leading term
+
 class GLMFamily:
     """A scalar potential ``U(η, y) = −log p(y | η)`` and what ``th.smh`` needs to know of it.
 
@@ -353,30 +355,43 @@ class StudentT(GLMFamily):
     def _a(self) -> float:
         return self.df * self.sigma**2
 
+    def _scaled(self, eta, y):
+        """s = (y − η)/√a and whether |s| is so large that s² would overflow."""
+        s = (np.asarray(y, dtype=float) - eta) / math.sqrt(self._a)
+        return s, np.abs(s) > _HUGE
+
     def potential(self, eta, y):
         nu = self.df
-        r = np.asarray(y, dtype=float) - eta
+        s, far = self._scaled(eta, y)
         const = (
             math.lgamma(0.5 * (nu + 1.0))
             - math.lgamma(0.5 * nu)
             - 0.5 * math.log(nu * math.pi)
             - math.log(self.sigma)
         )
-        return 0.5 * (nu + 1.0) * np.log1p(r * r / self._a) - const
+        with np.errstate(over="ignore", divide="ignore"):  # far tails: log(1 + s²) = 2 log|s|
+            lg = np.where(far, 2.0 * np.log(np.abs(s)), np.log1p(s * s))
+        return 0.5 * (nu + 1.0) * lg - const
 
     def d1(self, eta, y):
-        r = np.asarray(y, dtype=float) - eta
-        return -(self.df + 1.0) * r / (self._a + r * r)
+        s, far = self._scaled(eta, y)
+        with np.errstate(all="ignore"):  # (only the branch not taken overflows)
+            g = np.where(far, 1.0 / s, s / (1.0 + s * s))
+        return -(self.df + 1.0) * g / math.sqrt(self._a)
 
     def d2(self, eta, y):
-        a = self._a
-        r2 = (np.asarray(y, dtype=float) - eta) ** 2
-        return (self.df + 1.0) * (a - r2) / (a + r2) ** 2
+        s, far = self._scaled(eta, y)
+        with np.errstate(all="ignore"):  # (only the branch not taken overflows)
+            s2 = s * s
+            g = np.where(far, -1.0 / s / s, (1.0 - s2) / (1.0 + s2) ** 2)
+        return (self.df + 1.0) * g / self._a
 
     def d3(self, eta, y):
-        a = self._a
-        r = np.asarray(y, dtype=float) - eta
-        return -2.0 * (self.df + 1.0) * r * (r * r - 3.0 * a) / (a + r * r) ** 3
+        s, far = self._scaled(eta, y)
+        with np.errstate(all="ignore"):  # (only the branch not taken overflows)
+            s2 = s * s
+            g = np.where(far, 1.0 / s / s / s, s * (s2 - 3.0) / (1.0 + s2) ** 3)
+        return -2.0 * (self.df + 1.0) * g / self._a**1.5
 
     def bound(self, k, y=None):
         a, nu1 = self._a, self.df + 1.0

@@ -1,7 +1,7 @@
 """Log-densities at extreme values, against exact references; complex data refused.
 
-* Poisson and binomial log-probabilities of counts up to 10¹⁸: the direct formulas add terms of
-  size ``log k!`` (3.6·10¹⁷ at k = 10¹⁶) that cancel to O(log k), and ``scipy.stats`` loses the
+* Poisson, binomial, multinomial and negative binomial log-probabilities of counts up to
+  10¹⁸: the direct formulas add terms of size ``log k!`` (3.6·10¹⁷ at k = 10¹⁶) that cancel to O(log k), and ``scipy.stats`` loses the
   same digits (``poisson.logpmf(1e16, 1e16)`` is 19 off), so the reference is exact arithmetic:
   ``decimal`` with 60 digits, ``log k!`` summed term by term below 1000 and from Stirling's
   series beyond (truncated after the k⁻¹³ term: error below 1e-40 there).  Threshold: agreement
@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import math
 from decimal import Decimal, getcontext
 
 import numpy as np
@@ -104,6 +105,43 @@ def test_binomial_log_prob_of_huge_counts_is_exact(n, p):
     for (k, ref), g in zip(zip(ks, refs), got):
         check(g[0], ref, f"Binomial([{n}], {p}).log_prob([{k}])")
         check(g[1], ref, f"Binomial([{n}], {p}).log_prob([{k}])")
+
+
+@pytest.mark.parametrize("n", [10**5, 10**12, 10**16, 10**18])
+def test_multinomial_log_prob_of_huge_counts_is_exact(n):
+    """Probabilities that sum to 1 exactly in binary, so that the exact reference is that of
+    the distribution given; counts at the mean, 3 and 40 sds off, and a category left empty."""
+    p = [0.125, 0.375, 0.5, 0.0]
+    sd = (n * 0.125) ** 0.5
+    rows = [[n // 8, 3 * n // 8], [exact_int(n / 8 + 3 * sd), exact_int(3 * n / 8 - 40 * sd)],
+            [0, exact_int(n / 2 - sd)], [1, n // 2]]
+    xs = [r + [n - sum(r), 0] for r in rows]
+    refs = [float(ln_factorial(n) - sum(ln_factorial(k) for k in x)
+                  + sum(xln(k, Decimal(q)) for k, q in zip(x, p))) for x in xs]
+    d = dist.Multinomial(n, np.array(p))
+    for x, ref in zip(xs, refs):
+        check(d.log_prob(np.array(x, dtype=float)), ref, f"Multinomial({n}).log_prob({x})")
+    with np.errstate(over="raise", invalid="raise", divide="raise"):
+        got = d.log_prob(np.array(xs, dtype=float))
+    for x, ref, g in zip(xs, refs, got):
+        check(g, ref, f"Multinomial({n}).log_prob([{x}])")
+    assert d.log_prob(np.array([1.0, 0.0, n - 2.0, 1.0])) == -np.inf  # p = 0 observed
+
+
+@pytest.mark.parametrize("k", [10**12, 10**16, 10**18])
+def test_negative_binomial_log_prob_of_huge_counts_is_exact(k):
+    """At and beyond the mean (logits log(k/r), +0.5) and far below it: the reference uses
+    log Γ(k+r) − log k! = (r−1) log k + r(r−1)/(2k) + O(k⁻²) (error below 1e-23 here)."""
+    r = 3.5
+    for lg in (math.log(k / r), math.log(k / r) + 0.5, 2.0):
+        L = Decimal(lg)
+        log_p, log_q = -(1 + (-L).exp()).ln(), -(1 + L.exp()).ln()
+        ref = float((Decimal(r) - 1) * Decimal(k).ln() + Decimal(r * (r - 1) / 2) / Decimal(k)
+                    - Decimal(math.lgamma(r)) + k * log_p + Decimal(r) * log_q)
+        check(dist.NegativeBinomial(r, logits=lg).log_prob(k), ref, f"NB logits={lg}, k={k}")
+        with np.errstate(over="raise", invalid="raise", divide="raise"):
+            got = dist.NegativeBinomial(np.array([r]), logits=lg).log_prob(np.array([float(k)]))
+        check(got[0], ref, f"NB logits={lg}, array, k={k}")
 
 
 @pytest.mark.parametrize("logit", [2.0, -30.0])

@@ -17,6 +17,7 @@ from scipy.special import (
     xlogy,
 )
 
+from thrifty.distributions import _saddle as saddle
 from thrifty.distributions import _special as sm
 from thrifty.distributions import constraints
 from thrifty.distributions.base import (
@@ -306,6 +307,10 @@ class Multinomial(Distribution):
         ok = np.all(is_integral(x) & (x >= 0), axis=-1) & (x.sum(-1) == n)
         k = np.where(is_integral(x) & (x >= 0), x, 0.0)
         lp = gammaln(np.asarray(n) + 1.0) - gammaln(k + 1.0).sum(-1) + _xmul(k, self._logp).sum(-1)
+        big = np.asarray(n) >= saddle.LARGE
+        if np.any(big):  # log n! would cancel away the digits
+            lp = np.where(big, _multinomial_saddle(k, np.where(big, n, saddle.LARGE), self._logp),
+                          lp)
         return scalar_or_array(np.where(ok, lp, -np.inf))
 
     @property
@@ -321,3 +326,25 @@ class Multinomial(Distribution):
 
     def _params_repr(self):
         return f"total_count={describe(self.total_count)}, probs={describe(self.probs)}"
+
+
+def _multinomial_saddle(x, n, log_p):
+    """log Multinomial(x; n, p) in Loader's saddle-point form (see :mod:`._saddle`): with
+    δ Stirling's error and D the deviance, summing over the categories with x_i > 0,
+
+        δ(n) + ½ log 2πn − n Σ_{x_i = 0} p_i − Σ_i [D(x_i, n p_i) + δ(x_i) + ½ log 2πx_i],
+
+    every term of the size of the result: each category's x log x cancels against n log n,
+    and Σ_{x_i > 0} (n p_i − x_i) = −n Σ_{x_i = 0} p_i, by Σ x_i = n and Σ p_i = 1, before
+    anything is rounded (as in Loader's binomial, of which this is the K-category form)."""
+    n = np.asarray(n, dtype=float)
+    nn = n[..., None]
+    pos = x > 0
+    xi = np.where(pos, x, 1.0)
+    with np.errstate(under="ignore", divide="ignore", invalid="ignore"):
+        m = nn * np.exp(log_p)
+        term = (saddle.bd0_array(xi, m, np.log(nn) + log_p) + saddle.stirlerr_array(xi)
+                + saddle.HALF_LOG_2PI + 0.5 * np.log(xi))
+        absent = n * np.where(pos, 0.0, np.exp(log_p)).sum(-1)
+    return (saddle.stirlerr_array(n) + saddle.HALF_LOG_2PI + 0.5 * np.log(n) - absent
+            - np.where(pos, term, 0.0).sum(-1))

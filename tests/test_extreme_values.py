@@ -1,15 +1,15 @@
 """Log-densities at extreme values, against exact references; complex data refused.
 
 * Poisson, binomial, multinomial and negative binomial log-probabilities of counts up to
-  10¹⁸: the direct formulas add terms of size ``log k!`` (3.6·10¹⁷ at k = 10¹⁶) that cancel to O(log k), and ``scipy.stats`` loses the
-  same digits (``poisson.logpmf(1e16, 1e16)`` is 19 off), so the reference is exact arithmetic:
-  ``decimal`` with 60 digits, ``log k!`` summed term by term below 1000 and from Stirling's
-  series beyond (truncated after the k⁻¹³ term: error below 1e-40 there).  Threshold: agreement
-  to 1e-9 · max(1, |reference|), on the scalar and the vectorized path (the parameters are
-  floats, so the rounding of ``n·p`` alone moves a value 40 standard deviations from the mean by
-  ~1e-10 relative).  The vectorized paths run under ``np.errstate(all="raise")``: no
-  floating-point warning on the way (the series of a value one count from the mean underflows
-  harmlessly).
+  10¹⁸: the direct formulas add terms of size ``log k!`` (3.6·10¹⁷ at k = 10¹⁶) that cancel to
+  O(log k), and ``scipy.stats`` loses the same digits (``poisson.logpmf(1e16, 1e16)`` is 19
+  off), so the reference is exact arithmetic: ``decimal`` with 60 digits, ``log k!`` summed
+  term by term below 1000 and from Stirling's series beyond (truncated after the k⁻¹³ term:
+  error below 1e-40 there).  Threshold: agreement to 1e-9 · max(1, |reference|), on the scalar
+  and the vectorized path (the parameters are floats, so the rounding of ``n·p`` alone moves a
+  value 40 standard deviations from the mean by ~1e-10 relative).  The vectorized paths run
+  under ``np.errstate(all="raise")``: no floating-point warning on the way (the series of a
+  value one count from the mean underflows harmlessly).
 * Cauchy, Student t, half-Cauchy and half Student t observations far in the tails (|y| up to
   1e308, where (y/s)² overflows): the reference is scipy's log-density at 0 (the normaliser)
   minus ``(df + 1)/2 · log(1 + (y/s)²/df)`` in exact arithmetic; same threshold.

@@ -17,14 +17,14 @@ import numpy as np
 import pytest
 
 import thrifty as th
+from test_engine import kitchen  # (top-level choices, a plate, a chain, a mem, a branch)
+from test_exchangeable import mean_dpm  # per-table means read by plate elements (Alg. 8)
 from thrifty import dist, glm
 from thrifty.core import check as check_module
 from thrifty.core.check import check_trace, raise_if_inconsistent
 from thrifty.errors import CheckError
 from thrifty.models import dense_mrf, generate_sv, joint_dpm, random_potentials, sv
 from thrifty.runtime.chain import RunConfig
-
-TRANS = np.array([[0.9, 0.1], [0.2, 0.8]])
 
 
 # -- models ---------------------------------------------------------------------------------------
@@ -50,30 +50,6 @@ def mixture(y):
     with th.plate("data", len(y)) as i:
         z = th.sample("z", dist.Bernoulli(probs=0.5))
         th.observe("y", dist.Normal(np.where(z == 1, mu, -mu), 1.0), y[i])
-
-
-@th.model
-def kitchen(y):
-    """Top-level choices, a plate, a chain with a plate per step, a mem, a branch."""
-    mu = th.sample("mu", dist.Normal(0.0, 1.0))
-    k = th.sample("k", dist.Categorical(np.array([0.3, 0.3, 0.4])))
-    w = th.mem("w", lambda key: dist.Normal(0.0, 2.0))
-    w0, w1 = w(0), w(1)
-    with th.plate("data", len(y)) as i:
-        z = th.sample("z", dist.Bernoulli(probs=0.3))
-        th.observe("y", dist.Normal(mu + z + np.where(z == 1, w1, w0), 1.0), y[i])
-
-    def step(t, prev):
-        x = th.sample("x", dist.Categorical(np.array([0.5, 0.5]) if prev is None else TRANS[prev]))
-        with th.plate("obs", 3) as j:
-            th.observe("o", dist.Normal(float(x) + 0.1 * k, 1.0), np.full(3, 0.3)[j])
-        return x
-
-    th.markov("s", step, 5)
-    if k == 2:
-        th.sample("extra", dist.Gamma(2.0, 1.0))
-    th.deterministic("total", mu + k)
-    return mu
 
 
 @th.model
@@ -126,16 +102,6 @@ def niw_dpm(x):
     with th.plate("data", len(x)) as i:
         z = th.sample("z", crp)
         th.observe("x", feats(z), x[i])
-
-
-@th.model
-def mean_dpm(x):
-    """Per-table means that are not collapsed (mem keys read by plate elements)."""
-    crp = th.CRP(1.0)
-    mu = th.mem("mu", lambda k: dist.Normal(0.0, 2.0))
-    with th.plate("data", len(x)) as i:
-        z = th.sample("z", crp)
-        th.observe("x", dist.Normal(mu(z), 0.5), x[i])
 
 
 @th.model

@@ -322,6 +322,16 @@ class _Comparison:
             e = int(where[0])
             self.add(node, site_of(e), what, _item(a, e), _item(b, e), len(where) - 1, hint)
 
+    def same_kind(self, addr, rel, s, t) -> bool:
+        """Whether the per-element (per-step) site ``rel`` of ``addr`` exists in both runs with
+        one kind, to be compared; otherwise a difference is reported unless a latent choice is
+        involved."""
+        if s is not None and t is not None and s.kind == t.kind:
+            return True
+        if LATENT not in (getattr(s, "kind", None), getattr(t, "kind", None)):
+            self.add(addr, addr + ("*",) + rel, "a site", _there(s), _there(t), hint=STRUCTURE)
+        return False
+
     def plate(self, p, q, addr) -> None:
         self.kinds[addr] = "plate"
         before = len(self.out)  # a total is compared when its terms agree
@@ -334,10 +344,7 @@ class _Comparison:
             fresh[p.stale_elements(None, self.old.mems)] = False
         for rel in _union(p.sites, q.sites):
             s, t = p.sites.get(rel), q.sites.get(rel)
-            if s is None or t is None or s.kind != t.kind:
-                if LATENT not in (getattr(s, "kind", None), getattr(t, "kind", None)):
-                    self.add(addr, addr + ("*",) + rel, "a site", _there(s), _there(t),
-                             hint=STRUCTURE)
+            if not self.same_kind(addr, rel, s, t):
                 continue
             at = _elem_site(addr, rel)
             if s.lp is not None and t.lp is not None:
@@ -416,10 +423,7 @@ class _Comparison:
         step = lambda rel: lambda t: addr + (t,) + rel  # noqa: E731
         for name in _union(c.sites, d.sites):
             a, b = c.sites.get(name), d.sites.get(name)
-            if a is None or b is None or a.kind != b.kind:
-                if LATENT not in (getattr(a, "kind", None), getattr(b, "kind", None)):
-                    self.add(addr, addr + ("*",) + name, "a site", _there(a), _there(b),
-                             hint=STRUCTURE)
+            if not self.same_kind(addr, name, a, b):
                 continue
             pa = np.ones(T, dtype=bool) if a.present is None else _values(a.present)
             pb = np.ones(T, dtype=bool) if b.present is None else _values(b.present)

@@ -347,7 +347,8 @@ class SMH(_Selecting):
         prev = self._st
         groups = self._same_sections(prev, trace, addr, run_a)
         if groups is not None:  # only the observed values or a family's parameters changed
-            if self.confirm(run_a, trace):
+            if _holds(prev, groups):
+                prev.clock = trace.clock
                 return prev
             return self._build(trace, addr, site, groups, precompute, bounds)
         delta = 0.1 * (1.0 + np.abs(theta)) * rng0.standard_normal(d) / math.sqrt(d)
@@ -435,12 +436,8 @@ class SMH(_Selecting):
         sections still hold the trace's data and families; if so the set-up is marked current
         (``clock``), so that the next step does not compare them again.  O(N), vectorized."""
         prev = self._st
-        if prev is None:
-            return False
-        groups = self._same_sections(prev, trace, prev.addr, run)
-        if groups is None or not _same_data(prev, groups) or not all(
-            same_value(g[1].family.params(), prev.families[g[0]]) for g in groups
-        ):
+        groups = None if prev is None else self._same_sections(prev, trace, prev.addr, run)
+        if groups is None or not _holds(prev, groups):
             return False
         prev.clock = trace.clock
         return True
@@ -823,6 +820,13 @@ def _data_may_differ(st, trace) -> bool:
             return True
     st.clock = trace.clock
     return False
+
+
+def _holds(st, groups) -> bool:
+    """Whether the set-up ``st`` describes the captured sections ``groups``: the same data and
+    the same families' parameters."""
+    return _same_data(st, groups) and all(
+        same_value(g[1].family.params(), st.families[g[0]]) for g in groups)
 
 
 def _same_data(st, groups) -> bool:

@@ -68,6 +68,7 @@ class BatchFrame:
     n_fresh = n_stale = mem_calls = 0
     coupled: dict | None = None  # rel → CoupledSite (plates only: thrifty.core.coupled)
     fresh_node = False  # a plate's first execution (every element, none stored yet)
+    watch: frozenset | None = None  # a plate's watched observations (thrifty.core.exec_log)
 
     def __init__(self, run, acc, rel: tuple, old):
         self.run = run
@@ -334,6 +335,8 @@ class BatchFrame:
         acc._add("obs_lp", lp if lp.flags.writeable and lp.base is None else lp.copy(), s, True)
         if run.captured is not None:
             run.captured.append((acc.generic_all(rel), d, value, acc.member_indices()))
+        if acc.watch and rel in acc.watch:  # a plate's watched observation
+            acc.watched[rel] = (d, value)
         return value
 
     def factor(self, name, log_weight):

@@ -67,6 +67,7 @@ class MemTable(Node):
 
     watched = False  # whether reader moves are logged (set by a kernel that needs them)
     log = None  # the newest ReaderLog entry
+    lazy_clock = 0  # clock of the newest lazy commit that changed a value, leaving readers stale
 
     def __init__(self):
         self.values: dict = {}

@@ -29,6 +29,7 @@ from thrifty.core.address import fmt
 from thrifty.core.batch import BatchFrame, MemberSite
 from thrifty.core.code_errors import leave_with_error
 from thrifty.core.column import Column, ColumnSite, write_sites
+from thrifty.core.exec_log import ExecLog
 from thrifty.core.locate import addressed_target
 from thrifty.core.node import Node, Update
 from thrifty.core.plate_chain import ChainColumns
@@ -55,6 +56,9 @@ class PlateNode(Node):
         self.n_latent_elem = 0
         self.mem_keys: dict[tuple, Column] = {}  # (mem address, call number) → keys
         self.n_stale = 0  # elements executed before ``valid_from``
+        self.exec_clock = 0  # clock of the newest execution of any element (O(1) "since?")
+        self.exec_log: ExecLog | None = None  # executions, newest first, once watched
+        self.watch_obs: frozenset = frozenset()  # observations whose distributions they carry
         self.mem_stale = False  # some elements may have read a mem key changed since
         self.procs: dict = {}  # coupled sites (process draws, collapsed observations) → state
         self._latent: list | None = None
@@ -262,6 +266,8 @@ class PlateFrame(BatchFrame):
         self.local = local
         self.old_node = old
         self.user_index = self.idx
+        self.watch = None if old is None or fresh_node else old.watch_obs
+        self.watched = {}  # watched observation → (distribution, value), when met
         run.work_elements += n
 
     # -- members ----------------------------------------------------------------------------------
@@ -450,7 +456,7 @@ class NewPlate(Update):
     def apply(self, trace, clock: int) -> None:
         node = self.node
         node.owner = trace.tokens[0]
-        node.full_clock = clock
+        node.full_clock = node.exec_clock = clock
         node.valid_from = clock
         if trace.changes is not None:
             trace.changes.nodes_changed = True
@@ -509,6 +515,13 @@ class PlateUpdate(Update):
             node.stamp.put(idx, clock)
             if node.lp_sum != node.lp_sum and not node.n_stale and not node.mem_stale:
                 node.lp_sum = float(node.elem_lp.array().sum())  # every element fresh again
+        if f.full or f.n:
+            node.exec_clock = clock
+        if node.exec_log is not None:
+            if f.full:
+                node.exec_log = ExecLog(None, None, f.watched)
+            elif f.n or f.dirty:
+                node.exec_log = ExecLog(node.exec_log, np.array(idx), f.watched, f.dirty)
         if restructured:
             node._latent = None
         for key, keys in f.mem_keys.items():

@@ -279,6 +279,7 @@ class Run:
             table = trace.mems.get(addr)
             if table is None or not any(e.changed for e in journal.entries.values()):
                 continue
+            table.lazy_clock = trace.clock
             for plate_addr in table.plate_readers:
                 node = _find_plate(trace.root, plate_addr)
                 if node is not None:

@@ -1,4 +1,4 @@
-r"""Taylor proxies for one memoized choice: a cluster's GLM weights (issue 10, item 4).
+r"""Taylor proxies for one memoized choice: a cluster's GLM weights (paper 000 §4.2).
 
 ``th.subsampled_mh(th.one("w"), proxy="taylor")`` with ``w = th.mem("w", ...)`` read as
 ``th.observe("y", glm.logistic(X[i], w(z)), y[i])`` in a plate: the local sections of ``w(k)``
@@ -19,9 +19,15 @@ O(d²) per move): any centre keeps the test exact, a good one keeps the remainde
 Set-up, once per chain (O(N)): one execution of the program that captures the observations,
 giving each element's row x_i and y_i, and a second one with ``w(k)`` perturbed, which checks
 that ``w`` reaches the plate only through one glm observation whose rows are ``w(z_i)``.  The
-rows x_i are read as data: they must not depend on other latent choices.  A change of the glm
-family's parameters (a noise scale another kernel moved) or of the observed data rebuilds the
-statistics.
+rows are computed by the plate's body, so they can change only where the engine executes an
+element (a label moved, a per-element choice changed, a value before the plate changed) or
+leaves it stale.  The proxy reads them from the plate's execution log
+(:class:`~thrifty.core.plate.ExecLog`), which carries the observation's distribution as each
+execution computed it: a changed row is moved out of its key's sums and back in, O(d²) per
+executed element.  Whatever the log cannot vouch for (every element executed, elements left
+stale by a lazy change before the plate or of another memoized value they read, a run that
+did not meet the observation) sets up again.  A change of the glm family's parameters (a noise
+scale another kernel moved) or of the observed data rebuilds the statistics.
 """
 
 from __future__ import annotations
@@ -29,9 +35,11 @@ from __future__ import annotations
 import numpy as np
 
 from thrifty.core.address import fmt
+from thrifty.core.exec_log import watch_plate
+from thrifty.core.locate import find_plate
 from thrifty.core.mem import watch
 from thrifty.core.run import Mode
-from thrifty.core.trace import LATENT, same_value
+from thrifty.core.trace import same_value
 from thrifty.errors import SelectionError
 from thrifty.glm import GLM
 
@@ -91,12 +99,6 @@ class MemTaylor:
 
     def __init__(self):
         self.trace = self.maddr = self.obs = None  # what the statistics describe
-        self.X = None  # data rows, captured again after unpickling (see __getstate__)
-
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state["X"] = state["y"] = None  # the data: captured again on first use
-        return state
 
     # -- the scorer of one proposal ------------------------------------------------------------
     def sections(self, kernel, trace, skeleton, loc, theta_new) -> tuple[KeySections, bool]:
@@ -109,8 +111,6 @@ class MemTaylor:
             fresh = True
         if fresh:
             self._setup(kernel, trace, loc)
-        elif self.X is None:  # unpickled (a checkpoint): the same statistics, data read again
-            self._capture(kernel, trace, loc)
         plates = [p for p, by in table.plate_readers.items() if by.get(key)]
         steps = [c for c, by in table.step_readers.items() if by.get(key)]
         if steps or plates not in ([], [self.plate]):
@@ -120,8 +120,8 @@ class MemTaylor:
                 f"of a memoized choice covers the glm observations of one plate, {fmt(self.plate)}"
                 " (use proxy=None)"
             )
-        if not self._sync(table):
-            self._reset(table)
+        if not (self._sync(table) and self._follow_rows(trace)):
+            self._setup(kernel, trace, loc)  # (the log cannot vouch for the rows kept)
             fresh = True
         k = self.keys.get(key)
         n_now = len(table.plate_readers.get(self.plate, {}).get(key, ()))
@@ -136,6 +136,8 @@ class MemTaylor:
         self._capture(kernel, trace, loc)
         self.trace, self.maddr, self.obs = trace, loc.mem_addr, trace.obs_values
         self._reset(trace.mems[loc.mem_addr])
+        self.rows_seen = watch_plate(find_plate(trace, self.plate), self.obs_rel)
+        self.clock = trace.clock
 
     def _capture(self, kernel, trace, loc) -> None:
         """The data rows x_i, y_i and the glm family, checked (see the module docstring)."""
@@ -182,7 +184,6 @@ class MemTaylor:
                 f"{name}(proxy='taylor'): {fmt(addr)} enters plate {fmt(plate)} through terms "
                 f"that are not the glm observation {fmt(caddr)} (element {j}); use proxy=None"
             )
-        _rows_are_data(kernel, trace, rng0, dist, y, caddr, name)
         n = int(fa.n)
         self.X = np.empty((n, len(value)))
         self.X[elems] = dist.X
@@ -190,6 +191,7 @@ class MemTaylor:
         self.y[elems] = np.broadcast_to(y, (len(elems),))
         self.fam, self.fam_params = dist.family, dist.family.params()
         self.caddr, self.plate = caddr, plate
+        self.obs_rel = caddr[len(plate) + 1 :]
 
     def _same_family(self, skeleton) -> bool:
         for caddr, dist, _, _ in skeleton.captured or ():
@@ -233,6 +235,69 @@ class MemTaylor:
         self.seen = table.log
         self.seen.prev = None  # older entries are needed by no one
         return True
+
+    def _follow_rows(self, trace) -> bool:
+        """Apply the rows of the elements executed since the last step, read from the plate's
+        execution log; False when the log cannot vouch for every row kept (see the module
+        docstring): then the rows are captured again."""
+        try:
+            node = find_plate(trace, self.plate)
+        except KeyError:
+            return False
+        if self.obs_rel not in node.watch_obs:
+            return False
+        entry, new = node.exec_log, []
+        while entry is not self.rows_seen:
+            if entry is None or entry.idx is None or entry.dirty:
+                return False  # another lineage; every element; stale elements
+            if len(entry.idx):  # (not a mark)
+                new.append(entry)
+            entry = entry.prev
+        if node.mem_stale:  # another memoized value its elements read, changed lazily
+            for maddr, _ in node.mem_keys:
+                table = trace.mems.get(maddr)
+                if maddr != self.maddr and table is not None and table.lazy_clock > self.clock:
+                    return False
+        pending, d_x = [], self.X.shape[1]
+        for e in new:  # newest first
+            d, y = e.obs.get(self.obs_rel, (None, None))
+            n = len(e.idx)
+            if not isinstance(d, GLM) or d.X.shape != (n, d_x):
+                return False
+            y = np.asarray(y)
+            pending.append((e.idx, d.X, y if y.shape == (n,) else np.broadcast_to(y, (n,))))
+        if len(pending) == 1:
+            self._replace_rows(*pending[0])
+        elif pending:
+            idx, rows, ys = zip(*pending)
+            elems, first = np.unique(np.concatenate(idx), return_index=True)  # newest row
+            self._replace_rows(elems, np.concatenate(rows)[first], np.concatenate(ys)[first])
+        self.rows_seen = node.exec_log
+        self.rows_seen.prev = None  # older entries are needed by no one
+        self.clock = trace.clock
+        return True
+
+    def _replace_rows(self, elems: np.ndarray, X: np.ndarray, y: np.ndarray) -> None:
+        """Give elements ``elems`` the rows ``X``, ``y``: each changed one leaves its key's sums
+        with the old row and comes back with the new (its membership unchanged)."""
+        moved = np.any(self.X[elems] != X, axis=1) | (self.y[elems] != y)
+        if not moved.any():
+            return
+        es, X, y = elems[moved], X[moved], y[moved]
+        ids = self.owner[es]
+        keys = [(self.by_id[kid], es[ids == kid]) for kid in np.unique(ids[ids >= 0]).tolist()]
+        for k, sel in keys:
+            x = self.X[sel]
+            k.G -= x.T @ self.g[sel]
+            k.H -= x.T @ (self.h[sel][:, None] * x)
+        self.X[es], self.y[es] = X, y
+        for k, sel in keys:
+            x, yk = self.X[sel], self.y[sel]
+            eta = x @ k.theta_hat
+            g, h = self.fam.d1(eta, yk), self.fam.d2(eta, yk)
+            self.eta_hat[sel], self.g[sel], self.h[sel] = eta, g, h
+            k.G += x.T @ g
+            k.H += x.T @ (h[:, None] * x)
 
     def _unincorporate(self, elems: np.ndarray) -> None:
         ids = self.owner[elems]
@@ -333,29 +398,3 @@ class MemTaylor:
                 break
             theta, f, grad, hess = theta - t * step, f2, g2, h2
         return np.array(theta, dtype=float)
-
-
-def _rows_are_data(kernel, trace, rng, dist, y, caddr, name) -> None:
-    """The proxy keeps each element's row x_i and y_i from the set-up, so they must depend on
-    no other choice: a run with every other real top-level choice perturbed must capture the
-    same rows (else an error naming the choices — a scale of the inputs, say — and the way
-    out, ``proxy=None``, whose sections are executed)."""
-    others = {}
-    for local, site in trace.root.sites.items():
-        v = site.value
-        if site.kind == LATENT and not site.discrete and np.asarray(v).dtype.kind == "f":
-            others[local] = v + 0.1 * (1.0 + np.abs(v)) * rng.standard_normal(np.shape(v))
-    if not others:
-        return
-    run = kernel.execute(trace, rng, targets=others, mode=_FULL)
-    if run.aborted is not None:
-        return  # (a perturbation outside a support: nothing learnt)
-    for c in run.captured:
-        if c[0] == caddr:
-            if not (np.array_equal(c[1].X, dist.X) and np.array_equal(c[2], y)):
-                raise SelectionError(
-                    f"{name}(proxy='taylor'): the rows or observations of {fmt(caddr)} change "
-                    f"with other choices ({', '.join(fmt(a) for a in others)}); the proxy reads "
-                    "them as data, fixed at set-up — use proxy=None"
-                )
-            return

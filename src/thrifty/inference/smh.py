@@ -814,9 +814,7 @@ def _data_may_differ(st, trace) -> bool:
             node = find_plate(trace, paddr)
         except KeyError:
             return True
-        if max(node.full_clock, node.valid_from) > st.clock:
-            return True
-        if node.stamp.array().max(initial=0) > st.clock:  # O(N) scan, vectorized
+        if max(node.exec_clock, node.valid_from) > st.clock:  # O(1): kept by the engine
             return True
     st.clock = trace.clock
     return False

@@ -26,6 +26,7 @@ from thrifty.core.vocab import (
     ZeroProbability,
     check_dist,
     nan_error,
+    readonly,
     total,
 )
 from thrifty.errors import ModelError
@@ -93,6 +94,7 @@ class ParticleFrame(BatchFrame):
         if not lp > NEG_INF:
             raise ZeroProbability(local, d, value)
         self.shared_lp += lp
+        value = readonly(value)  # (kept by the engine: see vocab.readonly)
         self.new[local] = MemberSite(value, lp, LATENT, d.is_discrete, d)
         return value
 
@@ -252,7 +254,7 @@ class ReplayFrame:
         if addr in self.replayed:
             value = self.replayed[addr]
         else:
-            value = d.sample(self.rng)
+            value = readonly(d.sample(self.rng))  # (kept as the particle's: vocab.readonly)
             lp = total(d.log_prob(value))
             if lp != lp:
                 raise nan_error(addr, d, value)

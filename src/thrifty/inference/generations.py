@@ -17,7 +17,7 @@ import numpy as np
 from thrifty.core.address import fmt
 from thrifty.core.code_errors import WRAPPED, step_code_error, wraps
 from thrifty.core.particles import StepFrame, per_particle, take
-from thrifty.core.vocab import DETERMINISTIC, LATENT, chain_length
+from thrifty.core.vocab import DETERMINISTIC, LATENT, chain_length, frozen_state
 from thrifty.errors import ModelError, NumericalError
 from thrifty.inference import resampling
 
@@ -146,12 +146,15 @@ class Generations:
         return state, (state if a is None else take(state, a, self.members))
 
     def call_step(self, frame, sf, local, step, t, prev, args):
-        """``step(t, prev, *args)`` executed by the step frame ``sf`` over the members; an error
-        of the model's code names the step, the chain and the particles."""
+        """``step(t, prev, *args)`` executed by the step frame ``sf`` over the members, its state
+        kept as the engine keeps every markov state (:func:`~thrifty.core.vocab.frozen_state`:
+        a buffer the step writes again at the next step must not change the states kept for
+        the particles' ancestries); an error of the model's code names the step, the chain
+        and the particles."""
         run = frame.run
         run.frame = sf
         try:
-            return step(t, prev, *args)
+            return frozen_state(step(t, prev, *args), local)
         except WRAPPED as e:
             if not wraps(e):
                 raise

@@ -5,7 +5,8 @@
     full execution costs), on Bayesian logistic regression (d = 5) at N = 10³, 10⁴, 10⁵ and on
     an AR(1) chain of T = 10², 10³ steps: the ratio of seconds per call, in alternating rounds.
 (b) A whole ``th.infer`` run with the default ``check="auto"`` (checks after steps 1, 10, 100,
-    1000 and the last) against ``check=False``: MH on logistic regression at N = 10⁴, 2,000
+    1000 and the last, and whenever the steps since the last check took 1/0.03 times what it
+    took) against ``check=False``: MH on logistic regression at N = 10⁴, 2,000
     steps, one chain — the ratio of wall times, alternating runs.  And ``check=True`` (a check
     after every step) against ``check=False`` over 200 steps: the price of debugging mode.
 

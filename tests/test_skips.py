@@ -130,6 +130,22 @@ def test_a_state_buffer_reused_by_the_step_is_copied_and_a_list_state_is_refused
     with pytest.raises(ModelError, match=r"markov chain \('s',\).*list.*tuple or an array"):
         th.simulate(lists(Y[:3]), seed=0)
 
+    class Carrier(float):  # compared as a float: its attribute would change unseen
+        pass
+
+    def carrier_step(t, prev, y):
+        x = th.sample("x", dist.Normal(0.0, 1.0))
+        out = Carrier(0.0)
+        out.mu = x
+        return out
+
+    @th.model
+    def carries(y):
+        th.markov("s", carrier_step, len(y), None, y)
+
+    with pytest.raises(ModelError, match=r"markov chain \('s',\).*type Carrier.*no attributes"):
+        th.simulate(carries(Y[:3]), seed=0)
+
 
 def _ar1_step(t, prev, y):
     z = th.sample("z", dist.Normal(0.9 * prev, 1.0))

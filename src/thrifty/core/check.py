@@ -69,10 +69,13 @@ from thrifty.errors import CheckError, ThriftyError
 RTOL = ATOL = 1e-9
 _FULL = Mode(capture=True)  # the captured observations name a plate's observed sites
 
+_LEAK = ("a value reaching it from code a run may skip, other than through what that code "
+         "returns (a global or buffer written inside a markov step, a plate element or a "
+         "memoized function — possibly by a rejected proposal)")
 TOP = ("a model body reading a value changed between steps (a global, data mutated in place), "
-       "or an engine bug")
-PLATE = ("a plate element reading what another element wrote (a shared buffer), data changed "
-         "between steps, or an engine bug in partial plate execution")
+       f"{_LEAK}, or an engine bug")
+PLATE = (f"a plate element reading what another element wrote (a shared buffer), {_LEAK}, data "
+         "changed between steps, or an engine bug in partial plate execution")
 CHAIN = ("a markov step passing information to the next through something other than its "
          "returned state (a global, a buffer), data changed between steps, or an engine bug in "
          "partial chain execution")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from enum import Enum
 from types import MappingProxyType
 
 import numpy as np
@@ -213,6 +214,13 @@ def readonly(value):
 _IMMUTABLE = (int, float, complex, bool, str, bytes, type(None), np.generic)
 
 
+def _carries_attributes(value) -> bool:
+    """A subclass instance with attributes of its own (a float or tuple subclass with ``.mu``):
+    the engine compares the value, not the attributes, so it cannot keep it (an enum member
+    or a namedtuple has none of its own)."""
+    return bool(getattr(value, "__dict__", None)) and not isinstance(value, Enum)
+
+
 def frozen_state(state, addr):
     """A markov state as the engine keeps it: compared by value to decide whether the next step
     must run, and handed back as ``prev``, so it must not change after the step returned it.
@@ -220,15 +228,15 @@ def frozen_state(state, addr):
     keeps its own array, and a view's base could still be written); tuples and dicts are kept
     with frozen entries (a dict as a read-only mapping).  Any other object could change in
     place unseen: an error naming the chain."""
-    if isinstance(state, _IMMUTABLE):
-        return state
     t = type(state)
+    if isinstance(state, _IMMUTABLE) and (t in _IMMUTABLE or not _carries_attributes(state)):
+        return state
     if t is np.ndarray:
         if state.flags.writeable or state.base is not None:  # not already the engine's copy
             state = state.copy()
             state.flags.writeable = False
         return state
-    if isinstance(state, tuple):
+    if isinstance(state, tuple) and not _carries_attributes(state):
         items = [frozen_state(x, addr) for x in state]
         if all(a is b for a, b in zip(items, state)):
             return state
@@ -237,9 +245,10 @@ def frozen_state(state, addr):
         return MappingProxyType({k: frozen_state(v, addr) for k, v in state.items()})
     raise ModelError(
         f"markov chain {fmt(addr)}: step returned a state of type {t.__name__}; a state is a "
-        "number, a NumPy array, or a tuple or dict of them — values the engine can keep and "
-        "compare (it decides from them which steps to re-run), which a list or another object "
-        "changed in place would defeat. Return a tuple or an array"
+        "number, a NumPy array, or a tuple or dict of them (with no attributes of their own) — "
+        "values the engine can keep and compare (it decides from them which steps to re-run), "
+        "which a list or another object changed in place would defeat. Return a tuple or an "
+        "array"
     )
 
 

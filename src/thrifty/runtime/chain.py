@@ -30,6 +30,7 @@ from thrifty.runtime.draws import DrawStore
 from thrifty.runtime.recorder import Recorder, Selector
 
 TICK = 0.1  # seconds between two calls of ``tick`` (progress, stop requests, checkpoints)
+AUTO_CHECK_SHARE = 0.03  # check="auto": the share of a chain's time its checks may take
 
 
 @dataclass(frozen=True)
@@ -200,18 +201,30 @@ class ChainRun:
         tune = getattr(self.kernel, "set_tuning", None) or (lambda on: None)
         tune(it < burn_in)  # kernels adapt during the burn-in only
         check_at = cfg.next_check(it)
+        # check="auto" also checks once the steps since the last check took 1/share times what
+        # that check took: at most ~3% of the chain's time, and many checks on cheap models
+        check_cost, step_cost = float("inf"), 0.0
+
+        def next_check(it):
+            due = cfg.next_check(it)
+            if cfg.check_decades and due and 0 < step_cost and check_cost < float("inf"):
+                due = min(due, it + max(1, int(check_cost / (AUTO_CHECK_SHARE * step_cost))))
+            return due
+
         chunk = 1
         t_start = perf_counter()
         try:
             while it < total:
-                t0 = perf_counter()
+                t0, it0 = perf_counter(), it
                 end = min(total, it + chunk)
                 while it < end:
                     trace = step(trace, rng)
                     it += 1
                     if it == check_at:  # check mode: never touches the trace or the generator
+                        c0 = perf_counter()
                         raise_if_inconsistent(trace, f"(chain {self.chain}, after step {it})")
-                        check_at = cfg.next_check(it)
+                        check_cost = perf_counter() - c0
+                        check_at = next_check(it)
                     if it == burn_in:
                         tune(False)
                     if it == rec_next:
@@ -221,6 +234,9 @@ class ChainRun:
                 self.trace, self.iteration = trace, it
                 # aim at one tick per TICK seconds whatever the cost of a step
                 dt = perf_counter() - t0
+                if cfg.check_decades and check_at and dt > 0:  # (the next check, by time)
+                    step_cost = dt / (it - it0)
+                    check_at = min(check_at, next_check(it))
                 ratio = TICK / dt if dt > 0 else 4.0
                 chunk = max(1, int(chunk * min(max(ratio, 0.5), 4.0)))
                 if tick(self):

@@ -247,13 +247,16 @@ def reused(x):
 
 def test_an_owned_alpha_is_not_handed_to_the_model():
     """The process keeps α (no attribute holds its value: only its address), so no code of the
-    model can read it; asking is an error that says how to hold α instead."""
+    model can read it; asking is an error that says how to hold α instead (an AttributeError
+    too, so ``hasattr`` and ``getattr`` with a default behave as for any missing attribute)."""
     x, _ = clusters(20)
     with pytest.raises(ModelError,
                        match=r"alpha is drawn by the process at \('alpha',\).*th.sample"):
         th.simulate(owned(x), seed=0)
     crp = th.simulate(dpm_owned_handle(x), seed=0).output
     assert not any(isinstance(v, float) for v in vars(crp).values())
+    # not an attribute it has: hasattr is False and getattr's default is given, as in Python
+    assert not hasattr(crp, "alpha") and getattr(crp, "alpha", None) is None
     KEPT.clear()
     trace = th.simulate(reused(x), seed=0)  # a handle kept from another execution: refused
     with pytest.raises(ModelError, match="created in another execution"):

@@ -7,6 +7,7 @@ import pytest
 
 import thrifty as th
 from thrifty import dist
+from thrifty.diagnostics._arviz import ess as ess_of
 from thrifty.errors import ModelError
 
 
@@ -174,3 +175,43 @@ def test_a_plate_shorter_or_longer_than_its_data_is_an_error_naming_both_sizes()
     assert _infer(_sized(y, 4))["mu"].shape == (1, 5)
     assert _infer(_sized(y[:3], 3))["mu"].shape == (1, 5)
     assert _infer(_sized(df, 4))["mu"].shape == (1, 5)
+
+
+@th.model
+def _split(y, a, b):
+    """Two plates observing rows [0, a) and [b, len(y)) of one argument."""
+    mu = th.sample("mu", dist.Normal(0.0, 10.0))
+    with th.plate("head", a) as i:
+        th.observe("y", dist.Normal(mu, 1.0), y[:a][i])
+    with th.plate("tail", len(y) - b) as i:
+        th.observe("y", dist.Normal(mu, 1.0), y[b:][i])
+
+
+def _chunk_step(t, prev, y):
+    with th.plate("obs", 4) as j:
+        th.observe("y", dist.Normal(prev, 1.0), y[t * 4 : (t + 1) * 4][j])
+    return prev
+
+
+@th.model
+def _chunked(y):
+    mu = th.sample("mu", dist.Normal(0.0, 10.0))
+    th.markov("s", _chunk_step, len(y) // 4, mu, y)
+
+
+def test_plates_that_together_observe_every_row_are_accepted():
+    """Plates over y[:10] and y[10:], or one plate per markov step over y[4t:4t+4], observe
+    every row of y: the posterior of all the data (μ | y: N(Σy / (n + 0.01), 1 / (n + 0.01))).
+    A split that leaves rows 10 and 11 unobserved is still refused, naming them."""
+    y = np.random.default_rng(0).normal(3.0, 1.0, 20)
+    prec = len(y) + 0.01
+    mean = y.sum() / prec
+    for prog in (_split(y, 10, 10), _chunked(y)):
+        r = th.infer(prog, th.mh("mu", th.drift(0.5)), num_samples=3000, burn_in=300, seed=0,
+                     progress=False)
+        mu = r["mu"][0]
+        se = np.sqrt(1 / prec / float(ess_of(mu)))
+        assert abs(mu.mean() - mean) < 4 * se, (mu.mean(), mean)
+    with pytest.raises(ModelError, match=r"plate \('head',\) has 10 element\(s\).*first 10 "
+                                         r"rows of argument 'y', which has 20: the other 2"):
+        _infer(_split(y, 10, 12))

@@ -15,6 +15,12 @@ class ModelError(ThriftyError):
     """The program is malformed: shape mismatches in plates, duplicate addresses, misuse."""
 
 
+class OwnedParameterError(ModelError, AttributeError):
+    """A process's own hyperparameter read by the model's code (``crp.alpha`` of
+    ``th.CRP(alpha=dist.Gamma(1, 1), name="alpha")``): the process does not hand it out.  An
+    ``AttributeError`` too, so ``hasattr(crp, "alpha")`` is False."""
+
+
 class SelectionError(ThriftyError, KeyError):
     """A selection names no choice of the trace, or a choice a kernel cannot update."""
 

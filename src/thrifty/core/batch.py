@@ -216,25 +216,24 @@ class BatchFrame:
         )
 
     def check_data_length(self, rel, value) -> None:
-        """At a plate's first execution (every element): an observed value that holds the first
-        rows of an argument of the program whose length is not the plate's size is an error —
-        ``y[i]`` of ``y`` of length 4 under a plate of 3 would observe 3 of the 4 points
-        (NumPyro refuses the same mismatch).  O(number of arguments), once per plate."""
-        found = self.run.trace.program.leading_rows_of(value)
-        if found is None or found[1] == self.n:
+        """At the program's first execution (every plate in full): note which rows of an
+        argument of the program the observed value holds; at the end of the run, an argument
+        some of whose rows no plate observed, read from its first row by a plate of another
+        length, is an error (:func:`check_data_rows`) — ``y[i]`` of ``y`` of
+        length 4 under a plate of 3 would observe 3 of the 4 points (NumPyro refuses the same
+        mismatch), while plates over ``y[:10]`` and ``y[10:]`` observe them all.
+        O(number of arguments), once per plate."""
+        run = self.run
+        if run.trace.clock:  # (the program's first execution sees every plate at once)
             return
-        name, length = found
-        n, obs = self.n, fmt(self.generic_all(rel))
-        if n < length:
-            what = (f"reads the first {n} rows of {name}, which has {length}: the other "
-                    f"{length - n} would not be observed")
-        else:
-            what = f"reads {name}, which has only {length} rows"
-        raise ModelError(
-            f"{self.where()} has {n} element(s), but its observation {obs} {what}. Give the "
-            "plate the data's length (th.plate(name, len(data))), or pass only the rows to "
-            "observe as the argument (data[:n])"
-        )
+        found = run.trace.program.rows_of(value)
+        if found is None:
+            return
+        name, length, start = found
+        view = (start, self.n, length, self.where(), fmt(self.generic_all(rel)))
+        if start + self.n > length:  # past the data's end: no other plate can make it right
+            check_data_rows({name: [view]})
+        run.data_rows.setdefault(name, []).append(view)
 
     def _check_observed(self, lp, rel, d, value) -> float:
         """``lp.sum()``; NaN → error naming the member; an observation outside the family's
@@ -375,3 +374,29 @@ class BatchFrame:
         if self is not self.acc:
             raise ModelError("a markov chain cannot be nested inside a markov step")
         return self.run.run_batch_chain(self, self._local(name), step, length, init, args)
+
+
+def check_data_rows(data_rows: dict) -> None:
+    """A plate of n elements whose observation reads the first n rows of an argument of L ≠ n
+    rows is an error unless the plates of the run observe every row of it (``y[:10]`` and
+    ``y[10:]``): else the other rows would silently not be observed; so is a plate reading
+    past the data's end.  ``data_rows``: argument → (start row, plate size, length, plate,
+    observation) of each plate's first execution."""
+    for name, views in data_rows.items():
+        length = views[0][2]
+        covered = np.zeros(length, dtype=bool)
+        for start, n, _, _, _ in views:
+            covered[start : start + n] = True
+        for start, n, _, where, obs in views:
+            if start + n > length:
+                what = (f"reads {name}, which has only {length} rows" if start == 0 else
+                        f"reads rows {start} to {start + n - 1} of {name}, which has {length}")
+            elif start == 0 and n < length and not covered.all():
+                what = (f"reads the first {n} rows of {name}, which has {length}: the "
+                        f"other {int((~covered).sum())} would not be observed")
+            else:
+                continue
+            raise ModelError(
+                f"{where} has {n} element(s), but its observation {obs} {what}. Give the "
+                "plate the data's length (th.plate(name, len(data))), or pass only the rows "
+                "to observe as the argument (data[:n])")

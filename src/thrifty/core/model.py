@@ -76,33 +76,32 @@ class Program:
         n = len(self.args) + len(self.kwargs)
         return f"Program({self.name}, {n} argument{'s' if n != 1 else ''})"
 
-    def leading_rows_of(self, value: np.ndarray) -> tuple[str, int] | None:
-        """``(name, length)`` of the argument array ``a`` of which ``value`` holds the first rows
-        — ``a[0:k]``, or ``a[0:k, j]`` and the like (the same memory, the same row stride, the
-        start in row 0) — or None.  Arguments are the program's arrays and the arrays held in
-        its dict, list and tuple arguments; O(number of them) per call.
+    def rows_of(self, value: np.ndarray) -> tuple[str, int, int] | None:
+        """``(name, length, start)`` of the argument array ``a`` of which ``value`` holds the rows
+        ``start, start + 1, ...`` — ``a[start:k]``, or ``a[start:k, j]`` and the like (the same
+        memory, the same row stride, beginning at the start of a row) — or None.  Arguments are
+        the program's arrays and the arrays held in its dict, list and tuple arguments;
+        O(number of them) per call.
 
         >>> import numpy as np, thrifty as th
         >>> y = np.arange(8.0).reshape(4, 2)
         >>> prog = th.model(lambda data: None)(y)
-        >>> prog.leading_rows_of(prog.args[0][0:3, 1]), prog.leading_rows_of(y[1:3])
-        (("argument 'data'", 4), None)
+        >>> prog.rows_of(y[0:3, 1]), prog.rows_of(y[1:3]), prog.rows_of(np.zeros(3))
+        (("argument 'data'", 4, 0), ("argument 'data'", 4, 1), None)
         """
         arrays = self.__dict__.get("_arrays")
         if arrays is None:
             arrays = self._arrays = _argument_arrays(self)
-        if not arrays:
+        if not arrays or value.ndim == 0:
             return None
         ptr = value.__array_interface__["data"][0]
         for name, a_ptr, shape, strides in arrays:
             off = ptr - a_ptr
-            if (
-                0 <= off
-                and value.shape[0] <= shape[0]
-                and value.strides[0] == strides[0]
-                and _in_first_row(off, shape[1:], strides[1:])
-            ):
-                return name, shape[0]
+            if off < 0 or value.strides[0] != strides[0]:
+                continue
+            at = _element_at(off, shape, strides)
+            if at is not None and at[0] + value.shape[0] <= shape[0]:
+                return name, shape[0], at[0]
         return None
 
     def __reduce__(self):
@@ -136,18 +135,20 @@ def _argument_arrays(program) -> list[tuple]:
     return out
 
 
-def _in_first_row(off: int, shape: tuple, strides: tuple) -> bool:
-    """Whether byte offset ``off`` is that of an element ``a[0, j, ...]`` of an array whose
-    axes after the first have ``shape`` and ``strides`` (axes taken from the largest stride
-    down, which decomposes the offset of any non-overlapping layout: C, Fortran, views)."""
-    for st, n in sorted(zip(strides, shape), reverse=True):
+def _element_at(off: int, shape: tuple, strides: tuple) -> list | None:
+    """The index ``[i, j, ...]`` of the element of an array of ``shape`` and ``strides`` at byte
+    offset ``off``, or None (axes taken from the largest stride down, which decomposes the
+    offset of any non-overlapping layout: C, Fortran, views)."""
+    index = [0] * len(shape)
+    for ax in sorted(range(len(shape)), key=lambda k: strides[k], reverse=True):
+        st, n = strides[ax], shape[ax]
         if st <= 0:
             continue
-        j = off // st
+        index[ax] = j = off // st
         if j >= n:
-            return False
+            return None
         off -= j * st
-    return off == 0
+    return index if off == 0 else None
 
 
 def as_data(x):

@@ -35,6 +35,7 @@ import math
 from thrifty import _context
 from thrifty.core import markov, mem, plate, plate_chain
 from thrifty.core.address import fmt
+from thrifty.core.batch import check_data_rows
 from thrifty.core.code_errors import WRAPPED, code_error, wraps
 from thrifty.core.frame import BlockFrame
 from thrifty.core.node import Node
@@ -136,6 +137,7 @@ class Run:
         self.sections: list = []
         self.mem_journals: dict = {}
         self.lanes = ScalarLanes(None, rng, mode.strict)  # the replay decision, one member
+        self.data_rows: dict = {}  # argument → rows its plates observe (first executions)
         self.impossible: list = []
 
     @property
@@ -155,6 +157,8 @@ class Run:
         try:
             self.output = program.fn(*program.args, **program.kwargs)
             self.frame = None
+            if self.data_rows:
+                check_data_rows(self.data_rows)
             frame.finalize()
             self.root = frame.new
             if self.targets and self.n_seen < len(self.targets):

@@ -51,7 +51,7 @@ from abc import ABC, abstractmethod
 from thrifty import _context
 from thrifty.core.address import as_name, fmt
 from thrifty.distributions.base import Distribution
-from thrifty.errors import DistributionError, ModelError
+from thrifty.errors import DistributionError, ModelError, OwnedParameterError
 
 
 class Owned:
@@ -136,7 +136,7 @@ class Process(ABC):
     def __getattr__(self, name):
         if name in type(self).param_names:
             s = self._spec[type(self).param_names.index(name)]
-            raise ModelError(
+            raise OwnedParameterError(
                 f"{type(self).__name__}: {name} is drawn by the process at {fmt(s.addr)} and "
                 "not handed to the model's code (so an MH step on it re-scores the process "
                 "without re-running the model). To use its value in the model, draw it "

@@ -22,7 +22,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/pytest -n 2 --dist loadgroup  # two processes (tests/conftest.py groups those that time processes)
+	$(BIN)/pytest -n 2 --dist loadfile  # two processes; a module's tests (and its module fixtures) on one
 
 # The documentation site (Sphinx, pydata theme; the worked examples run during the build),
 # warnings as errors: docs/_build/html/index.html

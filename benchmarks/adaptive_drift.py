@@ -1,5 +1,5 @@
 """Adapted ``th.drift()`` against a random walk with one common scale, on the Bayesian linear
-regression of scikit-learn's diabetes data (issue 11, item 4).
+regression of scikit-learn's diabetes data.
 
 Model: intercept + the 10 raw features (``load_diabetes(scaled=False)``: age in years, BMI, blood
 pressure, serum measurements), w ~ N(0, 10·σ²·I), σ² ~ InvGamma(2, 2), y ~ N(Xw, σ²) — 12

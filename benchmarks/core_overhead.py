@@ -1,4 +1,4 @@
-"""Core overhead benchmark (issue 2, item 8).
+"""Core overhead benchmark.
 
 (a) LMH steps per second on the 3-state HMM of paper 001 §5 (kernel alone, and through
     ``th.infer`` with every draw recorded);

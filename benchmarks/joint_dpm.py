@@ -1,5 +1,5 @@
 """JointDPM (paper 000 §4.2, Fig. 6c–d): exact MH against subsampled MH on one cluster's
-logistic weights, and the cost of one table-label update against N (issue 10).
+logistic weights, and the cost of one table-label update against N.
 
 Model: :func:`thrifty.models.joint_dpm` on :func:`thrifty.datasets.clustered_nonlinear`
 (10,000 training and 1,000 test points, six clusters of 2-d features each with its own logistic

@@ -14,14 +14,3 @@ def _checkpoint_key_in_a_temporary_config_home(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
         yield
-
-
-# Tests that start processes, send signals or time a worker's exit run one after another on
-# one pytest-xdist worker (``--dist loadgroup``), so that two of them never share the machine.
-_PROCESS_TESTS = ("test_ray.py", "test_workers.py", "test_runtime.py", "test_checkpoint_kill.py")
-
-
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if item.path.name in _PROCESS_TESTS:
-            item.add_marker(pytest.mark.xdist_group("processes"))

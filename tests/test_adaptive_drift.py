@@ -1,4 +1,4 @@
-"""``th.drift()`` without a scale adapts during burn-in and is frozen after it (issue 11, item 4).
+"""``th.drift()`` without a scale adapts during burn-in and is frozen after it.
 
 Thresholds: z-tests of posterior means with ESS-based standard errors, |z| < 4.5 (Z_MAX of
 ``stat_helpers``; Bonferroni over several coordinates); Geweke min p > 1e-4 (as the other Geweke

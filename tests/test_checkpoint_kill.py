@@ -1,4 +1,4 @@
-"""Checkpoints are appended, not rewritten (issue 12, defect 8), and a kill at any moment —
+"""Checkpoints are appended, not rewritten, and a kill at any moment —
 during a write included — leaves a checkpoint that resumes to the draws of an uninterrupted run."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The documentation site builds with warnings as errors, its worked examples run, and every
-public name of ``thrifty`` is in the API reference with a docstring and an example (issue 13)."""
+public name of ``thrifty`` is in the API reference with a docstring and an example."""
 
 from __future__ import annotations
 

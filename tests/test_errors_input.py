@@ -1,4 +1,4 @@
-"""Bad inputs get errors that name the site or argument and the fix (issue 12, defect 7)."""
+"""Bad inputs get errors that name the site or argument and the fix."""
 
 from __future__ import annotations
 

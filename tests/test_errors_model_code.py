@@ -1,5 +1,5 @@
-"""Errors of the model's own code get messages that name the plate/site and the fix (issue 11,
-defect 6), and Geweke's test handles priors without finite variance.
+"""Errors of the model's own code get messages that name the plate/site and the fix,
+and Geweke's test handles priors without finite variance.
 
 Before: a prior vector of the wrong length gave NumPy's bare matmul error; a Python ``if`` on a
 plate value gave "truth value of an array is ambiguous"; data not indexed by the plate's index

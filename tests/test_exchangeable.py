@@ -1,4 +1,4 @@
-"""Exchangeable sites in models (issue 10): th.CRP draws and collapsed observations in plates.
+"""Exchangeable sites in models (paper 000 §4.2): th.CRP draws and collapsed observations in plates.
 
 Posterior tests compare partition frequencies of a chain with exact enumeration over the Bell(n)
 partitions.  Draws are thinned by ⌈n / ESS⌉, the ESS (ArviZ) of the indicators of the most

@@ -1,4 +1,4 @@
-"""+∞ log-densities never freeze a chain silently (issue 12, defect 3): samplers keep draws
+"""+∞ log-densities never freeze a chain silently: samplers keep draws
 inside open supports, and a +∞ log-density anywhere is an error naming the site."""
 
 from __future__ import annotations

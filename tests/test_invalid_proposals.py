@@ -1,5 +1,5 @@
-"""A proposal that makes a distribution's parameters invalid is a rejected proposal (issue 11,
-defect 4), not a crash; invalid parameters in the initial trace or from data stay errors."""
+"""A proposal that makes a distribution's parameters invalid is a rejected proposal,
+not a crash; invalid parameters in the initial trace or from data stay errors."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""The layout of the engine: ``thrifty.core`` has no import cycle and short modules.
+"""The layout of the package: no import cycle anywhere (``thrifty.core`` below everything), no
+private name imported from another module, and short engine modules.
 
-The import graph is built from the source with ``ast`` — every ``import`` statement counts,
+The import graphs are built from the source with ``ast`` — every ``import`` statement counts,
 including those inside functions — so a cycle hidden behind a function-level import fails too.
 """
 
@@ -9,7 +10,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-CORE = Path(__file__).resolve().parents[1] / "src" / "thrifty" / "core"
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "thrifty"
+CORE = PACKAGE / "core"
 
 
 def core_imports(path: Path) -> set[str]:
@@ -94,3 +96,88 @@ def test_core_modules_are_short():
     """Each module of the engine reads in one sitting (a few hundred lines at most)."""
     long = {p.name: n for p in CORE.glob("*.py") if (n := len(p.read_text().splitlines())) > 550}
     assert not long, long
+
+
+# -- the whole package ---------------------------------------------------------------------------
+def package_modules() -> dict[str, Path]:
+    """Dotted name → file of every module of the package (a package by its ``__init__``)."""
+    out = {}
+    for p in PACKAGE.rglob("*.py"):
+        parts = p.relative_to(PACKAGE.parent).with_suffix("").parts
+        out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = p
+    return out
+
+
+def imported(name: str, path: Path, modules: dict) -> list[tuple[str, list[str]]]:
+    """``(module, names)`` of every import of a thrifty module in ``path`` (anywhere in the file;
+    relative imports resolved); ``from pkg import mod`` counts as an import of ``pkg.mod``."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out += [(a.name, []) for a in node.names if a.name.startswith("thrifty")]
+        elif isinstance(node, ast.ImportFrom):
+            mod = node.module or ""
+            if node.level:
+                base = name.split(".")[: None if path.name == "__init__.py" else -1]
+                mod = ".".join(base[: len(base) - node.level + 1] + ([mod] if mod else []))
+            if not mod.startswith("thrifty"):
+                continue
+            names = [a.name for a in node.names]
+            subs = [n for n in names if f"{mod}.{n}" in modules]
+            out += [(f"{mod}.{n}", []) for n in subs]
+            rest = [n for n in names if n not in subs]
+            if rest:
+                out.append((mod, rest))
+    return out
+
+
+def package_graph() -> dict[str, set[str]]:
+    """Module → the thrifty modules it imports.  Packages' ``__init__`` files (the facades that
+    re-export their modules) are left out."""
+    modules = package_modules()
+    packages = {n for n, p in modules.items() if p.name == "__init__.py"}
+    graph = {}
+    for name, path in modules.items():
+        if name in packages:
+            continue
+        deps = {m for m, _ in imported(name, path, modules) if m in modules}
+        graph[name] = deps - packages - {name}
+    return graph
+
+
+def test_the_package_has_no_import_cycle():
+    """Function-level imports included: a module that imports another inside a function to
+    dodge a cycle is a cycle all the same."""
+    graph = package_graph()
+    assert {"thrifty.inference.mh", "thrifty.runtime.result", "thrifty.core.run"} <= set(graph)
+    cycle = find_cycle(graph)
+    assert cycle is None, " → ".join(cycle)
+
+
+def test_core_imports_nothing_above_it():
+    """The engine (``thrifty.core``) is below inference, runtime and diagnostics."""
+    above = ("thrifty.inference", "thrifty.runtime", "thrifty.diagnostics")
+    bad = {(m, d) for m, deps in package_graph().items() if m.startswith("thrifty.core.")
+           for d in deps if d.startswith(above)}
+    assert not bad, sorted(bad)
+
+
+def test_no_private_name_is_imported_from_another_module():
+    """A name with a leading underscore is its module's own; a module that needs another's
+    helper imports a public one (dunders such as ``__version__`` excepted)."""
+    modules = package_modules()
+    bad = []
+    for name, path in modules.items():
+        for mod, names in imported(name, path, modules):
+            bad += [f"{name} imports {mod}.{n}" for n in names
+                    if n.startswith("_") and not (n.startswith("__") and n.endswith("__"))]
+    assert not bad, bad
+
+
+def test_the_package_checks_can_fail():
+    tree_cycle = {"a.x": {"a.y"}, "a.y": {"a.x"}}
+    assert find_cycle(tree_cycle) == ["a.x", "a.y", "a.x"]
+    mods = package_modules()
+    mh = mods["thrifty.inference.mh"]
+    assert ("thrifty.inference.selecting", ["Selecting"]) in imported("thrifty.inference.mh", mh,
+                                                                        mods)

@@ -1,4 +1,4 @@
-"""th.smh started as a user would (no init) starts at θ̂ (issue 11, defect 5)."""
+"""th.smh started as a user would (no init) starts at θ̂, as paper 002 prescribes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Data are read by position whatever their type (issue 11, defects 1 and 2)."""
+"""Data are read by position whatever their type."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Worker faults (issue 12, defects 2, 5, 6): a crashed worker does not discard the other
+"""Worker faults: a crashed worker does not discard the other
 chains' draws; a hanging worker and one Ctrl-C return within 5 s; workers exit when the main
 process is killed."""
 

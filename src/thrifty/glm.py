@@ -201,11 +201,11 @@ class Logistic(GLMFamily):
     def log_density(self, eta, y):
         y = np.asarray(y)
         if type(eta) is np.ndarray and eta.ndim and y.shape == eta.shape and y.dtype.kind in "biuf":
-            from thrifty.distributions.discrete import _bernoulli_logits_lp
+            from thrifty.distributions.discrete import bernoulli_logits_lp
 
             # the allocation-free path of Bernoulli(logits); θ is checked finite, so η is unless
             # X has ±inf — then log p is NaN and the run reports it, naming the element
-            return _bernoulli_logits_lp(y, eta, finite=True)
+            return bernoulli_logits_lp(y, eta, finite=True)
         return super().log_density(eta, y)
 
     def d1(self, eta, y):

@@ -239,7 +239,7 @@ def collect_values(trace, include_deterministic: bool = True) -> dict:
     ``th.infer`` reads only what changed, :mod:`thrifty.runtime.recorder`).
     """
     out: dict = {}
-    _collect_block(trace.root, (), out, include_deterministic)
+    collect_block(trace.root, (), out, include_deterministic)
     for addr, table in trace.mems.items():
         for key, value in table.values.items():
             out[addr + (key,)] = value
@@ -250,7 +250,7 @@ def _keep(kind, det) -> bool:
     return kind == LATENT or (det and kind == DETERMINISTIC)
 
 
-def _collect_block(block, prefix: tuple, out: dict, det: bool) -> None:
+def collect_block(block, prefix: tuple, out: dict, det: bool) -> None:
     for local, s in block.sites.items():
         if _keep(s.kind, det):
             out[prefix + local] = s.value
@@ -274,7 +274,7 @@ def _collect_block(block, prefix: tuple, out: dict, det: bool) -> None:
         per_step = []
         for t in range(chain.T):
             d: dict = {}
-            _collect_block(chain.step_view(t), (), d, det)
+            collect_block(chain.step_view(t), (), d, det)
             per_step.append(d)
         keys = dict.fromkeys(k for d in per_step for k in d)
         for k in keys:

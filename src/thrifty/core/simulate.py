@@ -35,10 +35,10 @@ def simulate(program, seed=None, init: dict | None = None) -> Trace:
     >>> tr.output == tr["x"]
     True
     """
-    return _simulate(program, seed, init)[0]
+    return simulate_run(program, seed, init)[0]
 
 
-def _simulate(program, seed=None, init: dict | None = None):
+def simulate_run(program, seed=None, init: dict | None = None):
     """Like :func:`simulate`, also returning the :class:`Run` (its log-density terms)."""
     program = as_program(program)
     trace = Trace(program)
@@ -89,7 +89,7 @@ def initialize(program, seed=None, init: dict | None = None, max_tries: int = 10
     examples: dict = {}
     tries = 1 if init else max_tries
     for _ in range(tries):
-        trace, run = _simulate(program, rng, init)
+        trace, run = simulate_run(program, rng, init)
         if run.aborted is not None:
             e = run.aborted
             raise InitializationError(

@@ -47,9 +47,9 @@ def plot_adaptation(snapshots: dict, path=None, labels=None):
     """001 Fig. 1's bars, one row per snapshot: left, the normalised unit rewards (red) and
     sample counts (blue) of each choice; right, its sample count split into accepted (green)
     and rejected (yellow) proposals.  Returns the matplotlib figure (saved to ``path``)."""
-    from thrifty.runtime.result import _use_agg_without_display
+    from thrifty.runtime.result import use_agg_without_display
 
-    _use_agg_without_display()
+    use_agg_without_display()
     import matplotlib.pyplot as plt
 
     rows = sorted(snapshots)

@@ -20,7 +20,7 @@ from scipy import stats
 from thrifty.core.address import dotted
 from thrifty.core.model import as_program
 from thrifty.core.run import Mode, Run
-from thrifty.core.simulate import _simulate
+from thrifty.core.simulate import simulate_run
 
 _SIMULATE = Mode(simulate_observations=True)
 
@@ -88,7 +88,7 @@ class GewekeResult:
 
 
 def _simulate_joint(program, rng):
-    trace, _ = _simulate(program, rng)
+    trace, _ = simulate_run(program, rng)
     Run(trace, rng, mode=_SIMULATE).execute().commit()
     return trace
 
@@ -134,7 +134,7 @@ def geweke(
     program = as_program(program)
     rng = np.random.default_rng(seed)
     num_prior = num_prior or num_samples
-    prior = [_scalars(_simulate(program, rng)[0].values(False)) for _ in range(num_prior)]
+    prior = [_scalars(simulate_run(program, rng)[0].values(False)) for _ in range(num_prior)]
     kernel = copy.deepcopy(kernel)
     trace = _simulate_joint(program, rng)
     succ = []

@@ -28,13 +28,13 @@ from thrifty.distributions.base import (
     is_integral,
     scalar_or_array,
 )
-from thrifty.distributions.cumulative import Cumulative, _as_counts
+from thrifty.distributions.cumulative import Cumulative, as_counts
 from thrifty.distributions.discrete import (
-    _ARRAY,
-    _probs_or_logits,
-    _ProbsLogits,
-    _scalar_count,
-    _xmul,
+    ARRAY_PATH,
+    ProbsLogits,
+    probs_or_logits,
+    scalar_count,
+    xmul_array,
 )
 from thrifty.errors import DistributionError
 
@@ -72,7 +72,7 @@ def _nb_log_coeff(r, k):
     return np.where(r >= k + 1.0, from_r, from_k)
 
 
-class NegativeBinomial(Cumulative, _ProbsLogits):
+class NegativeBinomial(Cumulative, ProbsLogits):
     """Negative binomial: the number of successes before the ``total_count``-th failure, in
     Bernoulli trials whose success probability is ``probs`` (or ``logits = log(p / (1 - p))``).
 
@@ -102,7 +102,7 @@ class NegativeBinomial(Cumulative, _ProbsLogits):
         probs: float | np.ndarray | None = None,
         logits: float | np.ndarray | None = None,
     ):
-        (self.total_count,) = _probs_or_logits(self, probs, logits, total_count)
+        (self.total_count,) = probs_or_logits(self, probs, logits, total_count)
         self._check_positive("total_count", self.total_count)
         self._check_nb_probs()
 
@@ -135,8 +135,8 @@ class NegativeBinomial(Cumulative, _ProbsLogits):
     def log_prob(self, value):
         r = self.total_count
         if not self.batch_shape:
-            k = _scalar_count(value)
-            if k is not _ARRAY:
+            k = scalar_count(value)
+            if k is not ARRAY_PATH:
                 if not 0 <= k < INF:
                     return -INF
                 if r < _STIRLING_MIN and k < _STIRLING_MIN:
@@ -154,7 +154,7 @@ class NegativeBinomial(Cumulative, _ProbsLogits):
         if self.logits is None:
             lp = lp + xlogy(k, self._probs) + xlog1py(r, -self._probs)
         else:
-            lp = lp + _xmul(k, log_expit(self.logits)) + r * log_expit(-self.logits)
+            lp = lp + xmul_array(k, log_expit(self.logits)) + r * log_expit(-self.logits)
         return scalar_or_array(np.where(ok, lp, -np.inf))
 
     # P(X <= k) = I_{1-p}(r, k + 1) (regularized incomplete beta), the survival function its
@@ -172,10 +172,10 @@ class NegativeBinomial(Cumulative, _ProbsLogits):
         return scalar_or_array(np.where(k < 0, 1.0, s))
 
     def icdf(self, q):
-        return _as_counts(st.nbinom.ppf(q, self.total_count, self._failure_prob()))
+        return as_counts(st.nbinom.ppf(q, self.total_count, self._failure_prob()))
 
     def isf(self, s):
-        return _as_counts(st.nbinom.isf(s, self.total_count, self._failure_prob()))
+        return as_counts(st.nbinom.isf(s, self.total_count, self._failure_prob()))
 
     @property
     def mean(self):
@@ -306,7 +306,8 @@ class Multinomial(Distribution):
         n = self.total_count
         ok = np.all(is_integral(x) & (x >= 0), axis=-1) & (x.sum(-1) == n)
         k = np.where(is_integral(x) & (x >= 0), x, 0.0)
-        lp = gammaln(np.asarray(n) + 1.0) - gammaln(k + 1.0).sum(-1) + _xmul(k, self._logp).sum(-1)
+        lp = (gammaln(np.asarray(n) + 1.0) - gammaln(k + 1.0).sum(-1)
+              + xmul_array(k, self._logp).sum(-1))
         big = np.asarray(n) >= saddle.LARGE
         if np.any(big):  # log n! would cancel away the digits
             lp = np.where(big, _multinomial_saddle(k, np.where(big, n, saddle.LARGE), self._logp),

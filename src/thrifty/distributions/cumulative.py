@@ -49,7 +49,7 @@ from thrifty.distributions.base import scalar_or_array
 
 LOG_2 = math.log(2.0)
 _T_TAIL = 1e-3  # below this probability the Student t quantile goes through the incomplete beta
-_UNDERFLOW = 1e-280  # incomplete-beta inverses below this have lost their relative precision
+UNDERFLOW = 1e-280  # incomplete-beta inverses below this have lost their relative precision
 LOG_SQRT_PI = 0.5 * math.log(math.pi)
 
 
@@ -170,7 +170,7 @@ def _t_lower_quantile(df, q):
         y = betainccinv(0.5, 0.5 * df, 2.0 * q)  # 1 - x: I_x(a, b) = 1 - I_{1-x}(b, a)
         tail = -np.sqrt(df * y / x)
         far = -np.exp((t_tail_log_constant(df) - np.log(q)) / df)
-        tail = np.where(x < _UNDERFLOW, far, tail)
+        tail = np.where(x < UNDERFLOW, far, tail)
         return np.where(q < _T_TAIL, tail, stdtrit(df, np.maximum(q, _T_TAIL)))
 
 
@@ -380,7 +380,7 @@ class BetaCDF(Cumulative):
         return scalar_or_array(betainccinv(self.alpha, self.beta, _arr(s)))
 
 
-def _as_counts(x):
+def as_counts(x):
     """Quantiles of a discrete family as integers where finite (floats where ±inf or NaN)."""
     x = np.asarray(x)
     if x.ndim == 0:
@@ -402,7 +402,7 @@ class PoissonCDF(Cumulative):
             return scalar_or_array(np.where(k < 0, 1.0, pdtrc(np.maximum(k, 0.0), self.rate)))
 
     def icdf(self, q):
-        return _as_counts(st.poisson.ppf(q, self.rate))
+        return as_counts(st.poisson.ppf(q, self.rate))
 
     def isf(self, s):
-        return _as_counts(st.poisson.isf(s, self.rate))
+        return as_counts(st.poisson.isf(s, self.rate))

@@ -23,7 +23,7 @@ from thrifty.distributions.base import (
 )
 
 INF = math.inf
-_ARRAY = object()  # sentinel of _scalar_count: not a scalar, take the array path
+ARRAY_PATH = object()  # sentinel of scalar_count: not a scalar, take the array path
 
 
 def _is_int_scalar(value) -> bool:
@@ -31,9 +31,9 @@ def _is_int_scalar(value) -> bool:
     return t is int or t is bool or isinstance(value, np.integer)
 
 
-def _scalar_count(value):
+def scalar_count(value):
     """For a Python number or NumPy integer: the value if integral, NaN if not (every support
-    test then fails, so ``log_prob`` is -inf).  ``_ARRAY`` for anything else."""
+    test then fails, so ``log_prob`` is -inf).  ``ARRAY_PATH`` for anything else."""
     t = type(value)
     if t is int:
         return value
@@ -41,15 +41,15 @@ def _scalar_count(value):
         return value if value.is_integer() else math.nan
     if t is bool or isinstance(value, np.integer):
         return int(value)
-    return _ARRAY
+    return ARRAY_PATH
 
 
-def _xmul(a, y):
+def xmul_array(a, y):
     """``a * y`` elementwise with ``0 * y = 0`` even where ``y`` is infinite."""
     return a * np.where(a == 0, 0.0, y)
 
 
-def _probs_or_logits(d: Distribution, probs, logits, *others):
+def probs_or_logits(d: Distribution, probs, logits, *others):
     """Shared constructor step of the probs/logits families: ``(others..., p or logits)``."""
     if (probs is None) == (logits is None):
         d._fail("give exactly one of probs or logits")
@@ -62,7 +62,7 @@ def _probs_or_logits(d: Distribution, probs, logits, *others):
     return params[:-1]
 
 
-class _ProbsLogits(Distribution):
+class ProbsLogits(Distribution):
     """Mixin of the families parameterized by ``probs`` or ``logits`` (exactly one is stored)."""
 
     _probs = None
@@ -125,7 +125,7 @@ def _scratch(shape: tuple, slot: int) -> np.ndarray:
     return a
 
 
-def _bernoulli_logits_lp(x: np.ndarray, z: np.ndarray, finite: bool = False) -> np.ndarray:
+def bernoulli_logits_lp(x: np.ndarray, z: np.ndarray, finite: bool = False) -> np.ndarray:
     """``x·z − softplus(z)`` for values ``x`` in {0, 1} — the hot path of logistic likelihoods.
 
     softplus(z) = max(z, 0) + log1p(exp(−|z|)) is evaluated in two reused work arrays, so the
@@ -153,7 +153,7 @@ def _bernoulli_logits_lp(x: np.ndarray, z: np.ndarray, finite: bool = False) -> 
     return lp
 
 
-class Bernoulli(_ProbsLogits):
+class Bernoulli(ProbsLogits):
     """Bernoulli distribution on {0, 1}, given ``probs`` or ``logits`` (exactly one).
 
     >>> from thrifty import dist
@@ -166,7 +166,7 @@ class Bernoulli(_ProbsLogits):
     domain = constraints.boolean
 
     def __init__(self, probs=None, logits=None):
-        _probs_or_logits(self, probs, logits)
+        probs_or_logits(self, probs, logits)
         self._check_probs()
 
     def sample(self, rng, shape=()):
@@ -177,8 +177,8 @@ class Bernoulli(_ProbsLogits):
 
     def log_prob(self, value):
         if not self.batch_shape:
-            k = _scalar_count(value)
-            if k is not _ARRAY:
+            k = scalar_count(value)
+            if k is not ARRAY_PATH:
                 if k != 0 and k != 1:
                     return -INF
                 if self.logits is not None:
@@ -190,7 +190,7 @@ class Bernoulli(_ProbsLogits):
         x = np.asarray(value)
         lg = self.logits
         if type(lg) is np.ndarray and lg.ndim and x.shape == lg.shape and x.dtype.kind in "biuf":
-            return _bernoulli_logits_lp(x, lg, self._finite)
+            return bernoulli_logits_lp(x, lg, self._finite)
         ok = (x == 0) | (x == 1)
         log_p, log_q = self._log_p_q()
         return scalar_or_array(np.where(ok, np.where(x == 1, log_p, log_q), -np.inf))
@@ -319,7 +319,7 @@ class Categorical(Distribution):
         return f"probs={describe(self.probs)}"
 
 
-class Binomial(_ProbsLogits):
+class Binomial(ProbsLogits):
     """Number of successes in ``total_count`` Bernoulli trials with success ``probs`` / ``logits``.
 
     >>> from thrifty import dist
@@ -333,7 +333,7 @@ class Binomial(_ProbsLogits):
     domain = constraints.nonnegative_integer
 
     def __init__(self, total_count, probs=None, logits=None):
-        (self.total_count,) = _probs_or_logits(self, probs, logits, total_count)
+        (self.total_count,) = probs_or_logits(self, probs, logits, total_count)
         n = self.total_count
         if not all_true(is_integral(n) & (n >= 0)):
             self._fail(f"total_count must be a non-negative integer, got {describe(n)}")
@@ -352,8 +352,8 @@ class Binomial(_ProbsLogits):
     def log_prob(self, value):
         n = self.total_count
         if not self.batch_shape:
-            k = _scalar_count(value)
-            if k is not _ARRAY:
+            k = scalar_count(value)
+            if k is not ARRAY_PATH:
                 if not 0 <= k <= n:
                     return -INF
                 if n >= saddle.LARGE:  # lgamma(n + 1) would cancel away the digits
@@ -370,7 +370,8 @@ class Binomial(_ProbsLogits):
         if self.logits is None:
             lp = lp + xlogy(k, self._probs) + xlog1py(n - k, -self._probs)
         else:
-            lp = lp + _xmul(k, log_expit(self.logits)) + _xmul(n - k, log_expit(-self.logits))
+            lp = (lp + xmul_array(k, log_expit(self.logits))
+                  + xmul_array(n - k, log_expit(-self.logits)))
         big = np.asarray(n) >= saddle.LARGE
         if big.any():  # saddle-point form for large total counts
             lp = np.where(big, saddle.binomial_array(k, n, *self._array_pq()), lp)
@@ -432,8 +433,8 @@ class Poisson(cumulative.PoissonCDF, Distribution):
     def log_prob(self, value):
         rate = self.rate
         if not self.batch_shape:
-            k = _scalar_count(value)
-            if k is not _ARRAY:
+            k = scalar_count(value)
+            if k is not ARRAY_PATH:
                 if not 0 <= k < INF:
                     return -INF
                 if k >= saddle.LARGE:  # lgamma(k + 1) would cancel away the digits
@@ -460,7 +461,7 @@ class Poisson(cumulative.PoissonCDF, Distribution):
         return f"rate={describe(self.rate)}"
 
 
-class Geometric(_ProbsLogits):
+class Geometric(ProbsLogits):
     """Number of failures before the first success in Bernoulli trials with success ``probs``.
 
     Support {0, 1, 2, ...}; pmf ``p (1 - p)^k`` (``scipy.stats.geom(p, loc=-1)``).  ``probs`` must
@@ -476,7 +477,7 @@ class Geometric(_ProbsLogits):
     domain = constraints.nonnegative_integer
 
     def __init__(self, probs=None, logits=None):
-        _probs_or_logits(self, probs, logits)
+        probs_or_logits(self, probs, logits)
         self._check_probs(closed_at_zero=False)
 
     def sample(self, rng, shape=()):
@@ -486,8 +487,8 @@ class Geometric(_ProbsLogits):
 
     def log_prob(self, value):
         if not self.batch_shape:
-            k = _scalar_count(value)
-            if k is not _ARRAY:
+            k = scalar_count(value)
+            if k is not ARRAY_PATH:
                 if not 0 <= k < INF:
                     return -INF
                 if self.logits is None:
@@ -499,7 +500,7 @@ class Geometric(_ProbsLogits):
         if self.logits is None:
             lp = np.log(self._probs) + xlog1py(k, -self._probs)
         else:
-            lp = log_expit(self.logits) + _xmul(k, log_expit(-self.logits))
+            lp = log_expit(self.logits) + xmul_array(k, log_expit(-self.logits))
         return scalar_or_array(np.where(ok, lp, -np.inf))
 
     @property
@@ -554,8 +555,8 @@ class DiscreteUniform(Distribution):
 
     def log_prob(self, value):
         if not self.batch_shape:
-            k = _scalar_count(value)
-            if k is not _ARRAY:
+            k = scalar_count(value)
+            if k is not ARRAY_PATH:
                 if self.low <= k <= self.high:
                     return -math.log(self.high - self.low + 1.0)
                 return -INF

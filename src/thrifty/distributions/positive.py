@@ -26,7 +26,7 @@ from scipy.special import (
 from thrifty.distributions import _special as sm
 from thrifty.distributions import constraints
 from thrifty.distributions.base import Distribution, as_params, describe, scalar_or_array
-from thrifty.distributions.cumulative import _UNDERFLOW, Cumulative, t_tail_log_constant
+from thrifty.distributions.cumulative import UNDERFLOW, Cumulative, t_tail_log_constant
 
 INF = math.inf
 BIG = float(np.finfo(float).max)
@@ -277,7 +277,7 @@ class HalfStudentT(Cumulative, Distribution):
         w = betainccinv(0.5 * df, 0.5, q)  # its complement df / (df + z²)
         with _quiet():
             near_zero = q * np.sqrt(df * np.pi) / (2.0 * poch(0.5 * df, 0.5))
-            return np.where(y < _UNDERFLOW, near_zero, np.sqrt(df * y / w))
+            return np.where(y < UNDERFLOW, near_zero, np.sqrt(df * y / w))
 
     def _inverse_sf(self, s):
         df = self.df
@@ -285,7 +285,7 @@ class HalfStudentT(Cumulative, Distribution):
         y = betainccinv(0.5, 0.5 * df, s)  # its complement z² / (df + z²)
         with _quiet():
             far = np.exp((LOG_2 + t_tail_log_constant(df) - np.log(s)) / df)
-            return np.where(w < _UNDERFLOW, far, np.sqrt(df * y / w))
+            return np.where(w < UNDERFLOW, far, np.sqrt(df * y / w))
 
     def icdf(self, q):
         q = np.asarray(q, dtype=float)

@@ -19,7 +19,7 @@ from thrifty.core.address import fmt
 from thrifty.core.locate import find_plate, locate, plan_elements, plan_for
 from thrifty.core.run import STRICT, Plan, StructureChange, VecTarget
 from thrifty.errors import SelectionError
-from thrifty.inference.mh import _Selecting
+from thrifty.inference.selecting import Selecting
 from thrifty.inference.selection import One
 
 
@@ -40,7 +40,7 @@ def _gumbel_choice(logw: np.ndarray, rng) -> np.ndarray:
         return np.argmax(np.where(np.isneginf(logw), -np.inf, logw + g), axis=0)
 
 
-class Gibbs(_Selecting):
+class Gibbs(Selecting):
     """Enumerative Gibbs over the selected choices; see :func:`thrifty.gibbs`."""
 
     name = "gibbs"

@@ -367,10 +367,10 @@ class MemTaylor:
 
     def _mode(self, prior, es, theta) -> np.ndarray:
         """Newton on −Σ_{i∈es} log p(y_i | x_i·θ) − log prior(θ), from ``theta``."""
-        from thrifty.inference.smh import _pd, _prior_model
+        from thrifty.inference.smh import positive_definite, prior_model
 
         x, y, fam = self.X[es], self.y[es], self.fam
-        logp = _prior_model(prior, len(theta))
+        logp = prior_model(prior, len(theta))
 
         def objective(t):
             eta = x @ t
@@ -384,7 +384,7 @@ class MemTaylor:
         if not np.isfinite(f):
             return theta.copy()
         for _ in range(50):
-            step = np.linalg.solve(_pd(hess), grad)
+            step = np.linalg.solve(positive_definite(hess), grad)
             dec = float(grad @ step)
             if not dec > 1e-10:
                 break

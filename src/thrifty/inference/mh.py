@@ -33,100 +33,8 @@ from thrifty.core.snapshot import provisional_commit
 from thrifty.errors import SelectionError
 from thrifty.inference.kernel import Kernel
 from thrifty.inference.proposals import Prior, Proposal, prior
-from thrifty.inference.selection import Each, One, Selection, select
-
-
-class _Selecting(Kernel):
-    """A kernel with a selection resolved against the trace (cached while its structure holds)."""
-
-    def __init__(self, selection):
-        super().__init__()
-        self.selection: Selection = select(selection)
-        self._cache = None
-        self._matched = False
-
-    def choices(self, trace):
-        """The selected choices of ``trace``; ``None`` when a selection that matched before
-        matches nothing now (a choice that exists only in some traces: the step is skipped).
-        Resolved once per structure of the trace (cached on its uid and structure counter)."""
-        key = (trace.uid, trace.structure)
-        if self._cache is None or self._cache[0] != key:
-            cs = self.selection.resolve(trace)
-            if not cs:
-                if not self._matched:
-                    self.prepare(trace)
-                cs = None
-            self._matched = True
-            self._cache = (key, cs)
-        return self._cache[1]
-
-    def prepare(self, trace) -> None:
-        """Check, before sampling, that the selection names choices of the program: when it
-        matches nothing in ``trace``, prior simulations (at most 20, off the chain's generator)
-        tell a wrong name from a choice that exists only in some traces."""
-        self._matched = True
-        if self.selection is None or self.selection.resolve(trace):
-            return
-        if not _exists_in_some_trace(self.selection, trace):
-            empty = [".".join(map(str, a)) for a, node in trace.root.plates.items()
-                     if node.size == 0]
-            hint = (f" (plate(s) {', '.join(repr(e) for e in empty)} have 0 elements in this "
-                    "program: their sites have no choices)") if empty else ""
-            raise SelectionError(
-                f"{self.name}: {self.selection!r} selects no latent choice of the "
-                f"program; its latent choices are named {_names(trace)}{hint}"
-            )
-
-    def label(self) -> str:
-        return f"{self.name}({self.selection!r})"
-
-    def site_names(self) -> list[str]:
-        """The selected sites (as last resolved), for messages: a site of many plate elements
-        or markov steps once, with ``*`` for the index; at most 8, then ``...``."""
-        cs = self._cache[1] if self._cache is not None else None
-        if cs is None:
-            return [] if self.selection is None else [repr(self.selection)]
-        names = [fmt(g.plate_addr + ("*",) + g.rel) for g in cs.groups]
-        names += [fmt(g.chain_addr + ("*",) + g.rel) for g in cs.chain_groups]
-        names = [fmt(a) for a in cs._scalars[:8]] + names
-        return names[:8] + (["..."] if len(names) > 8 or len(cs._scalars) > 8 else [])
-
-    # -- adaptation of th.drift() during the burn-in -------------------------------------------
-    @property
-    def _adapts(self) -> bool:
-        return getattr(getattr(self, "proposal", None), "adaptive", False)
-
-    def _tune(self, on: bool) -> None:
-        """Adapt ``th.drift()`` during the burn-in; at its end, report the frozen proposal in
-        ``result.stats`` (``"proposal"``)."""
-        if self.tuning and not on and self._adapts:
-            self.proposal.freeze()
-            self.stats.proposal = [self.proposal.describe()]
-        self.tuning = on
-
-
-def _exists_in_some_trace(selection, trace, tries: int = 20) -> bool:
-    """Whether ``selection`` matches a choice of some prior simulation of the program (a
-    choice that exists only in some traces, rather than a wrong name).  Uses its own seeded
-    generator, so the chain's draws do not depend on it."""
-    from thrifty.core.simulate import _simulate
-
-    rng = np.random.default_rng(0)
-    for _ in range(tries):
-        try:
-            sim, _ = _simulate(trace.program, rng)
-        except Exception:
-            continue
-        if selection.resolve(sim):
-            return True
-    return False
-
-
-def _names(trace) -> str:
-    """A short list of the trace's latent names, for error messages."""
-    names = sorted(trace.values(include_deterministic=False))
-    text = ", ".join(repr(n) for n in names[:12])
-    return text + (", ..." if len(names) > 12 else "") if names else "(none)"
+from thrifty.inference.selecting import Selecting
+from thrifty.inference.selection import Each, One, select
 
 
 def _group_values(trace, g):
@@ -135,7 +43,7 @@ def _group_values(trace, g):
     return site.take(g.element_array()), site.discrete
 
 
-class MH(_Selecting):
+class MH(Selecting):
     """Metropolis–Hastings on the selected choices; see :func:`thrifty.mh`."""
 
     name = "mh"
@@ -303,7 +211,7 @@ def _accept_prob(log_alpha: float) -> float:
     return 1.0 if log_alpha >= 0 else (math.exp(log_alpha) if log_alpha > -math.inf else 0.0)
 
 
-class LMH(_Selecting):
+class LMH(Selecting):
     """Lightweight Metropolis–Hastings; see :func:`thrifty.lmh`."""
 
     name = "lmh"

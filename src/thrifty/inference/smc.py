@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import difflib
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -32,6 +31,7 @@ from thrifty.core.vocab import RESAMPLE, ZeroProbability
 from thrifty.errors import ArgumentError, ModelError
 from thrifty.inference.generations import Generations, NoParticleLeft
 from thrifty.inference.smc_replay import smc_replay
+from thrifty.inference.smc_result import SMCResult
 
 
 class _NotBatchable(Exception):
@@ -55,55 +55,6 @@ def run_particles(trace, rng, n: int, given, driver, proposing: bool = False) ->
         run.frame = None
     driver.weigh(frame, ("<end>",))  # observations after the last chain
     return frame
-
-
-@dataclass
-class SMCResult:
-    """Weighted particles from :func:`smc`.
-
-    ``values[name]`` is ``(particles, T, ...)`` for a site of a chain (the particles' whole
-    trajectories, along their ancestry) — ``(particles, G, T, ...)`` for a chain inside a plate
-    of G elements, each element with its own particles and weights; ``weights`` are normalised
-    over the particles (shape ``(particles,)`` or ``(particles, G)``); ``log_evidence`` is
-    log Ẑ; ``ess[g]`` (the mean over the plate's elements) and ``resampled[g]`` (how many
-    elements resampled) per generation.
-
-    >>> import thrifty as th
-    >>> from thrifty.models import lds, generate_lds
-    >>> y, C, _ = generate_lds(T=10, D=3, seed=0)
-    >>> res = th.smc(lds(y, C, 0.1), particles=50, fixed={"omega": 0.4, "q": 0.1}, seed=0)
-    >>> res["x.z"].shape, bool(res.log_evidence < 0)
-    ((50, 10, 2), True)
-    """
-
-    values: dict
-    log_weights: np.ndarray
-    log_evidence: float
-    ess: np.ndarray
-    resampled: np.ndarray
-    seconds: float
-    stats: dict = field(default_factory=dict)
-
-    @property
-    def weights(self) -> np.ndarray:
-        lw = self.log_weights
-        w = np.exp(lw - lw.max(axis=0))
-        return w / w.sum(axis=0)
-
-    @property
-    def particles(self) -> int:
-        return len(self.log_weights)
-
-    def __getitem__(self, name: str) -> np.ndarray:
-        try:
-            return self.values[name]
-        except KeyError:
-            raise KeyError(f"no site {name!r}; the sites are {sorted(self.values)}") from None
-
-    def mean(self, name: str) -> np.ndarray:
-        """The weighted mean of ``name`` over the particles."""
-        v, w = np.asarray(self[name], dtype=float), self.weights
-        return (w.reshape(w.shape + (1,) * (v.ndim - w.ndim)) * v).sum(axis=0)
 
 
 _NO_CHAIN = ("th.smc: fixed= applies to programs with th.markov chains; this program has none "

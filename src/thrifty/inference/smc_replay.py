@@ -20,6 +20,8 @@ import numpy as np
 from thrifty import _context
 from thrifty.core.particles import Pause, ReplayFrame
 from thrifty.inference import resampling
+from thrifty.inference.generations import NoParticleLeft
+from thrifty.inference.smc_result import SMCResult
 
 
 class ReplayWarning(UserWarning):
@@ -40,7 +42,6 @@ class _Holder:
 
 
 def smc_replay(program, n: int, resample, ess_threshold: float, rng):
-    from thrifty.inference.smc import NoParticleLeft, SMCResult
 
     t0 = time.perf_counter()
     scheme = resampling.scheme(resample)

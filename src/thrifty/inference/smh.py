@@ -104,8 +104,8 @@ from thrifty.core.vocab import same_value
 from thrifty.errors import SelectionError
 from thrifty.glm import GLM
 from thrifty.inference.alias import AliasTable
-from thrifty.inference.mh import _Selecting
 from thrifty.inference.proposals import Drift, require_scale
+from thrifty.inference.selecting import Selecting
 
 _LAZY = Mode(lazy=True, capture=True)  # the global factor: plates execute no element
 _FULL = Mode(rescore=True, capture=True)  # set-up: every observation, captured
@@ -128,7 +128,7 @@ class _Setup:
     plates: tuple = ()  # the plates holding the sections
 
 
-def _pd(a: np.ndarray) -> np.ndarray:
+def positive_definite(a: np.ndarray) -> np.ndarray:
     """``a`` symmetrised with its eigenvalues clamped to ≥ 1e-10 × the largest (and > 0)."""
     a = 0.5 * (a + a.T)
     w, v = np.linalg.eigh(a)
@@ -137,7 +137,7 @@ def _pd(a: np.ndarray) -> np.ndarray:
     return (v * w) @ v.T
 
 
-def _prior_model(d, k: int):
+def prior_model(d, k: int):
     """θ ↦ (log p(θ) + const, ∇ log p, ∇² log p) for the prior ``d`` of the selected choice.
 
     Exact and cheap for MvNormal and Normal priors; central finite differences otherwise (the
@@ -185,7 +185,7 @@ def _prior_model(d, k: int):
 
 
 class FarFromMode:
-    """Warns once when a chain stays far from θ̂ (issue 11, defect 5).
+    """Warns once when a chain stays far from θ̂ (paper 002: the bounds are tight near θ̂).
 
     SMH's bounds and the Taylor proxy of ``subsampled_mh(proxy="taylor")`` are tight only near
     θ̂: far from it SMH's steps fall back to full-data MH or are rejected, and the proxy needs
@@ -237,7 +237,7 @@ class FarFromModeWarning(UserWarning):
     """A th.smh or subsampled_mh(proxy="taylor") chain stays far from θ̂ (see FarFromMode)."""
 
 
-class SMH(_Selecting):
+class SMH(Selecting):
     """Scalable Metropolis–Hastings on one vector choice; see :func:`thrifty.smh`."""
 
     name = "smh"
@@ -463,7 +463,7 @@ class SMH(_Selecting):
         y = np.broadcast_to(y, (len(X),))
         st.X, st.y, st.fams, st.N = X, y, fams, len(X)
         st.passes = 0  # NumPy passes over the N sections (Newton evaluations, control variates)
-        st.prior = _prior_model(site.dist, d)
+        st.prior = prior_model(site.dist, d)
         if precompute:
             self._precompute(st, theta, bounds)
         return st
@@ -505,7 +505,7 @@ class SMH(_Selecting):
         theta = np.zeros(st.d)
         f, grad, hess = self._objective(st, theta)
         for _ in range(100):
-            step = np.linalg.inv(_pd(hess)) @ grad
+            step = np.linalg.inv(positive_definite(hess)) @ grad
             dec = float(grad @ step)
             if not dec > 1e-12:
                 break
@@ -542,7 +542,7 @@ class SMH(_Selecting):
         st.H = X.T @ (h[:, None] * X)  # Σ ∇²U_i(θ̂) (exact, may be indefinite)
         _, gp, hp = st.prior(th_hat)
         # Laplace approximation π̂ = N(m, P⁻¹) of exp(−Û₂)·prior at θ̂
-        P = _pd(X.T @ (np.maximum(h, 0.0)[:, None] * X) - hp)
+        P = positive_definite(X.T @ (np.maximum(h, 0.0)[:, None] * X) - hp)
         R = np.linalg.cholesky(P).T  # P = RᵀR, R upper triangular
         st.R = R
         st.Rinv = np.linalg.inv(R)
@@ -594,7 +594,7 @@ class SMH(_Selecting):
     def start(self, trace, rng, init: dict) -> None:
         """Start the chain at θ̂ (the posterior mode found at set-up, or ``theta_hat``) unless
         ``init`` sets the selected choice: SMH's bounds are tight only near θ̂ — started from
-        the prior, a chain falls back to full-data steps and mixes slowly (issue 11, defect 5)."""
+        the prior, a chain falls back to full-data steps and mixes slowly."""
         addr, _ = self._resolve(trace)
         given = {as_pattern(k) if isinstance(k, str) else tuple(k) for k in init}
         if addr in given:

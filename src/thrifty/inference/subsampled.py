@@ -33,9 +33,9 @@ from thrifty.core.locate import find_plate, locate, plan_elements, trace_chain
 from thrifty.core.mem import KEPT
 from thrifty.core.run import LAZY, Mode, Plan
 from thrifty.errors import ArgumentError, SelectionError
-from thrifty.inference.mh import _Selecting
 from thrifty.inference.proposals import Proposal, drift
 from thrifty.inference.proxy import TaylorProxy
+from thrifty.inference.selecting import Selecting
 from thrifty.inference.selection import One
 from thrifty.inference.sequential import sequential_test
 
@@ -121,7 +121,7 @@ class _Sorter:
         return ordered, self.rank[idx]
 
 
-class SubsampledMH(_Selecting):
+class SubsampledMH(Selecting):
     """Approximate MH with the sequential test; see :func:`thrifty.subsampled_mh`."""
 
     name = "subsampled_mh"

@@ -291,7 +291,7 @@ def _executor(executor) -> RayExecutor | None:
 # -- running the chains in this process -----------------------------------------------------------
 def _blas_limit(chains: int):
     """The BLAS thread limit of a chain in a worker process, applied here too (several chains):
-    the same seed gives the same draws whatever ``workers`` (issue 12, defect 4)."""
+    the same seed gives the same draws whatever ``workers``."""
     import contextlib
 
     from thrifty.runtime import parallel

@@ -29,63 +29,12 @@ from thrifty.core.trace import Trace
 from thrifty.errors import ArgumentError
 from thrifty.runtime import observations as obs
 from thrifty.runtime.draws import DrawStore
+from thrifty.runtime.pointwise import draw_stores, observed_data, per_draw, stack_chains
 from thrifty.runtime.recorder import Recorder
-from thrifty.runtime.replay_values import draw_values, recorded_latents, replay
-from thrifty.runtime.result import Result
+from thrifty.runtime.result import Result, stack_stores
 
 _CAPTURE = Mode(capture=True)
 _SIMULATE = Mode(capture=True, simulate_observations=True)
-
-
-def observed_data(program) -> tuple[dict, dict]:
-    """``({name: observed values}, {name: dims})`` of one execution of ``program``."""
-    from thrifty.core.simulate import initialize
-
-    rng = np.random.default_rng(0)
-    trace = initialize(as_program(program), rng)
-    run = Run(trace, rng, mode=Mode(rescore=True, capture=True)).execute()
-    g = obs.gather([e for e in run.captured if e[2] is not None])
-    return {n: a for n, (_, a) in g.items()}, {n: d for n, (d, _) in g.items()}
-
-
-def _per_draw(program, store, rng, mode, what: str) -> list[dict]:
-    """``gather`` of each draw of one chain, replayed in ``mode``."""
-    names = recorded_latents(store)
-    out = []
-    for d, cur in draw_values(store, names):
-        run = replay(Trace(program), rng, store.meta, cur, d, mode=mode, commit=False)
-        out.append(obs.gather(run.captured, what))
-    return out
-
-
-def _chains(per_chain: list[list[dict]]) -> tuple[dict, dict]:
-    """``({name: (chains, draws, ...)}, {name: dims})`` of per-chain per-draw gathers."""
-    stacked = [obs.stack(draws) for draws in per_chain]
-    names = [n for n in stacked[0] if all(n in s for s in stacked)]
-    arrays = {}
-    for n in names:
-        shapes = {s[n].shape for s in stacked}
-        if len(shapes) == 1:
-            arrays[n] = np.stack([s[n] for s in stacked])
-    dims = obs.dims_of([g for draws in per_chain for g in draws[:1]])
-    return arrays, {n: dims[n] for n in arrays}
-
-
-def _stores(result) -> list[DrawStore]:
-    stores = result._stores
-    if stores is None:
-        raise ValueError("this result keeps no per-draw store to replay (built by hand?)")
-    n = result.num_draws
-    return [st.prefix(n) for st in stores]
-
-
-def log_likelihood(result) -> tuple[dict, dict]:
-    """Pointwise log-likelihood of every kept draw: ``({name: (chains, draws, ...)},
-    {name: dims})``.  Costs one full execution of the program per draw."""
-    program = result.program
-    rng = np.random.default_rng(0)  # (replays draw nothing: every latent choice is set)
-    per_chain = [_per_draw(program, st, rng, _CAPTURE, "log_lik") for st in _stores(result)]
-    return _chains(per_chain)
 
 
 class Predictive(Mapping):
@@ -186,10 +135,10 @@ def predictive(program, result=None, num_samples: int = 500, seed=None) -> Predi
         return _prior(program, num_samples, seed, observed)
     seqs = np.random.SeedSequence(seed).spawn(result.num_chains)
     per_chain = [
-        _per_draw(program, st, np.random.default_rng(sq), _SIMULATE, "value")
-        for st, sq in zip(_stores(result), seqs)
+        per_draw(program, st, np.random.default_rng(sq), _SIMULATE, "value")
+        for st, sq in zip(draw_stores(result), seqs)
     ]
-    simulated, dims = _chains(per_chain)
+    simulated, dims = stack_chains(per_chain)
     meta = result._meta()
     pred = Predictive("posterior", simulated, {**obs_dims, **dims}, observed=observed, meta=meta)
     result.posterior_predictive = pred
@@ -208,8 +157,6 @@ def _prior(program, num_samples: int, seed, observed: dict) -> Predictive:
         draws.append(obs.gather(run.captured, "value"))
     store = DrawStore()
     store.extend(recorder.take())
-    from thrifty.runtime.result import stack_stores
-
     latent = {n: np.asarray(a) for n, a in stack_stores([store], num_samples).items()}
-    simulated, dims = _chains([draws])
+    simulated, dims = stack_chains([draws])
     return Predictive("prior", simulated, dims, latent=latent, observed=observed, meta=store.meta)

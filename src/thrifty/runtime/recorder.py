@@ -28,7 +28,7 @@ import copy
 import numpy as np
 
 from thrifty.core.address import as_pattern, dotted
-from thrifty.core.locate import _collect_block
+from thrifty.core.locate import collect_block
 from thrifty.core.trace import ChangeLog
 from thrifty.core.vocab import DETERMINISTIC, LATENT, same_value
 from thrifty.runtime.draws import Series
@@ -189,11 +189,11 @@ def sources(trace, keep) -> tuple[dict, dict, list, set]:
     for local, chain in root.chains.items():
         if chain.nested:
             values: dict = {}
-            _collect_block(_ChainAsBlock(local, chain), (), values, True)
+            collect_block(_ChainAsBlock(local, chain), (), values, True)
             values = {dotted(k): v for k, v in values.items()}
             if not all(keep(n) for n in values):  # which of the left-out values are latent
                 latent: dict = {}
-                _collect_block(_ChainAsBlock(local, chain), (), latent, False)
+                collect_block(_ChainAsBlock(local, chain), (), latent, False)
                 skipped.update(n for n in map(dotted, latent) if not keep(n))
             generic.append((local, chain, {n: v for n, v in values.items() if keep(n)}))
             continue
@@ -376,7 +376,7 @@ class Recorder:
         for local, chain, old_values in self._generic:
             chain = trace.root.chains.get(local, chain)
             values: dict = {}
-            _collect_block(_ChainAsBlock(local, chain), (), values, True)
+            collect_block(_ChainAsBlock(local, chain), (), values, True)
             values = {dotted(k): v for k, v in values.items() if self.keep(dotted(k))}
             for name, v in values.items():
                 self._series(name).set(d, v)

@@ -361,8 +361,8 @@ class Result:
         return to_arviz_groups(groups, meta, obs_dims, coords, dims, chain_ids=self.chain_ids)
 
     def _observation_groups(self, log_likelihood: bool, prior, obs_dims: dict) -> dict:
-        from thrifty.runtime.predictive import log_likelihood as pointwise
-        from thrifty.runtime.predictive import observed_data
+        from thrifty.runtime.pointwise import log_likelihood as pointwise
+        from thrifty.runtime.pointwise import observed_data
 
         out: dict = {}
         observed, dims = observed_data(self.program)
@@ -422,7 +422,7 @@ class Result:
         """Trace plot (ArviZ's ``plot_trace_dist`` on 1.x, ``plot_trace`` on 0.2x): per
         variable, each chain's marginal density beside its trace.  Returns the matplotlib
         figure (saved to ``path`` if given)."""
-        _use_agg_without_display()
+        use_agg_without_display()
         from thrifty.diagnostics._arviz import AZ1, trace_figure
 
         if self.num_draws < 2:
@@ -468,7 +468,7 @@ class Result:
         return f"Result({self.num_chains} chains × {self.num_draws} draws: {vars_}{more}{flag})"
 
 
-def _use_agg_without_display() -> None:
+def use_agg_without_display() -> None:
     """Select matplotlib's Agg backend on a Linux machine without a display (before pyplot)."""
     if "matplotlib.pyplot" in sys.modules:
         return

@@ -1,0 +1,72 @@
+"""Observed data and the pointwise log-likelihood of recorded draws (for ArviZ's
+``observed_data`` and ``log_likelihood`` groups, ``az.loo`` and ``az.compare``).
+
+Each draw is replayed in ``capture`` mode (the run lists every observation it executes;
+:mod:`thrifty.runtime.observations` names and shapes them): the log-density of every
+observation at the draw, each plate element's and each markov step's observation a point.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from thrifty.core.model import as_program
+from thrifty.core.run import Mode, Run
+from thrifty.core.trace import Trace
+from thrifty.runtime import observations as obs
+from thrifty.runtime.draws import DrawStore
+from thrifty.runtime.replay_values import draw_values, recorded_latents, replay
+
+CAPTURE = Mode(capture=True)
+
+
+def observed_data(program) -> tuple[dict, dict]:
+    """``({name: observed values}, {name: dims})`` of one execution of ``program``."""
+    from thrifty.core.simulate import initialize
+
+    rng = np.random.default_rng(0)
+    trace = initialize(as_program(program), rng)
+    run = Run(trace, rng, mode=Mode(rescore=True, capture=True)).execute()
+    g = obs.gather([e for e in run.captured if e[2] is not None])
+    return {n: a for n, (_, a) in g.items()}, {n: d for n, (d, _) in g.items()}
+
+
+def per_draw(program, store, rng, mode, what: str) -> list[dict]:
+    """``gather`` of each draw of one chain, replayed in ``mode``."""
+    names = recorded_latents(store)
+    out = []
+    for d, cur in draw_values(store, names):
+        run = replay(Trace(program), rng, store.meta, cur, d, mode=mode, commit=False)
+        out.append(obs.gather(run.captured, what))
+    return out
+
+
+def stack_chains(per_chain: list[list[dict]]) -> tuple[dict, dict]:
+    """``({name: (chains, draws, ...)}, {name: dims})`` of per-chain per-draw gathers."""
+    stacked = [obs.stack(draws) for draws in per_chain]
+    names = [n for n in stacked[0] if all(n in s for s in stacked)]
+    arrays = {}
+    for n in names:
+        shapes = {s[n].shape for s in stacked}
+        if len(shapes) == 1:
+            arrays[n] = np.stack([s[n] for s in stacked])
+    dims = obs.dims_of([g for draws in per_chain for g in draws[:1]])
+    return arrays, {n: dims[n] for n in arrays}
+
+
+def draw_stores(result) -> list[DrawStore]:
+    """The per-draw store of each chain of ``result``, cut to its kept draws."""
+    stores = result._stores
+    if stores is None:
+        raise ValueError("this result keeps no per-draw store to replay (built by hand?)")
+    n = result.num_draws
+    return [st.prefix(n) for st in stores]
+
+
+def log_likelihood(result) -> tuple[dict, dict]:
+    """Pointwise log-likelihood of every kept draw: ``({name: (chains, draws, ...)},
+    {name: dims})``.  Costs one full execution of the program per draw."""
+    program = result.program
+    rng = np.random.default_rng(0)  # (replays draw nothing: every latent choice is set)
+    per_chain = [per_draw(program, st, rng, CAPTURE, "log_lik") for st in draw_stores(result)]
+    return stack_chains(per_chain)

@@ -267,7 +267,7 @@ def scaled_inputs(X, y):
 
 
 def _sections_X(kernel):
-    st = kernel._st if hasattr(kernel, "_st") else kernel.proxy._helper._st
+    st = kernel.sections if hasattr(kernel, "sections") else kernel.proxy._helper.sections
     return st.X
 
 
@@ -294,10 +294,10 @@ def test_glm_sections_whose_inputs_depend_on_another_choice(w_kernel):
         trace = k_w.step(trace, rng)
         np.testing.assert_array_equal(_sections_X(k_w), X * trace["s"])
     assert moves >= 10
-    st = (k_w._st if hasattr(k_w, "_st") else k_w.proxy._helper._st)
+    st = (k_w.sections if hasattr(k_w, "sections") else k_w.proxy._helper.sections)
     for _ in range(5):  # s unchanged: the set-up stays
         trace = k_w.step(trace, rng)
-        assert (k_w._st if hasattr(k_w, "_st") else k_w.proxy._helper._st) is st
+        assert (k_w.sections if hasattr(k_w, "sections") else k_w.proxy._helper.sections) is st
 
 
 @th.model

@@ -173,7 +173,7 @@ def test_bounds_hold(family, order, bound):
     k = smh("w", order=order, bound=bound)
     info = k.setup_info(trace)
     assert info["bound"] == bound
-    st = k._st
+    st = k.sections
     rng = np.random.default_rng(4)
     worst = 0.0
     for a, b in _pairs(st, rng):
@@ -199,7 +199,7 @@ def test_tighter_bounds_are_tighter():
     for k in ks.values():
         k.setup_info(trace)
     rng = np.random.default_rng(6)
-    st = ks["local"]._st
+    st = ks["local"].sections
     totals = {b: 0.0 for b in ks}
     for _ in range(30):
         a = st.m + st.Rinv @ rng.standard_normal(5)
@@ -404,8 +404,8 @@ def test_setup_is_dropped_by_copies_and_redone_identically():
     rng = np.random.default_rng(0)
     for _ in range(20):
         k.step(trace, rng)
-    assert k._st is not None
-    assert copy.deepcopy(k)._st is None and pickle.loads(pickle.dumps(k))._st is None
+    assert k.sections is not None
+    assert copy.deepcopy(k).sections is None and pickle.loads(pickle.dumps(k)).sections is None
     assert_copy_replays(k, trace)
 
 
@@ -507,7 +507,7 @@ def test_sections_in_several_plates():
     k = smh("w")
     assert k.setup_info(trace)["n"] == 1100
     rng = np.random.default_rng(0)
-    for a, b in _pairs(k._st, rng):
+    for a, b in _pairs(k.sections, rng):
         lam, lam_bar = k.bound_pair(trace, a, b)
         assert np.all(lam <= lam_bar * (1 + 1e-9) + 1e-10)
     for _ in range(300):

@@ -364,7 +364,7 @@ def _proxy_would_apply(kernel, trace) -> bool:
     if _is_gibbs(kernel) or getattr(kernel, "proxy", None) is not None:
         return False
     try:
-        SMH(kernel.selection)._setup(trace, precompute=False)
+        SMH(kernel.selection).setup(trace, precompute=False)
     except (SelectionError, ValueError):
         return False
     return True

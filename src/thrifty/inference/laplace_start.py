@@ -19,7 +19,7 @@ How θ̂ and H are found, and what it costs (``result.stats[label]["start"]``, p
 * **GLM weights** — one top-level real vector θ whose plate terms are :mod:`thrifty.glm`
   observations ``glm.logistic(X[i], θ)``, …: Newton's method on the full data with the
   families' own derivatives, ∇U_i = U'(η_i) x_i and ∇²U_i = U''(η_i) x_i x_iᵀ — the set-up of
-  ``th.smh`` (:meth:`~thrifty.inference.smh.SMH._setup`, paper 002 §3), shared with
+  ``th.smh`` (:func:`~thrifty.inference.glm_sections.find`, paper 002 §3), shared with
   ``proxy="taylor"``, which keeps it.  Two executions of the program find the GLM sections,
   each Newton evaluation is one NumPy pass over X (O(N·d²); typically 5–10 of them), and one
   more execution moves the chain: a few full-data passes, whatever d.  Terms of θ other than
@@ -51,7 +51,7 @@ from thrifty.core.address import as_pattern
 from thrifty.core.locate import locate, plan_for
 from thrifty.core.run import Run
 from thrifty.errors import SelectionError
-from thrifty.inference.smh import SETUP_MODE
+from thrifty.inference.glm_sections import SETUP_MODE
 
 BIG = 1e300
 RESTARTS = 6
@@ -159,7 +159,7 @@ def _glm_fit(trace, addrs, locs, cost, proxy):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # (smh's own advice on terms outside plates)
-            st = h._st = h._setup(trace, bounds=False)
+            st = h.setup(trace, bounds=False)
     except SelectionError:
         return None
     finally:

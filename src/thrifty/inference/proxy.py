@@ -109,14 +109,14 @@ class TaylorProxy:
         h = self._helper
         if h is None or h.selection.pattern != addr:
             h = self._helper = SMH(addr, order=2, theta_hat=self.theta_hat)
-        fresh = not h._valid(trace) or not self._same_families(h._st, skeleton)
+        fresh = not h.valid(trace) or not self._same_families(h.sections, skeleton)
         if fresh:
             try:
-                h._st = h._setup(trace, bounds=False)
+                h.setup(trace, bounds=False)
             except SelectionError as e:
                 msg = str(e).removeprefix("smh: ").replace("smh needs", "the proxy needs")
                 raise SelectionError(f"{name}(proxy='taylor'): {msg}") from None
-        st = h._st
+        st = h.sections
         theta = np.asarray(locs[0].value, dtype=float)
         far = getattr(self, "_far", None)
         if far is None:

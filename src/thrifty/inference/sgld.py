@@ -23,6 +23,7 @@ import numpy as np
 from thrifty._args import int_arg, positive_finite
 from thrifty.core.address import fmt
 from thrifty.errors import SelectionError
+from thrifty.inference.glm_sections import derivs
 from thrifty.inference.proposals import Proposal
 
 
@@ -50,19 +51,19 @@ class SGLD(Proposal):
         from thrifty.inference.smh import SMH
 
         h = self._helper
-        st = None if h is None else h._st
+        st = None if h is None else h.sections
         if st is None or st.trace is not trace or st.structure != trace.structure or (
             st.obs is not trace.obs_values
         ):
             if h is None or h.selection.pattern != loc.addr:
                 h = self._helper = SMH(loc.addr)
-            h._st = st = h._setup(trace, precompute=False)
+            st = h.setup(trace, precompute=False)
         return h, st
 
     def gradient(self, helper, st, theta, batch) -> np.ndarray:
         """ĝ(θ) on the minibatch ``batch`` (004 Eq. 10)."""
         eta = st.X[batch] @ theta
-        u1 = helper._derivs(st, eta, 1, idx=batch)  # ∂U/∂η = −∂ log p / ∂η
+        u1 = derivs(st, eta, 1, idx=batch)  # ∂U/∂η = −∂ log p / ∂η
         _, g_prior, _ = st.prior(theta)
         return g_prior - (st.N / len(batch)) * (st.X[batch].T @ u1)
 

@@ -98,34 +98,20 @@ import warnings
 import numpy as np
 
 from thrifty.core.address import as_pattern, fmt
-from thrifty.core.locate import find_plate
 from thrifty.core.run import Mode
 from thrifty.core.vocab import same_value
 from thrifty.errors import SelectionError
-from thrifty.glm import GLM
 from thrifty.inference.alias import AliasTable
+from thrifty.inference.glm_sections import Sections, apply, derivs, find, resolve, still_valid
+from thrifty.inference.glm_sections import confirm as confirm_sections
 from thrifty.inference.proposals import Drift, require_scale
 from thrifty.inference.selecting import Selecting
 
 _LAZY = Mode(lazy=True, capture=True)  # the global factor: plates execute no element
-_FULL = Mode(rescore=True, capture=True)  # set-up: every observation, captured
-SETUP_MODE = _FULL
 _BOUNDS = ("local", "metric", "l1")
 # per-step statistics: likelihood terms evaluated (thinning candidates, N per fallback), full-data
 # fallback steps, O(N) set-ups, and the Poisson rate Σ_c φ_c Ψ_c of each proposal
 _COUNTERS = ("terms", "fallbacks", "setups", "poisson_rate")
-
-
-class _Setup:
-    """Everything SMH precomputes at θ̂ (O(N) once)."""
-
-    # identification of the state it was built for
-    trace = None
-    structure = None
-    obs = None
-    families: dict  # capture address -> family params
-    clock = -1  # trace.clock when the sections' data were last known to be these
-    plates: tuple = ()  # the plates holding the sections
 
 
 def positive_definite(a: np.ndarray) -> np.ndarray:
@@ -286,7 +272,7 @@ class SMH(Selecting):
         if fallback != "auto" and not (isinstance(fallback, (int, float)) and fallback >= 0):
             raise ValueError(f"smh: fallback must be 'auto' or a rate >= 0, got {fallback!r}")
         self.fallback = fallback
-        self._st: _Setup | None = None
+        self._st: Sections | None = None
         self._warned = False
         self._far = FarFromMode("smh")
 
@@ -303,198 +289,40 @@ class SMH(Selecting):
         return state
 
     # -- set-up ---------------------------------------------------------------------------------
-    def _valid(self, trace) -> bool:
-        st = self._st
-        return (
-            st is not None
-            and st.trace is trace
-            and st.structure == trace.structure
-            and st.obs is trace.obs_values
-            and not _data_may_differ(st, trace)
-        )
+    @property
+    def sections(self) -> Sections | None:
+        """The GLM sections of θ found last (:mod:`.glm_sections`), with what this kernel
+        precomputed from them (θ̂, control variates, bounds), or None."""
+        return self._st
 
-    def _resolve(self, trace):
-        cs = self.choices(trace)
-        if cs is None or cs.groups or len(cs.scalars) != 1:
-            raise SelectionError(
-                f"smh: {self.selection!r} must select exactly one top-level vector choice (the "
-                "weights of GLM observations), not plate elements or several choices"
-            )
-        addr = cs.scalars[0]
-        site = trace.root.sites.get(addr)
-        if site is None:
-            raise SelectionError(
-                f"smh: {fmt(addr)} is not a top-level choice of the model body (it is inside a "
-                "markov chain or a mem table)"
-            )
-        v = site.value
-        if not (isinstance(v, np.ndarray) and v.ndim == 1 and v.dtype.kind == "f"):
-            raise SelectionError(
-                f"smh: {fmt(addr)} must be a real vector (the weights θ of glm observations), got "
-                f"{v!r}"
-            )
-        return addr, site
+    def valid(self, trace) -> bool:
+        """Whether :attr:`sections` are those of ``trace`` now (O(1))."""
+        return still_valid(self._st, trace)
 
-    def _setup(self, trace, precompute: bool = True, bounds: bool = True) -> _Setup:
-        """Find the GLM sections of the selected θ (O(N), once); with ``precompute`` also θ̂
-        and the control variates, and with ``bounds`` the bounds and alias tables.  (Other
-        kernels need less: the SGLD proposal only the sections, ``proxy="taylor"`` no bounds.)"""
-        addr, site = self._resolve(trace)
-        theta = site.value
-        d = len(theta)
-        rng0 = np.random.default_rng(20240602)  # set-up never touches the chain's generator
-        run_a = self.execute(trace, rng0, mode=_FULL)
-        prev = self._st
-        groups = self._same_sections(prev, trace, addr, run_a)
-        if groups is not None:  # only the observed values or a family's parameters changed
-            if _holds(prev, groups):
-                prev.clock = trace.clock
-                return prev
-            return self._build(trace, addr, site, groups, precompute, bounds)
-        delta = 0.1 * (1.0 + np.abs(theta)) * rng0.standard_normal(d) / math.sqrt(d)
-        theta_b = theta + delta
-        run_b = self.execute(trace, rng0, targets={addr: theta_b}, mode=_FULL)
-        run_b.check_targets(1)
-        if run_b.n_fresh or run_b.n_stale:
-            raise SelectionError(
-                f"smh: changing {fmt(addr)} changes the structure of the program; smh needs a "
-                "fixed structure"
-            )
-        groups, glob_big = [], []
-        b_entries = {c[0]: c for c in run_b.captured}
-        for caddr, dist, value, elems in run_a.captured:
-            if not isinstance(dist, GLM):
-                continue
-            if not (dist.theta is theta or np.array_equal(dist.theta, theta)):
-                continue
-            other = b_entries.get(caddr)
-            if other is None or not np.array_equal(other[1].theta, theta_b):
-                continue
-            if not same_value(other[1].family.params(), dist.family.params()):
-                raise SelectionError(
-                    f"smh: the glm family at {fmt(caddr)} depends on {fmt(addr)}; only the "
-                    "linear predictor may"
-                )
-            if elems is None:  # outside a plate: part of G, evaluated by the lazy run
-                if np.size(dist.eta) > 1000:
-                    glob_big.append(caddr)
-                continue
-            groups.append((caddr, dist, np.asarray(value), other[1]))
-        if not groups:
-            raise SelectionError(
-                f"smh: no glm observation inside a plate has {fmt(addr)} as its weights; smh "
-                "needs observations like th.observe('y', glm.logistic(X[i], w), y[i]) in a "
-                "th.plate (see thrifty.glm)"
-            )
-        if glob_big and not self._warned:
-            self._warned = True
-            warnings.warn(
-                f"smh: the glm observation(s) {', '.join(fmt(a) for a in glob_big)} are not in a "
-                "plate; smh evaluates them in full at every step",
-                stacklevel=3,
-            )
-        # every θ-dependent plate term must be one of the sections
-        for paddr, fa in run_a.plate_frames.items():
-            fb = run_b.plate_frames.get(paddr)
-            if fb is None:
-                continue
-            expected = np.zeros(fa.n)
-            for caddr, dist, value, dist_b in groups:
-                if caddr[: len(paddr)] == paddr and caddr[len(paddr)] == "*":
-                    expected += dist_b.log_prob(value) - dist.log_prob(value)
-            diff = fb.elem_lp - fa.elem_lp
-            tol = 1e-7 * (1.0 + np.abs(fa.elem_lp) + np.abs(fb.elem_lp))
-            bad = ~(np.abs(diff - expected) <= tol)
-            if bad.any():
-                j = int(np.flatnonzero(bad)[0])
-                raise SelectionError(
-                    f"smh: {fmt(addr)} enters plate {fmt(paddr)} through terms that are not glm "
-                    f"observations (element {j}: log-density changes by {diff[j]:.6g}, the glm "
-                    f"observations by {expected[j]:.6g}); smh can only subsample glm observations"
-                )
-
-        return self._build(trace, addr, site, groups, precompute, bounds)
-
-    @staticmethod
-    def _same_sections(prev, trace, addr, run) -> list | None:
-        """The GLM observations a full captured ``run`` made at the set-up ``prev``'s section
-        addresses, when the trace's structure is the set-up's (else None)."""
-        if (prev is None or prev.trace is not trace or prev.structure != trace.structure
-                or prev.addr != addr):
-            return None
-        theta = trace.root.sites[addr].value
-        groups = [
-            (c[0], c[1], np.asarray(c[2]), None)
-            for c in run.captured
-            if c[0] in prev.families and isinstance(c[1], GLM)
-            and (c[1].theta is theta or np.array_equal(c[1].theta, theta))
-        ]
-        return groups if len(groups) == len(prev.families) else None
-
-    def confirm(self, run, trace) -> bool:
-        """After a committed full captured ``run`` (``mode=SETUP_MODE``), whether the set-up's
-        sections still hold the trace's data and families; if so the set-up is marked current
-        (``clock``), so that the next step does not compare them again.  O(N), vectorized."""
-        prev = self._st
-        groups = None if prev is None else self._same_sections(prev, trace, prev.addr, run)
-        if groups is None or not _holds(prev, groups):
-            return False
-        prev.clock = trace.clock
-        return True
-
-    def _build(self, trace, addr, site, groups, precompute=True, bounds=True) -> _Setup:
-        theta = site.value
-        d = len(theta)
-        st = _Setup()
-        st.trace, st.structure, st.obs = trace, trace.structure, trace.obs_values
-        st.clock = trace.clock
-        st.plates = tuple({g[0][: g[0].index("*")] for g in groups})
-        st.addr, st.d = addr, d
-        st.families = {g[0]: g[1].family.params() for g in groups}
-        fams = [g[1].family for g in groups]
-        if len(groups) == 1:
-            X = groups[0][1].X
-            y = groups[0][2]
-            st.gid = None
-        else:
-            X = np.concatenate([g[1].X for g in groups])
-            y = np.concatenate([np.broadcast_to(g[2], (len(g[1].X),)) for g in groups])
-            st.gid = np.concatenate([np.full(len(g[1].X), j) for j, g in enumerate(groups)])
-        y = np.broadcast_to(y, (len(X),))
-        st.X, st.y, st.fams, st.N = X, y, fams, len(X)
-        st.passes = 0  # NumPy passes over the N sections (Newton evaluations, control variates)
-        st.prior = prior_model(site.dist, d)
-        if precompute:
-            self._precompute(st, theta, bounds)
+    def setup(self, trace, precompute: bool = True, bounds: bool = True) -> Sections:
+        """Find the GLM sections of the selected θ (O(N), :func:`.glm_sections.find`; kept with
+        what was precomputed when the data and families are the same); for new ones, with
+        ``precompute`` also θ̂ and the control variates, and with ``bounds`` the bounds and
+        alias tables.  (Other kernels need less: the SGLD proposal only the sections,
+        ``proxy="taylor"`` no bounds.)  Stored as :attr:`sections`."""
+        st, kept = find(self, trace, self._st, prior_model)
+        if not kept and precompute:
+            self._precompute(st, trace.root.sites[st.addr].value, bounds)
+        self._st = st
         return st
 
-    # per-section helpers (several plates may hold sections, one family each)
-    @staticmethod
-    def _apply(st, idx, fn, *arrays):
-        """``fn(family, y, *arrays)`` over the sections ``idx`` (all when None), group by group;
-        ``arrays`` are aligned with ``idx``."""
-        y = st.y if idx is None else st.y[idx]
-        if st.gid is None:
-            return fn(st.fams[0], y, *arrays)
-        gid = st.gid if idx is None else st.gid[idx]
-        out = np.empty(len(y))
-        for j, fam in enumerate(st.fams):
-            mask = gid == j
-            if mask.any():
-                out[mask] = fn(fam, y[mask], *(a[mask] for a in arrays))
-        return out
-
-    def _derivs(self, st, eta, k, idx=None):
-        """U^{(k)}(η, y) for the sections ``idx`` (all when None), ``eta`` aligned with them."""
-        return self._apply(st, idx, lambda fam, y, e: fam.derivative(k, e, y), eta)
+    def confirm(self, run, trace) -> bool:
+        """After a committed full captured ``run`` (``mode=SETUP_MODE``), whether the sections
+        still hold the trace's data and families (:func:`.glm_sections.confirm`)."""
+        return confirm_sections(self._st, run, trace)
 
     def _objective(self, st, theta):
         """Newton pieces on the full data: (F, ∇F, PD Hessian) with F = ΣU_i − log prior."""
         st.passes += 1
         eta = st.X @ theta
-        u = float(np.sum(self._derivs(st, eta, 0)))
-        g1 = self._derivs(st, eta, 1)
-        g2 = self._derivs(st, eta, 2)
+        u = float(np.sum(derivs(st, eta, 0)))
+        g1 = derivs(st, eta, 1)
+        g2 = derivs(st, eta, 2)
         lp, gp, hp = st.prior(theta)
         f = u - lp
         grad = st.X.T @ g1 - gp
@@ -534,8 +362,8 @@ class SMH(Selecting):
         X = st.X
         st.passes += 1
         eta_hat = X @ th_hat
-        g = self._derivs(st, eta_hat, 1)
-        h = self._derivs(st, eta_hat, 2)
+        g = derivs(st, eta_hat, 1)
+        h = derivs(st, eta_hat, 2)
         st.theta_hat, st.eta_hat, st.g = th_hat, eta_hat, g
         st.h = h if k == 2 else None
         st.G = X.T @ g  # Σ ∇U_i(θ̂)
@@ -569,7 +397,7 @@ class SMH(Selecting):
             if bound == "metric":
                 comps.append((k + 1, fam_bound(st, k + 1) * s ** (k + 1) / fact(k + 1)))
             else:
-                a_loc = self._apply(
+                a_loc = apply(
                     st, None, lambda fam, y, e: fam.local_bound(k + 1, e, y), eta_hat
                 )
                 comps.append((k + 1, a_loc * s ** (k + 1) / fact(k + 1)))
@@ -589,17 +417,17 @@ class SMH(Selecting):
         def fn(fam, y):
             return np.broadcast_to(np.asarray(fam.bound(k, y), dtype=float), y.shape)
 
-        return self._apply(st, None, fn)
+        return apply(st, None, fn)
 
     def start(self, trace, rng, init: dict) -> None:
         """Start the chain at θ̂ (the posterior mode found at set-up, or ``theta_hat``) unless
         ``init`` sets the selected choice: SMH's bounds are tight only near θ̂ — started from
         the prior, a chain falls back to full-data steps and mixes slowly."""
-        addr, _ = self._resolve(trace)
+        addr, _ = resolve(self, trace)
         given = {as_pattern(k) if isinstance(k, str) else tuple(k) for k in init}
         if addr in given:
             return
-        self._st = st = self._setup(trace)
+        self._st = st = self.setup(trace)
         run = self.execute(trace, rng, targets={addr: st.theta_hat.copy()})
         if run.aborted is None and np.isfinite(run.lp_new):
             run.commit()  # (θ moved: the set-up, tied to the data and structure, stays valid)
@@ -607,15 +435,15 @@ class SMH(Selecting):
 
     # -- one step -------------------------------------------------------------------------------
     def _step(self, trace, rng):
-        if not self._valid(trace):
-            self._st = self._setup(trace)
+        if not self.valid(trace):
+            self._st = self.setup(trace)
         st = self._st
         for _ in range(2):
             done = self._try(trace, rng, st)
             if done:
                 return trace
             # the family's parameters changed (another kernel moved them): set up again
-            self._st = st = self._setup(trace)
+            self._st = st = self.setup(trace)
         raise RuntimeError("smh: the glm family keeps changing between two runs")
 
     def _try(self, trace, rng, st) -> bool:
@@ -658,7 +486,7 @@ class SMH(Selecting):
             stats.count("fallbacks")
             stats.count("terms", st.N)
             X = st.X
-            du_full = self._derivs(st, X @ theta_new, 0) - self._derivs(st, X @ theta, 0)
+            du_full = derivs(st, X @ theta_new, 0) - derivs(st, X @ theta, 0)
             log_alpha = log_g - float(np.sum(du_full)) + log_q
             if log_alpha >= 0 or math.log(rng.random()) < log_alpha:
                 run.commit()
@@ -759,7 +587,7 @@ class SMH(Selecting):
             u2 = st.fams[0].potential(eta2.T.reshape(-1), np.tile(st.y[idx], 2))
             du = u2[c:] - u2[:c]
         else:
-            du = self._derivs(st, eta_new, 0, idx) - self._derivs(st, eta, 0, idx)
+            du = derivs(st, eta_new, 0, idx) - derivs(st, eta, 0, idx)
         out = du - st.g[idx] * (dl_new - dl)
         if self.order == 2:
             out -= 0.5 * st.h[idx] * (dl_new * dl_new - dl * dl)
@@ -768,8 +596,8 @@ class SMH(Selecting):
     # -- introspection (tests, benchmarks) -----------------------------------------------------
     def setup_info(self, trace) -> dict:
         """θ̂, the bound in use and Σψ per component (runs the set-up if needed)."""
-        if not self._valid(trace):
-            self._st = self._setup(trace)
+        if not self.valid(trace):
+            self._st = self.setup(trace)
         st = self._st
         return {
             "theta_hat": st.theta_hat.copy(),
@@ -782,8 +610,8 @@ class SMH(Selecting):
 
     def bound_pair(self, trace, theta, theta_new):
         """(λ_i, λ̄_i) for every section at the pair (θ, θ') — O(N), for tests."""
-        if not self._valid(trace):
-            self._st = self._setup(trace)
+        if not self.valid(trace):
+            self._st = self.setup(trace)
         st = self._st
         lam = np.maximum(self._section_delta(st, np.arange(st.N), theta, theta_new), 0.0)
         phis = _geometry(st, theta, theta_new)[5]
@@ -798,44 +626,6 @@ _K = 64
 _ANG = (np.arange(_K) + 0.5) * (math.pi / _K) - 0.5 * math.pi
 _COS, _SIN = np.cos(_ANG), np.sin(_ANG)
 _H = 0.5 * math.pi / _K  # every direction is within _H of a grid direction
-
-
-def _data_may_differ(st, trace) -> bool:
-    """Whether the sections' data (x_i, y_i) may differ from the set-up's: some commit other
-    than this kernel's moves of θ executed elements of their plates — or made them stale —
-    since ``st.clock``.  The data are computed by the plate's body from what precedes it and
-    from the element's own choices, so they can change only where the engine re-ran (or left
-    stale) an element; then the set-up compares them again (O(N)) rather than trusting them.
-    Checked only when the trace's clock moved (another kernel committed)."""
-    if trace.clock == st.clock:
-        return False
-    for paddr in st.plates:
-        try:
-            node = find_plate(trace, paddr)
-        except KeyError:
-            return True
-        if max(node.exec_clock, node.valid_from) > st.clock:  # O(1): kept by the engine
-            return True
-    st.clock = trace.clock
-    return False
-
-
-def _holds(st, groups) -> bool:
-    """Whether the set-up ``st`` describes the captured sections ``groups``: the same data and
-    the same families' parameters."""
-    return _same_data(st, groups) and all(
-        same_value(g[1].family.params(), st.families[g[0]]) for g in groups)
-
-
-def _same_data(st, groups) -> bool:
-    """Whether the captured sections ``groups`` hold the set-up's X and y."""
-    if len(groups) == 1:
-        X, y = groups[0][1].X, groups[0][2]
-    else:
-        X = np.concatenate([g[1].X for g in groups])
-        y = np.concatenate([np.broadcast_to(g[2], (len(g[1].X),)) for g in groups])
-    return (np.shape(X) == np.shape(st.X) and np.array_equal(X, st.X)
-            and np.array_equal(np.broadcast_to(y, (len(X),)), st.y))
 
 
 def _plane(u, u_new, r, r_new, powers, base):

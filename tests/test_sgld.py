@@ -72,13 +72,13 @@ def test_sgld_q_ratio_is_conditioned_on_one_minibatch():
     targets, log_q = prop.propose_block(trace, [loc], rng)
     # recompute by hand with the same random draws
     rng.bit_generator.state = state
-    helper, st = prop._sections(trace, loc)
+    st = prop._sections(trace, loc)
     batch = rng.choice(st.N, size=5, replace=False)
     theta = loc.value
-    g = prop.gradient(helper, st, theta, batch)
+    g = prop.gradient(st, theta, batch)
     new = theta + 0.05 * g + np.sqrt(0.1) * rng.standard_normal(2)
     np.testing.assert_allclose(targets[("w",)], new)
-    g_new = prop.gradient(helper, st, new, batch)
+    g_new = prop.gradient(st, new, batch)
     fwd = -np.sum((new - theta - 0.05 * g) ** 2) / 0.2
     rev = -np.sum((theta - new - 0.05 * g_new) ** 2) / 0.2
     assert log_q == pytest.approx(rev - fwd)
@@ -86,7 +86,7 @@ def test_sgld_q_ratio_is_conditioned_on_one_minibatch():
     full = np.arange(st.N)
     p = 1 / (1 + np.exp(-(X_SMALL @ theta)))
     want = X_SMALL.T @ (Y_SMALL - p) - theta / 0.1
-    np.testing.assert_allclose(prop.gradient(helper, st, theta, full), want, rtol=1e-10)
+    np.testing.assert_allclose(prop.gradient(st, theta, full), want, rtol=1e-10)
 
 
 def test_subsampled_mh_with_sgld_at_epsilon_zero_decides_like_exact_mh():

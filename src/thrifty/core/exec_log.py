@@ -17,7 +17,8 @@ _NONE = np.zeros(0, dtype=np.int64)
 class ExecLog:
     """One entry of a plate's log of executions: elements ``idx`` (``None``: every element;
     empty: a mark) were executed, and ``obs`` maps each watched observation the execution met
-    (its address relative to an element) to its ``(distribution, value)`` there; ``dirty``
+    (its address relative to an element) to its ``(distribution, value)`` there (none for
+    every element: a watcher of all the rows sets up again from the trace); ``dirty``
     when the elements not executed were left stale (something before the plate changed in a
     lazy run), so that what they compute may differ now.  Entries are immutable and linked
     newest first, so a cloned node shares its history, and an entry of every element has no

@@ -519,7 +519,7 @@ class PlateUpdate(Update):
             node.exec_clock = clock
         if node.exec_log is not None:
             if f.full:
-                node.exec_log = ExecLog(None, None, f.watched)
+                node.exec_log = ExecLog(None, None, {})  # (replaces all before it)
             elif f.n or f.dirty:
                 node.exec_log = ExecLog(node.exec_log, np.array(idx), f.watched, f.dirty)
         if restructured:

@@ -22,7 +22,7 @@ that ``w`` reaches the plate only through one glm observation whose rows are ``w
 rows are computed by the plate's body, so they can change only where the engine executes an
 element (a label moved, a per-element choice changed, a value before the plate changed) or
 leaves it stale.  The proxy reads them from the plate's execution log
-(:class:`~thrifty.core.plate.ExecLog`), which carries the observation's distribution as each
+(:class:`~thrifty.core.exec_log.ExecLog`), which carries the observation's distribution as each
 execution computed it: a changed row is moved out of its key's sums and back in, O(d²) per
 executed element.  Whatever the log cannot vouch for (every element executed, elements left
 stale by a lazy change before the plate or of another memoized value they read, a run that
@@ -42,6 +42,7 @@ from thrifty.core.run import Mode
 from thrifty.core.trace import same_value
 from thrifty.errors import SelectionError
 from thrifty.glm import GLM
+from thrifty.inference.smh import positive_definite, prior_model
 
 _FULL = Mode(rescore=True, capture=True)
 _MIN_MOVES = 10  # a key is re-centred after max(_MIN_MOVES, n/2) moves since its build
@@ -287,26 +288,33 @@ class MemTaylor:
         ids = self.owner[es]
         keys = [(self.by_id[kid], es[ids == kid]) for kid in np.unique(ids[ids >= 0]).tolist()]
         for k, sel in keys:
-            x = self.X[sel]
-            k.G -= x.T @ self.g[sel]
-            k.H -= x.T @ (self.h[sel][:, None] * x)
+            self._sums_out(k, sel)
         self.X[es], self.y[es] = X, y
         for k, sel in keys:
-            x, yk = self.X[sel], self.y[sel]
-            eta = x @ k.theta_hat
-            g, h = self.fam.d1(eta, yk), self.fam.d2(eta, yk)
-            self.eta_hat[sel], self.g[sel], self.h[sel] = eta, g, h
-            k.G += x.T @ g
-            k.H += x.T @ (h[:, None] * x)
+            self._sums_in(k, sel)
+
+    def _sums_out(self, k: _Key, es: np.ndarray) -> None:
+        """Take elements ``es`` out of key ``k``'s sums, with the terms they were added with."""
+        x = self.X[es]
+        k.G -= x.T @ self.g[es]
+        k.H -= x.T @ (self.h[es][:, None] * x)
+
+    def _sums_in(self, k: _Key, es: np.ndarray) -> None:
+        """Add elements ``es`` to key ``k``'s sums, expanded at its centre θ̂_k."""
+        x, y = self.X[es], self.y[es]
+        eta = x @ k.theta_hat
+        g, h = self.fam.d1(eta, y), self.fam.d2(eta, y)
+        self.eta_hat[es], self.g[es], self.h[es] = eta, g, h
+        k.G += x.T @ g
+        k.H += x.T @ (h[:, None] * x)
 
     def _unincorporate(self, elems: np.ndarray) -> None:
         ids = self.owner[elems]
         for kid in np.unique(ids[ids >= 0]).tolist():
             k = self.by_id[kid]
             es = elems[ids == kid]
-            x, members = self.X[es], k.members
-            k.G -= x.T @ self.g[es]
-            k.H -= x.T @ (self.h[es][:, None] * x)
+            members = k.members
+            self._sums_out(k, es)
             for e in es.tolist():  # swap-remove
                 s, last = self.slot[e], members[k.count - 1]
                 members[s] = last
@@ -326,12 +334,7 @@ class MemTaylor:
 
     def _add(self, k: _Key, es: np.ndarray) -> None:
         """Incorporate elements ``es`` into key ``k`` at its centre θ̂_k."""
-        x, y = self.X[es], self.y[es]
-        eta = x @ k.theta_hat
-        g, h = self.fam.d1(eta, y), self.fam.d2(eta, y)
-        self.eta_hat[es], self.g[es], self.h[es] = eta, g, h
-        k.G += x.T @ g
-        k.H += x.T @ (h[:, None] * x)
+        self._sums_in(k, es)
         need = k.count + len(es)
         if need > len(k.members):
             grown = np.empty(max(need, 2 * len(k.members)), dtype=np.int64)
@@ -367,8 +370,6 @@ class MemTaylor:
 
     def _mode(self, prior, es, theta) -> np.ndarray:
         """Newton on −Σ_{i∈es} log p(y_i | x_i·θ) − log prior(θ), from ``theta``."""
-        from thrifty.inference.smh import positive_definite, prior_model
-
         x, y, fam = self.X[es], self.y[es], self.fam
         logp = prior_model(prior, len(theta))
 

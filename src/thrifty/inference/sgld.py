@@ -58,9 +58,9 @@ class SGLD(Proposal):
             if h is None or h.selection.pattern != loc.addr:
                 h = self._helper = SMH(loc.addr)
             st = h.setup(trace, precompute=False)
-        return h, st
+        return st
 
-    def gradient(self, helper, st, theta, batch) -> np.ndarray:
+    def gradient(self, st, theta, batch) -> np.ndarray:
         """ĝ(θ) on the minibatch ``batch`` (004 Eq. 10)."""
         eta = st.X[batch] @ theta
         u1 = derivs(st, eta, 1, idx=batch)  # ∂U/∂η = −∂ log p / ∂η
@@ -71,13 +71,13 @@ class SGLD(Proposal):
         if len(locs) != 1 or locs[0].kind != "site":
             raise SelectionError("sgld: select exactly one top-level vector choice (GLM weights)")
         loc = locs[0]
-        helper, st = self._sections(trace, loc)
+        st = self._sections(trace, loc)
         theta = np.asarray(loc.value, dtype=float)
         a = self.step_size
         batch = rng.choice(st.N, size=min(self.batch_size, st.N), replace=False)
-        g = self.gradient(helper, st, theta, batch)
+        g = self.gradient(st, theta, batch)
         new = theta + 0.5 * a * g + math.sqrt(a) * rng.standard_normal(theta.shape)
-        g_new = self.gradient(helper, st, new, batch)
+        g_new = self.gradient(st, new, batch)
         fwd = new - theta - 0.5 * a * g
         rev = theta - new - 0.5 * a * g_new
         log_q = (float(fwd @ fwd) - float(rev @ rev)) / (2.0 * a)  # log q(θ|θ') − log q(θ'|θ)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import io
+import math
 import pickle
 from dataclasses import dataclass
 from time import perf_counter
@@ -49,10 +50,13 @@ class RunConfig:
         """Kernel steps per chain."""
         return self.burn_in + self.num_samples * self.thin
 
-    def next_check(self, it: int) -> int:
+    def next_check(self, it: int, check_seconds: float = math.inf,
+                   step_seconds: float = 0.0) -> int:
         """The step after which the chain next checks its trace against a full execution
         (:mod:`thrifty.core.check`), given that ``it`` steps are done; 0: never.  With check
-        mode on, the last step of the chain is always checked."""
+        mode on, the last step of the chain is always checked.  ``check_decades`` (the
+        ``"auto"`` schedule) checks after steps 1, 10, 100, ... and, given what the last check
+        and a step took, once the steps since took 1/AUTO_CHECK_SHARE times that check."""
         if not (self.check_every or self.check_decades):
             return 0
         due = [self.total]
@@ -63,6 +67,8 @@ class RunConfig:
             while d <= it:
                 d *= 10
             due.append(d)
+            if step_seconds > 0 and check_seconds < math.inf:
+                due.append(it + max(1, int(check_seconds / (AUTO_CHECK_SHARE * step_seconds))))
         due = [s for s in due if it < s <= self.total]
         return min(due) if due else 0
 
@@ -201,16 +207,7 @@ class ChainRun:
         tune = getattr(self.kernel, "set_tuning", None) or (lambda on: None)
         tune(it < burn_in)  # kernels adapt during the burn-in only
         check_at = cfg.next_check(it)
-        # check="auto" also checks once the steps since the last check took 1/share times what
-        # that check took: at most ~3% of the chain's time, and many checks on cheap models
-        check_cost, step_cost = float("inf"), 0.0
-
-        def next_check(it):
-            due = cfg.next_check(it)
-            if cfg.check_decades and due and 0 < step_cost and check_cost < float("inf"):
-                due = min(due, it + max(1, int(check_cost / (AUTO_CHECK_SHARE * step_cost))))
-            return due
-
+        check_cost, step_cost = math.inf, 0.0  # seconds of the last check, of a step
         chunk = 1
         t_start = perf_counter()
         try:
@@ -224,7 +221,7 @@ class ChainRun:
                         c0 = perf_counter()
                         raise_if_inconsistent(trace, f"(chain {self.chain}, after step {it})")
                         check_cost = perf_counter() - c0
-                        check_at = next_check(it)
+                        check_at = cfg.next_check(it, check_cost, step_cost)
                     if it == burn_in:
                         tune(False)
                     if it == rec_next:
@@ -236,7 +233,7 @@ class ChainRun:
                 dt = perf_counter() - t0
                 if cfg.check_decades and check_at and dt > 0:  # (the next check, by time)
                     step_cost = dt / (it - it0)
-                    check_at = min(check_at, next_check(it))
+                    check_at = min(check_at, cfg.next_check(it, check_cost, step_cost))
                 ratio = TICK / dt if dt > 0 else 4.0
                 chunk = max(1, int(chunk * min(max(ratio, 0.5), 4.0)))
                 if tick(self):

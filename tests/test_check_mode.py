@@ -556,7 +556,8 @@ def test_stale_elements_are_not_compared():
     """After lazy subsampled steps the unexecuted elements hold out-of-date log-densities
     (paper 000 §3.5): legitimately so, and the check skips them — but compares the fresh
     ones."""
-    k = th.subsampled_mh("w", batch_size=10, epsilon=0.05, proposal=th.drift(0.3))
+    k = th.subsampled_mh("w", batch_size=10, epsilon=0.05, proposal=th.drift(0.3),
+                         max_fraction=1.0)
     rng = np.random.default_rng(2)
     tr = th.initialize(logistic(X_LR, Y_LR), rng)
     node = tr.root.plates[("data",)]

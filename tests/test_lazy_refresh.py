@@ -53,7 +53,7 @@ def stale_trace(n=2000, seed=0):
     X, y, _ = synthetic_logistic(n, 2, seed=seed)
     rng = np.random.default_rng(seed)
     trace = initialize(effects(X, y), rng)
-    sub = th.subsampled_mh("w", 50, 0.2, th.drift(0.05))
+    sub = th.subsampled_mh("w", 50, 0.2, th.drift(0.05), max_fraction=1.0)
     while sub.stats.accepted < 2:
         sub.step(trace, rng)
     assert find_plate(trace, ("data",)).n_stale > n // 2
@@ -65,7 +65,7 @@ def dpm_z_work(n: int) -> float:
     d = th.datasets.clustered_nonlinear(n, 10, seed=0)
     prog = joint_dpm(d.X_train, d.y_train, np.zeros(2), 0.05, 4.0, np.eye(2), 10.0)
     gz = th.gibbs(th.one("data.z"))
-    sub = th.subsampled_mh(th.one("w"), 100, 0.3, th.drift(0.5))
+    sub = th.subsampled_mh(th.one("w"), 100, 0.3, th.drift(0.5), max_fraction=1.0)
     k = th.cycle([th.cycle([gz], repeats=25), th.cycle([sub], repeats=10)])
     r = th.infer(prog, k, num_samples=6, burn_in=0, seed=0, progress=False)
     s = r.stats[gz.label()]
@@ -83,7 +83,7 @@ def test_gibbs_on_one_label_stays_o1_after_subsampled_steps_jointdpm():
 def local_step_work(n: int) -> float:
     X, y, _ = synthetic_logistic(n, 2, seed=1)
     local = th.mh(th.one("data.u"), th.drift(0.5))
-    sub = th.subsampled_mh("w", 100, 0.2, th.drift(0.05))
+    sub = th.subsampled_mh("w", 100, 0.2, th.drift(0.05), max_fraction=1.0)
     k = th.cycle([sub, local])
     r = th.infer(effects(X, y), k, num_samples=60, burn_in=0, seed=1, progress=False)
     assert r.stats[sub.label()]["acceptance_rate"] > 0.2
@@ -151,7 +151,8 @@ def test_mixed_run_log_joint_equals_a_full_rescore():
     X, y, _ = synthetic_logistic(1500, 2, seed=3)
     rng = np.random.default_rng(3)
     trace = initialize(effects(X, y), rng)
-    ks = [th.subsampled_mh("w", 50, 0.2, th.drift(0.05)), th.mh(th.one("data.u"), th.drift(0.5)),
+    ks = [th.subsampled_mh("w", 50, 0.2, th.drift(0.05), max_fraction=1.0),
+          th.mh(th.one("data.u"), th.drift(0.5)),
           th.gibbs(th.one("data.b")), th.mh("s", th.drift(0.2)), th.mh("c", th.drift(0.5))]
     for _ in range(40):
         for k in ks:
@@ -170,7 +171,8 @@ def test_mixed_run_log_joint_equals_a_full_rescore():
 def test_stale_markov_steps_are_rescored_when_read():
     rng = np.random.default_rng(0)
     trace = initialize(ar_chain(300), rng)
-    sub = th.subsampled_mh("phi", batch_size=30, epsilon=0.2, proposal=th.drift(0.05))
+    sub = th.subsampled_mh("phi", batch_size=30, epsilon=0.2, proposal=th.drift(0.05),
+                           max_fraction=1.0)
     while sub.stats.accepted < 2:
         sub.step(trace, rng)
     assert trace_chain(trace, ("h",)).n_stale > 100

@@ -52,7 +52,7 @@ def test_zero_variance_batches_do_not_stop(monkeypatch):
     def take(self, m):
         out = order[self.k : self.k + m]
         self.k += len(out)
-        return out
+        return out, None
 
     monkeypatch.setattr(LazyPermutation, "take", take)
     out = sequential_test(0.0, fixed(l), len(l), 100, 0.49, np.random.default_rng(0))
@@ -128,19 +128,63 @@ def test_agrees_with_a_plain_implementation_of_the_algorithm():
             assert (out.accept, out.n) == want, (trial, growth)
 
 
+def in_order(taken):
+    idx, order = taken
+    return idx if order is None else idx[order]
+
+
 @pytest.mark.parametrize("N", [1000, 50_000])
 def test_lazy_permutation_is_uniform_without_replacement(N):
-    first = np.zeros(10)
+    first, second = np.zeros(10), np.zeros(10)
     rng = np.random.default_rng(6)
     for _ in range(2000):
         p = LazyPermutation(N, rng)
-        a = p.take(7)
-        b = p.take(5)
+        a = in_order(p.take(7))
+        b = in_order(p.take(5))
         both = np.concatenate([a, b])
         assert len(np.unique(both)) == 12 and both.min() >= 0 and both.max() < N
         first[(a[0] * 10) // N] += 1
-    # chi-square test of the first draw's decile, threshold p > 1e-4
+        second[(b[-1] * 10) // N] += 1
+    # chi-square tests of the first and last draws' deciles, threshold p > 1e-4
     assert stats.chisquare(first).pvalue > 1e-4
+    assert stats.chisquare(second).pvalue > 1e-4
+
+
+def test_lazy_permutation_chunks_of_large_populations_are_sorted_uniform_subsets():
+    """Above SMALL each chunk comes sorted, with a random order: exactly m new sections, and
+    every section equally likely to be in the first chunks (χ² over 20 bins of positions and
+    over the rank of a fixed section's chunk position, thresholds p > 1e-4)."""
+    N, rng = 20_000, np.random.default_rng(11)
+    bins, ranks = np.zeros(20), np.zeros(10)
+    mask = np.zeros(N, dtype=bool)
+    for _ in range(400):
+        p = LazyPermutation(N, rng, mask=mask)
+        seen = []
+        for m in (100, 200, 400, 800):
+            idx, order = p.take(m)
+            assert len(idx) == m and np.all(np.diff(idx) > 0)
+            assert sorted(order.tolist()) == list(range(m))
+            seen.append(idx[order])
+        drawn = np.concatenate(seen)
+        assert len(np.unique(drawn)) == 1500 and mask[drawn].all()
+        bins += np.bincount(drawn * 20 // N, minlength=20)
+        ranks[int(order[0]) * 10 // 800] += 1  # where the last chunk's first draw sits
+        p.release()
+        assert not mask.any()
+    assert stats.chisquare(bins).pvalue > 1e-4
+    assert stats.chisquare(ranks).pvalue > 1e-4
+
+
+def test_a_budget_stops_the_test_undecided():
+    l = np.random.default_rng(12).normal(0.0, 1.0, size=100_000)
+    out = sequential_test(float(l.mean()), fixed(l), len(l), 100, 0.01,
+                          np.random.default_rng(0), max_n=2_000)
+    assert not out.decided and 300 <= out.n <= 2_000  # μ0 = the mean: no decision in sight
+    out = sequential_test(0.0, fixed(l), len(l), 100, 0.0, np.random.default_rng(0), max_n=3_000)
+    assert not out.decided and out.n == 400  # ε = 0 decides at N only: stops at budget / 8
+    out = sequential_test(-1.0, fixed(l), len(l), 100, 0.01, np.random.default_rng(0),
+                          max_n=2_000)
+    assert out.decided and out.accept and out.n == 100  # a clear decision within the budget
 
 
 def test_bad_arguments():
@@ -163,7 +207,7 @@ def test_epsilon_zero_decisions_equal_exact_mh_for_the_same_u():
     X, y, _ = synthetic_logistic(3000, 2, theta=[1.0, -0.5], seed=0)
     rng = np.random.default_rng(1)
     trace = initialize(logistic_regression(X, y), rng)
-    k = th.subsampled_mh("w", batch_size=100, epsilon=0.0)
+    k = th.subsampled_mh("w", batch_size=100, epsilon=0.0, max_fraction=1.0)  # the test alone
     agree = 0
     for _ in range(60):
         loc = locate(trace, ("w",))
@@ -202,7 +246,8 @@ def test_posterior_close_to_exact_mh_at_small_epsilon():
 def test_sections_grow_sublinearly():
     """000 Fig. 5b's set-up: the same current value (the data-generating weights) and the same
     proposals at N = 10⁴ and 10⁵; the slope of log(sections used) / log N is below 0.6
-    (exact MH: 1)."""
+    (exact MH: 1) — for the test alone (``max_fraction=1``; by default a decision still open
+    after N/64 sections is exact MH's, see the next test)."""
     import copy
 
     rng = np.random.default_rng(0)
@@ -212,7 +257,7 @@ def test_sections_grow_sublinearly():
     for n in (10_000, 100_000):
         X, y, _ = synthetic_logistic(n, 2, theta=[1.0, -0.5], seed=0)
         trace = initialize(logistic_regression(X, y), rng, init={"w": np.array([1.0, -0.5])})
-        k = th.subsampled_mh("w", batch_size=100, epsilon=0.01)
+        k = th.subsampled_mh("w", batch_size=100, epsilon=0.01, max_fraction=1.0)
         total = 0
         for step, log_u in zip(steps, log_us):
             t = copy.deepcopy(trace)
@@ -223,10 +268,57 @@ def test_sections_grow_sublinearly():
     assert slope < 0.6, used
 
 
+def test_open_decisions_past_the_budget_are_exact_mh_decisions():
+    """With a proposal scaled to the posterior most decisions are close: past max_fraction·N
+    sections (or once the test would need more) the decision is exact MH's for the same u,
+    from one full execution, and an accepted one leaves no stale element."""
+    X, y, _ = synthetic_logistic(40_000, 2, theta=[1.0, -0.5], seed=0)
+    rng = np.random.default_rng(3)
+    trace = initialize(logistic_regression(X, y), rng, init={"w": np.array([1.0, -0.5])})
+    k = th.subsampled_mh("w", batch_size=100, epsilon=0.01)
+    fallbacks = 0
+    for _ in range(40):
+        k.refresh(trace, rng)  # (so that a rescoring run gives the exact log-ratio)
+        loc = locate(trace, ("w",))
+        new = loc.value + 0.01 * rng.standard_normal(2)  # ~ the posterior sd
+        log_alpha = exact_log_alpha(trace, ("w",), new).log_weight
+        log_u = math.log(rng.random())
+        accepted = k.decide(trace, rng, [loc], {("w",): new}, 0.0, log_u)
+        out = k.last_outcome
+        if out.exact:
+            fallbacks += 1
+            assert out.n == 40_000 and accepted == (log_u < log_alpha)
+            if accepted:
+                assert not trace.has_stale()
+        else:
+            assert out.n <= 40_000 // 32 + 100  # the test decided within the budget
+    assert fallbacks >= 10
+
+
+def test_the_default_budget_keeps_subsampled_mh_near_exact_mh_in_work():
+    """Through th.infer at the defaults with an efficient proposal: per step about one
+    execution of the plate (≤ 1.1 N elements) in fewer than 6 program runs; the test alone
+    reads more than N elements at scattered positions in more than 10 runs (stale rescoring,
+    chunks ahead of the test)."""
+    X, y, _ = synthetic_logistic(40_000, 2, theta=[1.0, -0.5], seed=0)
+    prog = logistic_regression(X, y)
+    init = {"w": np.array([1.0, -0.5])}
+    k = th.subsampled_mh("w", proposal=th.drift(0.01))
+    r = th.infer(prog, k, num_samples=100, init=init, seed=0, progress=False)
+    s = r.stats[k.label()]
+    assert s["elements_per_step"] < 1.1 * 40_000 and s["full_passes_per_step"] > 0.5
+    assert s["runs_per_step"] < 6
+    k = th.subsampled_mh("w", proposal=th.drift(0.01), max_fraction=1.0)
+    r = th.infer(prog, k, num_samples=100, init=init, seed=0, progress=False)
+    s = r.stats[k.label()]
+    assert s["elements_per_step"] > 40_000 and s["runs_per_step"] > 10
+
+
 def test_markov_steps_are_sections_with_states_held_fixed():
     rng = np.random.default_rng(0)
     trace = initialize(ar_chain(400), rng)
-    k = th.subsampled_mh("phi", batch_size=50, epsilon=0.0, proposal=th.drift(0.05))
+    k = th.subsampled_mh("phi", batch_size=50, epsilon=0.0, proposal=th.drift(0.05),
+                         max_fraction=1.0)
     for _ in range(30):
         loc = locate(trace, ("phi",))
         new = float(np.clip(loc.value + 0.05 * rng.standard_normal(), -0.99, 0.99))
@@ -235,7 +327,8 @@ def test_markov_steps_are_sections_with_states_held_fixed():
         assert k.decide(trace, rng, [loc], {("phi",): new}, 0.0, log_u) == (log_u < log_alpha)
     assert k.last_outcome.n == 400  # ε = 0: every step of the chain is a section
     assert not trace.has_stale()  # ...and every step was evaluated under the accepted φ
-    k3 = th.subsampled_mh("phi", batch_size=50, epsilon=0.05, proposal=th.drift(0.05))
+    k3 = th.subsampled_mh("phi", batch_size=50, epsilon=0.05, proposal=th.drift(0.05),
+                          max_fraction=1.0)
     loc = locate(trace, ("phi",))
     assert k3.decide(trace, rng, [loc], {("phi",): 0.99 * loc.value}, 0.0, -math.inf)
     assert k3.last_outcome.n < 400  # log u = −∞: accepted after the first minibatch
@@ -256,7 +349,8 @@ def test_mem_readers_are_sections():
     z = rng.integers(0, 3, size=600)
     y = np.array([-3.0, 0.0, 3.0])[z] + rng.normal(size=600)
     trace = initialize(clusters(y, z), rng)
-    k = th.subsampled_mh(("w", 1), batch_size=20, epsilon=0.0, proposal=th.drift(0.2))
+    k = th.subsampled_mh(("w", 1), batch_size=20, epsilon=0.0, proposal=th.drift(0.2),
+                         max_fraction=1.0)
     for _ in range(20):
         loc = locate(trace, ("w", 1))
         new = loc.value + 0.2 * rng.standard_normal()

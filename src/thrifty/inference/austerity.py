@@ -39,8 +39,11 @@ class AusterityGibbs(SubsampledMH):
 
     name = "austerity_gibbs"
 
-    def __init__(self, selection, batch_size: int = 500, epsilon: float = 0.01, k0: int = 1):
-        super().__init__(selection, batch_size, epsilon, _Flip(), k0)
+    def __init__(
+        self, selection, batch_size: int = 500, epsilon: float = 0.01, k0: int = 1,
+        max_fraction: float = 1.0,
+    ):
+        super().__init__(selection, batch_size, epsilon, _Flip(), k0, max_fraction=max_fraction)
 
     def label(self) -> str:
         return (
@@ -76,12 +79,17 @@ def _check_binary(loc) -> None:
         )
 
 
-def austerity_gibbs(selection, batch_size: int = 500, epsilon: float = 0.01, k0: int = 1):
+def austerity_gibbs(
+    selection, batch_size: int = 500, epsilon: float = 0.01, k0: int = 1,
+    max_fraction: float = 1.0,
+):
     """Approximate Gibbs on binary choices whose conditional is a product of many factors.
 
     Each selected choice is updated in turn: it takes the other value with probability
     σ(Δ), decided by the sequential test on minibatches of its factors (paper 004 §5).
-    ``epsilon = 0`` is exact Gibbs (every factor evaluated).
+    ``epsilon = 0`` is exact Gibbs (every factor evaluated).  ``max_fraction < 1``: past that
+    fraction of a choice's factors, decide exactly from one execution of all of them (as in
+    :func:`thrifty.subsampled_mh`; the default 1 is 004 Alg. 1 as written).
 
     >>> import thrifty as th
     >>> from thrifty.models.mrf import dense_mrf, random_potentials
@@ -91,4 +99,4 @@ def austerity_gibbs(selection, batch_size: int = 500, epsilon: float = 0.01, k0:
     >>> r["x.0"].shape
     (1, 50)
     """
-    return AusterityGibbs(selection, batch_size, epsilon, k0)
+    return AusterityGibbs(selection, batch_size, epsilon, k0, max_fraction)

@@ -72,6 +72,8 @@ class _Key:
 class KeySections:
     """The readers of one key for one proposal θ → θ', scored as Taylor remainders."""
 
+    full_pass = False  # the remainders settle in a few minibatches: no budget
+
     def __init__(self, proxy: MemTaylor, key: _Key, theta, theta_new):
         self.proxy, self.key = proxy, key
         self.theta, self.theta_new = theta, theta_new

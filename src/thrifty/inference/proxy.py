@@ -46,6 +46,8 @@ from thrifty.inference.mem_proxy import MemTaylor, proxy_sum
 class TaylorSections:
     """The GLM sections of one proposal θ → θ', scored as Taylor remainders (see module)."""
 
+    full_pass = False  # the remainders settle in a few minibatches: no budget
+
     def __init__(self, helper, st, theta, theta_new):
         self.helper, self.st = helper, st
         self.theta, self.theta_new = theta, theta_new

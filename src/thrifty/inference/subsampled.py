@@ -29,7 +29,7 @@ import numpy as np
 
 from thrifty._args import int_arg
 from thrifty.core.address import fmt
-from thrifty.core.locate import find_plate, locate, plan_elements, trace_chain
+from thrifty.core.locate import find_plate, locate, plan_elements, plan_for, trace_chain
 from thrifty.core.mem import KEPT
 from thrifty.core.run import LAZY, Mode, Plan
 from thrifty.errors import ArgumentError, SelectionError
@@ -37,9 +37,13 @@ from thrifty.inference.proposals import Proposal, drift
 from thrifty.inference.proxy import TaylorProxy
 from thrifty.inference.selecting import Selecting
 from thrifty.inference.selection import One
-from thrifty.inference.sequential import sequential_test
+from thrifty.inference.sequential import TestOutcome, sequential_test
 
 _LAZY_CAPTURE = Mode(lazy=True, capture=True)
+
+# The sequential test draws at most this fraction of the N sections; past it exact MH's decision
+# from one full execution is cheaper (see ``max_fraction`` of :func:`subsampled_mh`).
+MAX_FRACTION = 1 / 32
 
 
 @dataclass
@@ -80,6 +84,7 @@ class ProgramSections:
     markov chain or mem reader): l_i = log-density under θ' − under θ."""
 
     offset = 0.0  # Σ_i l_i = offset + Σ_i evaluate(i)
+    full_pass = True  # past a budget, exact MH's decision from one full execution is cheaper
 
     def __init__(self, kernel, trace, rng, targets, sections: Sections):
         self.kernel, self.trace, self.rng = kernel, trace, rng
@@ -100,7 +105,8 @@ class ProgramSections:
 
 class _Sorter:
     """Sorts distinct section numbers 0 ≤ i < N: ``sort(idx)`` → (sorted, back) with
-    ``sorted[back] == idx``.  Large minibatches go through a membership mask (O(N) scan, no
+    ``sorted[back] == idx`` (``back`` None when ``idx`` is sorted already, as the chunks of
+    large populations are).  Large minibatches go through a membership mask (O(N) scan, no
     comparison sort: an argsort of 3·10⁴ random numbers costs ten times as much)."""
 
     def __init__(self, N: int):
@@ -108,7 +114,9 @@ class _Sorter:
         self.mask = np.zeros(N, dtype=bool)
         self.rank = np.empty(N, dtype=np.int64)
 
-    def sort(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def sort(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        if len(idx) < 2 or bool(np.all(idx[1:] > idx[:-1])):  # sorted chunks of large N
+            return idx, None
         if 32 * len(idx) < self.N:
             order = np.argsort(idx)
             back = np.empty_like(order)
@@ -128,7 +136,7 @@ class SubsampledMH(Selecting):
 
     def __init__(
         self, selection, batch_size=100, epsilon=0.01, proposal=None, k0=1, proxy=None,
-        theta_hat=None,
+        theta_hat=None, max_fraction=MAX_FRACTION,
     ):
         super().__init__(selection)
         self.batch_size = int_arg(self.name, "batch_size", batch_size)
@@ -136,6 +144,11 @@ class SubsampledMH(Selecting):
             raise ArgumentError(f"{self.name}: epsilon must be in [0, 1), got {epsilon!r}")
         self.epsilon = float(epsilon)
         self.k0 = int_arg(self.name, "k0", k0)
+        if isinstance(max_fraction, bool) or not 0 < max_fraction <= 1:
+            raise ArgumentError(
+                f"{self.name}: max_fraction must be in (0, 1], got {max_fraction!r}"
+            )
+        self.max_fraction = float(max_fraction)
         self.proposal = proposal if proposal is not None else drift()
         if not isinstance(self.proposal, Proposal):
             raise TypeError(f"subsampled_mh: proposal must be a proposal, got {proposal!r}")
@@ -224,6 +237,11 @@ class SubsampledMH(Selecting):
 
         # 2.–3. the sequential test on minibatches of sections (000 Alg. 2, 3)
         mu0 = (log_u - global_lr - scorer.offset) / scorer.N
+        max_n = None
+        if scorer.full_pass:  # past max_fraction·N sections, one full pass is cheaper
+            max_n = math.ceil(self.max_fraction * scorer.N)
+            if max_n < self.batch_size * self.k0:  # too few for the test: decide exactly
+                return self._exact_decision(trace, rng, locs, targets, log_q, log_u, scorer.N)
         if self._mask is None or len(self._mask) != scorer.N:
             self._mask = np.zeros(scorer.N, dtype=bool)
         out = sequential_test(
@@ -236,7 +254,11 @@ class SubsampledMH(Selecting):
             self.k0,
             growth=2.0,
             mask=self._mask,
+            max_n=max_n,
         )
+        if not out.decided:
+            return self._exact_decision(trace, rng, locs, targets, log_q, log_u, scorer.N, out)
+        self.stats.count("full_passes", 0)
         self.stats.count("sections", out.n)
         self.stats.count("sections_evaluated", out.evaluated)
         self.stats.count("ran_to_N", int(out.exact))
@@ -246,6 +268,27 @@ class SubsampledMH(Selecting):
             scorer.commit(skeleton)
         self.last_outcome = out
         return out.accept
+
+    def _exact_decision(self, trace, rng, locs, targets, log_q, log_u, N, out=None) -> bool:
+        """Exact MH's decision for the same proposal and u: one full execution of what the
+        change reaches (as ``th.mh``), every section scored and, on acceptance, kept.  ``out``:
+        the undecided test that came first (its sections are counted as evaluated)."""
+        run = self.execute(trace, rng, targets=targets, plan=plan_for(trace, locs))
+        if run.aborted is None:
+            self._refuse_memoized_dependents(run)  # as when the test reads sections
+        accept = run.aborted is None and log_u < run.log_weight + log_q
+        if accept:
+            run.commit()
+        evaluated = N + (0 if out is None else out.evaluated)
+        self.stats.count("full_passes", 1)
+        self.stats.count("sections", N)
+        self.stats.count("sections_evaluated", evaluated)
+        self.stats.count("ran_to_N", 1)
+        self.last_outcome = TestOutcome(
+            accept, N, 0 if out is None else out.batches, True, math.nan, 0.0, evaluated,
+            1 if out is None else out.calls + 1,
+        )
+        return accept
 
     def scorer(self, trace, rng, skeleton, locs, targets):
         """What the test reads for this proposal: ``N`` sections, ``evaluate(idx)`` and an
@@ -295,7 +338,8 @@ class SubsampledMH(Selecting):
         if self._sorter is None or self._sorter.N != sections.N:
             self._sorter = _Sorter(sections.N)
         ordered, back = self._sorter.sort(idx)
-        return self._log_ratios_sorted(trace, rng, targets, sections, ordered)[back]
+        l = self._log_ratios_sorted(trace, rng, targets, sections, ordered)
+        return l if back is None else l[back]
 
     def _log_ratios_sorted(self, trace, rng, targets, sections, idx) -> np.ndarray:
         """``_log_ratios`` for sorted ``idx``: each container's elements come out sorted, so a
@@ -376,6 +420,7 @@ def subsampled_mh(
     k0: int = 1,
     proxy: str | None = None,
     theta_hat=None,
+    max_fraction: float = MAX_FRACTION,
 ) -> SubsampledMH:
     """Approximate MH on a global choice, deciding from minibatches of its local sections.
 
@@ -397,6 +442,17 @@ def subsampled_mh(
     (sections the test used), ``sections_evaluated_per_step`` (≥ the former: minibatches are
     evaluated in chunks) and ``ran_to_N_per_step`` (decisions that read every section — all of
     a small cluster's points when it holds fewer than ``batch_size``).
+
+    ``max_fraction``: the test draws at most this fraction of the sections (in random
+    minibatches, chunks doubling); a decision still open then is exact MH's, from one
+    execution of everything the change reaches, like a ``th.mh`` step (``full_passes_per_step``
+    counts them).  Random minibatches cost several times more per section than a full pass
+    (gathers, bookkeeping, rescoring stale sections), so when the log-ratios are as noisy as the
+    decision is close — an efficient proposal — reading on would cost more than exact MH; and a
+    decision on all the data has no error, so the test's error bound holds.  With fewer than
+    ``k0·batch_size`` sections within the budget every step is exact.  ``max_fraction=1``: the
+    test alone, up to all N (000 Alg. 2).  Not used with ``proxy="taylor"``, whose remainders
+    settle in a few minibatches.
 
     ``proxy="taylor"``: for GLM weights (:mod:`thrifty.glm` observations in plates), test the
     remainders of a second-order Taylor expansion at the posterior mode ``theta_hat`` (found
@@ -426,4 +482,6 @@ def subsampled_mh(
     >>> bool(r.stats[k.label()]["acceptance_rate"] > 0.1)
     True
     """
-    return SubsampledMH(selection, batch_size, epsilon, proposal, k0, proxy, theta_hat)
+    return SubsampledMH(
+        selection, batch_size, epsilon, proposal, k0, proxy, theta_hat, max_fraction
+    )

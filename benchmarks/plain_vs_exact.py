@@ -1,0 +1,133 @@
+"""Plain subsampled MH against exact MH with an efficient proposal (paper 000 §3, §4.1).
+
+With a proposal scaled to the posterior, most MH decisions are close: the log-ratios l_i are as
+noisy as Σ l_i is near log u, and the sequential test has to read most of the data.  Reading
+sections in random minibatches costs several times more per section than one pass over the
+whole plate, so the test alone costs several exact MH steps.  ``th.subsampled_mh`` therefore
+stops the test after ``max_fraction``·N sections (default 1/32) and takes exact MH's decision
+from one full pass.  This benchmark measures seconds per step through ``th.infer`` (default
+recording, wall time of the whole call over its steps) for
+
+* ``exact``: ``th.mh("w", th.drift(s))``;
+* ``subsampled``: ``th.subsampled_mh("w", proposal=th.drift(s))`` (defaults: ε = 0.01,
+  minibatches of 100, ``max_fraction`` = 1/32);
+* ``test_alone``: the same with ``max_fraction=1`` (the sequential test up to all N, 000 Alg. 2),
+
+with s = 2.38/√d × the Laplace posterior sd of each weight, every chain started at the posterior
+mode.  Rounds interleave the kernels in this process; the ratio is the median over rounds of
+(subsampled seconds / exact seconds) in the same round.  Data: the 2-feature set of 000 Fig. 5a
+(``two_feature``, d = 3) and a 10-feature tall logistic regression (``synthetic_logistic``,
+d = 10), N = 10⁶.
+
+Writes ``benchmarks/results/plain_vs_exact.json``.
+Run: ``python benchmarks/plain_vs_exact.py`` (``--quick``: N = 10⁵, fewer rounds).
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")  # the same single-threaded BLAS for every kernel
+
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import thrifty as th  # noqa: E402
+from _common import machine, steady_heap, write  # noqa: E402
+from thrifty.datasets import synthetic_logistic, two_feature  # noqa: E402
+from thrifty.models.logistic import laplace, logistic_regression  # noqa: E402
+
+PRIOR_VAR = 0.1
+
+
+def kernels(sd) -> dict:
+    return {
+        "exact": th.mh("w", th.drift(sd)),
+        "subsampled": th.subsampled_mh("w", proposal=th.drift(sd)),
+        "test_alone": th.subsampled_mh("w", proposal=th.drift(sd), max_fraction=1.0),
+    }
+
+
+def measure(X, y, rounds: int, steps: int) -> dict:
+    mode, cov = laplace(X, y, PRIOR_VAR)
+    sd = 2.38 / np.sqrt(X.shape[1]) * np.sqrt(np.diag(cov))
+    prog = logistic_regression(X, y, PRIOR_VAR)
+    secs = {name: [] for name in kernels(sd)}
+    stats = {name: [] for name in secs}
+    for r in range(rounds):
+        for name, k in kernels(sd).items():
+            t0 = time.perf_counter()
+            res = th.infer(prog, k, num_samples=steps, seed=r, init={"w": mode}, progress=False)
+            secs[name].append((time.perf_counter() - t0) / steps)
+            stats[name].append(res.stats[k.label()])
+    out = {"proposal_sd": sd.tolist(), "kernels": {}}
+    for name in secs:
+        keys = [k for k, v in stats[name][0].items() if isinstance(v, (int, float))]
+        out["kernels"][name] = {
+            "seconds_per_step": statistics.median(secs[name]),
+            "seconds_per_step_rounds": secs[name],
+            **{k: float(np.mean([s[k] for s in stats[name]])) for k in keys},
+        }
+    for name in ("subsampled", "test_alone"):
+        ratios = [a / b for a, b in zip(secs[name], secs["exact"])]
+        out[f"ratio_{name}_over_exact"] = statistics.median(ratios)
+        out[f"ratio_{name}_over_exact_rounds"] = ratios
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="N = 1e5, 3 rounds")
+    args = ap.parse_args()
+    steady_heap()
+    n = 100_000 if args.quick else 1_000_000
+    rounds, steps = (3, 50) if args.quick else (5, 200)
+    t_start = time.perf_counter()
+    data = {
+        "two_feature_d3": two_feature(n, seed=0)[:2],
+        "synthetic_d10": synthetic_logistic(n, 10, seed=0)[:2],
+    }
+    res = {
+        "benchmark": "plain_vs_exact",
+        "machine": machine(),
+        "settings": {
+            "N": n,
+            "rounds": rounds,
+            "steps_per_round": steps,
+            "model": "logistic_regression(X, y, prior_var=0.1)",
+            "proposal": "th.drift(2.38/sqrt(d) * Laplace posterior sd), start at the mode",
+            "timing": "wall seconds of th.infer (default recording) / steps",
+            "quick": args.quick,
+        },
+        "data": {},
+    }
+    for name, (X, y) in data.items():
+        r = measure(X, y, rounds, steps)
+        res["data"][name] = r
+        ks = r["kernels"]
+        print(
+            f"{name} N={n:,}: exact {ks['exact']['seconds_per_step'] * 1e3:.2f} ms/step, "
+            f"subsampled {ks['subsampled']['seconds_per_step'] * 1e3:.2f} ms "
+            f"(ratio {r['ratio_subsampled_over_exact']:.2f}, full passes "
+            f"{ks['subsampled'].get('full_passes_per_step', 0):.2f}/step, acc "
+            f"{ks['subsampled']['acceptance_rate']:.2f}), test alone "
+            f"{ks['test_alone']['seconds_per_step'] * 1e3:.2f} ms "
+            f"(ratio {r['ratio_test_alone_over_exact']:.2f}, "
+            f"{ks['test_alone']['sections_per_step']:.0f} sections/step)",
+            flush=True,
+        )
+    res["criteria"] = {
+        "subsampled_over_exact_le_1.5": all(
+            r["ratio_subsampled_over_exact"] <= 1.5 for r in res["data"].values()
+        )
+    }
+    res["wall_seconds"] = time.perf_counter() - t_start
+    print("wrote", write("plain_vs_exact_quick" if args.quick else "plain_vs_exact", res))
+
+
+if __name__ == "__main__":
+    main()

@@ -115,7 +115,9 @@ class Gibbs(Selecting):
             for e in g.element_array().tolist():
                 self._coupled(trace, plate, g.rel, e, rng)
             return
-        if node.procs:  # other sites of the plate are coupled: the elements are not independent
+        if node.procs or g.count == 1:
+            # other sites of the plate are coupled (the elements are not independent), or one
+            # element: a run per value other than the current one, weighed against it
             for e in g.element_array().tolist():
                 self._site(trace, plate + (e,) + g.rel, rng, one=True)
             return

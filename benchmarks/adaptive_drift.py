@@ -7,12 +7,12 @@ coordinates whose posterior scales differ by orders of magnitude and whose corre
 the value printed as ``max_posterior_correlation``.
 
 * adapted: ``th.mh(["w", "sigma2"], th.drift())`` — one block, its covariance and scale adapted
-  during the burn-in (``thrifty/inference/adapt.py``), fixed after it;
+  during the burn-in (``thrifty/inference/proposals/adapt.py``), fixed after it;
 * common scale: ``th.mh(["w", "sigma2"], th.drift(s))`` with s chosen on a grid by the best
   minimum ESS per draw in short pilot runs (the best any one scale can do), then run as long —
   started at the exact posterior mean (``init``), a favour: from a prior draw its chains do not
   reach the posterior within the burn-in (the adapted kernel starts itself near the mode by
-  default, ``thrifty/inference/laplace_start.py``).
+  default, ``thrifty/inference/proposals/laplace_start.py``).
 
 Both: 4 chains, 20,000 burn-in steps, 20,000 draws.  Reported: acceptance, ESS per draw (minimum
 and median over the 12 coordinates, ArviZ bulk ESS), seconds per step, and the posterior means

@@ -12,14 +12,14 @@ accuracy, a single one 0.51).  Inference program of 000 Fig. 7 (top)::
            cycle([<w kernel> on one("w") with drift(0.5)], repeats=step_w)])
 
 with three w kernels: ``mh`` (exact), ``subsampled_mh(batch_size=100, epsilon=0.3)`` and the
-same with ``proxy="taylor"`` (per-cluster Taylor proxies, :mod:`thrifty.inference.mem_proxy`).
-000 uses drift 0.1 on its data; here the intercepts are larger, so 0.5.  As in 000 §4.2, each
-chain balances the time spent on the w's and on the labels: a pilot of 30 cycles measures the
-seconds of a z step and of a w step, and step_w = STEP_Z × (z step / w step) — a faster w
-kernel makes more w steps per cycle.  (000 fixes the w's and tunes step_z; here a z step costs
-more than an exact w step, so the w's are repeated instead.)  Each chain runs through
-``th.infer`` with default recording for about the same wall time; draw t is placed at
-t × (the chain's wall time / its draws).
+same with ``proxy="taylor"`` (per-cluster Taylor proxies,
+:mod:`thrifty.inference.subsampling.mem_proxy`). 000 uses drift 0.1 on its data; here the intercepts
+are larger, so 0.5.  As in 000 §4.2, each chain balances the time spent on the w's and on the
+labels: a pilot of 30 cycles measures the seconds of a z step and of a w step, and step_w = STEP_Z ×
+(z step / w step) — a faster w kernel makes more w steps per cycle.  (000 fixes the w's and tunes
+step_z; here a z step costs more than an exact w step, so the w's are repeated instead.)  Each chain
+runs through ``th.infer`` with default recording for about the same wall time; draw t is placed at t
+× (the chain's wall time / its draws).
 
 Reported per chain: test accuracy of the predictive averaged over the draws so far (the
 predictive of a draw: p(z = k | x) ∝ n_k · NIW-predictive_k(x) and α · prior-predictive(x) for a

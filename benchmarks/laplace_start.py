@@ -1,8 +1,8 @@
 """What the Laplace start of ``th.mh("w", th.drift())`` costs on a tall logistic regression.
 
 Before the first draw, an adapted random walk moves its chain to a draw from the Laplace
-approximation at the mode (``thrifty/inference/laplace_start.py``).  This script times that
-start at N = 10⁵, d = 10 (``synthetic_logistic``, w ~ N(0, 0.1·I)), in one process, in
+approximation at the mode (``thrifty/inference/proposals/laplace_start.py``).  This script times
+that start at N = 10⁵, d = 10 (``synthetic_logistic``, w ~ N(0, 0.1·I)), in one process, in
 alternating rounds, against two baselines on the same data:
 
 * **numpy_newton** — a hand-written Newton's method in NumPy for the mode and the Laplace
@@ -41,7 +41,7 @@ from thrifty import dist
 from thrifty.core.run import Run
 from thrifty.core.simulate import initialize
 from thrifty.datasets import synthetic_logistic
-from thrifty.inference.laplace_start import laplace_start
+from thrifty.inference.proposals.laplace_start import laplace_start
 from thrifty.models.logistic import laplace, logistic_regression
 
 REPO = Path(__file__).resolve().parent.parent
@@ -57,7 +57,7 @@ def bernoulli_regression(X, y):
 def old_start(rev: str):
     """``laplace_start`` as it was at ``rev`` (its module source from git, run here)."""
     src = subprocess.run(
-        ["git", "show", f"{rev}:src/thrifty/inference/laplace_start.py"],
+        ["git", "show", f"{rev}:src/thrifty/inference/proposals/laplace_start.py"],
         cwd=REPO, capture_output=True, text=True, check=True,
     ).stdout
     module = types.ModuleType(f"laplace_start_{rev}")

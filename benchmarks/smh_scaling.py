@@ -3,7 +3,8 @@
 Tall logistic regression as in 002: x_ij ~ N(0, 1), θ = 1, d = 10 (``synthetic_logistic``),
 prior w ~ N(0, I), n ∈ {2¹⁰, …, 2²⁰}.  Kernels:
 
-* SMH-1 and SMH-2 (``thrifty.inference.smh``), each with the random-walk proposal (preconditioned,
+* SMH-1 and SMH-2 (``thrifty.inference.subsampling.smh``), each with the random-walk proposal
+(preconditioned,
   scale 2.38/√d, i.e. ∝ n^{-1/2}) and the π̂-reversible proposal (ρ = 0), with the default
   ("local") bound; SMH-2 reversible also with 002's ℓ1 bound and the "metric" bound, to compare
   bounds on the same chain design;
@@ -44,7 +45,7 @@ from thrifty import dist, glm  # noqa: E402
 from thrifty.core.simulate import initialize  # noqa: E402
 from thrifty.datasets import synthetic_logistic  # noqa: E402
 from thrifty.diagnostics._arviz import ess as az_ess  # noqa: E402
-from thrifty.inference.smh import smh  # noqa: E402
+from thrifty.inference.subsampling.smh import smh  # noqa: E402
 
 D = 10
 SMH_STEPS = 8000

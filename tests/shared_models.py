@@ -19,7 +19,8 @@ def robust_with_scale(X, y):
 
 @th.model
 def bernoulli_model(X, y):
-    """Logistic regression written without thrifty.glm: not a GLM as far as SMH can tell."""
+    """Logistic regression written without thrifty.distributions.glm: not a GLM as far as SMH can
+    tell."""
     w = th.sample("w", dist.MvNormal(np.zeros(X.shape[1]), np.eye(X.shape[1])))
     with th.plate("data", len(y)) as i:
         th.observe("y", dist.Bernoulli(logits=X[i] @ w), y[i])

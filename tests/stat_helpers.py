@@ -40,7 +40,7 @@ from scipy import stats
 
 import thrifty as th
 from thrifty.diagnostics._arviz import ess as az_ess
-from thrifty.inference.mh import LMH, MH
+from thrifty.inference.mcmc.mh import LMH, MH
 
 Z_MAX = 4.5
 FAMILY_ALPHA = 1e-5

@@ -17,7 +17,7 @@ import thrifty as th
 from stat_helpers import P_MIN, Z_MAX, check_continuous, check_discrete, prob_z, run
 from test_structure import fig1, fig1_exact, truncnorm_mu
 from thrifty import dist
-from thrifty.inference.arms import Arms, SumTree
+from thrifty.inference.mcmc.arms import Arms, SumTree
 from thrifty.models.hmm import forward_backward, hmm
 
 
@@ -74,7 +74,7 @@ def test_reward_propagation_follows_alg3():
     """001 Alg. 3 on a hand-made sequence of accepted steps, output z = (z0, z1): the selected
     choice joins each component's history; a changed component gives every history entry
     1/(|z|·|history|) of reward and count and is flushed; an unchanged one charges 1/|z|."""
-    from thrifty.inference.adaptive import AdaptiveLMH
+    from thrifty.inference.mcmc.adaptive import AdaptiveLMH
 
     k = AdaptiveLMH()
     x1, x2 = ("x1",), ("x2",)
@@ -266,7 +266,7 @@ def test_bad_arguments():
 def test_structure_changes_move_the_arms_without_a_pass_over_the_trace(monkeypatch):
     """A proposal that creates or drops a named choice adds or removes its arm (O(log n));
     the arms are rebuilt (one pass over the n choices) only for a new trace."""
-    from thrifty.inference.arms import Arms
+    from thrifty.inference.mcmc.arms import Arms
 
     @th.model
     def branchy(n):

@@ -295,7 +295,7 @@ def test_adaptive_lmh_on_a_dp_mixture_with_tables_coming_and_going():
     """AdLMH resamples labels (the CRP predictive) and table means; a label moved to a new
     table creates a mem entry and an emptied table drops one — Eq. 6's ΣW/ΣW' with the arms
     added and removed one by one."""
-    from thrifty.inference.adaptive import AdaptationWarning
+    from thrifty.inference.mcmc.adaptive import AdaptationWarning
 
     x = np.array([-1.5, -1.2, 1.0, 1.4])
     parts, probs = exact_dpm(x, lambda p: log_ewens(p, 1.0), NormalKnownVariance)

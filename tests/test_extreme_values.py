@@ -191,7 +191,7 @@ def test_heavy_tailed_log_densities_far_in_the_tails(name, make, logpdf0, scale,
 def test_glm_student_t_far_in_the_tails_and_its_derivatives():
     """The GLM Student-t family (its potential U = −log p and the three derivatives that Newton
     and the SMH bounds use) stays finite where (y − η)² overflows."""
-    from thrifty.glm import StudentT
+    from thrifty.distributions.glm import StudentT
 
     f = StudentT(3.0, 2.0)
     logpdf0 = st.t.logpdf(0.0, 3.0, scale=2.0)

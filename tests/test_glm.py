@@ -1,4 +1,5 @@
-"""GLM observation families (thrifty.glm): potentials, derivatives, bounds, the distribution.
+"""GLM observation families (thrifty.distributions.glm): potentials, derivatives, bounds, the
+distribution.
 
 * derivatives d1..d3 agree with central finite differences of the level below (relative error
   < 1e-5 on η ∈ [−8, 8], several y);
@@ -21,7 +22,7 @@ from scipy import stats
 import thrifty as th
 from thrifty import dist, glm
 from thrifty.errors import DistributionError
-from thrifty.inference.smh import smh
+from thrifty.inference.subsampling.smh import smh
 
 FAMILIES = {
     "logistic": (glm.Logistic(), np.array([0, 1])),

@@ -19,7 +19,7 @@ from thrifty import dist
 from thrifty.core.run import Run
 from thrifty.core.simulate import initialize
 from thrifty.datasets import synthetic_logistic
-from thrifty.inference import laplace_start as ls
+from thrifty.inference.proposals import laplace_start as ls
 from thrifty.models.logistic import laplace, logistic_regression
 
 

@@ -22,7 +22,7 @@ from thrifty import dist, glm
 from thrifty.core.locate import locate
 from thrifty.diagnostics._arviz import ess as ess_of
 from thrifty.errors import SelectionError
-from thrifty.inference.subsampled import _LAZY_CAPTURE, SubsampledMH
+from thrifty.inference.subsampling.subsampled import _LAZY_CAPTURE, SubsampledMH
 from thrifty.models import joint_dpm
 
 NIW = (np.zeros(2), 0.05, 4.0, np.eye(2))

@@ -15,7 +15,7 @@ import thrifty as th
 from thrifty import dist
 from thrifty.diagnostics.kalman import kalman_filter, rts_smoother
 from thrifty.errors import ModelError
-from thrifty.inference import resampling
+from thrifty.inference.numerics import resampling
 from thrifty.models import hmm
 from thrifty.models.hmm import INITIAL, MEANS, OBSERVATIONS, TRANSITIONS
 from thrifty.models.lds import generate_lds, lds, lds_matrices
@@ -186,7 +186,7 @@ def test_docstring_examples_run():
     import doctest
     import importlib
 
-    for name in ("thrifty.inference.resampling", "thrifty.inference.smc",
+    for name in ("thrifty.inference.numerics.resampling", "thrifty.inference.particles.smc",
                  "thrifty.models.lds", "thrifty.diagnostics.kalman"):
         mod = importlib.import_module(name)
         result = doctest.testmod(mod, verbose=False, report=False)

@@ -22,7 +22,7 @@ from thrifty.core.run import RESCORE, Mode, Run
 from thrifty.core.simulate import initialize
 from thrifty.datasets import synthetic_logistic
 from thrifty.errors import SelectionError
-from thrifty.inference.proxy import TaylorSections
+from thrifty.inference.subsampling.proxy import TaylorSections
 from thrifty.models.logistic import laplace, logistic_regression
 
 
@@ -224,7 +224,7 @@ def test_bias_of_the_posterior_means_below_the_bound():
     z = excess_z(k, seed=1)
     assert np.all(z < zmax), z
 
-    import thrifty.inference.proxy as proxy_mod
+    import thrifty.inference.subsampling.proxy as proxy_mod
 
     real = proxy_mod.TaylorSections
     Tilted.a = 0.4 / sd[0]
@@ -239,20 +239,20 @@ def test_bias_of_the_posterior_means_below_the_bound():
 def test_doctests():
     import doctest
 
-    import thrifty.inference.austerity
-    import thrifty.inference.proxy
-    import thrifty.inference.sequential
-    import thrifty.inference.sgld
-    import thrifty.inference.subsampled
+    import thrifty.inference.numerics.sequential
+    import thrifty.inference.subsampling.austerity
+    import thrifty.inference.subsampling.proxy
+    import thrifty.inference.subsampling.sgld
+    import thrifty.inference.subsampling.subsampled
     import thrifty.models.logistic
 
     for mod in (
         thrifty.models.logistic,
-        thrifty.inference.subsampled,
-        thrifty.inference.sequential,
-        thrifty.inference.proxy,
-        thrifty.inference.austerity,
-        thrifty.inference.sgld,
+        thrifty.inference.subsampling.subsampled,
+        thrifty.inference.numerics.sequential,
+        thrifty.inference.subsampling.proxy,
+        thrifty.inference.subsampling.austerity,
+        thrifty.inference.subsampling.sgld,
     ):
         res = doctest.testmod(mod, verbose=False, report=False)
         assert res.failed == 0, mod.__name__

@@ -7,7 +7,7 @@ import thrifty as th
 from thrifty.datasets import synthetic_logistic
 from thrifty.diagnostics import geweke
 from thrifty.errors import SelectionError
-from thrifty.inference.sgld import SGLD
+from thrifty.inference.subsampling.sgld import SGLD
 from thrifty.models import logistic_regression
 
 X_SMALL, Y_SMALL, _ = synthetic_logistic(30, 2, seed=1)

@@ -40,8 +40,8 @@ from thrifty.core.run import Mode, Run
 from thrifty.datasets import synthetic_logistic
 from thrifty.diagnostics import geweke
 from thrifty.errors import SelectionError
-from thrifty.inference.alias import AliasTable
-from thrifty.inference.smh import SMH, smh
+from thrifty.inference.numerics.alias import AliasTable
+from thrifty.inference.subsampling.smh import SMH, smh
 
 
 def _infer(program, kernel, num_samples, burn_in=500, seed=0, chains=1):
@@ -535,10 +535,11 @@ def test_observations_outside_plates_are_exact_but_warned():
 def test_doctests():
     import doctest
 
-    import thrifty.glm
-    import thrifty.inference.alias
-    import thrifty.inference.smh
+    import thrifty.distributions.glm
+    import thrifty.inference.numerics.alias
+    import thrifty.inference.subsampling.smh
 
-    for mod in (thrifty.inference.smh, thrifty.glm, thrifty.inference.alias):
+    for mod in (thrifty.inference.subsampling.smh, thrifty.distributions.glm,
+                thrifty.inference.numerics.alias):
         res = doctest.testmod(mod, verbose=False, report=False)
         assert res.failed == 0, mod.__name__

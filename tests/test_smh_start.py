@@ -9,7 +9,7 @@ import pytest
 
 import thrifty as th
 from thrifty.datasets import synthetic_logistic
-from thrifty.inference.smh import FarFromModeWarning
+from thrifty.inference.subsampling.smh import FarFromModeWarning
 from thrifty.models import logistic_regression
 from thrifty.models.logistic import laplace
 

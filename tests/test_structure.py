@@ -38,7 +38,7 @@ from stat_helpers import (
     z_threshold,
 )
 from thrifty import dist
-from thrifty.inference.mh import LMH
+from thrifty.inference.mcmc.mh import LMH
 
 
 @th.model

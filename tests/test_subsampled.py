@@ -14,7 +14,7 @@ from thrifty.core.locate import locate
 from thrifty.core.simulate import initialize
 from thrifty.datasets import synthetic_logistic
 from thrifty.errors import SelectionError
-from thrifty.inference.sequential import LazyPermutation, sequential_test
+from thrifty.inference.numerics.sequential import LazyPermutation, sequential_test
 from thrifty.models.logistic import logistic_regression
 
 # -- the sequential test on fixed vectors --------------------------------------------------------

@@ -1,5 +1,7 @@
 """thrifty: probabilistic programming whose MCMC spends computation only where it matters."""
 
+import sys
+
 from thrifty import distributions as dist
 from thrifty.core.model import Model, Program, model
 from thrifty.core.primitives import (
@@ -14,21 +16,21 @@ from thrifty.core.primitives import (
 )
 from thrifty.core.simulate import initialize, simulate
 from thrifty.core.trace import Trace
-from thrifty.inference.adaptive import adaptive_lmh
-from thrifty.inference.austerity import austerity_gibbs
 from thrifty.inference.compose import cycle, mixture
-from thrifty.inference.gibbs import gibbs
 from thrifty.inference.kernel import Kernel, ZeroAcceptanceWarning
-from thrifty.inference.mh import lmh, mh
-from thrifty.inference.pgibbs import pgibbs
-from thrifty.inference.pmmh import pmmh
-from thrifty.inference.proposals import drift, prior
+from thrifty.inference.mcmc.adaptive import adaptive_lmh
+from thrifty.inference.mcmc.gibbs import gibbs
+from thrifty.inference.mcmc.mh import lmh, mh
+from thrifty.inference.particles.pgibbs import pgibbs
+from thrifty.inference.particles.pmmh import pmmh
+from thrifty.inference.particles.smc import SMCResult, smc
+from thrifty.inference.particles.smc_replay import ReplayWarning
+from thrifty.inference.proposals.base import drift, prior
 from thrifty.inference.selection import each, one, ordered_range, select
-from thrifty.inference.sgld import sgld
-from thrifty.inference.smc import SMCResult, smc
-from thrifty.inference.smc_replay import ReplayWarning
-from thrifty.inference.smh import smh
-from thrifty.inference.subsampled import subsampled_mh
+from thrifty.inference.subsampling.austerity import austerity_gibbs
+from thrifty.inference.subsampling.sgld import sgld
+from thrifty.inference.subsampling.smh import smh
+from thrifty.inference.subsampling.subsampled import subsampled_mh
 from thrifty.processes.crp import CRP
 from thrifty.processes.pitman_yor import PitmanYor
 from thrifty.runtime import InterruptedWarning, load_checkpoint
@@ -97,5 +99,7 @@ from thrifty import (  # subpackages users reach as th.datasets, ...
     collapsed,
     datasets,
     diagnostics,
-    glm,
 )
+from thrifty.distributions import glm  # the GLM families, as th.glm
+
+sys.modules[__name__ + ".glm"] = glm  # ``import thrifty.glm`` names the same module

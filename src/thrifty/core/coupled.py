@@ -24,7 +24,7 @@ commit; a rejected proposal leaves the trace's state alone.
 
 Element-wise vectorised updates (Gibbs or MH on every element in one pass) assume independent
 elements and are refused for coupled sites; ``th.gibbs`` updates a process's draws one at a
-time over the state's candidates (:mod:`thrifty.inference.gibbs`).
+time over the state's candidates (:mod:`thrifty.inference.mcmc.gibbs`).
 """
 
 from __future__ import annotations

@@ -23,8 +23,8 @@ class ExecLog:
     lazy run), so that what they compute may differ now.  Entries are immutable and linked
     newest first, so a cloned node shares its history, and an entry of every element has no
     predecessor: it replaces what came before.  A kernel that keeps per-element data computed
-    by the plate's body (:mod:`thrifty.inference.mem_proxy`) reads the entries newer than the
-    one it saw last — O(executed elements), never a scan — and never trusts data the engine
+    by the plate's body (:mod:`thrifty.inference.subsampling.mem_proxy`) reads the entries newer
+    than the one it saw last — O(executed elements), never a scan — and never trusts data the engine
     re-ran without telling it."""
 
     __slots__ = ("dirty", "idx", "obs", "prev")

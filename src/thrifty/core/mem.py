@@ -53,8 +53,8 @@ class ReaderLog:
     ``old`` and started reading ``new`` (either ``None`` when the elements appeared or left;
     ``elems`` ``None`` when the plate left; ``plate`` ``None`` for a mark).  Entries are
     immutable and linked newest first, so a cloned table shares its history; a kernel that keeps
-    per-key statistics of the readers (:mod:`thrifty.inference.mem_proxy`) reads the entries
-    newer than the one it saw last — O(moves), never a scan of the readers."""
+    per-key statistics of the readers (:mod:`thrifty.inference.subsampling.mem_proxy`) reads the
+    entries newer than the one it saw last — O(moves), never a scan of the readers."""
 
     __slots__ = ("elems", "new", "old", "plate", "prev")
 

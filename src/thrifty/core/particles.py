@@ -1,8 +1,8 @@
 """Particle batches: a program body executed once over N particles (the batched executor).
 
 A :class:`ParticleFrame` is the root frame of a particle run.  The program's top-level code runs
-once; its ``th.markov`` chains are handed to a *driver* (:mod:`thrifty.inference.smc`) that runs
-each step ``step(t, prev)`` once on the array of the N particles' states, in a
+once; its ``th.markov`` chains are handed to a *driver* (:mod:`thrifty.inference.particles.smc`)
+that runs each step ``step(t, prev)`` once on the array of the N particles' states, in a
 :class:`~thrifty.core.batch.BatchFrame` whose sites hold one value per particle, and weighs and
 resamples the particles between steps.  Observed values are the same for every particle (they
 broadcast against the particles' parameters).

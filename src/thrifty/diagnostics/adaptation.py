@@ -27,7 +27,7 @@ def adaptation_snapshots(program, kernel=None, at=(1000, 10_000, 100_000), seed=
     ([200, 400], 18)
     """
     from thrifty.core.simulate import initialize
-    from thrifty.inference.adaptive import AdaptiveLMH, adaptive_lmh
+    from thrifty.inference.mcmc.adaptive import AdaptiveLMH, adaptive_lmh
 
     kernel = adaptive_lmh() if kernel is None else copy.deepcopy(kernel)
     if not isinstance(kernel, AdaptiveLMH):

@@ -160,7 +160,7 @@ def _wilson(k: int, n: int, z: float = 1.96) -> tuple:
 
 
 def _is_gibbs(kernel) -> bool:
-    from thrifty.inference.austerity import AusterityGibbs
+    from thrifty.inference.subsampling.austerity import AusterityGibbs
 
     return isinstance(kernel, AusterityGibbs)
 
@@ -235,7 +235,7 @@ def check_subsampling(
     >>> r.heavy_tails, r.wrong_decision_rate < 0.2
     (False, True)
     """
-    from thrifty.inference.subsampled import SubsampledMH
+    from thrifty.inference.subsampling.subsampled import SubsampledMH
 
     if not isinstance(kernel, SubsampledMH):
         raise TypeError(
@@ -359,7 +359,7 @@ def _proxy_would_apply(kernel, trace) -> bool:
     """Whether ``proxy='taylor'`` could be used instead: plain subsampled MH on one vector of
     GLM weights (the O(N) section discovery of ``th.smh``, without its precomputation)."""
     from thrifty.errors import SelectionError
-    from thrifty.inference.smh import SMH
+    from thrifty.inference.subsampling.smh import SMH
 
     if _is_gibbs(kernel) or getattr(kernel, "proxy", None) is not None:
         return False

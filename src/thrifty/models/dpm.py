@@ -51,8 +51,8 @@ def joint_dpm(X, y, m0, k0, v0, S0, sig_w):
                                    proposal=th.drift(0.1), proxy="taylor")])
 
     ``proxy="taylor"`` (optional) tests Taylor remainders of each cluster's logistic terms
-    (:mod:`thrifty.inference.mem_proxy`).  Started from the prior, the chain holds many small
-    tables at first (α is drawn from Gamma(1, 1) and every point opens tables); initialising
+    (:mod:`thrifty.inference.subsampling.mem_proxy`).  Started from the prior, the chain holds many
+    small tables at first (α is drawn from Gamma(1, 1) and every point opens tables); initialising
     the labels (``init={"data.z": ...}``, e.g. k-means) shortens that phase.
 
     >>> import numpy as np, thrifty as th

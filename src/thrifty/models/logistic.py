@@ -1,6 +1,6 @@
 """Bayesian logistic regression (papers 000 §4.1, 002): w ~ N(0, σ²I), y_i ~ Bern(σ(x_i·w)).
 
-The observations are :mod:`thrifty.glm` logistic observations (as fast as
+The observations are :mod:`thrifty.distributions.glm` logistic observations (as fast as
 ``dist.Bernoulli(logits=X[i] @ w)``), so every kernel applies — including ``th.smh``, which needs
 to know the likelihood is a GLM in ``w``.
 """

@@ -1,7 +1,7 @@
 r"""The GLM sections of a vector choice θ: the observations a subsampling kernel reads one by one.
 
-A *section* is one element of a plate observed through a GLM (:mod:`thrifty.glm`) whose
-weights are θ: ``th.observe("y", glm.logistic(X[i], w), y[i])`` gives U_i(θ) = U(x_i·θ, y_i).
+A *section* is one element of a plate observed through a GLM (:mod:`thrifty.distributions.glm`)
+whose weights are θ: ``th.observe("y", glm.logistic(X[i], w), y[i])`` gives U_i(θ) = U(x_i·θ, y_i).
 SMH (paper 002), the Taylor proxy of subsampled MH, the SGLD proposal and
 :func:`thrifty.diagnostics.check_subsampling` all need the rows x_i, the observations y_i and the
 families of the sections, found once per chain in O(N):
@@ -30,8 +30,8 @@ from thrifty.core.address import fmt
 from thrifty.core.locate import find_plate
 from thrifty.core.run import Mode
 from thrifty.core.vocab import same_value
+from thrifty.distributions.glm import GLM
 from thrifty.errors import SelectionError
-from thrifty.glm import GLM
 
 SETUP_MODE = Mode(rescore=True, capture=True)  # every observation, captured
 
@@ -132,7 +132,7 @@ def find(kernel, trace, prev: Sections | None, prior) -> tuple[Sections, bool]:
         raise SelectionError(
             f"smh: no glm observation inside a plate has {fmt(addr)} as its weights; smh "
             "needs observations like th.observe('y', glm.logistic(X[i], w), y[i]) in a "
-            "th.plate (see thrifty.glm)"
+            "th.plate (see thrifty.distributions.glm)"
         )
     if glob_big and not getattr(kernel, "_warned", False):
         kernel._warned = True

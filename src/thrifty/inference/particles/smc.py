@@ -29,9 +29,9 @@ from thrifty.core.run import Run
 from thrifty.core.trace import Trace
 from thrifty.core.vocab import RESAMPLE, ZeroProbability
 from thrifty.errors import ArgumentError, ModelError
-from thrifty.inference.generations import Generations, NoParticleLeft
-from thrifty.inference.smc_replay import smc_replay
-from thrifty.inference.smc_result import SMCResult
+from thrifty.inference.particles.generations import Generations, NoParticleLeft
+from thrifty.inference.particles.smc_replay import smc_replay
+from thrifty.inference.particles.smc_result import SMCResult
 
 
 class _NotBatchable(Exception):
@@ -117,7 +117,7 @@ def smc(
     A program without ``th.markov`` chains (recursion, stochastic branching: 003 §4) runs on the
     general path: a generation per top-level observation, each particle replaying its choices
     from the start — O(N·K²) site executions for K observations, with a
-    :class:`~thrifty.inference.smc_replay.ReplayWarning` saying so.
+    :class:`~thrifty.inference.particles.smc_replay.ReplayWarning` saying so.
 
     >>> import numpy as np, thrifty as th
     >>> from thrifty.models.lds import lds, generate_lds

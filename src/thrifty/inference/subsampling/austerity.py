@@ -22,8 +22,8 @@ import numpy as np
 from thrifty.core.address import fmt
 from thrifty.core.locate import locate
 from thrifty.errors import SelectionError
-from thrifty.inference.proposals import Proposal
-from thrifty.inference.subsampled import SubsampledMH
+from thrifty.inference.proposals.base import Proposal
+from thrifty.inference.subsampling.subsampled import SubsampledMH
 
 
 class _Flip(Proposal):

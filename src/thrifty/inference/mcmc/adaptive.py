@@ -5,7 +5,7 @@ LMH picks the choice to resample uniformly; AdLMH picks choice i with probabilit
     α_i = W_i / Σ_k W_k                                                          (001 Eq. 5)
 
 where W_i is the upper confidence bound of the choice's *unit reward* r_i / c_i (Eq. 17, see
-:mod:`thrifty.inference.arms`), resamples it from its prior as LMH does, and accepts with
+:mod:`thrifty.inference.mcmc.arms`), resamples it from its prior as LMH does, and accepts with
 
     min(1, p(y'|x')p(x') α'_k p(x \\ x' | x ∩ x') / (p(y|x)p(x) α_k p(x' \\ x | x' ∩ x)))   (Eq. 6)
 
@@ -32,8 +32,8 @@ from thrifty.core.run import RESAMPLE, VecTarget
 from thrifty.core.snapshot import provisional_commit
 from thrifty.core.vocab import DETERMINISTIC, same_value
 from thrifty.errors import SelectionError
-from thrifty.inference.arms import Arms
 from thrifty.inference.kernel import Kernel
+from thrifty.inference.mcmc.arms import Arms
 from thrifty.inference.selection import Everything, select
 
 
@@ -272,7 +272,7 @@ def _site_name(addr) -> str:
 
 def adaptive_lmh(exploration: float = 0.5, sel=None, freeze_after: int | None = None):
     """Adaptive LMH (paper 001): LMH whose choice of the variable to resample adapts to how
-    often resampling it changes the program's output; see :mod:`thrifty.inference.adaptive`.
+    often resampling it changes the program's output; see :mod:`thrifty.inference.mcmc.adaptive`.
 
     ``exploration`` is C of the upper confidence bound (001 uses 0.5); ``sel`` restricts the
     choices (default: all latent choices); ``freeze_after`` stops adapting after that many

@@ -19,7 +19,7 @@ from thrifty.core.code_errors import WRAPPED, step_code_error, wraps
 from thrifty.core.particles import StepFrame, per_particle, take
 from thrifty.core.vocab import DETERMINISTIC, LATENT, chain_length, frozen_state
 from thrifty.errors import ModelError, NumericalError
-from thrifty.inference import resampling
+from thrifty.inference.numerics import resampling
 
 
 class NoParticleLeft(NumericalError):

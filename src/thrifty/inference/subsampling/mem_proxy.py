@@ -40,9 +40,9 @@ from thrifty.core.locate import find_plate
 from thrifty.core.mem import watch
 from thrifty.core.run import Mode
 from thrifty.core.trace import same_value
+from thrifty.distributions.glm import GLM
 from thrifty.errors import SelectionError
-from thrifty.glm import GLM
-from thrifty.inference.smh import positive_definite, prior_model
+from thrifty.inference.subsampling.smh import positive_definite, prior_model
 
 _FULL = Mode(rescore=True, capture=True)
 _MIN_MOVES = 10  # a key is re-centred after max(_MIN_MOVES, n/2) moves since its build

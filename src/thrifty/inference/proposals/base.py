@@ -44,7 +44,7 @@ class Prior(Proposal):
 
 class Drift(Proposal):
     """Gaussian random walk ``x' = x + scale · N(0, I)`` for continuous (vector) choices; with
-    ``scale=None`` the walk adapts during burn-in (:mod:`thrifty.inference.adapt`)."""
+    ``scale=None`` the walk adapts during burn-in (:mod:`thrifty.inference.proposals.adapt`)."""
 
     def __init__(self, scale=None):
         self.adapters: dict | None = None
@@ -68,7 +68,7 @@ class Drift(Proposal):
 
     # -- adaptive: one adapter per block of choices ------------------------------------------------
     def _adapter(self, key, d: int, covariance: bool):
-        from thrifty.inference.adapt import Adapter
+        from thrifty.inference.proposals.adapt import Adapter
 
         a = self.adapters.get(key)
         if a is None or a.d != d:
@@ -116,7 +116,7 @@ class Drift(Proposal):
             a.learn(accept_prob)
 
     def freeze(self) -> None:
-        """The end of the burn-in (see :meth:`thrifty.inference.adapt.Adapter.freeze`)."""
+        """The end of the burn-in (see :meth:`thrifty.inference.proposals.adapt.Adapter.freeze`)."""
         for a in (self.adapters or {}).values():
             a.freeze()
 
@@ -195,11 +195,11 @@ def drift(scale=None) -> Drift:
     ``th.subsampled_mh``, whose default proposal it is): one scale per site towards acceptance
     0.44, and for a block of several coordinates a covariance estimate with Haario's 2.38²/d
     scaling towards 0.234; it is frozen after the burn-in, so the draws come from a fixed MH
-    kernel (:mod:`thrifty.inference.adapt`).  A block of continuous top-level choices first
-    moves to a draw from the Laplace approximation at the mode and starts its covariance there
-    (:mod:`thrifty.inference.laplace_start`: a few full-data passes for GLM weights; skipped
-    when ``init`` gives the block).  Otherwise it starts at sd 0.1 per coordinate — the scale
-    it keeps if there is no burn-in (``th.infer`` then warns).
+    kernel (:mod:`thrifty.inference.proposals.adapt`).  A block of continuous top-level choices
+    first moves to a draw from the Laplace approximation at the mode and starts its covariance there
+    (:mod:`thrifty.inference.proposals.laplace_start`: a few full-data passes for GLM weights;
+    skipped when ``init`` gives the block).  Otherwise it starts at sd 0.1 per coordinate — the
+    scale it keeps if there is no burn-in (``th.infer`` then warns).
 
     >>> import numpy as np, thrifty as th
     >>> from thrifty import dist

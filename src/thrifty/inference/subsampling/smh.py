@@ -1,6 +1,7 @@
 r"""Scalable Metropolis–Hastings, ``th.smh`` (paper 002): exact MH that reads O(1) data per step.
 
-The target of the selected vector θ (the weights of GLM observations, :mod:`thrifty.glm`) is
+The target of the selected vector θ (the weights of GLM observations,
+:mod:`thrifty.distributions.glm`) is
 
     π(θ) ∝ G(θ) · Π_i exp(−U_i(θ)),   U_i(θ) = U(x_i·θ, y_i),
 
@@ -101,11 +102,18 @@ from thrifty.core.address import as_pattern, fmt
 from thrifty.core.run import Mode
 from thrifty.core.vocab import same_value
 from thrifty.errors import SelectionError
-from thrifty.inference.alias import AliasTable
-from thrifty.inference.glm_sections import Sections, apply, derivs, find, resolve, still_valid
-from thrifty.inference.glm_sections import confirm as confirm_sections
-from thrifty.inference.proposals import Drift, require_scale
+from thrifty.inference.numerics.alias import AliasTable
+from thrifty.inference.proposals.base import Drift, require_scale
 from thrifty.inference.selecting import Selecting
+from thrifty.inference.subsampling.glm_sections import (
+    Sections,
+    apply,
+    derivs,
+    find,
+    resolve,
+    still_valid,
+)
+from thrifty.inference.subsampling.glm_sections import confirm as confirm_sections
 
 _LAZY = Mode(lazy=True, capture=True)  # the global factor: plates execute no element
 _BOUNDS = ("local", "metric", "l1")
@@ -700,7 +708,7 @@ def smh(
     """Scalable Metropolis–Hastings (paper 002): exact MH on GLM weights, O(1) data per step.
 
     ``selection`` names one top-level vector choice θ whose observations are
-    :mod:`thrifty.glm` distributions inside plates (``glm.logistic(X[i], w)``, ...).
+    :mod:`thrifty.distributions.glm` distributions inside plates (``glm.logistic(X[i], w)``, ...).
 
     * ``order`` — 1 or 2: Taylor order of the control variates; with 2, the expected number of
       likelihood terms per step falls like n^{-1/2} (002).
@@ -710,7 +718,7 @@ def smh(
       2.38/√d, i.e. ∝ n^{-1/2}); or ``th.drift(s)``.
     * ``theta_hat`` — the expansion point; default: the posterior mode (Newton, at set-up).
     * ``bound`` — ``"local"`` (default, tightest), ``"metric"`` or ``"l1"`` (002); see
-      :mod:`thrifty.inference.smh`.
+      :mod:`thrifty.inference.subsampling.smh`.
     * ``rho`` — autocorrelation of the reversible proposal (0: independent draws from N(m, P⁻¹)).
     * ``rw_mix`` — with the reversible proposal, the probability of a random-walk step instead
       (a mixture of two exact kernels): pCN alone cannot leave regions where the Gaussian
@@ -724,7 +732,7 @@ def smh(
 
     >>> import numpy as np, thrifty as th
     >>> from thrifty import dist, glm
-    >>> from thrifty.inference.smh import smh
+    >>> from thrifty.inference.subsampling.smh import smh
     >>> from thrifty.datasets import synthetic_logistic
     >>> X, y, _ = synthetic_logistic(2000, 3, seed=0)
     >>> @th.model

@@ -21,11 +21,11 @@ from thrifty._args import int_arg
 from thrifty.core.address import as_name, as_pattern, dotted, fmt
 from thrifty.core.vocab import ZeroProbability
 from thrifty.errors import ModelError, SelectionError
-from thrifty.inference.generations import Generations, NoParticleLeft
 from thrifty.inference.kernel import Kernel
-from thrifty.inference.pgibbs import write_trajectories
-from thrifty.inference.proposals import Drift, Prior, Proposal, require_scale
-from thrifty.inference.smc import run_particles
+from thrifty.inference.particles.generations import Generations, NoParticleLeft
+from thrifty.inference.particles.pgibbs import write_trajectories
+from thrifty.inference.particles.smc import run_particles
+from thrifty.inference.proposals.base import Drift, Prior, Proposal, require_scale
 
 
 class PMMH(Kernel):

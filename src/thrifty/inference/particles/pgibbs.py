@@ -31,11 +31,11 @@ from thrifty.core.batch import BatchFrame
 from thrifty.core.particles import StepFrame, per_particle
 from thrifty.core.vocab import LATENT, Plan, VecTarget, same_value
 from thrifty.errors import ModelError, SelectionError
-from thrifty.inference import resampling
-from thrifty.inference.generations import Generations
 from thrifty.inference.kernel import Kernel
+from thrifty.inference.numerics import resampling
+from thrifty.inference.particles.generations import Generations
+from thrifty.inference.particles.smc import run_particles
 from thrifty.inference.selection import OrderedRange
-from thrifty.inference.smc import run_particles
 
 
 class _ConditionalStep(StepFrame):

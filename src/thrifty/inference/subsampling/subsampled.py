@@ -4,8 +4,9 @@ For a global choice θ the change θ → θ' splits into a *global* part — eve
 plates and chains it reaches: its prior, the proposal ratio, other top-level sites — and N
 *local sections*, each one element of a plate, one step of a markov chain (states held fixed),
 or one reader of a memoized value.  The MH decision  log u < G + Σ_i l_i  is the test
-μ = mean(l_i) > μ0 = (log u − G)/N of :func:`~thrifty.inference.sequential.sequential_test`,
-decided from minibatches of sections (000 Alg. 2, 3):
+μ = mean(l_i) > μ0 = (log u − G)/N of
+:func:`~thrifty.inference.numerics.sequential.sequential_test`, decided from minibatches of sections
+(000 Alg. 2, 3):
 
 1. propose θ'; one *lazy* execution with no section planned gives G exactly and the section
    containers (000 §3.1: the plates / chains that θ reaches, or θ's mem readers);
@@ -33,11 +34,11 @@ from thrifty.core.locate import find_plate, locate, plan_elements, plan_for, tra
 from thrifty.core.mem import KEPT
 from thrifty.core.run import LAZY, Mode, Plan
 from thrifty.errors import ArgumentError, SelectionError
-from thrifty.inference.proposals import Proposal, drift
-from thrifty.inference.proxy import TaylorProxy
+from thrifty.inference.numerics.sequential import TestOutcome, sequential_test
+from thrifty.inference.proposals.base import Proposal, drift
 from thrifty.inference.selecting import Selecting
 from thrifty.inference.selection import One
-from thrifty.inference.sequential import TestOutcome, sequential_test
+from thrifty.inference.subsampling.proxy import TaylorProxy
 
 _LAZY_CAPTURE = Mode(lazy=True, capture=True)
 
@@ -178,12 +179,12 @@ class SubsampledMH(Selecting):
     def start(self, trace, rng, init: dict) -> None:
         """With ``th.drift()`` (adapted) or ``proxy="taylor"``, start a fresh chain at a draw
         from the Laplace approximation at the mode θ̂, and an adapted proposal at its
-        covariance (:mod:`thrifty.inference.laplace_start`), unless ``init`` gives the choice:
-        the Taylor remainders are small, and most decisions settle from one minibatch, only
-        near θ̂.  The proxy keeps the set-up that found θ̂.  (Not for ``th.one``: its blocks
-        are updated one at a time.)"""
+        covariance (:mod:`thrifty.inference.proposals.laplace_start`), unless ``init`` gives the
+        choice: the Taylor remainders are small, and most decisions settle from one minibatch, only
+        near θ̂.  The proxy keeps the set-up that found θ̂.  (Not for ``th.one``: its blocks are
+        updated one at a time.)"""
         if (self.proxy is not None or self._adapts) and not isinstance(self.selection, One):
-            from thrifty.inference.laplace_start import laplace_start
+            from thrifty.inference.proposals.laplace_start import laplace_start
 
             laplace_start(self, trace, rng, init, proxy=self.proxy)
 
@@ -428,11 +429,11 @@ def subsampled_mh(
     (0: exact MH at full cost), ``proposal``, ``k0`` minibatches before the first test.
 
     The default proposal is ``th.drift()``, the random walk that adapts during the burn-in as
-    in ``th.mh`` (:mod:`thrifty.inference.adapt`; Robbins–Monro on each decision's 0/1
+    in ``th.mh`` (:mod:`thrifty.inference.proposals.adapt`; Robbins–Monro on each decision's 0/1
     outcome, towards acceptance 0.234 for a block, 0.44 for one coordinate) and is fixed
     after it.  A top-level block (not under ``th.one``) starts at a draw from the Laplace
     approximation at the mode, and the walk at its covariance — found by Newton on the full
-    data in a few passes for GLM weights (:mod:`thrifty.inference.laplace_start`) — so the
+    data in a few passes for GLM weights (:mod:`thrifty.inference.proposals.laplace_start`) — so the
     walk's scale is the posterior's from the first step: on a tall logistic regression a
     fixed ``th.drift(0.1)`` is 13 posterior sds and never accepts.  Give ``burn_in`` to
     ``th.infer`` as usual.
@@ -454,15 +455,16 @@ def subsampled_mh(
     test alone, up to all N (000 Alg. 2).  Not used with ``proxy="taylor"``, whose remainders
     settle in a few minibatches.
 
-    ``proxy="taylor"``: for GLM weights (:mod:`thrifty.glm` observations in plates), test the
-    remainders of a second-order Taylor expansion at the posterior mode ``theta_hat`` (found
-    by Newton at set-up, O(N) once, when not given) instead of the l_i — control variates
+    ``proxy="taylor"``: for GLM weights (:mod:`thrifty.distributions.glm` observations in plates),
+    test the remainders of a second-order Taylor expansion at the posterior mode ``theta_hat``
+    (found by Newton at set-up, O(N) once, when not given) instead of the l_i — control variates
     that let a few minibatches settle most decisions of an efficient proposal
-    (:mod:`thrifty.inference.proxy`).  ``result.stats`` then also reports ``setups_per_step``.
-    On one key of a memoized function (``th.one("w")`` with ``w = th.mem(...)`` read as
-    ``glm.logistic(X[i], w(z))``: one cluster's weights) the sums are kept per key and follow
-    the readers as labels move, each key centred at its own conditional mode
-    (:mod:`thrifty.inference.mem_proxy`; ``cluster_builds_per_step`` counts the O(N_k) builds).
+    (:mod:`thrifty.inference.subsampling.proxy`).  ``result.stats`` then also reports
+    ``setups_per_step``. On one key of a memoized function (``th.one("w")`` with ``w = th.mem(...)``
+    read as ``glm.logistic(X[i], w(z))``: one cluster's weights) the sums are kept per key and
+    follow the readers as labels move, each key centred at its own conditional mode
+    (:mod:`thrifty.inference.subsampling.mem_proxy`; ``cluster_builds_per_step`` counts the O(N_k)
+    builds).
 
     >>> import numpy as np, thrifty as th
     >>> from thrifty.datasets import synthetic_logistic

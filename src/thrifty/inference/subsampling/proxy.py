@@ -27,11 +27,10 @@ left stale after an accepted step and rescored by the runs that next read them.
 
 Requirements (checked at set-up, with an error naming the address at fault): the selected
 choice is one top-level real vector θ, and every term of a plate that depends on θ is a
-:mod:`thrifty.glm` observation whose linear predictor is ``X[i] @ θ``; θ reaches no markov
-chain or memoized value.  One key of a memoized function (a cluster's weights ``w(k)``, read
-as ``glm.logistic(X[i], w(z))``) is handled by :mod:`.mem_proxy`, with per-key statistics
-that follow the readers as they change.
-"""
+:mod:`thrifty.distributions.glm` observation whose linear predictor is ``X[i] @ θ``; θ reaches no
+markov chain or memoized value.  One key of a memoized function (a cluster's weights ``w(k)``, read
+as ``glm.logistic(X[i], w(z))``) is handled by :mod:`.mem_proxy`, with per-key statistics that
+follow the readers as they change. """
 
 from __future__ import annotations
 
@@ -40,7 +39,7 @@ import numpy as np
 from thrifty.core.address import fmt
 from thrifty.core.trace import same_value
 from thrifty.errors import SelectionError
-from thrifty.inference.mem_proxy import MemTaylor, proxy_sum
+from thrifty.inference.subsampling.mem_proxy import MemTaylor, proxy_sum
 
 
 class TaylorSections:
@@ -105,7 +104,7 @@ class TaylorProxy:
                     f"{fmt(addr)}; Taylor proxies cover glm observations in plates only "
                     "(use proxy=None)"
                 )
-        from thrifty.inference.smh import SMH
+        from thrifty.inference.subsampling.smh import SMH
 
         addr = locs[0].addr
         h = self._helper
@@ -122,7 +121,7 @@ class TaylorProxy:
         theta = np.asarray(locs[0].value, dtype=float)
         far = getattr(self, "_far", None)
         if far is None:
-            from thrifty.inference.smh import FarFromMode
+            from thrifty.inference.subsampling.smh import FarFromMode
 
             far = self._far = FarFromMode(f"{name}(proxy='taylor')")
         far.see(st, st.R @ (theta - st.theta_hat), addr)

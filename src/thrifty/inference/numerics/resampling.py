@@ -6,7 +6,7 @@ generator, and returns ``n`` ancestor indices in increasing order such that part
 draws) ≥ residual ≥ stratified ≥ systematic in practice (Douc, Cappé & Moulines 2005).
 
 >>> import numpy as np
->>> from thrifty.inference.resampling import systematic
+>>> from thrifty.inference.numerics.resampling import systematic
 >>> systematic(np.array([0.5, 0.25, 0.25]), 4, np.random.default_rng(0))
 array([0, 0, 1, 2])
 """

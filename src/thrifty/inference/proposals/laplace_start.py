@@ -12,14 +12,15 @@ proposal or ``proxy="taylor"`` — unless ``init`` gives one of them —
 2. starts the chain at a draw from N(θ̂, H⁻¹), so that chains still start at different points
    and R-hat keeps its meaning;
 3. starts an adaptive proposal's covariance at H⁻¹ (λ = 1: Haario's 2.38²/d scaling), which the
-   burn-in's windows then refine, pooled with it (:mod:`thrifty.inference.adapt`).
+   burn-in's windows then refine, pooled with it (:mod:`thrifty.inference.proposals.adapt`).
 
 How θ̂ and H are found, and what it costs (``result.stats[label]["start"]``, per chain):
 
-* **GLM weights** — one top-level real vector θ whose plate terms are :mod:`thrifty.glm`
+* **GLM weights** — one top-level real vector θ whose plate terms are
+:mod:`thrifty.distributions.glm`
   observations ``glm.logistic(X[i], θ)``, …: Newton's method on the full data with the
   families' own derivatives, ∇U_i = U'(η_i) x_i and ∇²U_i = U''(η_i) x_i x_iᵀ — the set-up of
-  ``th.smh`` (:func:`~thrifty.inference.glm_sections.find`, paper 002 §3), shared with
+  ``th.smh`` (:func:`~thrifty.inference.subsampling.glm_sections.find`, paper 002 §3), shared with
   ``proxy="taylor"``, which keeps it.  Two executions of the program find the GLM sections,
   each Newton evaluation is one NumPy pass over X (O(N·d²); typically 5–10 of them), and one
   more execution moves the chain: a few full-data passes, whatever d.  Terms of θ other than
@@ -51,7 +52,7 @@ from thrifty.core.address import as_pattern
 from thrifty.core.locate import locate, plan_for
 from thrifty.core.run import Run
 from thrifty.errors import SelectionError
-from thrifty.inference.glm_sections import SETUP_MODE
+from thrifty.inference.subsampling.glm_sections import SETUP_MODE
 
 BIG = 1e300
 RESTARTS = 6
@@ -61,8 +62,8 @@ MAX_ELEMENTS = 10**8  # ... and at most this many plate elements executed in all
 
 def laplace_start(kernel, trace, rng, init: dict, proxy=None) -> None:
     """Move ``trace`` to a draw from the Laplace approximation of ``kernel``'s block (see the
-    module docstring); with ``proxy`` (a :class:`~thrifty.inference.proxy.TaylorProxy`), the
-    GLM fit at the proxy's θ̂ only, handed to the proxy."""
+    module docstring); with ``proxy`` (a :class:`~thrifty.inference.subsampling.proxy.TaylorProxy`),
+    the GLM fit at the proxy's θ̂ only, handed to the proxy."""
     block = _block(kernel, trace, init)
     if block is None:
         return
@@ -153,7 +154,7 @@ def _glm_fit(trace, addrs, locs, cost, proxy):
     v = locs[0].value
     if not (isinstance(v, np.ndarray) and v.ndim == 1 and v.dtype.kind == "f"):
         return None
-    from thrifty.inference.smh import SMH
+    from thrifty.inference.subsampling.smh import SMH
 
     h = SMH(addrs[0], order=2, theta_hat=None if proxy is None else proxy.theta_hat)
     try:

@@ -32,7 +32,7 @@ from thrifty.core.run import RESAMPLE, STRICT, Plan, StructureChange, VecTarget
 from thrifty.core.snapshot import provisional_commit
 from thrifty.errors import SelectionError
 from thrifty.inference.kernel import Kernel
-from thrifty.inference.proposals import Prior, Proposal, prior
+from thrifty.inference.proposals.base import Prior, Proposal, prior
 from thrifty.inference.selecting import Selecting
 from thrifty.inference.selection import Each, One, select
 
@@ -115,9 +115,9 @@ class MH(Selecting):
     def start(self, trace, rng, init: dict) -> None:
         """With ``th.drift()`` (adapted), start a block of continuous choices at a draw from the
         Laplace approximation and its proposal at that covariance
-        (:mod:`thrifty.inference.laplace_start`), unless ``init`` gives the block."""
+        (:mod:`thrifty.inference.proposals.laplace_start`), unless ``init`` gives the block."""
         if self._adapts:
-            from thrifty.inference.laplace_start import laplace_start
+            from thrifty.inference.proposals.laplace_start import laplace_start
 
             laplace_start(self, trace, rng, init)
 

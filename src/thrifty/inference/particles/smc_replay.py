@@ -7,7 +7,7 @@ its k-th observation (or factor) — that observation's likelihood is the partic
 weight — then the particles are resampled when the ESS is low.  A particle whose program ends
 before its k-th observation keeps its weight.  Cost: O(N·K²) site executions for K
 observations (each generation replays the prefix); ``th.markov`` chains run as one batch per
-step instead (:mod:`thrifty.inference.smc`).
+step instead (:mod:`thrifty.inference.particles.smc`).
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import numpy as np
 
 from thrifty import _context
 from thrifty.core.particles import Pause, ReplayFrame
-from thrifty.inference import resampling
-from thrifty.inference.generations import NoParticleLeft
-from thrifty.inference.smc_result import SMCResult
+from thrifty.inference.numerics import resampling
+from thrifty.inference.particles.generations import NoParticleLeft
+from thrifty.inference.particles.smc_result import SMCResult
 
 
 class ReplayWarning(UserWarning):

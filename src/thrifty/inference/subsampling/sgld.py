@@ -9,10 +9,9 @@ with q(θ' | θ, B) and q(θ | θ', B) conditioned on the same minibatch B (004 
 :meth:`SGLD.propose_block` returns.  Use it with ``th.mh`` (exact, O(N) per step) or with
 ``th.subsampled_mh`` (the sequential test decides from minibatches of sections).
 
-The gradients come from the GLM observations (:mod:`thrifty.glm`) whose weights are θ, found
-once by the same O(N) set-up as ``th.smh``; the prior's gradient is exact for Normal / MvNormal
-priors and a central difference otherwise.
-"""
+The gradients come from the GLM observations (:mod:`thrifty.distributions.glm`) whose weights are θ,
+found once by the same O(N) set-up as ``th.smh``; the prior's gradient is exact for Normal /
+MvNormal priors and a central difference otherwise. """
 
 from __future__ import annotations
 
@@ -23,8 +22,8 @@ import numpy as np
 from thrifty._args import int_arg, positive_finite
 from thrifty.core.address import fmt
 from thrifty.errors import SelectionError
-from thrifty.inference.glm_sections import derivs
-from thrifty.inference.proposals import Proposal
+from thrifty.inference.proposals.base import Proposal
+from thrifty.inference.subsampling.glm_sections import derivs
 
 
 class SGLD(Proposal):
@@ -48,7 +47,7 @@ class SGLD(Proposal):
                              "th.subsampled_mh on the GLM weights")
 
     def _sections(self, trace, loc):
-        from thrifty.inference.smh import SMH
+        from thrifty.inference.subsampling.smh import SMH
 
         h = self._helper
         st = None if h is None else h.sections

@@ -15,13 +15,13 @@ choices of one ``th.mh`` block), of dimension d.  During burn-in, after each ste
   t = 0 — so the transient of the burn-in's start does not distort the final Σ.  When the
   burn-in ends in a window that is at least half done, that window gives the final Σ;
 * a block that starts from the Laplace approximation at the mode
-  (:mod:`thrifty.inference.laplace_start`) has no transient to forget: its windows *pool* —
-  Σ is the covariance of every state since the start, combined with the Laplace covariance
-  counted as ``LAPLACE_STEPS_PER_DIM · d`` steps (a random walk tuned to 0.234 has an ESS of
-  about 0.3/d per step, so about 60 independent draws' worth).  A short window's covariance
-  is a poor estimate (150 steps in d = 3: eigenvalues 0.2–1.8 times the posterior's on a tall
-  logistic regression, where the Laplace covariance is nearly exact); a long burn-in still
-  learns a posterior the Laplace approximation misses (the diabetes regression's σ²).
+  (:mod:`thrifty.inference.proposals.laplace_start`) has no transient to forget: its windows *pool*
+  — Σ is the covariance of every state since the start, combined with the Laplace covariance counted
+  as ``LAPLACE_STEPS_PER_DIM · d`` steps (a random walk tuned to 0.234 has an ESS of about 0.3/d per
+  step, so about 60 independent draws' worth).  A short window's covariance is a poor estimate (150
+  steps in d = 3: eigenvalues 0.2–1.8 times the posterior's on a tall logistic regression, where the
+  Laplace covariance is nearly exact); a long burn-in still learns a posterior the Laplace
+  approximation misses (the diabetes regression's σ²).
 
 Element-wise plate updates adapt λ alone (α_t: the mean over the elements; their values belong
 to different posteriors, so no covariance).  The proposal starts with sd 0.1 per coordinate.

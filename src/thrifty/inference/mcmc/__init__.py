@@ -1,0 +1,1 @@
+"""Single-trace MCMC kernels: MH, LMH, enumerative Gibbs, adaptive LMH (papers 000, 001)."""

@@ -1,0 +1,1 @@
+"""Numerical building blocks: the sequential test, alias tables, resampling schemes."""

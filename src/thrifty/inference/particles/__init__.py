@@ -1,0 +1,1 @@
+"""Particle methods: SMC, particle Gibbs with ancestor sampling, PMMH (paper 003)."""

@@ -1,0 +1,1 @@
+"""Proposals of the MH-family kernels and their adaptation."""

@@ -1,8 +1,12 @@
 """The kernel protocol and per-kernel statistics.
 
-A kernel is a Python object with ``step(trace, rng) -> trace`` that leaves the posterior
-invariant (or approximately, for the subsampling kernels) and counts its work in ``stats``.
-``th.infer`` deep-copies the kernel for each chain, so statistics are per chain.
+A kernel is a Python object with ``update(trace, rng) -> (trace, info)`` that leaves the
+posterior invariant (or approximately, for the subsampling kernels) and says what the step did
+in ``info`` (an :class:`Info`: proposals, acceptances, program runs, plate elements and markov
+steps executed, seconds, kernel-specific counters — as BlackJAX's ``(state, info)``);
+``step(trace, rng)`` is the same without the info.  The kernel's ``stats`` are the sum of its
+steps' infos, from which ``result.stats`` is built.  ``th.infer`` deep-copies the kernel for
+each chain, so statistics are per chain.
 """
 
 from __future__ import annotations
@@ -15,6 +19,28 @@ from dataclasses import dataclass, field
 from thrifty.core.locate import stale_parts, stale_plan
 from thrifty.core.run import DEFAULT, RESCORE, Plan, Run
 from thrifty.inference.configured import Configured
+
+
+@dataclass
+class Info:
+    """What one kernel step did (see the module docstring)."""
+
+    proposed: int = 0
+    accepted: int = 0
+    elements: int = 0  # plate elements executed
+    chain_steps: int = 0  # markov steps executed
+    runs: int = 0  # program executions
+    seconds: float = 0.0
+    extra: dict = field(default_factory=dict)  # kernel-specific counters
+
+    def add_run(self, run: Run) -> None:
+        self.runs += 1
+        self.elements += run.work_elements
+        self.chain_steps += run.work_steps
+
+    def count(self, name: str, amount: float = 1) -> None:
+        """Add to a kernel-specific counter (reported as ``<name>_per_step``)."""
+        self.extra[name] = self.extra.get(name, 0) + amount
 
 
 @dataclass
@@ -82,6 +108,18 @@ class Stats:
         """Add to a kernel-specific counter (reported as ``<name>_per_step``)."""
         self.extra[name] = self.extra.get(name, 0) + amount
 
+    def add(self, info: Info) -> None:
+        """One more step, and what it did."""
+        self.steps += 1
+        self.proposed += info.proposed
+        self.accepted += info.accepted
+        self.elements += info.elements
+        self.chain_steps += info.chain_steps
+        self.runs += info.runs
+        self.seconds += info.seconds
+        for k, v in info.extra.items():
+            self.extra[k] = self.extra.get(k, 0) + v
+
     def merge(self, other: Stats) -> Stats:
         extra = dict(self.extra)
         for k, v in other.extra.items():
@@ -96,7 +134,10 @@ class Stats:
 
 
 class Kernel(Configured):
-    """Base class of the MCMC kernels.
+    """Base class of the MCMC kernels: ``update(trace, rng) -> (trace, info)``, ``step``, and
+    ``stats`` (the sum of the steps' infos).  A subclass defines ``_step`` and counts its work
+    in ``self.info`` (``self.info.proposed += 1``, ``self.info.count("name")``; its runs through
+    :meth:`execute` are counted there already).
 
     >>> import thrifty as th
     >>> from thrifty import dist
@@ -118,13 +159,30 @@ class Kernel(Configured):
 
     def __init__(self):
         self.stats = Stats()
+        self._info: Info | None = None  # the record of the step under way
+
+    @property
+    def info(self) -> Info | Stats:
+        """Where the kernel's code counts its work: the :class:`Info` of the step under way
+        — outside a step (a chain's start, a diagnostic's trial) the totals in ``stats``."""
+        info = getattr(self, "_info", None)
+        return self.stats if info is None else info
+
+    def update(self, trace, rng) -> tuple:
+        """One step: ``(trace, info)``, with ``info`` (an :class:`Info`) what it did."""
+        info = self._info = Info()
+        t0 = time.perf_counter()
+        try:
+            trace = self._step(trace, rng)
+        finally:
+            self._info = None
+            info.seconds = time.perf_counter() - t0
+            self.stats.add(info)
+        return trace, info
 
     def step(self, trace, rng):
-        t0 = time.perf_counter()
-        trace = self._step(trace, rng)
-        self.stats.steps += 1
-        self.stats.seconds += time.perf_counter() - t0
-        return trace
+        """One step (:meth:`update` without the info)."""
+        return self.update(trace, rng)[0]
 
     def _step(self, trace, rng):
         raise NotImplementedError
@@ -192,13 +250,13 @@ class Kernel(Configured):
         mode = kw.get("mode", DEFAULT)
         if not trace.maybe_stale or mode.lazy or mode.rescore:
             run = Run(trace, rng, **kw).execute()
-            self.stats.add_run(run)
+            self.info.add_run(run)
             return run
         state = _rng_state(rng)
         seen: set = set()
         while True:
             run = Run(trace, rng, fresh_reads=True, **kw).execute()
-            self.stats.add_run(run)
+            self.info.add_run(run)
             if run.stale_read is None:
                 return run
             parts = run.stale_read.parts
@@ -219,16 +277,16 @@ class Kernel(Configured):
         everything else (what :class:`~thrifty.core.run.Plan` runs when nothing changes), and
         commit: how stale ones are made fresh, O(their number).  Returns the committed run."""
         run = Run(trace, rng, plan=plan).execute()
-        self.stats.add_run(run)
+        self.info.add_run(run)
         run.commit()
         return run
 
     def accept(self, run: Run, log_alpha: float, rng) -> bool:
         """Metropolis–Hastings: commit ``run`` with probability min(1, exp(log_alpha))."""
-        self.stats.proposed += 1
+        self.info.proposed += 1
         if log_alpha >= 0 or (log_alpha > -math.inf and math.log(rng.random()) < log_alpha):
             run.commit()
-            self.stats.accepted += 1
+            self.info.accepted += 1
             return True
         return False
 

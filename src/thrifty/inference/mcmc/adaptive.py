@@ -158,7 +158,7 @@ class AdaptiveLMH(Kernel):
             run = self.execute(trace, rng, targets={addr: RESAMPLE}, plan=plan)
         log_alpha = run.log_weight
         self.n_steps += 1
-        self.stats.proposed += 1
+        self.info.proposed += 1
         mine = arms.saved[addr]
         mine[3] += 1
         counts = mine[2]  # the site name's totals
@@ -186,7 +186,7 @@ class AdaptiveLMH(Kernel):
             return trace  # line 10: rejected, W unchanged
         else:
             run.commit()
-        self.stats.accepted += 1
+        self.info.accepted += 1
         counts[1] += 1
         mine[4] += 1
         self._align(trace)

@@ -101,8 +101,8 @@ class Gibbs(Selecting):
                 logw[k] = run.log_weight if run.aborted is None else -np.inf
             runs.append(run)
         k = int(_gumbel_choice(logw[:, None], rng)[0])
-        self.stats.proposed += 1
-        self.stats.accepted += 1
+        self.info.proposed += 1
+        self.info.accepted += 1
         if runs[k] is not None:
             runs[k].commit()
 
@@ -136,8 +136,8 @@ class Gibbs(Selecting):
             logw[k] = frame.elem_lp[frame.positions(elems)]
         new = values[_gumbel_choice(logw, rng)]
         changed = new != site.take(elems)
-        self.stats.proposed += n
-        self.stats.accepted += n
+        self.info.proposed += n
+        self.info.accepted += n
         if changed.any():
             e2 = elems[changed]
             vec = {(plate, g.rel): VecTarget(e2, new[changed])}

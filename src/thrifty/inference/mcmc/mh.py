@@ -101,9 +101,9 @@ class MH(Selecting):
             fork = provisional_commit(trace, run)
             n_new = self.selection.resolve(fork).n_blocks()
             log_alpha += math.log(n_blocks) - math.log(max(n_new, 1))
-            self.stats.proposed += 1
+            self.info.proposed += 1
             if log_alpha >= 0 or math.log(rng.random()) < log_alpha:
-                self.stats.accepted += 1
+                self.info.accepted += 1
                 trace.become(fork)
             else:
                 trace.revert(fork)
@@ -161,7 +161,7 @@ class MH(Selecting):
             ) from None
         if run.aborted is not None:
             if len(elems) == 1:
-                self.stats.proposed += 1
+                self.info.proposed += 1
                 return
             for half in (elems[: len(elems) // 2], elems[len(elems) // 2:]):
                 sub = {}
@@ -186,8 +186,8 @@ class MH(Selecting):
         u = rng.random(len(elems))
         with np.errstate(divide="ignore"):
             acc = np.log(u) < log_alpha
-        self.stats.proposed += len(elems)
-        self.stats.accepted += int(acc.sum())
+        self.info.proposed += len(elems)
+        self.info.accepted += int(acc.sum())
         if not acc.any():
             return
         keep = elems[acc]
@@ -252,9 +252,9 @@ class LMH(Selecting):
             else:
                 fork = provisional_commit(trace, run)
                 log_alpha += math.log(n) - math.log(max(self.selection.resolve(fork).count, 1))
-                self.stats.proposed += 1
+                self.info.proposed += 1
                 if log_alpha >= 0 or math.log(rng.random()) < log_alpha:
-                    self.stats.accepted += 1
+                    self.info.accepted += 1
                     trace.become(fork)
                 else:
                     trace.revert(fork)

@@ -292,7 +292,7 @@ class PGibbs(Kernel):
 
         run_particles(trace, rng, n, given, driver)
         write_trajectories(self, trace, rng, driver)
-        st = self.stats
+        st = self.info
         st.proposed += 1
         st.accepted += 1
         st.count("particles", n)

@@ -102,22 +102,22 @@ class PMMH(Kernel):
         for a in self.addrs:
             v, _ = trace.root.value_lp(a)
             new[a] = self.proposal.propose(a, v, trace.root.get_site(a).discrete, rng)
-        self.stats.proposed += 1
+        self.info.proposed += 1
         try:
             prior2, log_z2, driver, frame = self._smc(trace, rng, new)
         except (ZeroProbability, NoParticleLeft):
             return trace  # a proposal outside the support, or Ẑ(θ') = 0: rejected
-        self.stats.count("particles", self.particles)
-        self.stats.count("generations", len(driver.ess))
-        self.stats.count("resampling_events", sum(driver.resampled))
-        self.stats.count("mean_ess", float(np.mean(driver.ess)) if driver.ess else 0.0)
+        self.info.count("particles", self.particles)
+        self.info.count("generations", len(driver.ess))
+        self.info.count("resampling_events", sum(driver.resampled))
+        self.info.count("mean_ess", float(np.mean(driver.ess)) if driver.ess else 0.0)
         if isinstance(self.proposal, Prior):  # q(θ | θ') = p(θ): the priors cancel
             log_alpha = log_z2 - log_z
         else:  # symmetric drift
             log_alpha = prior2 + log_z2 - prior - log_z
         if not (log_alpha >= 0 or np.log(rng.random()) < log_alpha):
             return trace
-        self.stats.accepted += 1
+        self.info.accepted += 1
         targets = {a: frame.new[a].values for a in self.addrs}  # (drawn, for th.prior())
         write_trajectories(self, trace, rng, driver, targets)
         self._current = (trace.uid, trace.clock, prior2 + frame.prior_drawn_lp, log_z2)

@@ -60,9 +60,9 @@ class AusterityGibbs(SubsampledMH):
             _check_binary(loc)
             u = rng.random()
             logit_u = math.log(u) - math.log1p(-u)
-            self.stats.proposed += 1
+            self.info.proposed += 1
             if self.decide(trace, rng, [loc], {addr: 1 - int(loc.value)}, 0.0, logit_u):
-                self.stats.accepted += 1
+                self.info.accepted += 1
         return trace
 
 

@@ -130,7 +130,7 @@ class MemTaylor:
         n_now = len(table.plate_readers.get(self.plate, {}).get(key, ()))
         if k is None or k.count != n_now or k.moves > max(_MIN_MOVES, k.n_built // 2):
             k = self._build(table, key, np.asarray(loc.value, dtype=float))
-            kernel.stats.count("cluster_builds")
+            kernel.info.count("cluster_builds")
         theta = np.asarray(loc.value, dtype=float)
         return KeySections(self, k, theta, np.asarray(theta_new, dtype=float)), fresh
 

@@ -250,7 +250,7 @@ class SMH(Selecting):
     ):
         super().__init__(selection)
         for name in _COUNTERS:  # reported as <name>_per_step by Stats.as_dict
-            self.stats.count(name, 0)
+            self.info.count(name, 0)
         if order not in (1, 2):
             raise ValueError(f"smh: order must be 1 or 2, got {order!r}")
         if bound not in _BOUNDS:
@@ -385,7 +385,7 @@ class SMH(Selecting):
         st.m = th_hat - st.Rinv @ (st.Rinv.T @ (st.G - gp))
         st.c = R @ (st.m - th_hat)
         if not bounds:
-            self.stats.count("setups")
+            self.info.count("setups")
             return
         # bounds: components (power m, ψ array, alias table)
         fam_bound = self._fam_bound
@@ -419,7 +419,7 @@ class SMH(Selecting):
         st.powers = [c[0] for c in st.comps]
         st.n_rw = 2.38 / math.sqrt(d) if self.scale is None else float(self.scale)
         st.threshold = self._threshold(st)
-        self.stats.count("setups")
+        self.info.count("setups")
 
     def _fam_bound(self, st, k):
         def fn(fam, y):
@@ -455,7 +455,7 @@ class SMH(Selecting):
         raise RuntimeError("smh: the glm family keeps changing between two runs")
 
     def _try(self, trace, rng, st) -> bool:
-        stats = self.stats
+        stats = self.info
         site = trace.root.sites[st.addr]
         theta = site.value
         theta_new, pcn = self._propose(st, theta, rng)

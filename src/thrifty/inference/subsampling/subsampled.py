@@ -159,7 +159,7 @@ class SubsampledMH(Selecting):
             raise ValueError(f"{self.name}: theta_hat is the centre of proxy='taylor'")
         self.proxy = None if proxy is None else TaylorProxy(theta_hat)
         if self.proxy is not None:
-            self.stats.count("setups", 0)  # reported as setups_per_step
+            self.info.count("setups", 0)  # reported as setups_per_step
         self._warned = False
         self._mask = None  # reused membership mask of the sequential test
         self._sorter = None  # scratch arrays to sort minibatches of section numbers
@@ -211,9 +211,9 @@ class SubsampledMH(Selecting):
             return trace
         locs = [locate(trace, a) for a in cs.scalars]
         targets, log_q = self._propose(trace, locs, rng)
-        self.stats.proposed += 1
+        self.info.proposed += 1
         accepted = self.decide(trace, rng, locs, targets, log_q, math.log(rng.random()))
-        self.stats.accepted += int(accepted)
+        self.info.accepted += int(accepted)
         if self.tuning and self._adapts:  # burn-in: Robbins–Monro on the 0/1 outcome
             self.proposal.learn_block(float(accepted), accepted)
         return trace
@@ -259,10 +259,10 @@ class SubsampledMH(Selecting):
         )
         if not out.decided:
             return self._exact_decision(trace, rng, locs, targets, log_q, log_u, scorer.N, out)
-        self.stats.count("full_passes", 0)
-        self.stats.count("sections", out.n)
-        self.stats.count("sections_evaluated", out.evaluated)
-        self.stats.count("ran_to_N", int(out.exact))
+        self.info.count("full_passes", 0)
+        self.info.count("sections", out.n)
+        self.info.count("sections_evaluated", out.evaluated)
+        self.info.count("ran_to_N", int(out.exact))
 
         # 4. keep the sections evaluated under the chosen value, the rest stale (000 §3.5)
         if out.accept:
@@ -281,10 +281,10 @@ class SubsampledMH(Selecting):
         if accept:
             run.commit()
         evaluated = N + (0 if out is None else out.evaluated)
-        self.stats.count("full_passes", 1)
-        self.stats.count("sections", N)
-        self.stats.count("sections_evaluated", evaluated)
-        self.stats.count("ran_to_N", 1)
+        self.info.count("full_passes", 1)
+        self.info.count("sections", N)
+        self.info.count("sections_evaluated", evaluated)
+        self.info.count("ran_to_N", 1)
         self.last_outcome = TestOutcome(
             accept, N, 0 if out is None else out.batches, True, math.nan, 0.0, evaluated,
             1 if out is None else out.calls + 1,
@@ -303,7 +303,7 @@ class SubsampledMH(Selecting):
             )
         if self.proxy is not None:
             scorer, fresh = self.proxy.sections(self, trace, skeleton, locs, targets)
-            self.stats.count("setups", int(fresh))
+            self.info.count("setups", int(fresh))
             return scorer
         return ProgramSections(self, trace, rng, targets, self._sections(trace, skeleton, locs))
 

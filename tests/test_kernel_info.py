@@ -1,0 +1,71 @@
+"""Every kernel step says what it did (``kernel.update(trace, rng) -> (trace, info)``), and a
+kernel's statistics — ``result.stats`` — are the sum of its steps' infos."""
+
+import numpy as np
+
+import thrifty as th
+from thrifty import dist
+from thrifty.core.simulate import initialize
+from thrifty.inference.kernel import Info
+
+
+@th.model
+def mixture(y):
+    mu = th.sample("mu", dist.Normal(0.0, 3.0))
+    with th.plate("data", len(y)) as i:
+        z = th.sample("z", dist.Bernoulli(probs=0.5))
+        th.observe("y", dist.Normal(mu * (2 * z - 1), 1.0), y[i])
+
+
+Y = np.random.default_rng(0).normal(size=50) + 1.0
+
+
+def test_update_returns_what_the_step_did_and_stats_are_their_sum():
+    rng = np.random.default_rng(1)
+    trace = initialize(mixture(Y), rng)
+    k = th.mh("mu", th.drift(0.3))
+    infos = []
+    for _ in range(30):
+        trace, info = k.update(trace, rng)
+        assert isinstance(info, Info)
+        assert info.proposed == 1 and info.accepted in (0, 1)
+        assert info.runs >= 1 and info.elements == 50 * info.runs and info.seconds > 0
+        infos.append(info)
+    s = k.stats
+    assert s.steps == 30
+    assert s.proposed == sum(i.proposed for i in infos)
+    assert s.accepted == sum(i.accepted for i in infos)
+    assert s.runs == sum(i.runs for i in infos) and s.elements == sum(i.elements for i in infos)
+
+
+def test_kernel_specific_counters_are_in_the_info():
+    X, y, _ = th.datasets.synthetic_logistic(20_000, 2, seed=0)
+    from thrifty.models.logistic import logistic_regression
+
+    rng = np.random.default_rng(0)
+    trace = initialize(logistic_regression(X, y), rng, init={"w": np.array([1.0, -0.5])})
+    k = th.subsampled_mh("w", proposal=th.drift(0.01))
+    total = 0.0
+    for _ in range(10):
+        trace, info = k.update(trace, rng)
+        assert info.extra["sections"] >= 100
+        total += info.extra["sections"]
+    assert k.stats.as_dict()["sections_per_step"] == total / 10
+
+
+def test_result_stats_sum_the_infos_of_each_kernel_of_a_cycle():
+    gz, mm = th.gibbs(th.one("data.z")), th.mh("mu", th.drift(0.3))
+    r = th.infer(mixture(Y), th.cycle([gz, mm], repeats=2), num_samples=40, seed=0,
+                 progress=False)
+    g, m = r.stats[gz.label()], r.stats[mm.label()]
+    assert g["steps"] == m["steps"] == 80  # two of each per draw
+    assert g["elements_per_step"] == 1.0  # one element per label update
+    assert m["elements_per_step"] == 50.0  # mu is read by every element
+
+
+def test_work_outside_a_step_goes_to_the_totals():
+    rng = np.random.default_rng(2)
+    trace = initialize(mixture(Y), rng)
+    k = th.mh("mu", th.drift(0.3))
+    k.execute(trace, rng)  # e.g. a diagnostic's trial run, not a step
+    assert k.stats.runs == 1 and k.stats.steps == 0

@@ -182,3 +182,32 @@ def test_the_package_checks_can_fail():
     assert ("thrifty.inference.selecting", ["Selecting"]) in imported(
         "thrifty.inference.mcmc.mh", mh, mods
     )
+
+
+# -- kernels talk to the engine through its interface ----------------------------------------------
+ENGINE_INTERNALS = ("plate_frames", "chain_frames", "mem_journals", "trace.root", "elem_lp",
+                    "find_plate", "trace_chain", ".procs", "step_lp(", "stale_elements",
+                    "stale_steps")
+# modules that still read the engine's nodes or frames directly: the particle Gibbs executor
+# frames, the GLM section discovery and the per-key proxy's execution log, the selections' walk
+READS_THE_ENGINE = {"particles/pgibbs.py", "subsampling/glm_sections.py",
+                    "subsampling/mem_proxy.py", "selection.py"}
+
+
+def test_kernels_read_the_engine_through_its_interface():
+    """Modules under ``inference/`` read runs and traces through ``core.sections`` (section
+    log-densities, staleness, plate views) and ``core.locate``, not through frames, nodes or
+    ``trace.root`` — except the listed ones."""
+    inference = PACKAGE / "inference"
+    bad = {}
+    for p in inference.rglob("*.py"):
+        rel = p.relative_to(inference).as_posix()
+        if rel in READS_THE_ENGINE:
+            continue
+        hits = [t for t in ENGINE_INTERNALS if t in p.read_text()]
+        if hits:
+            bad[rel] = hits
+    assert not bad, bad
+    still = [m for m in READS_THE_ENGINE
+             if any(t in (inference / m).read_text() for t in ENGINE_INTERNALS)]
+    assert sorted(still) == sorted(READS_THE_ENGINE)  # the list shrinks as modules move over

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from thrifty.core.address import fmt
+from thrifty.core.sections import plate_sizes
 from thrifty.core.simulate import simulate_run
 from thrifty.errors import SelectionError
 from thrifty.inference.kernel import Kernel
@@ -49,8 +50,8 @@ class Selecting(Kernel):
         if self.selection is None or self.selection.resolve(trace):
             return
         if not _exists_in_some_trace(self.selection, trace):
-            empty = [".".join(map(str, a)) for a, node in trace.root.plates.items()
-                     if node.size == 0]
+            empty = [".".join(map(str, a)) for a, size in plate_sizes(trace).items()
+                     if size == 0]
             hint = (f" (plate(s) {', '.join(repr(e) for e in empty)} have 0 elements in this "
                     "program: their sites have no choices)") if empty else ""
             raise SelectionError(

@@ -29,6 +29,7 @@ import numpy as np
 
 from thrifty.core.locate import locate, plan_for
 from thrifty.core.run import RESAMPLE, VecTarget
+from thrifty.core.sections import top_values
 from thrifty.core.snapshot import provisional_commit
 from thrifty.core.vocab import DETERMINISTIC, same_value
 from thrifty.errors import SelectionError
@@ -62,9 +63,8 @@ def flatten_output(z, out: list) -> list:
 def output_of(trace) -> list:
     """z: the flattened program output and the top-level deterministic values."""
     z = flatten_output(trace.output, [])
-    for s in trace.root.sites.values():
-        if s.kind == DETERMINISTIC:
-            flatten_output(s.value, z)
+    for v in top_values(trace, DETERMINISTIC):
+        flatten_output(v, z)
     return z
 
 

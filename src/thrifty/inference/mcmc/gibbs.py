@@ -16,8 +16,10 @@ from __future__ import annotations
 import numpy as np
 
 from thrifty.core.address import fmt
-from thrifty.core.locate import find_plate, locate, plan_elements, plan_for
+from thrifty.core.locate import locate, plan_elements, plan_for
 from thrifty.core.run import STRICT, Plan, StructureChange, VecTarget
+from thrifty.core.sections import plate as plate_view
+from thrifty.core.sections import run_lp
 from thrifty.errors import SelectionError
 from thrifty.inference.selecting import Selecting
 from thrifty.inference.selection import One
@@ -70,8 +72,8 @@ class Gibbs(Selecting):
         if loc.kind == "element" and not one:
             from thrifty.inference.selection import PlateGroup
 
-            node = find_plate(trace, loc.plate_addr)
-            g = PlateGroup(loc.plate_addr, loc.rel, node.size, np.array([loc.elem]))
+            size = plate_view(trace, loc.plate_addr).size
+            g = PlateGroup(loc.plate_addr, loc.rel, size, np.array([loc.elem]))
             return self._group(trace, g, rng)
         d = loc.dist
         if d is not None and d.batch_shape:
@@ -108,20 +110,19 @@ class Gibbs(Selecting):
 
     def _group(self, trace, g, rng):
         plate = g.plate_addr
-        node = find_plate(trace, plate)
-        site = node.site(g.rel)
+        view = plate_view(trace, plate)
         addr = plate + ("*",) + g.rel
-        if site.dist is not None and site.dist.coupled:  # a process's draws: one at a time
+        if view.is_coupled(g.rel):  # a process's draws: one at a time
             for e in g.element_array().tolist():
                 self._coupled(trace, plate, g.rel, e, rng)
             return
-        if node.procs or g.count == 1:
+        if view.coupled or g.count == 1:
             # other sites of the plate are coupled (the elements are not independent), or one
             # element: a run per value other than the current one, weighed against it
             for e in g.element_array().tolist():
                 self._site(trace, plate + (e,) + g.rel, rng, one=True)
             return
-        values = _support(site.dist, addr)
+        values = _support(view.dist(g.rel), addr)
         elems = g.element_array()
         plan = plan_elements(trace, Plan(), plate, elems)
         n = len(elems)
@@ -132,10 +133,9 @@ class Gibbs(Selecting):
                 run = self.execute(trace, rng, vec=vec, plan=plan, mode=STRICT)
             except StructureChange as e:
                 raise self._structure_error(addr, v, e) from None
-            frame = run.plate_frames[plate]
-            logw[k] = frame.elem_lp[frame.positions(elems)]
+            logw[k] = run_lp(run, "plate", plate, elems)
         new = values[_gumbel_choice(logw, rng)]
-        changed = new != site.take(elems)
+        changed = new != view.values(g.rel, elems)
         self.info.proposed += n
         self.info.accepted += n
         if changed.any():
@@ -158,9 +158,9 @@ class Gibbs(Selecting):
         one and no other new table is offered.  Emptied tables leave the trace with their mem
         entries.
         """
-        node = find_plate(trace, plate)
-        cur = int(node.sites[rel].values.get(e))
-        labels = node.procs[rel].candidates(cur)
+        view = plate_view(trace, plate)
+        cur = int(view.values(rel, [e])[0])
+        labels = view.candidates(rel, cur)
         elems = np.array([e])
         plan = plan_elements(trace, Plan(), plate, elems)
         self._pick(labels, cur, lambda v: self.execute(

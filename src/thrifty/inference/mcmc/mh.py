@@ -21,14 +21,10 @@ import math
 import numpy as np
 
 from thrifty.core.address import fmt
-from thrifty.core.locate import (
-    find_plate,
-    locate,
-    locate_choice,
-    plan_elements,
-    plan_for,
-)
+from thrifty.core.locate import locate, locate_choice, plan_elements, plan_for
 from thrifty.core.run import RESAMPLE, STRICT, Plan, StructureChange, VecTarget
+from thrifty.core.sections import plate as plate_view
+from thrifty.core.sections import run_lp, run_q, run_values, stored_lp
 from thrifty.core.snapshot import provisional_commit
 from thrifty.errors import SelectionError
 from thrifty.inference.kernel import Kernel
@@ -38,9 +34,8 @@ from thrifty.inference.selection import Each, One, select
 
 
 def _group_values(trace, g):
-    node = find_plate(trace, g.plate_addr)
-    site = node.site(g.rel)
-    return site.take(g.element_array()), site.discrete
+    view = plate_view(trace, g.plate_addr)
+    return view.values(g.rel, g.element_array()), view.discrete(g.rel)
 
 
 class MH(Selecting):
@@ -124,7 +119,7 @@ class MH(Selecting):
     # -- element-wise proposals in one plate -----------------------------------------------------
     def _elementwise(self, trace, groups, rng):
         plate = groups[0].plate_addr
-        if find_plate(trace, plate).procs:  # coupled sites: the elements are not independent
+        if plate_view(trace, plate).coupled:  # coupled sites: the elements are not independent
             return self._one_at_a_time(trace, groups, rng)
         elems = np.unique(np.concatenate([g.element_array() for g in groups]))
         vec, proposed = {}, {}
@@ -173,12 +168,10 @@ class MH(Selecting):
                                              vals if vals is RESAMPLE else np.asarray(vals)[sel])
                 self._decide(trace, rng, plate, half, sub, proposed)
             return
-        frame = run.plate_frames[plate]
-        pos = frame.positions(elems)
-        node = find_plate(trace, plate)
-        log_alpha = frame.elem_lp[pos] - node.elem_lp.take(elems)
-        if frame.q is not None:
-            log_alpha = log_alpha + frame.q[pos]
+        log_alpha = run_lp(run, "plate", plate, elems) - stored_lp(trace, "plate", plate, elems)
+        q = run_q(run, plate, elems)
+        if q is not None:
+            log_alpha = log_alpha + q
         if self.tuning and self._adapts:  # burn-in: the mean acceptance probability
             mean_prob = float(np.mean(np.exp(np.minimum(log_alpha, 0.0))))
             for g in proposed.values():
@@ -195,10 +188,9 @@ class MH(Selecting):
         for rel in proposed:
             if (plate, rel) not in vec:
                 continue
-            values = frame.value_at(rel)
             ge = vec[(plate, rel)].elems
             sel = np.isin(ge, keep)
-            vec2[(plate, rel)] = VecTarget(ge[sel], values[frame.positions(ge[sel])])
+            vec2[(plate, rel)] = VecTarget(ge[sel], run_values(run, plate, rel, ge[sel]))
         plan2 = plan_elements(trace, _new_plan(), plate, keep)
         self.execute(trace, rng, vec=vec2, plan=plan2, mode=STRICT).commit()
 

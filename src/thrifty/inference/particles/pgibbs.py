@@ -29,6 +29,7 @@ from thrifty._args import int_arg
 from thrifty.core.address import as_name, as_pattern, fmt
 from thrifty.core.batch import BatchFrame
 from thrifty.core.particles import StepFrame, per_particle
+from thrifty.core.sections import chains, top_choice
 from thrifty.core.vocab import LATENT, Plan, VecTarget, same_value
 from thrifty.errors import ModelError, SelectionError
 from thrifty.inference.kernel import Kernel
@@ -269,11 +270,10 @@ class PGibbs(Kernel):
                     cols[rel] = site.values.array()
                 return plate, local, cc.T, [{k2: v[:, t] for k2, v in cols.items()}
                                             for t in range(cc.T)]
-        chains = [".".join(map(str, k)) for k in trace.root.chains] + [
-            ".".join(map(str, p + c)) for p, pn in trace.root.plates.items() for c in pn.chains]
+        names = [".".join(map(str, (p or ()) + c)) for p, c in chains(trace)]
         raise SelectionError(
             f"pgibbs: no markov chain {name!r} at the top level or in a top-level plate; the "
-            f"program's chains are {chains}"
+            f"program's chains are {names}"
         )
 
     def _step(self, trace, rng):
@@ -285,7 +285,7 @@ class PGibbs(Kernel):
         driver = _Target(n, rng, refs, self.ancestor_sampling, plate, chain, self.steps)
 
         def given(local):
-            vl = trace.root.value_lp(local)
+            vl = top_choice(trace, local)
             if vl is None:
                 raise ModelError(f"pgibbs: the trace has no value at {fmt(local)}")
             return vl[0]

@@ -19,6 +19,7 @@ import numpy as np
 
 from thrifty._args import int_arg
 from thrifty.core.address import as_name, as_pattern, dotted, fmt
+from thrifty.core.sections import chains, plate_sizes, top_choice, top_discrete
 from thrifty.core.vocab import ZeroProbability
 from thrifty.errors import ModelError, SelectionError
 from thrifty.inference.kernel import Kernel
@@ -53,14 +54,14 @@ class PMMH(Kernel):
         return f"pmmh({sel}, {self.particles}, {self.proposal!r})"
 
     def prepare(self, trace) -> None:
-        root = trace.root
         for a in self.addrs:
-            if root.value_lp(a) is not None:
+            if top_choice(trace, a) is not None:
                 continue
             name = dotted(a)
             head = a[:1]
-            if head in root.chains or head in root.plates:
-                kind = "chain" if head in root.chains else "plate"
+            top_chains = {c for p, c in chains(trace) if p is None}
+            if head in top_chains or head in plate_sizes(trace):
+                kind = "chain" if head in top_chains else "plate"
                 raise SelectionError(
                     f"pmmh: {name!r} is a site of the {kind} {fmt(head)}; PMMH updates global "
                     "choices at the top level of the program (the chains' states are its "
@@ -71,7 +72,7 @@ class PMMH(Kernel):
                 f"pmmh: {name!r} is not a latent choice at the top level of the program (PMMH "
                 "updates global parameters outside the chains)"
             )
-        if not root.chains and not any(p.chains for p in root.plates.values()):
+        if not chains(trace):
             raise SelectionError("pmmh: the program has no th.markov chain to filter")
 
     def _smc(self, trace, rng, values: dict):
@@ -83,7 +84,7 @@ class PMMH(Kernel):
         def given(local):
             if local in values:
                 return values[local]
-            vl = trace.root.value_lp(local)
+            vl = top_choice(trace, local)
             if vl is None:
                 raise ModelError(f"pmmh: the trace has no value at {fmt(local)}")
             return vl[0]
@@ -94,14 +95,14 @@ class PMMH(Kernel):
     def _step(self, trace, rng):
         key = (trace.uid, trace.clock)
         if self._current is None or self._current[:2] != key:
-            cur = {a: trace.root.value_lp(a)[0] for a in self.addrs}
+            cur = {a: top_choice(trace, a)[0] for a in self.addrs}
             prior, log_z, _, _ = self._smc(trace, rng, cur)
             self._current = (*key, prior, log_z)
         _, _, prior, log_z = self._current
         new = {}
         for a in self.addrs:
-            v, _ = trace.root.value_lp(a)
-            new[a] = self.proposal.propose(a, v, trace.root.get_site(a).discrete, rng)
+            v, _ = top_choice(trace, a)
+            new[a] = self.proposal.propose(a, v, top_discrete(trace, a), rng)
         self.info.proposed += 1
         try:
             prior2, log_z2, driver, frame = self._smc(trace, rng, new)

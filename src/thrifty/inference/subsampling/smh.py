@@ -100,6 +100,7 @@ import numpy as np
 
 from thrifty.core.address import as_pattern, fmt
 from thrifty.core.run import Mode
+from thrifty.core.sections import top_choice
 from thrifty.core.vocab import same_value
 from thrifty.errors import SelectionError
 from thrifty.inference.numerics.alias import AliasTable
@@ -315,7 +316,7 @@ class SMH(Selecting):
         ``proxy="taylor"`` no bounds.)  Stored as :attr:`sections`."""
         st, kept = find(self, trace, self._st, prior_model)
         if not kept and precompute:
-            self._precompute(st, trace.root.sites[st.addr].value, bounds)
+            self._precompute(st, top_choice(trace, st.addr)[0], bounds)
         self._st = st
         return st
 
@@ -456,8 +457,7 @@ class SMH(Selecting):
 
     def _try(self, trace, rng, st) -> bool:
         stats = self.info
-        site = trace.root.sites[st.addr]
-        theta = site.value
+        theta = top_choice(trace, st.addr)[0]
         theta_new, pcn = self._propose(st, theta, rng)
         dv, dv_new, u, u_new, phis_sw, phis = _geometry(st, theta, theta_new)
         far = getattr(self, "_far", None)

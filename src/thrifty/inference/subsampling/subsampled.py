@@ -30,9 +30,10 @@ import numpy as np
 
 from thrifty._args import int_arg
 from thrifty.core.address import fmt
-from thrifty.core.locate import find_plate, locate, plan_elements, plan_for, trace_chain
-from thrifty.core.mem import KEPT
+from thrifty.core.locate import locate, plan_elements, plan_for
 from thrifty.core.run import LAZY, Mode, Plan
+from thrifty.core.sections import memo_density_changes, run_lp, stored_lp
+from thrifty.core.sections import stale as stale_sections
 from thrifty.errors import ArgumentError, SelectionError
 from thrifty.inference.numerics.sequential import TestOutcome, sequential_test
 from thrifty.inference.proposals.base import Proposal, drift
@@ -350,16 +351,12 @@ class SubsampledMH(Selecting):
         stale_plan = Plan()
         stale: list = []
         for c, elems, pos in parts:
+            old[pos] = stored_lp(trace, c.kind, c.addr, elems)
+            bad = stale_sections(trace, c.kind, c.addr, elems)
             if c.kind == "plate":
-                node = find_plate(trace, c.addr)
-                old[pos] = node.elem_lp.take(elems)
-                bad = node.stale_elements(elems, trace.mems)
                 if len(bad):
                     plan_elements(trace, stale_plan, c.addr, bad)
             else:
-                node = trace_chain(trace, c.addr)
-                old[pos] = node.step_lp(elems)
-                bad = node.stale_steps(elems)
                 for t in bad.tolist():
                     stale_plan.add_step(c.addr, t)
             if len(bad):
@@ -386,22 +383,18 @@ class SubsampledMH(Selecting):
         """A memoized value whose density the proposal changes (``w = th.mem(lambda k:
         dist.Normal(0, tau))`` with ``tau`` selected) is neither global (it is read, and
         rescored, only by the sections that read it) nor a section: refused."""
-        for j in run.mem_journals.values():
-            for key, e in j.entries.items():
-                if e.status == KEPT and e.lp != e.old_lp:
-                    raise SelectionError(
-                        f"{self.name} on {self.selection!r}: the proposal changes the density of "
-                        f"the memoized value {fmt(j.addr + (key,))}, which is not a local "
-                        "section (a hyperparameter of memoized values); use th.mh"
-                    )
+        changes = memo_density_changes(run)
+        if changes:
+            addr, key = changes[0]
+            raise SelectionError(
+                f"{self.name} on {self.selection!r}: the proposal changes the density of "
+                f"the memoized value {fmt(addr + (key,))}, which is not a local "
+                "section (a hyperparameter of memoized values); use th.mh"
+            )
 
     @staticmethod
     def _section_lp(run, c: Container, elems: np.ndarray) -> np.ndarray:
-        if c.kind == "plate":
-            frame = run.plate_frames[c.addr]
-            return frame.elem_lp[frame.positions(np.asarray(elems))]
-        blocks = run.chain_frames[c.addr]
-        return np.array([blocks[t].total_lp() for t in elems.tolist()])
+        return run_lp(run, c.kind, c.addr, elems)
 
     def _warn_exact(self) -> None:
         if not self._warned:

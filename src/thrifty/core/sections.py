@@ -1,0 +1,168 @@
+"""What kernels read of the engine beyond a run's log-weight: sections and plates.
+
+A *section* is one element of a plate or one step of a markov chain.  Kernels that weigh
+sections one by one — element-wise MH and Gibbs, the sequential test of subsampled MH (000 §3),
+the Taylor proxies — read them through this module rather than through the engine's frames and
+nodes:
+
+* :func:`run_lp` — the log-densities of sections in a run (under the run's values), with
+  :func:`run_values` and :func:`run_q` (a site's values there, the proposal's log-ratios);
+* :func:`stored_lp` — those the trace holds (under the current values), and :func:`stale`,
+  the sections among them whose stored log-density is out of date (000 §3.5);
+* :class:`PlateView` (:func:`plate`) — a plate of a trace as a kernel may see it: its size,
+  whether its sites are coupled (a process's draws), a site's distribution and stored values,
+  a coupled site's candidate values;
+* :func:`top_choice` — a top-level choice's value and log-density;
+* :func:`memo_density_changes` — memoized values whose density a run changed.
+
+``kind`` is ``"plate"`` (``items`` are element indices) or ``"chain"`` (step indices).
+
+>>> import numpy as np, thrifty as th
+>>> from thrifty import dist
+>>> from thrifty.core.run import Plan, Run, VecTarget
+>>> @th.model
+... def m(y):
+...     with th.plate("data", len(y)) as i:
+...         z = th.sample("z", dist.Bernoulli(probs=0.5))
+...         th.observe("y", dist.Normal(2.0 * z - 1.0, 1.0), y[i])
+>>> trace = th.simulate(m(np.array([1.0, -1.0, 0.5])), seed=0)
+>>> elems = np.array([0, 2])
+>>> run = Run(trace, np.random.default_rng(0), plan=Plan().add_elements(("data",), elems),
+...           vec={(("data",), ("z",)): VecTarget(elems, np.array([1, 1]))}).execute()
+>>> new = run_lp(run, "plate", ("data",), elems)
+>>> bool(np.isclose(run.log_weight, (new - stored_lp(trace, "plate", ("data",), elems)).sum()))
+True
+>>> plate(trace, ("data",)).size, plate(trace, ("data",)).coupled
+(3, False)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from thrifty.core.locate import find_plate, trace_chain
+from thrifty.core.mem import KEPT
+
+
+# -- a run's sections ------------------------------------------------------------------------------
+def run_lp(run, kind: str, addr: tuple, items) -> np.ndarray:
+    """Log-densities of the sections ``items`` of the plate or chain at ``addr`` in ``run``
+    (each executed by it)."""
+    items = np.asarray(items)
+    if kind == "plate":
+        frame = run.plate_frames[addr]
+        return frame.elem_lp[frame.positions(items)]
+    blocks = run.chain_frames[addr]
+    return np.array([blocks[t].total_lp() for t in items.tolist()])
+
+
+def run_values(run, plate: tuple, rel: tuple, elems) -> np.ndarray:
+    """The values ``run`` gave the site ``rel`` of the plate at ``plate`` at elements
+    ``elems`` (each executed by it)."""
+    frame = run.plate_frames[plate]
+    return frame.value_at(rel)[frame.positions(np.asarray(elems))]
+
+
+def run_q(run, plate: tuple, elems) -> np.ndarray | None:
+    """The proposal's log-ratios log q(old | new) − log q(new | old) of the elements ``elems``
+    in ``run`` (values resampled from their prior), or None when it proposed none."""
+    frame = run.plate_frames[plate]
+    return None if frame.q is None else frame.q[frame.positions(np.asarray(elems))]
+
+
+# -- a trace's sections ----------------------------------------------------------------------------
+def stored_lp(trace, kind: str, addr: tuple, items) -> np.ndarray:
+    """Log-densities of the sections ``items`` as the trace holds them (stale ones included:
+    see :func:`stale`)."""
+    if kind == "plate":
+        return find_plate(trace, addr).elem_lp.take(np.asarray(items))
+    return trace_chain(trace, addr).step_lp(items)
+
+
+def stale(trace, kind: str, addr: tuple, items) -> np.ndarray:
+    """The sections among ``items`` whose stored log-density is out of date."""
+    if kind == "plate":
+        return find_plate(trace, addr).stale_elements(np.asarray(items), trace.mems)
+    return trace_chain(trace, addr).stale_steps(items)
+
+
+class PlateView:
+    """A plate of a trace as a kernel sees it (read-only; see the module docstring)."""
+
+    __slots__ = ("_node", "addr")
+
+    def __init__(self, trace, addr: tuple):
+        self.addr = addr
+        self._node = find_plate(trace, addr)
+
+    @property
+    def size(self) -> int:
+        return self._node.size
+
+    @property
+    def coupled(self) -> bool:
+        """Whether some site of the plate is coupled across elements (a process's draws,
+        collapsed observations): then its elements are not conditionally independent."""
+        return bool(self._node.procs)
+
+    def is_coupled(self, rel: tuple) -> bool:
+        """Whether the site ``rel`` holds a process's draws."""
+        site = self._node.site(rel)
+        return site is not None and site.dist is not None and bool(site.dist.coupled)
+
+    def dist(self, rel: tuple):
+        """The distribution of the site ``rel`` (its element-wise form), or None."""
+        site = self._node.site(rel)
+        return None if site is None else site.dist
+
+    def discrete(self, rel: tuple) -> bool:
+        return bool(self._node.site(rel).discrete)
+
+    def values(self, rel: tuple, elems) -> np.ndarray:
+        """The stored values of the site ``rel`` at elements ``elems``."""
+        return self._node.site(rel).take(np.asarray(elems))
+
+    def candidates(self, rel: tuple, current) -> list:
+        """The values a Gibbs update of a process's draw weighs (its state's candidates: for a
+        CRP, the occupied tables and a new one)."""
+        return self._node.procs[rel].candidates(current)
+
+
+def plate(trace, addr: tuple) -> PlateView:
+    """The :class:`PlateView` of the plate at ``addr``."""
+    return PlateView(trace, addr)
+
+
+def top_choice(trace, addr: tuple):
+    """``(value, log-density)`` of the top-level latent choice at ``addr``, or None."""
+    return trace.root.value_lp(addr)
+
+
+def top_discrete(trace, addr: tuple) -> bool:
+    """Whether the top-level choice at ``addr`` is discrete."""
+    return bool(trace.root.get_site(addr).discrete)
+
+
+def chains(trace) -> list[tuple]:
+    """The markov chains at the top level and in top-level plates: ``(plate address or None,
+    chain address within it)`` for each."""
+    root = trace.root
+    return [(None, c) for c in root.chains] + [
+        (p, c) for p, node in root.plates.items() for c in node.chains]
+
+
+def plate_sizes(trace) -> dict:
+    """Top-level plates' sizes, by address."""
+    return {addr: node.size for addr, node in trace.root.plates.items()}
+
+
+def top_values(trace, kind) -> list:
+    """The values of the top-level sites of ``kind`` (e.g. deterministic values)."""
+    return [s.value for s in trace.root.sites.values() if s.kind == kind]
+
+
+def memo_density_changes(run) -> list[tuple]:
+    """The memoized values whose density ``run`` changed without re-drawing them (their
+    prior's parameters moved): ``(address of the mem table, key)`` for each."""
+    return [(j.addr, key) for j in run.mem_journals.values() for key, e in j.entries.items()
+            if e.status == KEPT and e.lp != e.old_lp]

@@ -35,6 +35,9 @@ LOG_2PI = math.log(2.0 * math.pi)
 HALF_LOG_2PI = 0.5 * LOG_2PI
 _SCALARS = (float, int)
 _FAST_SCALARS = frozenset((float, int, np.float64))  # scalars converted without NumPy
+# NumPy scalars a value may arrive as (``y[t]`` of a data array): log_prob takes them as the
+# Python scalars they hold, on its fast scalar path
+NP_SCALARS = frozenset((np.float64, np.float32, np.int64, np.int32, np.bool_))
 
 
 def is_scalar(x) -> bool:

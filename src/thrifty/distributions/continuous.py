@@ -11,6 +11,7 @@ from thrifty.distributions import _special as sm
 from thrifty.distributions import constraints, cumulative
 from thrifty.distributions.base import (
     HALF_LOG_2PI,
+    NP_SCALARS,
     Distribution,
     all_true,
     as_params,
@@ -58,6 +59,9 @@ class Normal(cumulative.NormalCDF, Distribution):
 
     def log_prob(self, value):
         t = type(value)
+        if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
+            value = value.item()
+            t = type(value)
         if (t is float or t is int) and not self.batch_shape:
             if not -INF < value < INF:
                 return -INF
@@ -103,6 +107,9 @@ class LogNormal(cumulative.LogNormalCDF, Distribution):
 
     def log_prob(self, value):
         t = type(value)
+        if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
+            value = value.item()
+            t = type(value)
         if (t is float or t is int) and not self.batch_shape:
             if not 0.0 < value < INF:
                 return -INF
@@ -158,6 +165,9 @@ class StudentT(cumulative.StudentTCDF, Distribution):
 
     def log_prob(self, value):
         t = type(value)
+        if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
+            value = value.item()
+            t = type(value)
         df = self.df
         if (t is float or t is int) and not self.batch_shape:
             if not -INF < value < INF:
@@ -220,6 +230,9 @@ class Cauchy(cumulative.CauchyCDF, Distribution):
 
     def log_prob(self, value):
         t = type(value)
+        if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
+            value = value.item()
+            t = type(value)
         if (t is float or t is int) and not self.batch_shape:
             if not -INF < value < INF:
                 return -INF
@@ -262,6 +275,9 @@ class Laplace(cumulative.LaplaceCDF, Distribution):
 
     def log_prob(self, value):
         t = type(value)
+        if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
+            value = value.item()
+            t = type(value)
         if (t is float or t is int) and not self.batch_shape:
             if not -INF < value < INF:
                 return -INF
@@ -314,6 +330,9 @@ class Uniform(cumulative.UniformCDF, Distribution):
 
     def log_prob(self, value):
         t = type(value)
+        if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
+            value = value.item()
+            t = type(value)
         if (t is float or t is int) and not self.batch_shape:
             if self.low <= value <= self.high:
                 return -math.log(self.high - self.low)
@@ -356,6 +375,9 @@ class Exponential(cumulative.ExponentialCDF, Distribution):
 
     def log_prob(self, value):
         t = type(value)
+        if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
+            value = value.item()
+            t = type(value)
         if (t is float or t is int) and not self.batch_shape:
             if 0.0 <= value < INF:
                 return math.log(self.rate) - self.rate * value
@@ -407,6 +429,9 @@ class Gamma(cumulative.GammaCDF, Distribution):
     def log_prob(self, value):
         a, rate = self.concentration, self.rate
         t = type(value)
+        if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
+            value = value.item()
+            t = type(value)
         if (t is float or t is int) and not self.batch_shape:
             if not 0.0 <= value < INF:
                 return -INF
@@ -462,6 +487,9 @@ class InverseGamma(cumulative.InverseGammaCDF, Distribution):
     def log_prob(self, value):
         a, b = self.concentration, self.scale
         t = type(value)
+        if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
+            value = value.item()
+            t = type(value)
         if (t is float or t is int) and not self.batch_shape:
             if not 0.0 < value < INF:
                 return -INF
@@ -523,6 +551,9 @@ class Beta(cumulative.BetaCDF, Distribution):
     def log_prob(self, value):
         a, b = self.alpha, self.beta
         t = type(value)
+        if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
+            value = value.item()
+            t = type(value)
         if (t is float or t is int) and not self.batch_shape:
             if not 0.0 <= value <= 1.0:
                 return -INF

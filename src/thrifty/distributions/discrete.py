@@ -13,6 +13,7 @@ from thrifty.distributions import _saddle as saddle
 from thrifty.distributions import _special as sm
 from thrifty.distributions import constraints, cumulative
 from thrifty.distributions.base import (
+    NP_SCALARS,
     Distribution,
     all_true,
     as_params,
@@ -28,6 +29,9 @@ ARRAY_PATH = object()  # sentinel of scalar_count: not a scalar, take the array 
 
 def _is_int_scalar(value) -> bool:
     t = type(value)
+    if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
+        value = value.item()
+        t = type(value)
     return t is int or t is bool or isinstance(value, np.integer)
 
 
@@ -35,6 +39,9 @@ def scalar_count(value):
     """For a Python number or NumPy integer: the value if integral, NaN if not (every support
     test then fails, so ``log_prob`` is -inf).  ``ARRAY_PATH`` for anything else."""
     t = type(value)
+    if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
+        value = value.item()
+        t = type(value)
     if t is int:
         return value
     if t is float:
@@ -599,6 +606,9 @@ class Delta(Distribution):
 
     def __init__(self, value, log_density=0.0):
         t = type(value)
+        if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
+            value = value.item()
+            t = type(value)
         if t is float or t is int or t is bool:
             nan = value != value
         else:
@@ -628,6 +638,9 @@ class Delta(Distribution):
 
     def log_prob(self, value):
         t = type(value)
+        if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
+            value = value.item()
+            t = type(value)
         if not self.event_shape and (t is float or t is int or t is bool):
             return self.log_density if value == self.value else -INF
         eq = np.asarray(value) == self.value

@@ -25,7 +25,13 @@ from scipy.special import (
 
 from thrifty.distributions import _special as sm
 from thrifty.distributions import constraints
-from thrifty.distributions.base import Distribution, as_params, describe, scalar_or_array
+from thrifty.distributions.base import (
+    NP_SCALARS,
+    Distribution,
+    as_params,
+    describe,
+    scalar_or_array,
+)
 from thrifty.distributions.cumulative import UNDERFLOW, Cumulative, t_tail_log_constant
 
 INF = math.inf
@@ -81,6 +87,9 @@ class HalfNormal(Cumulative, Distribution):
 
     def log_prob(self, value):
         t = type(value)
+        if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
+            value = value.item()
+            t = type(value)
         if (t is float or t is int) and not self.batch_shape:
             if not 0.0 <= value < INF:
                 return -INF
@@ -160,6 +169,9 @@ class HalfCauchy(Cumulative, Distribution):
 
     def log_prob(self, value):
         t = type(value)
+        if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
+            value = value.item()
+            t = type(value)
         if (t is float or t is int) and not self.batch_shape:
             if not 0.0 <= value < INF:
                 return -INF
@@ -225,6 +237,9 @@ class HalfStudentT(Cumulative, Distribution):
 
     def log_prob(self, value):
         t = type(value)
+        if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
+            value = value.item()
+            t = type(value)
         df = self.df
         if (t is float or t is int) and not self.batch_shape:
             if not 0.0 <= value < INF:

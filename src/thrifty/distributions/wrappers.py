@@ -9,6 +9,7 @@ import numpy as np
 
 from thrifty.distributions import constraints
 from thrifty.distributions.base import (
+    NP_SCALARS,
     Distribution,
     all_true,
     as_params,
@@ -138,6 +139,9 @@ class Truncated(Distribution):
 
     def log_prob(self, value):
         t = type(value)
+        if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
+            value = value.item()
+            t = type(value)
         if (t is float or t is int) and not self.batch_shape:
             if self.low <= value <= self.high:
                 return self.base.log_prob(value) - self._log_z
@@ -257,6 +261,9 @@ class Mixture(Distribution):
     # -- density ---------------------------------------------------------------------------
     def log_prob(self, value):
         t = type(value)
+        if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
+            value = value.item()
+            t = type(value)
         if self._scalar and (t is float or t is int):
             terms = [lw + c.log_prob(value) for lw, c in zip(self._log_w_list, self.components)]
             m = max(terms)

@@ -189,9 +189,8 @@ ENGINE_INTERNALS = ("plate_frames", "chain_frames", "mem_journals", "trace.root"
                     "find_plate", "trace_chain", ".procs", "step_lp(", "stale_elements",
                     "stale_steps")
 # modules that still read the engine's nodes or frames directly: the particle Gibbs executor
-# frames, the GLM section discovery and the per-key proxy's execution log, the selections' walk
-READS_THE_ENGINE = {"particles/pgibbs.py", "subsampling/glm_sections.py",
-                    "subsampling/mem_proxy.py", "selection.py"}
+# frames and the selections' walk over the trace
+READS_THE_ENGINE = {"particles/pgibbs.py", "selection.py"}
 
 
 def test_kernels_read_the_engine_through_its_interface():

@@ -40,3 +40,4 @@ def watch_plate(node, obs_rel: tuple) -> ExecLog:
     node.watch_obs = node.watch_obs | {obs_rel}
     node.exec_log = ExecLog(node.exec_log, _NONE, {})
     return node.exec_log
+

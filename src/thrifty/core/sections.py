@@ -12,6 +12,10 @@ nodes:
 * :class:`PlateView` (:func:`plate`) — a plate of a trace as a kernel may see it: its size,
   whether its sites are coupled (a process's draws), a site's distribution and stored values,
   a coupled site's candidate values;
+* :func:`run_plate_lps`, :func:`plate_clock` — every executed element's log-density per
+  plate of a run; when a plate last ran;
+* :func:`watch_rows`, :func:`executions_since` — a plate's execution log, for kernels that
+  keep what its body computed (:mod:`thrifty.core.exec_log`);
 * :func:`top_choice` — a top-level choice's value and log-density;
 * :func:`memo_density_changes` — memoized values whose density a run changed.
 
@@ -40,6 +44,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from thrifty.core.exec_log import ExecLog, watch_plate
 from thrifty.core.locate import find_plate, trace_chain
 from thrifty.core.mem import KEPT
 
@@ -138,6 +143,12 @@ def top_choice(trace, addr: tuple):
     return trace.root.value_lp(addr)
 
 
+def top_site(trace, addr: tuple):
+    """The record (value, log-density, distribution, kind) of the top-level site at ``addr``,
+    or None."""
+    return trace.root.get_site(addr)
+
+
 def top_discrete(trace, addr: tuple) -> bool:
     """Whether the top-level choice at ``addr`` is discrete."""
     return bool(trace.root.get_site(addr).discrete)
@@ -149,6 +160,19 @@ def chains(trace) -> list[tuple]:
     root = trace.root
     return [(None, c) for c in root.chains] + [
         (p, c) for p, node in root.plates.items() for c in node.chains]
+
+
+def run_plate_lps(run) -> dict:
+    """Per plate the run executed: the log-densities of its executed elements, in order."""
+    return {addr: frame.elem_lp for addr, frame in run.plate_frames.items()}
+
+
+def plate_clock(trace, addr: tuple) -> int:
+    """The trace clock of the newest commit that executed elements of the plate at ``addr``
+    or left some stale (O(1): kept by the engine); the data its body computes can have changed
+    only then.  KeyError when there is no such plate."""
+    node = find_plate(trace, addr)
+    return max(node.exec_clock, node.valid_from)
 
 
 def plate_sizes(trace) -> dict:
@@ -166,3 +190,36 @@ def memo_density_changes(run) -> list[tuple]:
     prior's parameters moved): ``(address of the mem table, key)`` for each."""
     return [(j.addr, key) for j in run.mem_journals.values() for key, e in j.entries.items()
             if e.status == KEPT and e.lp != e.old_lp]
+
+
+def watch_rows(trace, plate: tuple, obs_rel: tuple) -> ExecLog:
+    """Start logging the executions of the plate at ``plate`` with its observation
+    ``obs_rel`` (:func:`thrifty.core.exec_log.watch_plate`); returns the mark to read from."""
+    return watch_plate(find_plate(trace, plate), obs_rel)
+
+
+def executions_since(trace, plate: tuple, obs_rel: tuple, seen: ExecLog, maddr, clock: int):
+    """The entries of the plate's log newer than ``seen`` (newest first) and the log's head,
+    or None when the log cannot vouch for the rows of the elements not in them: the plate or
+    its watch is gone, an entry is of another lineage or of every element or left elements
+    stale, or another memoized value (not at ``maddr``) its elements read changed lazily after
+    ``clock``."""
+    try:
+        node = find_plate(trace, plate)
+    except KeyError:
+        return None
+    if obs_rel not in node.watch_obs:
+        return None
+    entry, new = node.exec_log, []
+    while entry is not seen:
+        if entry is None or entry.idx is None or entry.dirty:
+            return None  # another lineage; every element; stale elements
+        if len(entry.idx):  # (not a mark)
+            new.append(entry)
+        entry = entry.prev
+    if node.mem_stale:  # another memoized value its elements read, changed lazily
+        for addr, _ in node.mem_keys:
+            table = trace.mems.get(addr)
+            if addr != maddr and table is not None and table.lazy_clock > clock:
+                return None
+    return new, node.exec_log

@@ -27,8 +27,8 @@ import warnings
 import numpy as np
 
 from thrifty.core.address import fmt
-from thrifty.core.locate import find_plate
 from thrifty.core.run import Mode
+from thrifty.core.sections import plate_clock, run_plate_lps, top_choice, top_site
 from thrifty.core.vocab import same_value
 from thrifty.distributions.glm import GLM
 from thrifty.errors import SelectionError
@@ -57,7 +57,7 @@ def resolve(kernel, trace):
             "weights of GLM observations), not plate elements or several choices"
         )
     addr = cs.scalars[0]
-    site = trace.root.sites.get(addr)
+    site = top_site(trace, addr)
     if site is None:
         raise SelectionError(
             f"smh: {fmt(addr)} is not a top-level choice of the model body (it is inside a "
@@ -142,16 +142,17 @@ def find(kernel, trace, prev: Sections | None, prior) -> tuple[Sections, bool]:
             stacklevel=4,
         )
     # every θ-dependent plate term must be one of the sections
-    for paddr, fa in run_a.plate_frames.items():
-        fb = run_b.plate_frames.get(paddr)
+    lps_b = run_plate_lps(run_b)
+    for paddr, fa in run_plate_lps(run_a).items():
+        fb = lps_b.get(paddr)
         if fb is None:
             continue
-        expected = np.zeros(fa.n)
+        expected = np.zeros(len(fa))
         for caddr, dist, value, dist_b in groups:
             if caddr[: len(paddr)] == paddr and caddr[len(paddr)] == "*":
                 expected += dist_b.log_prob(value) - dist.log_prob(value)
-        diff = fb.elem_lp - fa.elem_lp
-        tol = 1e-7 * (1.0 + np.abs(fa.elem_lp) + np.abs(fb.elem_lp))
+        diff = fb - fa
+        tol = 1e-7 * (1.0 + np.abs(fa) + np.abs(fb))
         bad = ~(np.abs(diff - expected) <= tol)
         if bad.any():
             j = int(np.flatnonzero(bad)[0])
@@ -169,7 +170,7 @@ def same_sections(prev, trace, addr, run) -> list | None:
     if (prev is None or prev.trace is not trace or prev.structure != trace.structure
             or prev.addr != addr):
         return None
-    theta = trace.root.sites[addr].value
+    theta = top_choice(trace, addr)[0]
     groups = [
         (c[0], c[1], np.asarray(c[2]), None)
         for c in run.captured
@@ -248,10 +249,9 @@ def data_may_differ(st, trace) -> bool:
         return False
     for paddr in st.plates:
         try:
-            node = find_plate(trace, paddr)
+            if plate_clock(trace, paddr) > st.clock:  # O(1): kept by the engine
+                return True
         except KeyError:
-            return True
-        if max(node.exec_clock, node.valid_from) > st.clock:  # O(1): kept by the engine
             return True
     st.clock = trace.clock
     return False

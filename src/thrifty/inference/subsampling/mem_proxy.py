@@ -35,10 +35,9 @@ from __future__ import annotations
 import numpy as np
 
 from thrifty.core.address import fmt
-from thrifty.core.exec_log import watch_plate
-from thrifty.core.locate import find_plate
 from thrifty.core.mem import watch
 from thrifty.core.run import Mode
+from thrifty.core.sections import executions_since, run_plate_lps, watch_rows
 from thrifty.core.trace import same_value
 from thrifty.distributions.glm import GLM
 from thrifty.errors import SelectionError
@@ -139,7 +138,7 @@ class MemTaylor:
         self._capture(kernel, trace, loc)
         self.trace, self.maddr, self.obs = trace, loc.mem_addr, trace.obs_values
         self._reset(trace.mems[loc.mem_addr])
-        self.rows_seen = watch_plate(find_plate(trace, self.plate), self.obs_rel)
+        self.rows_seen = watch_rows(trace, self.plate, self.obs_rel)
         self.clock = trace.clock
 
     def _capture(self, kernel, trace, loc) -> None:
@@ -177,17 +176,17 @@ class MemTaylor:
                 f"{name}(proxy='taylor'): the glm family at {fmt(caddr)} depends on {fmt(addr)};"
                 " only the linear predictor may"
             )
-        fa, fb = run_a.plate_frames[plate], run_b.plate_frames[plate]
-        diff = fb.elem_lp - fa.elem_lp
+        fa, fb = run_plate_lps(run_a)[plate], run_plate_lps(run_b)[plate]
+        diff = fb - fa
         expected = dist_b.log_prob(y) - dist.log_prob(y)
-        bad = ~(np.abs(diff - expected) <= 1e-7 * (1.0 + np.abs(fa.elem_lp) + np.abs(fb.elem_lp)))
+        bad = ~(np.abs(diff - expected) <= 1e-7 * (1.0 + np.abs(fa) + np.abs(fb)))
         if bad.any():
             j = int(np.flatnonzero(bad)[0])
             raise SelectionError(
                 f"{name}(proxy='taylor'): {fmt(addr)} enters plate {fmt(plate)} through terms "
                 f"that are not the glm observation {fmt(caddr)} (element {j}); use proxy=None"
             )
-        n = int(fa.n)
+        n = len(fa)
         self.X = np.empty((n, len(value)))
         self.X[elems] = dist.X
         self.y = np.empty(n, dtype=y.dtype)
@@ -243,24 +242,11 @@ class MemTaylor:
         """Apply the rows of the elements executed since the last step, read from the plate's
         execution log; False when the log cannot vouch for every row kept (see the module
         docstring): then the rows are captured again."""
-        try:
-            node = find_plate(trace, self.plate)
-        except KeyError:
+        since = executions_since(trace, self.plate, self.obs_rel, self.rows_seen, self.maddr,
+                                 self.clock)
+        if since is None:
             return False
-        if self.obs_rel not in node.watch_obs:
-            return False
-        entry, new = node.exec_log, []
-        while entry is not self.rows_seen:
-            if entry is None or entry.idx is None or entry.dirty:
-                return False  # another lineage; every element; stale elements
-            if len(entry.idx):  # (not a mark)
-                new.append(entry)
-            entry = entry.prev
-        if node.mem_stale:  # another memoized value its elements read, changed lazily
-            for maddr, _ in node.mem_keys:
-                table = trace.mems.get(maddr)
-                if maddr != self.maddr and table is not None and table.lazy_clock > self.clock:
-                    return False
+        new, head = since
         pending, d_x = [], self.X.shape[1]
         for e in new:  # newest first
             d, y = e.obs.get(self.obs_rel, (None, None))
@@ -275,7 +261,7 @@ class MemTaylor:
             idx, rows, ys = zip(*pending)
             elems, first = np.unique(np.concatenate(idx), return_index=True)  # newest row
             self._replace_rows(elems, np.concatenate(rows)[first], np.concatenate(ys)[first])
-        self.rows_seen = node.exec_log
+        self.rows_seen = head
         self.rows_seen.prev = None  # older entries are needed by no one
         self.clock = trace.clock
         return True

@@ -69,3 +69,14 @@ def test_work_outside_a_step_goes_to_the_totals():
     k = th.mh("mu", th.drift(0.3))
     k.execute(trace, rng)  # e.g. a diagnostic's trial run, not a step
     assert k.stats.runs == 1 and k.stats.steps == 0
+
+
+def test_the_interface_and_kernel_examples_run():
+    import doctest
+
+    import thrifty.core.sections
+    import thrifty.inference.kernel
+
+    for mod in (thrifty.core.sections, thrifty.inference.kernel):
+        res = doctest.testmod(mod, verbose=False, report=False)
+        assert res.attempted > 0 and res.failed == 0, mod.__name__

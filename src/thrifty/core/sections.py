@@ -31,7 +31,9 @@ nodes:
 ...         th.observe("y", dist.Normal(2.0 * z - 1.0, 1.0), y[i])
 >>> trace = th.simulate(m(np.array([1.0, -1.0, 0.5])), seed=0)
 >>> elems = np.array([0, 2])
->>> run = Run(trace, np.random.default_rng(0), plan=Plan().add_elements(("data",), elems),
+>>> plan = Plan()
+>>> plan.add_elements(("data",), elems)
+>>> run = Run(trace, np.random.default_rng(0), plan=plan,
 ...           vec={(("data",), ("z",)): VecTarget(elems, np.array([1, 1]))}).execute()
 >>> new = run_lp(run, "plate", ("data",), elems)
 >>> bool(np.isclose(run.log_weight, (new - stored_lp(trace, "plate", ("data",), elems)).sum()))

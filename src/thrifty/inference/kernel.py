@@ -137,7 +137,9 @@ class Kernel(Configured):
     """Base class of the MCMC kernels: ``update(trace, rng) -> (trace, info)``, ``step``, and
     ``stats`` (the sum of the steps' infos).  A subclass defines ``_step`` and counts its work
     in ``self.info`` (``self.info.proposed += 1``, ``self.info.count("name")``; its runs through
-    :meth:`execute` are counted there already).
+    :meth:`execute` are counted there already).  A kernel built from other kernels lists them
+    in :meth:`kernels`, so that they are started, adapted in the burn-in and reported in
+    ``result.stats`` like kernels of ``th.cycle``.
 
     >>> import thrifty as th
     >>> from thrifty import dist
@@ -147,11 +149,14 @@ class Kernel(Configured):
     ...         self.inner = th.mh("mu", th.drift(1.0))
     ...     def _step(self, trace, rng):
     ...         return self.inner.step(self.inner.step(trace, rng), rng)
+    ...     def kernels(self):                       # started, tuned and reported too
+    ...         return [(self.label(), self), *self.inner.kernels()]
     >>> @th.model
     ... def m():
     ...     th.observe("y", dist.Normal(th.sample("mu", dist.Normal(0.0, 1.0)), 1.0), 0.5)
-    >>> th.infer(m(), Twice(), num_samples=10, seed=0, progress=False)["mu"].shape
-    (1, 10)
+    >>> r = th.infer(m(), Twice(), num_samples=10, seed=0, progress=False)
+    >>> r["mu"].shape, r.stats["mh('mu', drift(1.0))"]["steps"]
+    ((1, 10), 20)
     """
 
     name = "kernel"

@@ -23,6 +23,7 @@ When no section exists the kernel is exact MH (with a one-time warning).
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
 from dataclasses import dataclass
 
@@ -146,9 +147,11 @@ class SubsampledMH(Selecting):
             raise ArgumentError(f"{self.name}: epsilon must be in [0, 1), got {epsilon!r}")
         self.epsilon = float(epsilon)
         self.k0 = int_arg(self.name, "k0", k0)
-        if isinstance(max_fraction, bool) or not 0 < max_fraction <= 1:
+        if (isinstance(max_fraction, bool) or not isinstance(max_fraction, numbers.Real)
+                or not 0 < max_fraction <= 1):
             raise ArgumentError(
-                f"{self.name}: max_fraction must be in (0, 1], got {max_fraction!r}"
+                f"{self.name}: max_fraction must be a number in (0, 1] (the share of the "
+                f"sections the test may read), got {max_fraction!r}"
             )
         self.max_fraction = float(max_fraction)
         self.proposal = proposal if proposal is not None else drift()

@@ -44,17 +44,11 @@ class Info:
 
 
 @dataclass
-class Stats:
-    """What a kernel did: steps, proposals, acceptances, and the work of its runs."""
+class Stats(Info):
+    """What a kernel did: the sum of its steps' :class:`Info` records, and their number, with
+    what the adaptive kernels and the start report."""
 
     steps: int = 0
-    proposed: int = 0
-    accepted: int = 0
-    elements: int = 0  # plate elements executed
-    chain_steps: int = 0  # markov steps executed
-    runs: int = 0  # program executions
-    seconds: float = 0.0
-    extra: dict = field(default_factory=dict)  # kernel-specific counters (reported per step)
     # per site name: [selected, accepted, Σ reward, Σ count] (adaptive kernels)
     sites: dict = field(default_factory=dict)
     proposal: list = field(default_factory=list)  # per chain: the adapted proposal (drift())
@@ -69,11 +63,6 @@ class Stats:
         self.proposal = list(self.proposal)
         self.start = list(self.start)
         self.burn_in = list(self.burn_in)
-
-    def add_run(self, run: Run) -> None:
-        self.runs += 1
-        self.elements += run.work_elements
-        self.chain_steps += run.work_steps
 
     def as_dict(self) -> dict:
         steps = max(self.steps, 1)
@@ -104,10 +93,6 @@ class Stats:
             for name, (sel, acc, r, c) in self.sites.items()
         }
 
-    def count(self, name: str, amount: float = 1) -> None:
-        """Add to a kernel-specific counter (reported as ``<name>_per_step``)."""
-        self.extra[name] = self.extra.get(name, 0) + amount
-
     def add(self, info: Info) -> None:
         """One more step, and what it did."""
         self.steps += 1
@@ -124,12 +109,12 @@ class Stats:
         extra = dict(self.extra)
         for k, v in other.extra.items():
             extra[k] = extra.get(k, 0) + v
-        values = [getattr(self, f) + getattr(other, f) for f in self.__dataclass_fields__
-                  if f not in self._LISTS]
+        values = {f: getattr(self, f) + getattr(other, f) for f in self.__dataclass_fields__
+                  if f not in self._LISTS}
         sites = {k: list(v) for k, v in self.sites.items()}
         for k, v in other.sites.items():
             sites[k] = [a + b for a, b in zip(sites.get(k, [0, 0, 0.0, 0.0]), v)]
-        return Stats(*values, extra=extra, sites=sites, proposal=self.proposal + other.proposal,
+        return Stats(**values, extra=extra, sites=sites, proposal=self.proposal + other.proposal,
                      start=self.start + other.start, burn_in=self.burn_in + other.burn_in)
 
 

@@ -31,7 +31,7 @@ import numpy as np
 
 from thrifty._args import int_arg
 from thrifty.core.address import fmt
-from thrifty.core.locate import locate, plan_elements, plan_for
+from thrifty.core.locate import locate, plan_elements, plan_for, plan_steps
 from thrifty.core.run import LAZY, Mode, Plan
 from thrifty.core.sections import memo_density_changes, run_lp, stored_lp
 from thrifty.core.sections import stale as stale_sections
@@ -80,6 +80,17 @@ class Sections:
                 elems = local if c.index is None else c.index[local]
                 out.append((c, elems, np.arange(a, b)))
         return out
+
+
+def _plan_of(trace, parts) -> Plan:
+    """The plan that executes the given sections: ``(container, elements or steps)`` pairs."""
+    plan = Plan()
+    for c, items in parts:
+        if c.kind == "plate":
+            plan_elements(trace, plan, c.addr, items)
+        else:
+            plan_steps(trace, plan, c.addr, items)
+    return plan
 
 
 class ProgramSections:
@@ -329,14 +340,7 @@ class SubsampledMH(Selecting):
         return Sections(containers)
 
     def _plan(self, trace, sections, idx) -> Plan:
-        plan = Plan()
-        for c, elems, _ in sections.split(np.sort(idx)):
-            if c.kind == "plate":
-                plan_elements(trace, plan, c.addr, elems)
-            else:
-                for t in elems.tolist():
-                    plan.add_step(c.addr, t)
-        return plan
+        return _plan_of(trace, [(c, elems) for c, elems, _ in sections.split(np.sort(idx))])
 
     def _log_ratios(self, trace, rng, targets, sections, idx) -> np.ndarray:
         """l_i = log-density of section i under θ' minus under θ (stale ones rescored)."""
@@ -351,35 +355,22 @@ class SubsampledMH(Selecting):
         run planned on exactly them executes them in that order (positions = identity)."""
         parts = sections.split(idx)
         old = np.empty(len(idx))
-        stale_plan = Plan()
         stale: list = []
         for c, elems, pos in parts:
             old[pos] = stored_lp(trace, c.kind, c.addr, elems)
             bad = stale_sections(trace, c.kind, c.addr, elems)
-            if c.kind == "plate":
-                if len(bad):
-                    plan_elements(trace, stale_plan, c.addr, bad)
-            else:
-                for t in bad.tolist():
-                    stale_plan.add_step(c.addr, t)
             if len(bad):
                 stale.append((c, bad, pos[np.searchsorted(elems, bad)]))
         if stale:  # rescore under θ what is out of date, and keep it (a refresh)
-            refresh = self.rescore(trace, rng, stale_plan)
+            refresh = self.rescore(trace, rng, _plan_of(trace, [(c, bad) for c, bad, _ in stale]))
             for c, bad, pos in stale:
-                old[pos] = self._section_lp(refresh, c, bad)
-        plan = Plan()
-        for c, elems, _ in parts:
-            if c.kind == "plate":
-                plan_elements(trace, plan, c.addr, elems)
-            else:
-                for t in elems.tolist():
-                    plan.add_step(c.addr, t)
+                old[pos] = run_lp(refresh, c.kind, c.addr, bad)
+        plan = _plan_of(trace, [(c, elems) for c, elems, _ in parts])
         run = self.execute(trace, rng, targets=targets, plan=plan, mode=LAZY)
         self._refuse_memoized_dependents(run)
         new = np.empty(len(idx))
         for c, elems, pos in parts:
-            new[pos] = self._section_lp(run, c, elems)
+            new[pos] = run_lp(run, c.kind, c.addr, elems)
         return new - old
 
     def _refuse_memoized_dependents(self, run) -> None:
@@ -394,10 +385,6 @@ class SubsampledMH(Selecting):
                 f"the memoized value {fmt(addr + (key,))}, which is not a local "
                 "section (a hyperparameter of memoized values); use th.mh"
             )
-
-    @staticmethod
-    def _section_lp(run, c: Container, elems: np.ndarray) -> np.ndarray:
-        return run_lp(run, c.kind, c.addr, elems)
 
     def _warn_exact(self) -> None:
         if not self._warned:

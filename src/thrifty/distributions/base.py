@@ -55,6 +55,9 @@ def as_params(*params, owner: Distribution | None = None):
     """
     if all(type(p) in _FAST_SCALARS for p in params):
         return tuple(float(p) for p in params), ()
+    fast = _float_arrays(params)  # (the usual batch case: float64 arrays of one shape, scalars)
+    if fast is not None:
+        return fast
     arrays = [np.asarray(p) for p in params]
     if any(a.dtype.kind == "c" for a in arrays):  # (float() would drop the imaginary part)
         message = "parameters must be real numbers, got a complex value"
@@ -83,6 +86,29 @@ def as_params(*params, owner: Distribution | None = None):
         float(a) if a.ndim == 0 else a if a.shape == shape else np.broadcast_to(a, shape)
         for a in arrays
     ), shape
+
+
+def _float_arrays(params):
+    """``as_params`` for parameters that are Python scalars and float64 arrays of one shape, at
+    least one of them with ``ndim >= 1`` (what a batch of particles or plate elements passes):
+    nothing to convert or broadcast.  None for anything else."""
+    out, shape = [], None
+    for p in params:
+        t = type(p)
+        if t is float or t is int or t is np.float64:
+            out.append(float(p))
+        elif t is np.ndarray and p.dtype is _F64 and p.ndim:
+            if shape is None:
+                shape = p.shape
+            elif p.shape != shape:
+                return None
+            out.append(p)
+        else:
+            return None
+    return (tuple(out), shape) if shape is not None else None
+
+
+_F64 = np.dtype(np.float64)
 
 
 def scalar_or_array(x):

@@ -55,21 +55,30 @@ class Normal(cumulative.NormalCDF, Distribution):
     def sample(self, rng, shape=()):
         if not shape and not self.batch_shape:
             return self.loc + self.scale * rng.standard_normal()
-        return self.loc + self.scale * rng.standard_normal(tuple(shape) + self.batch_shape)
+        x = rng.standard_normal(tuple(shape) + self.batch_shape)
+        x *= self.scale  # (in place: x has the full shape)
+        x += self.loc
+        return x
 
     def log_prob(self, value):
         t = type(value)
         if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
             value = value.item()
             t = type(value)
+        scale = self.scale
         if (t is float or t is int) and not self.batch_shape:
             if not -INF < value < INF:
                 return -INF
-            z = (value - self.loc) / self.scale
-            return -0.5 * z * z - math.log(self.scale) - HALF_LOG_2PI
-        z = (np.asarray(value, dtype=float) - self.loc) / self.scale
-        lp = -0.5 * z * z - np.log(self.scale) - HALF_LOG_2PI
-        return scalar_or_array(np.fmax(lp, -np.inf))  # a NaN value is off the support: -inf
+            z = (value - self.loc) / scale
+            return -0.5 * z * z - math.log(scale) - HALF_LOG_2PI
+        z = np.subtract(value, self.loc, dtype=float)  # a new array: the rest works in place
+        if type(z) is not np.ndarray:
+            z = np.asarray(z)
+        z /= scale
+        z *= z
+        z *= -0.5
+        z -= (math.log(scale) if type(scale) is float else np.log(scale)) + HALF_LOG_2PI
+        return scalar_or_array(np.fmax(z, -np.inf, out=z))  # a NaN value is off the support
 
     @property
     def mean(self):

@@ -38,6 +38,7 @@ class Generations:
         self.started = False
         self.log_w = np.zeros(n)  # per member, since its group's last resampling
         self.log_z = 0.0
+        self.weighed = self.log_w
         self.ess: list[float] = []  # per generation: the mean ESS over the groups
         self.resampled: list[int] = []  # per generation: the number of groups resampled
         # per generation: (plate, chain, t, {site: values (G·n, ...)}) and the ancestors the
@@ -49,6 +50,22 @@ class Generations:
     def members(self) -> int:
         return self.G * self.n
 
+    @property
+    def log_w(self) -> np.ndarray:
+        return self._log_w
+
+    @log_w.setter
+    def log_w(self, value: np.ndarray) -> None:
+        # set, never changed in place: the row sums and weights below are kept for it
+        self._log_w = value
+        self._lse = self._W = None
+
+    def _row_lse(self) -> np.ndarray:
+        """log Σ exp of each group's log-weights (kept from the last weighing)."""
+        if self._lse is None:
+            self._lse = resampling.log_sum_exp_rows(self._log_w.reshape(self.G, self.n))
+        return self._lse
+
     # -- weights ----------------------------------------------------------------------------
     def weigh(self, frame, addr) -> None:
         """Multiply the members' weights by the likelihood of what ``frame`` observed."""
@@ -56,34 +73,41 @@ class Generations:
         frame.obs_lp = frame.lat_lp = None
         if inc is None:
             return
-        if np.isnan(inc).any():
-            raise NumericalError(f"a particle's log-weight is NaN at {fmt(addr)}")
         if len(inc) != len(self.log_w):  # observed outside the members (shared by all)
+            if np.isnan(inc).any():
+                raise NumericalError(f"a particle's log-weight is NaN at {fmt(addr)}")
             if np.ptp(inc) > 0:
                 raise ModelError(f"observation {fmt(addr)} differs between particles outside "
                                  "the chains")
             self.log_z += float(inc[0])
             return
         new = (self.log_w + inc).reshape(self.G, self.n)
-        top = resampling.log_sum_exp_rows(new)
-        if not np.all(top > -np.inf):
+        m = new.max(axis=1, keepdims=True)  # (NaN propagates)
+        if not np.all(m > -np.inf):
+            if np.isnan(m).any():
+                raise NumericalError(f"a particle's log-weight is NaN at {fmt(addr)}")
             raise NoParticleLeft(
                 f"every particle has probability zero after {fmt(addr)}: the observations "
                 "cannot be explained by any particle (more particles, or check the model)"
             )
-        self.log_z += float((top - resampling.log_sum_exp_rows(
-            self.log_w.reshape(self.G, self.n))).sum())
+        e = np.exp(new - m)
+        s = e.sum(axis=1, keepdims=True)
+        top = (m + np.log(s))[:, 0]
+        self.log_z += float((top - self._row_lse()).sum())
         self.log_w = new.ravel()
+        self._lse, self._W = top, e / s
 
     def weights(self) -> np.ndarray:
         """Normalised weights per group, (G, n)."""
-        return resampling.normalize_rows(self.log_w.reshape(self.G, self.n))
+        if self._W is None:
+            self._W = resampling.normalize_rows(self.log_w.reshape(self.G, self.n))
+        return self._W
 
     def maybe_resample(self, allowed: bool) -> np.ndarray | None:
         """Record this generation's ESS; resample the groups whose ESS is below the threshold
         (if ``allowed``: not after the last step of a chain).  Returns flat ancestors or None."""
         W = self.weights()
-        self.weighed = self.log_w.copy()  # this generation's weights, before any reset
+        self.weighed = self.log_w  # this generation's weights, before any reset
         ess = 1.0 / (W * W).sum(axis=1)
         self.ess.append(float(ess.mean()))
         low = ess < self.threshold * self.n if allowed else np.zeros(self.G, dtype=bool)
@@ -94,7 +118,9 @@ class Generations:
         if not low.all():
             keep = np.repeat(~low, self.n)
             a[keep] = np.flatnonzero(keep)
-        self.log_w[np.repeat(low, self.n)] = 0.0
+        lse = np.where(low, np.log(self.n), self._row_lse())
+        self.log_w = np.where(np.repeat(low, self.n), 0.0, self.log_w)
+        self._lse = lse
         return a
 
     # -- a chain ------------------------------------------------------------------------------

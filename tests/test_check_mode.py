@@ -365,21 +365,27 @@ def test_the_schedule_of_checks():
             out.append(it)
         return out
 
-    assert schedule(auto) == [1, 10, 100, 1000]
+    assert schedule(auto) == [1, 1000]  # the decades wait for what a check and a step cost
+    # a check that costs 10 steps: the next after 10 · 33 steps, and decade 1000 (10 ≤ 3% · 1000)
+    assert auto.next_check(1, 1e-2, 1e-3) == 334
+    assert auto.next_check(400, 1e-2, 1e-3) == 733
+    assert auto.next_check(900, 1e-2, 1e-3) == 1000
+    # a check that costs a hundredth of a step: the decades and every step
+    assert auto.next_check(9, 1e-5, 1e-3) == 10
     assert schedule(every) == [7, 14, 20]
     assert schedule(off) == []
     assert RunConfig(250, 0, 1, check_decades=True).next_check(100) == 250
 
 
 @pytest.mark.parametrize("kw, want", [
-    ({}, [1, 10, 100, 250]),
+    ({}, [1, 250]),
     ({"check": True}, list(range(1, 251))),
     ({"check_every": 100}, [100, 200, 250]),
     ({"check": False}, []),
 ])
 def test_th_infer_checks_when_asked(monkeypatch, kw, want):
     """With checks that cost 20 ms (far more than the ~0.1 ms steps), check="auto" checks after
-    steps 1, 10, 100 and the last only: its time-based checks stay within their share."""
+    step 1 and the last only: a check at step 10 or 100 would take more than its share."""
     seen = []
 
     def check(trace, where):

@@ -34,7 +34,6 @@ from thrifty.errors import DistributionError
 LOG_2PI = math.log(2.0 * math.pi)
 HALF_LOG_2PI = 0.5 * LOG_2PI
 _SCALARS = (float, int)
-_FAST_SCALARS = frozenset((float, int, np.float64))  # scalars converted without NumPy
 # NumPy scalars a value may arrive as (``y[t]`` of a data array): log_prob takes them as the
 # Python scalars they hold, on its fast scalar path
 NP_SCALARS = frozenset((np.float64, np.float32, np.int64, np.int32, np.bool_))
@@ -53,8 +52,17 @@ def as_params(*params, owner: Distribution | None = None):
     ``owner._fail`` when an owner is given (the parameters then fall back to scalars so that a
     deferred error leaves a usable object), else raised as ``DistributionError``.
     """
-    if all(type(p) in _FAST_SCALARS for p in params):
-        return tuple(float(p) for p in params), ()
+    out = []
+    for p in params:  # (the scalar case: no NumPy)
+        t = type(p)
+        if t is float:
+            out.append(p)
+        elif t is int or t is np.float64:
+            out.append(float(p))
+        else:
+            break
+    else:
+        return tuple(out), ()
     fast = _float_arrays(params)  # (the usual batch case: float64 arrays of one shape, scalars)
     if fast is not None:
         return fast

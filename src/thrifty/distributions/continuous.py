@@ -48,6 +48,9 @@ class Normal(cumulative.NormalCDF, Distribution):
     domain = constraints.real
 
     def __init__(self, loc=0.0, scale=1.0):
+        if type(loc) is float and type(scale) is float and -INF < loc < INF and 0 < scale < INF:
+            self.loc, self.scale = loc, scale  # (valid scalars: the common case, checked here)
+            return
         (self.loc, self.scale), self.batch_shape = as_params(loc, scale, owner=self)
         self._check_finite("loc", self.loc)
         self._check_positive("scale", self.scale)

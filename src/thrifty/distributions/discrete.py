@@ -198,6 +198,14 @@ class Bernoulli(ProbsLogits):
         lg = self.logits
         if type(lg) is np.ndarray and lg.ndim and x.shape == lg.shape and x.dtype.kind in "biuf":
             return bernoulli_logits_lp(x, lg, self._finite)
+        if not self.batch_shape and x.dtype.kind in "biuf":  # one p: its two terms by math
+            if lg is not None:
+                lp1, lp0 = sm.log_expit(lg), sm.log_expit(-lg)
+            else:
+                p = self._probs
+                lp1 = math.log(p) if p > 0 else -INF
+                lp0 = math.log1p(-p) if p < 1 else -INF
+            return scalar_or_array(np.where(x == 1, lp1, np.where(x == 0, lp0, -INF)))
         ok = (x == 0) | (x == 1)
         log_p, log_q = self._log_p_q()
         return scalar_or_array(np.where(ok, np.where(x == 1, log_p, log_q), -np.inf))

@@ -43,7 +43,7 @@ class RunConfig:
     thin: int
     keep: Selector | None = None  # which variables are recorded (None: all)
     check_every: int = 0  # check mode: compare with a full execution every k steps (0: never)
-    check_decades: bool = False  # check mode: after steps 1, 10, 100, ... (and the last)
+    check_decades: bool = False  # check mode: after step 1, by time share, decades (and the last)
 
     @property
     def total(self) -> int:
@@ -55,20 +55,25 @@ class RunConfig:
         """The step after which the chain next checks its trace against a full execution
         (:mod:`thrifty.core.check`), given that ``it`` steps are done; 0: never.  With check
         mode on, the last step of the chain is always checked.  ``check_decades`` (the
-        ``"auto"`` schedule) checks after steps 1, 10, 100, ... and, given what the last check
-        and a step took, once the steps since took 1/AUTO_CHECK_SHARE times that check."""
+        ``"auto"`` schedule) checks after step 1 and, given what the last check and a step
+        took, once the steps since took 1/AUTO_CHECK_SHARE times that check, and after steps
+        10, 100, 1000, ... whose steps so far took that much (so that checks keep to their
+        share of the chain's time)."""
         if not (self.check_every or self.check_decades):
             return 0
         due = [self.total]
         if self.check_every:
             due.append((it // self.check_every + 1) * self.check_every)
         if self.check_decades:
-            d = 1
-            while d <= it:
-                d *= 10
-            due.append(d)
-            if step_seconds > 0 and check_seconds < math.inf:
-                due.append(it + max(1, int(check_seconds / (AUTO_CHECK_SHARE * step_seconds))))
+            if it == 0:
+                due.append(1)
+            elif step_seconds > 0 and check_seconds < math.inf:
+                affordable = check_seconds / (AUTO_CHECK_SHARE * step_seconds)  # steps per check
+                d = 10
+                while d <= it or d < affordable:  # a decade no dearer than its share
+                    d *= 10
+                due.append(d)
+                due.append(it + max(1, int(affordable)))
         due = [s for s in due if it < s <= self.total]
         return min(due) if due else 0
 
@@ -212,7 +217,7 @@ class ChainRun:
         t_start = perf_counter()
         try:
             while it < total:
-                t0, it0 = perf_counter(), it
+                t0, it0, checking = perf_counter(), it, 0.0
                 end = min(total, it + chunk)
                 while it < end:
                     trace = step(trace, rng)
@@ -221,6 +226,7 @@ class ChainRun:
                         c0 = perf_counter()
                         raise_if_inconsistent(trace, f"(chain {self.chain}, after step {it})")
                         check_cost = perf_counter() - c0
+                        checking += check_cost
                         check_at = cfg.next_check(it, check_cost, step_cost)
                     if it == burn_in:
                         tune(False)
@@ -231,8 +237,8 @@ class ChainRun:
                 self.trace, self.iteration = trace, it
                 # aim at one tick per TICK seconds whatever the cost of a step
                 dt = perf_counter() - t0
-                if cfg.check_decades and check_at and dt > 0:  # (the next check, by time)
-                    step_cost = dt / (it - it0)
+                if cfg.check_decades and check_at and dt > checking:  # (the next check, by time)
+                    step_cost = (dt - checking) / (it - it0)
                     check_at = min(check_at, cfg.next_check(it, check_cost, step_cost))
                 ratio = TICK / dt if dt > 0 else 4.0
                 chunk = max(1, int(chunk * min(max(ratio, 0.5), 4.0)))

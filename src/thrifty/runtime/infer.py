@@ -106,8 +106,9 @@ def infer(
         incremental engine holds; a difference raises :class:`~thrifty.errors.CheckError`
         naming the node and site (a model that breaks what its plates or chains declare, data
         changed during the run, or an engine bug).  ``check="auto"`` (the default) checks after
-        steps 1, 10, 100, 1000, ... and the last, and whenever the steps since the last check
-        took about 33 times what it took (checks take ~3% of the chain's time).
+        step 1 and the last, whenever the steps since the last check took about 33 times what
+        it took, and after steps 10, 100, 1000, ... when the steps so far took that much
+        (checks take ~3% of the chain's time).
         ``check=True`` checks after every step (for debugging and tests: a full execution per
         step), ``check_every=k`` after every k-th step and the last, ``check=False`` never.
         Checking never changes the draws.
@@ -459,7 +460,7 @@ def _check_kernel(kernel):
 
 
 def _check_schedule(check, check_every) -> tuple[int, bool]:
-    """(check every k steps or 0, check after steps 1, 10, 100, ...) from ``th.infer``'s
+    """(check every k steps or 0, the "auto" schedule of checks) from ``th.infer``'s
     ``check`` and ``check_every``."""
     if not (isinstance(check, (bool, np.bool_)) or check == "auto"):
         raise ValueError(f"check must be True, False or 'auto', got {check!r}")

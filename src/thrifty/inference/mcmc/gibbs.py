@@ -13,6 +13,8 @@ gives every element's conditional, and the new values are drawn element-wise.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from thrifty.core.address import fmt
@@ -40,6 +42,19 @@ def _gumbel_choice(logw: np.ndarray, rng) -> np.ndarray:
     g = -np.log(-np.log(rng.random(logw.shape)))
     with np.errstate(invalid="ignore"):
         return np.argmax(np.where(np.isneginf(logw), -np.inf, logw + g), axis=0)
+
+
+def _gumbel_pick(logw: list, rng) -> int:
+    """:func:`_gumbel_choice` for one set of weights (a list), in Python: the same uniforms,
+    the same index."""
+    best, k = -math.inf, 0
+    for j, u in enumerate(rng.random(len(logw)).tolist()):
+        lw = logw[j]
+        if lw > -math.inf and u > 0.0:  # (u = 0: a Gumbel draw of −∞)
+            z = lw - math.log(-math.log(u))
+            if z > best:
+                best, k = z, j
+    return k
 
 
 class Gibbs(Selecting):
@@ -102,7 +117,7 @@ class Gibbs(Selecting):
             if run is not None:
                 logw[k] = run.log_weight if run.aborted is None else -np.inf
             runs.append(run)
-        k = int(_gumbel_choice(logw[:, None], rng)[0])
+        k = _gumbel_pick(logw.tolist(), rng)
         self.info.proposed += 1
         self.info.accepted += 1
         if runs[k] is not None:

@@ -15,7 +15,14 @@ median over rounds of their ratio.
    and the emission (the single-site MH of 001 §2);
 3. MH on one step of a Gaussian random-walk chain (x_t ~ N(x_{t−1}, 1), y_t ~ N(x_t, 1),
    T = 1,000): ``th.mh(th.one("x.z"), th.drift(0.5))``; by hand: pick t, x_t' = x_t + 0.5 ε,
-   the ratio of the two transitions and the emission.
+   the ratio of the two transitions and the emission;
+4. one PGAS sweep (paper 003 §4.4) on the LDS of 003 §5 (``thrifty.models.lds``, T = 100,
+   D = 4, r = 0.5, ω and q at the truth), N = 10 particles: ``th.pgibbs("x", 10)``; by hand,
+   the same algorithm in NumPy over the (N, 2) particle array: bootstrap proposals with the
+   reference in slot 0, multinomial resampling of the N − 1 others at every step, the
+   reference's ancestor drawn ∝ w_{t−1}^l · N(x_t^ref; A x_{t−1}^l, q I), the new reference
+   traced back from a draw of the final weights.  Per step: sweep seconds / T are not used —
+   the row reports seconds per sweep.
 
 Writes ``benchmarks/results/constant_factor.json``.
 Run: ``python benchmarks/constant_factor.py`` (``--quick``: fewer steps and rounds).
@@ -35,6 +42,7 @@ from _common import machine, steady_heap, write
 from thrifty import dist
 from thrifty.models import hmm as hmm_model
 from thrifty.models.hmm import INITIAL, MEANS, OBSERVATIONS, TRANSITIONS
+from thrifty.models.lds import X0, generate_lds, lds, rotation
 
 
 # -- 1. one-element Gibbs on a mixture's labels ----------------------------------------------------
@@ -171,6 +179,62 @@ def chain_hand(y, steps: int, seed: int) -> float:
     return (time.perf_counter() - t0) / steps
 
 
+# -- 4. one PGAS sweep on the LDS ------------------------------------------------------------------
+LDS_T, LDS_D, LDS_R, LDS_Q, PGAS_N = 100, 4, 0.5, 0.1, 10
+
+
+def lds_data():
+    y, C, _ = generate_lds(T=LDS_T, D=LDS_D, r=LDS_R, q=LDS_Q, seed=0)
+    return y, C
+
+
+def pgas_thrifty(data, sweeps: int, seed: int) -> float:
+    y, C = data
+    program = lds(y, C, LDS_R, omega=4 * np.pi / LDS_T, q=LDS_Q)
+    t0 = time.perf_counter()
+    th.infer(program, th.pgibbs("x", PGAS_N), num_samples=sweeps, seed=seed, progress=False)
+    return (time.perf_counter() - t0) / sweeps
+
+
+def pgas_hand(data, sweeps: int, seed: int) -> float:
+    y, C = data
+    rng = np.random.default_rng(seed)
+    T, N = len(y), PGAS_N
+    A, sq = rotation(4 * np.pi / T), math.sqrt(LDS_Q)
+    At, Ct = A.T, C.T
+    x_ref = np.zeros((T, 2))
+    draws = np.empty((sweeps, T, 2))
+    t0 = time.perf_counter()
+    for s in range(sweeps):
+        X = np.empty((T, N, 2))
+        anc = np.empty((T, N), dtype=np.int64)
+        X[0] = X0 @ At + sq * rng.standard_normal((N, 2))
+        X[0, 0] = x_ref[0]
+        resid = y[0] - X[0] @ Ct
+        logw = -0.5 * (resid * resid).sum(axis=1) / LDS_R
+        for t in range(1, T):
+            w = np.exp(logw - logw.max())
+            w /= w.sum()
+            a = np.minimum(np.searchsorted(np.cumsum(w), rng.random(N)), N - 1)
+            mean = X[t - 1] @ At  # ancestor sampling: w_{t-1}^l · p(x_t^ref | x_{t-1}^l)
+            d = x_ref[t] - mean
+            la = logw - 0.5 * (d * d).sum(axis=1) / LDS_Q
+            wa = np.exp(la - la.max())
+            a[0] = min(int(np.searchsorted(np.cumsum(wa), rng.random() * wa.sum())), N - 1)
+            anc[t] = a
+            X[t] = mean[a] + sq * rng.standard_normal((N, 2))
+            X[t, 0] = x_ref[t]
+            resid = y[t] - X[t] @ Ct
+            logw = -0.5 * (resid * resid).sum(axis=1) / LDS_R
+        w = np.exp(logw - logw.max())
+        k = min(int(np.searchsorted(np.cumsum(w), rng.random() * w.sum())), N - 1)
+        for t in range(T - 1, -1, -1):  # trace the drawn particle back
+            x_ref[t] = X[t, k]
+            k = anc[t, k] if t else k
+        draws[s] = x_ref
+    return (time.perf_counter() - t0) / sweeps
+
+
 def interleave(a, b, rounds: int) -> dict:
     ta, tb = [], []
     for r in range(rounds):
@@ -193,7 +257,8 @@ def main() -> None:
     rounds = 3 if args.quick else 7
     steps = 2000 if args.quick else 10_000
     t_start = time.perf_counter()
-    y_mix, y_walk = mixture_data(100_000), walk_data(1000)
+    sweeps = 50 if args.quick else 200
+    y_mix, y_walk, lds_xy = mixture_data(100_000), walk_data(1000), lds_data()
     out = {
         "gibbs_one_element_mixture_N1e5": interleave(
             lambda r: gibbs_thrifty(y_mix, steps, r), lambda r: gibbs_hand(y_mix, steps, r),
@@ -206,6 +271,10 @@ def main() -> None:
             lambda r: chain_thrifty(y_walk, steps, r), lambda r: chain_hand(y_walk, steps, r),
             rounds,
         ),
+        "pgas_sweep_lds_T100_N10": interleave(
+            lambda r: pgas_thrifty(lds_xy, sweeps, r), lambda r: pgas_hand(lds_xy, sweeps, r),
+            rounds,
+        ),
     }
     for name, r in out.items():
         print(
@@ -216,6 +285,7 @@ def main() -> None:
     res = {
         "machine": machine(),
         "settings": {"rounds": rounds, "steps_per_round": steps, "quick": args.quick,
+                     "pgas_sweeps_per_round": sweeps,
                      "timing": "wall seconds of th.infer (default recording) / steps"},
         **out,
         "wall_seconds": time.perf_counter() - t_start,

@@ -155,7 +155,9 @@ class BatchFrame:
                 f"shape mismatch in {self.where()} at {what} {fmt(self.generic(rel))}: "
                 f"log-density of shape {lp.shape} for {n} executed element(s)"
             )
-        if lp.ndim > 1:  # (n, ...) → (n,); n may be 0 (a run of no element)
+        if lp.ndim == 2:  # (n, k) → (n,)
+            lp = np.add.reduce(lp, axis=1)
+        elif lp.ndim > 2:  # (n, ...) → (n,); n may be 0 (a run of no element)
             lp = lp.sum(axis=tuple(range(1, lp.ndim)))
         return lp
 
@@ -238,7 +240,7 @@ class BatchFrame:
     def _check_observed(self, lp, rel, d, value) -> float:
         """``lp.sum()``; NaN → error naming the member; an observation outside the family's
         domain → error naming the member."""
-        s = float(lp.sum())
+        s = float(np.add.reduce(lp, axis=None))
         if NEG_INF < s < INF:
             return s
         if np.isposinf(lp).any() and not np.isnan(lp).any():
@@ -293,7 +295,7 @@ class BatchFrame:
             acc.target_for(rel),
             acc,
         )
-        acc._add("lat_lp", lp, float(lp.sum()))
+        acc._add("lat_lp", lp, float(np.add.reduce(lp, axis=None)))
         value = readonly(value)  # (a view of a column, or the run's own array)
         self.new[local] = MemberSite(value, lp, LATENT, d.is_discrete, d)
         if changed:

@@ -183,6 +183,50 @@ class StepFrame(BatchFrame):
         raise ModelError("th.mem in a particle run is not supported by the particle methods yet")
 
 
+class ConditionalStep(StepFrame):
+    """Step t over the members of conditional SMC (paper 003 §4): member g·per of each group
+    takes its reference's choices ``ref[site]`` (the G references' values), the others are
+    drawn from the prior."""
+
+    def __init__(self, run, root, rel, ref: dict, per: int):
+        StepFrame.__init__(self, run, root, rel)
+        self.ref, self.per = ref, per
+
+    def sample(self, name, d):
+        value = BatchFrame.sample(self, name, d)
+        local = self.scope + as_name(name) if self.scope else as_name(name)
+        if local not in self.ref:
+            raise ModelError(
+                f"pgibbs: the reference trajectory has no choice {fmt(self.rel + local)} "
+                "(the steps' choices must be the same in every step)"
+            )
+        value.flags.writeable = True  # the batch's own array (fresh draws), pinned here
+        value[:: self.per] = self.ref[local]
+        value.flags.writeable = False  # (handed to the model read-only, as any kept value)
+        return value
+
+
+class PinnedStep(StepFrame):
+    """Step t with every member taking its group's reference choices: the latent log-density
+    per member is the reference's transition under that member's state (003 §4.4's rescoring
+    of the reference's suffix; strict: a choice the reference does not have is an error)."""
+
+    def __init__(self, run, root, rel, ref: dict, per: int):
+        StepFrame.__init__(self, run, root, rel)
+        self.ref, self.per = ref, per
+
+    def sample(self, name, d):
+        local = self._local(name)
+        rel = self.rel + local
+        if local not in self.ref:
+            raise ModelError(f"pgibbs: the reference trajectory has no choice {fmt(rel)}")
+        v = np.repeat(np.asarray(self.ref[local]), self.per, axis=0)
+        acc = self.acc
+        lp = acc.member_lp(d.log_prob(v), rel, "sample")
+        acc._add("lat_lp", lp, float(np.add.reduce(lp)))
+        return v
+
+
 def take(state, idx: np.ndarray, n: int):
     """A particle state reindexed by ancestors ``idx``: arrays with a leading particle axis,
     and tuples / lists / dicts of them; anything else is shared by the particles."""

@@ -371,7 +371,7 @@ class BatchLanes:
 
     def check_nan(self, d, value, lp) -> None:
         """NaN and +inf log-densities are errors naming the member's site."""
-        s = lp.sum()  # NaN if any is NaN (or +inf beside -inf), +inf if any is +inf
+        s = np.add.reduce(lp, axis=None)  # NaN if any is NaN (or +inf beside -inf), +inf if any is
         if s == s and s != np.inf:
             return
         if np.isnan(lp).any():

@@ -49,6 +49,8 @@ import numpy as np
 from thrifty.core.exec_log import ExecLog, watch_plate
 from thrifty.core.locate import find_plate, trace_chain
 from thrifty.core.mem import KEPT
+from thrifty.core.vocab import LATENT
+from thrifty.errors import SelectionError
 
 
 # -- a run's sections ------------------------------------------------------------------------------
@@ -162,6 +164,47 @@ def chains(trace) -> list[tuple]:
     root = trace.root
     return [(None, c) for c in root.chains] + [
         (p, c) for p, node in root.plates.items() for c in node.chains]
+
+
+def chain_references(trace, chain: tuple, who: str):
+    """The current trajectories of the markov chain at ``chain`` — at the top level or in a
+    top-level plate — as particle Gibbs reads them: ``(plate address or None, chain address
+    within it, T, refs)`` with ``refs[t][site]`` the values of step t's latent sites, with a
+    leading axis of groups (1 for a top-level chain, the plate's elements for a chain in a
+    plate).  SelectionError (naming ``who``) when there is no such chain or its steps do not
+    all have the same choices."""
+    name = ".".join(map(str, chain))
+    root = trace.root
+    node = root.chains.get(chain)
+    if node is not None:
+        if not node.uniform():
+            raise SelectionError(
+                f"{who}: the chain {name!r} has steps with different choices or nested "
+                "nodes; particle Gibbs needs the same choices in every step"
+            )
+        cols = {k: node.sites[k].values.array() for k in node.latent_sites()}
+        return None, chain, node.T, [{k: v[t][None] for k, v in cols.items()}
+                                     for t in range(node.T)]
+    for k in range(1, len(chain)):
+        plate_addr, local = chain[:k], chain[k:]
+        pnode = root.plates.get(plate_addr)
+        cc = pnode.chains.get(local) if pnode is not None else None
+        if cc is not None:
+            cols = {}
+            for rel, site in cc.sites.items():
+                if site.kind != LATENT:
+                    continue
+                if not np.all(cc.present[rel]):
+                    raise SelectionError(f"{who}: the site {rel} of chain {name!r} is not "
+                                         "present in every step")
+                cols[rel] = site.values.array()
+            return plate_addr, local, cc.T, [{k2: v[:, t] for k2, v in cols.items()}
+                                             for t in range(cc.T)]
+    names = [".".join(map(str, (p or ()) + c)) for p, c in chains(trace)]
+    raise SelectionError(
+        f"{who}: no markov chain {name!r} at the top level or in a top-level plate; the "
+        f"program's chains are {names}"
+    )
 
 
 def run_plate_lps(run) -> dict:

@@ -147,6 +147,10 @@ def all_true(cond) -> bool:
     return cond if type(cond) is bool else bool(np.all(cond))
 
 
+# reductions called as ufunc methods (``a.sum()`` goes through two Python-level wrappers)
+_MIN, _MAX = np.minimum.reduce, np.maximum.reduce
+
+
 class Distribution:
     """Base class of thrifty's distributions (see the module docstring for the conventions)."""
 
@@ -173,9 +177,9 @@ class Distribution:
     def _check_positive(self, name: str, value) -> None:
         """``value > 0`` and finite (NaN fails), elementwise."""
         if type(value) is np.ndarray and value.size:  # two reductions, no temporaries
-            if not value.min() > 0:
+            if not _MIN(value, axis=None) > 0:
                 self._fail(f"{name} must be positive, got {describe(value)}")
-            elif not value.max() < math.inf:
+            elif not _MAX(value, axis=None) < math.inf:
                 self._fail(f"{name} must be finite, got {describe(value)}")
             return
         if not all_true(value > 0):
@@ -193,7 +197,7 @@ class Distribution:
     def _check_finite(self, name: str, value) -> None:
         """``value`` finite (not NaN, not ±inf), elementwise."""
         if type(value) is np.ndarray and value.size:  # two reductions, no temporaries
-            if not (value.min() > -math.inf and value.max() < math.inf):
+            if not (_MIN(value, axis=None) > -math.inf and _MAX(value, axis=None) < math.inf):
                 self._fail(f"{name} must be finite, got {describe(value)}")
             return
         if not all_true(abs(value) < math.inf):

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from thrifty.core.address import as_pattern, dotted
+from thrifty.core.choices import starts_with, walk, walk_steps
 from thrifty.errors import SelectionError
 from thrifty.inference.configured import Configured
 
@@ -83,6 +84,12 @@ class ChoiceSet:
         self._scalars.append(addr)
         self._blocks.append(block)
         self._expanded = self._block_info = None
+
+    def add_plate(self, plate, rel, size, elems) -> None:
+        self.groups.append(PlateGroup(plate, rel, size, elems))
+
+    def add_chain(self, chain, rel, T, steps) -> None:
+        self.chain_groups.append(ChainGroup(chain, rel, T, steps))
 
     def _expand(self):
         if self._expanded is None:
@@ -233,15 +240,6 @@ class Selection(Configured):
         return Union([self, select(other)])
 
 
-def _prefix(p: tuple, x: tuple) -> bool:
-    return len(p) <= len(x) and x[: len(p)] == p
-
-
-def _compatible(p: tuple, x: tuple) -> bool:
-    k = min(len(p), len(x))
-    return p[:k] == x[:k]
-
-
 class Prefix(Selection):
     """Choices whose address or name starts with ``pattern``."""
 
@@ -252,81 +250,12 @@ class Prefix(Selection):
         return repr(dotted(self.pattern))
 
     def matches(self, addr, name) -> bool:
-        return _prefix(self.pattern, addr) or _prefix(self.pattern, name)
+        return starts_with(self.pattern, addr) or starts_with(self.pattern, name)
 
     def resolve(self, trace) -> ChoiceSet:
         out = ChoiceSet()
-        _walk(trace.root, (), (), self.pattern, out)
-        p = self.pattern
-        for maddr, table in trace.mems.items():
-            if _prefix(p, maddr):
-                keys = [maddr + (k,) for k in table.values]
-            elif _prefix(maddr, p) and len(p) == len(maddr) + 1 and p[-1] in table.values:
-                keys = [p]
-            else:
-                keys = []
-            for k in keys:
-                out.add(k, k)
+        walk(trace, self.pattern, out)
         return out
-
-
-def _walk(block, prefix: tuple, nprefix: tuple, p: tuple, out: ChoiceSet, step=None) -> None:
-    for local in block.latent_names():
-        if _prefix(p, prefix + local) or _prefix(p, nprefix + local):
-            out.add(prefix + local, step if step is not None else prefix + local)
-    for local, node in block.plates.items():
-        paddr, pname = prefix + local, nprefix + local
-        if not (_compatible(p, paddr) or _compatible(p, pname)):
-            continue
-        for rel in node.latent_names():
-            rname = _strip_steps(node, rel)
-            if _prefix(p, paddr) or _prefix(p, pname + rname):
-                out.groups.append(PlateGroup(paddr, rel, node.size))
-            elif _prefix(paddr, p) and len(p) > len(paddr):
-                e = p[len(paddr)]
-                if (
-                    isinstance(e, (int, np.integer))
-                    and 0 <= e < node.size
-                    and (_prefix(p[len(paddr) + 1 :], rel))
-                ):
-                    out.groups.append(
-                        PlateGroup(paddr, rel, node.size, np.array([int(e)], dtype=np.int64))
-                    )
-    for local, chain in block.chains.items():
-        caddr, cname = prefix + local, nprefix + local
-        if not (_compatible(p, caddr) or _compatible(p, cname)):
-            continue
-        if chain.uniform():  # one group per site: O(number of sites), not O(T)
-            _chain_groups(chain, caddr, cname, p, out)
-            continue
-        for t in range(chain.T):
-            _walk(chain.step_view(t), caddr + (t,), cname, p, out, caddr + (t,))
-
-
-def _chain_groups(chain, caddr, cname, p, out, steps=None) -> None:
-    for rel in chain.latent_sites():
-        if _prefix(p, cname + rel) or _prefix(p, caddr):  # every step
-            out.chain_groups.append(ChainGroup(caddr, rel, chain.T, steps))
-        elif _prefix(caddr, p) and len(p) > len(caddr):
-            t = p[len(caddr)]
-            if (
-                isinstance(t, (int, np.integer))
-                and 0 <= t < chain.T
-                and _prefix(p[len(caddr) + 1 :], rel)
-                and (steps is None or t in steps)
-            ):
-                out.chain_groups.append(
-                    ChainGroup(caddr, rel, chain.T, np.array([int(t)], dtype=np.int64))
-                )
-
-
-def _strip_steps(node, rel: tuple) -> tuple:
-    """The name form of an element-relative address (drop the step index of inner chains)."""
-    for local in node.chains:
-        k = len(local)
-        if rel[:k] == local and len(rel) > k:
-            return local + rel[k + 1 :]
-    return rel
 
 
 class _Schedule(Selection):
@@ -371,7 +300,7 @@ class OrderedRange(Selection):
     def matches(self, addr, name) -> bool:
         k = len(self.chain)
         return (
-            _prefix(self.chain, addr)
+            starts_with(self.chain, addr)
             and len(addr) > k
             and isinstance(addr[k], int)
             and self.lo <= addr[k] <= self.hi
@@ -379,33 +308,12 @@ class OrderedRange(Selection):
 
     def resolve(self, trace) -> ChoiceSet:
         out = ChoiceSet()
-        found = _find_chain(trace.root, (), self.chain)
-        if found is None:
+        if not walk_steps(trace, self.chain, self.lo, self.hi, out):
             raise SelectionError(f"ordered_range: no markov chain at {self.chain!r}")
-        chain, caddr = found
-        lo, hi = max(self.lo, 0), min(self.hi, chain.T - 1)
-        if chain.uniform():
-            if hi >= lo:
-                _chain_groups(chain, caddr, caddr, caddr, out, np.arange(lo, hi + 1))
-            return out
-        for t in range(lo, hi + 1):
-            _walk(chain.step_view(t), caddr + (t,), caddr, caddr + (t,), out, caddr + (t,))
         return out
 
     def __repr__(self) -> str:
         return f"ordered_range({dotted(self.chain)!r}, {self.lo}, {self.hi})"
-
-
-def _find_chain(block, prefix, addr):
-    rel = addr[len(prefix) :]
-    c = block.chains.get(rel)
-    if c is not None:
-        return c, addr
-    for local, chain in block.chains.items():
-        k = len(local)
-        if rel[:k] == local and len(rel) > k and isinstance(rel[k], int) and rel[k] < chain.T:
-            return _find_chain(chain.step_view(rel[k]), prefix + local + (rel[k],), addr)
-    return None
 
 
 class Union(Selection):

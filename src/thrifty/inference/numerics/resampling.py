@@ -58,14 +58,18 @@ def residual(w: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
     return out
 
 
-def grouped(fn: Scheme, W: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def grouped(fn: Scheme, W: np.ndarray, rng: np.random.Generator,
+            ordered: bool = True) -> np.ndarray:
     """Resample each row of ``W`` (G, n) independently with ``fn``: flat ancestor indices
     (G·n,) into the G·n members, row g's offspring drawn from row g.  Multinomial, stratified
     and systematic run vectorized over the rows (one search over the rows' CDFs shifted by
-    their row numbers); other schemes row by row."""
+    their row numbers); other schemes row by row.  ``ordered=False`` (multinomial only): the
+    n draws of a row in the order drawn — iid, not sorted (conditional SMC overwrites one)."""
     G, n = W.shape
     if fn is multinomial:
-        u = np.sort(rng.random((G, n)), axis=1)
+        u = rng.random((G, n))
+        if ordered:
+            u.sort(axis=1)
     elif fn is stratified:
         u = (np.arange(n) + rng.random((G, n))) / n
     elif fn is systematic:

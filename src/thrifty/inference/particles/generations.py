@@ -15,9 +15,16 @@ from __future__ import annotations
 import numpy as np
 
 from thrifty.core.address import fmt
-from thrifty.core.code_errors import WRAPPED, step_code_error, wraps
-from thrifty.core.particles import StepFrame, per_particle, take
-from thrifty.core.vocab import DETERMINISTIC, LATENT, chain_length, frozen_state
+from thrifty.core.particle_steps import (
+    free_step,
+    groups,
+    plate_of,
+    run_step,
+    step_values,
+    take_observed,
+)
+from thrifty.core.particles import per_particle, take
+from thrifty.core.vocab import chain_length
 from thrifty.errors import ModelError, NumericalError
 from thrifty.inference.numerics import resampling
 
@@ -28,6 +35,8 @@ class NoParticleLeft(NumericalError):
 
 class Generations:
     """Weighs, resamples and remembers the generations of a particle run (module docstring)."""
+
+    ordered = True  # resampling returns each group's ancestors sorted (see resampling.grouped)
 
     def __init__(self, n, resample, ess_threshold, rng):
         self.n, self.rng = n, rng
@@ -69,8 +78,7 @@ class Generations:
     # -- weights ----------------------------------------------------------------------------
     def weigh(self, frame, addr) -> None:
         """Multiply the members' weights by the likelihood of what ``frame`` observed."""
-        inc = frame.obs_lp
-        frame.obs_lp = frame.lat_lp = None
+        inc = take_observed(frame)
         if inc is None:
             return
         if len(inc) != len(self.log_w):  # observed outside the members (shared by all)
@@ -108,14 +116,15 @@ class Generations:
         (if ``allowed``: not after the last step of a chain).  Returns flat ancestors or None."""
         W = self.weights()
         self.weighed = self.log_w  # this generation's weights, before any reset
-        ess = 1.0 / (W * W).sum(axis=1)
-        self.ess.append(float(ess.mean()))
+        ess = 1.0 / np.add.reduce(W * W, axis=1)
+        self.ess.append(float(np.add.reduce(ess)) / self.G)
         low = ess < self.threshold * self.n if allowed else np.zeros(self.G, dtype=bool)
-        self.resampled.append(int(low.sum()))
-        if not low.any():
+        n_low = int(np.count_nonzero(low))
+        self.resampled.append(n_low)
+        if not n_low:
             return None
-        a = resampling.grouped(self.resample, W, self.rng)
-        if not low.all():
+        a = resampling.grouped(self.resample, W, self.rng, self.ordered)
+        if n_low < self.G:
             keep = np.repeat(~low, self.n)
             a[keep] = np.flatnonzero(keep)
         lse = np.where(low, np.log(self.n), self._row_lse())
@@ -126,7 +135,7 @@ class Generations:
     # -- a chain ------------------------------------------------------------------------------
     def begin_chain(self, frame, plate) -> None:
         """Fix the groups at the first chain; the members so far are uniform."""
-        G = getattr(frame, "groups", 1)
+        G = groups(frame)
         if self.started and (G != self.G or plate != self.plate):
             raise ModelError(
                 "particle methods run the chains of one level: all at the top level or all in "
@@ -138,15 +147,15 @@ class Generations:
             self.G, self.plate, self.started = G, plate, True
             self.log_w = np.zeros(self.members)
 
-    def step_frame(self, run, frame, rel, t):
-        return StepFrame(run, frame, rel)
+    def step_frame(self, frame, rel, t):
+        return free_step(frame, rel)
 
     def choose_ancestors(self, frame, local, step, args, t, state, a):
         """Ancestors for generation t + 1 (conditional SMC overrides it)."""
         return a
 
     def chain(self, frame, local, step, length, init, args):
-        plate = getattr(frame, "plate_addr", None)
+        plate = plate_of(frame)
         self.begin_chain(frame, plate)
         T = chain_length(local, length, step)
         self.weigh(frame, local)  # observations before the chain
@@ -161,34 +170,25 @@ class Generations:
         """Step t over the members: execute, weigh, remember, resample (unless ``last``).
         Returns (the members' states, the next step's ``prev``: the states of their
         ancestors)."""
-        sf = self.step_frame(frame.run, frame, local + (t,), t)
+        sf = self.step_frame(frame, local + (t,), t)
         state = self.call_step(frame, sf, local, step, t, prev, args)
         self.weigh(frame, local + (t,))
-        self.sites.append((plate, local, t, {k: s.values for k, s in sf.new.items()
-                                             if s.kind in (LATENT, DETERMINISTIC)}))
+        self.sites.append((plate, local, t, step_values(sf)))
         a = self.choose_ancestors(frame, local, step, args, t, state,
                                   self.maybe_resample(not last))
         self.ancestors.append(a)
         return state, (state if a is None else take(state, a, self.members))
 
     def call_step(self, frame, sf, local, step, t, prev, args):
-        """``step(t, prev, *args)`` executed by the step frame ``sf`` over the members, its state
-        kept as the engine keeps every markov state (:func:`~thrifty.core.vocab.frozen_state`:
-        a buffer the step writes again at the next step must not change the states kept for
-        the particles' ancestries); an error of the model's code names the step, the chain
-        and the particles."""
-        run = frame.run
-        run.frame = sf
-        try:
-            return frozen_state(step(t, prev, *args), local)
-        except WRAPPED as e:
-            if not wraps(e):
-                raise
+        """``step(t, prev, *args)`` executed by the step frame ``sf`` over the members
+        (:func:`~thrifty.core.particle_steps.run_step`); an error of the model's code names
+        the step, the chain and the particles."""
+
+        def where():
             plate = "" if self.plate is None else f" for each element of plate {fmt(self.plate)}"
-            where = f"step {t} of chain {fmt(local)} over {self.n} particles{plate}"
-            raise step_code_error(sf, e, where) from e
-        finally:
-            run.frame = frame
+            return f"step {t} of chain {fmt(local)} over {self.n} particles{plate}"
+
+        return run_step(frame, sf, step, t, prev, args, local, where)
 
     # -- ancestry -----------------------------------------------------------------------------
     def _lineage(self, states: list) -> list:

@@ -26,64 +26,29 @@ from __future__ import annotations
 import numpy as np
 
 from thrifty._args import int_arg
-from thrifty.core.address import as_name, as_pattern, fmt
-from thrifty.core.batch import BatchFrame
-from thrifty.core.particles import StepFrame, per_particle
-from thrifty.core.sections import chains, top_choice
-from thrifty.core.vocab import LATENT, Plan, VecTarget, same_value
+from thrifty.core.address import as_pattern, fmt
+from thrifty.core.particle_steps import (
+    conditional_step,
+    pinned_step,
+    plate_of,
+    run_particles,
+    take_member_lp,
+)
+from thrifty.core.particles import per_particle
+from thrifty.core.sections import chain_references, top_choice
+from thrifty.core.vocab import Plan, VecTarget, same_value
 from thrifty.errors import ModelError, SelectionError
 from thrifty.inference.kernel import Kernel
 from thrifty.inference.numerics import resampling
 from thrifty.inference.particles.generations import Generations
-from thrifty.inference.particles.smc import run_particles
 from thrifty.inference.selection import OrderedRange
-
-
-class _ConditionalStep(StepFrame):
-    """Step t over the members; member g·n of each group takes the reference's choices."""
-
-    def __init__(self, run, root, rel, ref: dict, per: int):
-        StepFrame.__init__(self, run, root, rel)
-        self.ref, self.per = ref, per
-
-    def sample(self, name, d):
-        value = BatchFrame.sample(self, name, d)
-        local = self.scope + as_name(name) if self.scope else as_name(name)
-        if local not in self.ref:
-            raise ModelError(
-                f"pgibbs: the reference trajectory has no choice {fmt(self.rel + local)} "
-                "(the steps' choices must be the same in every step)"
-            )
-        value.flags.writeable = True  # the batch's own array (fresh draws), pinned here
-        value[:: self.per] = self.ref[local]
-        value.flags.writeable = False  # (handed to the model read-only, as any kept value)
-        return value
-
-
-class _PinnedStep(StepFrame):
-    """Step t with every member taking its group's reference choices: the latent log-density
-    per member is the reference's transition under that member's state (strict: a choice the
-    reference does not have is an error)."""
-
-    def __init__(self, run, root, rel, ref: dict, per: int):
-        StepFrame.__init__(self, run, root, rel)
-        self.ref, self.per = ref, per
-
-    def sample(self, name, d):
-        local = self._local(name)
-        rel = self.rel + local
-        if local not in self.ref:
-            raise ModelError(f"pgibbs: the reference trajectory has no choice {fmt(rel)}")
-        v = np.repeat(np.asarray(self.ref[local]), self.per, axis=0)
-        acc = self.acc
-        lp = acc.member_lp(d.log_prob(v), rel, "sample")
-        acc._add("lat_lp", lp, float(lp.sum()))
-        return v
 
 
 class Conditional(Generations):
     """Conditional SMC: member 0 of each group is pinned to the reference trajectory
     (``refs[t][site]``: the G references' values at step t); always resamples, multinomially."""
+
+    ordered = False  # the ancestors in the order drawn: iid, so one may be overwritten
 
     def __init__(self, n, rng, refs, ancestor_sampling, steps=None):
         super().__init__(n, resampling.multinomial, 1.0, rng)
@@ -99,19 +64,16 @@ class Conditional(Generations):
 
     def _pinned(self, frame, local, step, args, s, prev):
         """Step s with every member taking the reference's choices; (state, lat + obs lp)."""
-        run = frame.run
-        frame.obs_lp = frame.lat_lp = None
-        pf = _PinnedStep(run, frame, local + (s,), self.refs[s], self.n)
+        take_member_lp(frame)
+        pf = pinned_step(frame, local + (s,), self.refs[s], self.n)
         state = self.call_step(frame, pf, local, step, s, prev, args)
-        lp = frame.total_member_lp()
-        frame.obs_lp = frame.lat_lp = None
-        return state, lp
+        return state, take_member_lp(frame)
 
     def _range_chain(self, frame, local, step, init, args):
         """Conditional SMC on steps lo..hi only: the steps before run with the reference's
         choices (the members' states are the reference's), the steps after weigh the final
         members by the reference's suffix under their states (003 §4.4's rescoring)."""
-        plate = getattr(frame, "plate_addr", None)
+        plate = plate_of(frame)
         self.begin_chain(frame, plate)
         m, T = self.members, len(self.refs)
         self.weigh(frame, local)
@@ -131,16 +93,14 @@ class Conditional(Generations):
         self.log_w = self.log_w + suffix  # p(reference's suffix | each member's prefix)
         return states
 
-    def step_frame(self, run, frame, rel, t):
-        return _ConditionalStep(run, frame, rel, self.refs[t], self.n)
+    def step_frame(self, frame, rel, t):
+        return conditional_step(frame, rel, self.refs[t], self.n)
 
     def choose_ancestors(self, frame, local, step, args, t, state, a):
         if a is None:  # after the last step
             return None
-        # the N − 1 free particles need N − 1 iid ancestors: the scheme returns its draws
-        # sorted, so overwriting the first (the smallest) with the reference's would bias
-        # them; shuffle each group's draws first and drop a uniformly chosen one
-        a = self.rng.permuted(a.reshape(self.G, self.n), axis=1).ravel()
+        # the N − 1 free particles need N − 1 iid ancestors: the draws come unsorted
+        # (``ordered = False``; sorted ones would lose their smallest to the reference's)
         ref = np.arange(self.G) * self.n
         if self.ancestor_sampling:
             a[ref] = self._ancestors(frame, local, step, args, t, state)
@@ -151,18 +111,14 @@ class Conditional(Generations):
 
     def _ancestors(self, frame, local, step, args, t, state) -> np.ndarray:
         """Each reference's ancestor at t + 1: w_t^l · p(reference's suffix | prefix l)."""
-        run, n, G = frame.run, self.n, self.G
+        n, G = self.n, self.G
         log_w = self.weighed.copy()  # w_t (maybe_resample has reset log_w)
         prev = state
-        saved = frame.obs_lp, frame.lat_lp
         for s in range(t + 1, len(self.refs)):
-            frame.obs_lp = frame.lat_lp = None
-            pf = _PinnedStep(run, frame, local + (s,), self.refs[s], n)
-            prev = self.call_step(frame, pf, local, step, s, prev, args)
-            log_w += frame.total_member_lp()
+            prev, lp = self._pinned(frame, local, step, args, s, prev)
+            log_w += lp
             if _coalesced(prev, G, n):
                 break  # within each group every prefix gives the same state: the rest is common
-        frame.obs_lp, frame.lat_lp = saved
         W = resampling.normalize_rows(log_w.reshape(G, n))
         u = self.rng.random((G, 1))
         j = np.minimum((u > np.cumsum(W, axis=1)).sum(axis=1), n - 1)
@@ -241,40 +197,9 @@ class PGibbs(Kernel):
         self._references(trace)
 
     def _references(self, trace):
-        """(plate or None, chain, T, refs): ``refs[t][site]`` the current trajectories' values
-        at step t with a leading axis of groups (1 for a top-level chain, the plate's elements
-        for a chain in a plate)."""
-        name = ".".join(map(str, self.chain))
-        node = trace.root.chains.get(self.chain)
-        if node is not None:
-            if not node.uniform():
-                raise SelectionError(
-                    f"pgibbs: the chain {name!r} has steps with different choices or nested "
-                    "nodes; particle Gibbs needs the same choices in every step"
-                )
-            cols = {k: node.sites[k].values.array() for k in node.latent_sites()}
-            return None, self.chain, node.T, [{k: v[t][None] for k, v in cols.items()}
-                                              for t in range(node.T)]
-        for k in range(1, len(self.chain)):
-            plate, local = self.chain[:k], self.chain[k:]
-            pnode = trace.root.plates.get(plate)
-            cc = pnode.chains.get(local) if pnode is not None else None
-            if cc is not None:
-                cols = {}
-                for rel, site in cc.sites.items():
-                    if site.kind != LATENT:
-                        continue
-                    if not np.all(cc.present[rel]):
-                        raise SelectionError(f"pgibbs: the site {rel} of chain {name!r} is not "
-                                             "present in every step")
-                    cols[rel] = site.values.array()
-                return plate, local, cc.T, [{k2: v[:, t] for k2, v in cols.items()}
-                                            for t in range(cc.T)]
-        names = [".".join(map(str, (p or ()) + c)) for p, c in chains(trace)]
-        raise SelectionError(
-            f"pgibbs: no markov chain {name!r} at the top level or in a top-level plate; the "
-            f"program's chains are {names}"
-        )
+        """(plate or None, chain, T, refs) of the selected chain
+        (:func:`~thrifty.core.sections.chain_references`)."""
+        return chain_references(trace, self.chain, "pgibbs")
 
     def _step(self, trace, rng):
         plate, chain, T, refs = self._references(trace)

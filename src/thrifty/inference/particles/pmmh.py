@@ -19,13 +19,13 @@ import numpy as np
 
 from thrifty._args import int_arg
 from thrifty.core.address import as_name, as_pattern, dotted, fmt
+from thrifty.core.particle_steps import given_values, run_particles
 from thrifty.core.sections import chains, plate_sizes, top_choice, top_discrete
 from thrifty.core.vocab import ZeroProbability
 from thrifty.errors import ModelError, SelectionError
 from thrifty.inference.kernel import Kernel
 from thrifty.inference.particles.generations import Generations, NoParticleLeft
 from thrifty.inference.particles.pgibbs import write_trajectories
-from thrifty.inference.particles.smc import run_particles
 from thrifty.inference.proposals.base import Drift, Prior, Proposal, require_scale
 
 
@@ -119,7 +119,7 @@ class PMMH(Kernel):
         if not (log_alpha >= 0 or np.log(rng.random()) < log_alpha):
             return trace
         self.info.accepted += 1
-        targets = {a: frame.new[a].values for a in self.addrs}  # (drawn, for th.prior())
+        targets = given_values(frame, self.addrs)  # (drawn, for th.prior())
         write_trajectories(self, trace, rng, driver, targets)
         self._current = (trace.uid, trace.clock, prior2 + frame.prior_drawn_lp, log_z2)
         return trace

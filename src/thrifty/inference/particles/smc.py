@@ -20,12 +20,10 @@ import time
 
 import numpy as np
 
-from thrifty import _context
 from thrifty._args import int_arg
 from thrifty.core.address import as_name, as_pattern, dotted, fmt
 from thrifty.core.model import as_program
-from thrifty.core.particles import ParticleFrame
-from thrifty.core.run import Run
+from thrifty.core.particle_steps import run_particles
 from thrifty.core.trace import Trace
 from thrifty.core.vocab import RESAMPLE, ZeroProbability
 from thrifty.errors import ArgumentError, ModelError
@@ -36,25 +34,6 @@ from thrifty.inference.particles.smc_result import SMCResult
 
 class _NotBatchable(Exception):
     """A latent choice outside the chains with no given value: not a batched particle run."""
-
-
-def run_particles(trace, rng, n: int, given, driver, proposing: bool = False) -> ParticleFrame:
-    """Execute ``trace``'s program once over ``n`` particles (its chains generation by
-    generation through ``driver``); returns the root frame (``shared_lp``: the given choices).
-    ``proposing``: the given values are a proposal (invalid parameters reject it)."""
-    run = Run(trace, rng)
-    run.proposing = proposing
-    frame = ParticleFrame(run, n, given, driver)
-    run.frame = frame
-    program = trace.program
-    _context.RUNS.append(run)
-    try:
-        program.fn(*program.args, **program.kwargs)
-    finally:
-        _context.RUNS.pop()
-        run.frame = None
-    driver.weigh(frame, ("<end>",))  # observations after the last chain
-    return frame
 
 
 _NO_CHAIN = ("th.smc: fixed= applies to programs with th.markov chains; this program has none "

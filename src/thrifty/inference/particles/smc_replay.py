@@ -17,8 +17,7 @@ import warnings
 
 import numpy as np
 
-from thrifty import _context
-from thrifty.core.particles import Pause, ReplayFrame
+from thrifty.core.particle_steps import replay_particle
 from thrifty.inference.numerics import resampling
 from thrifty.inference.particles.generations import NoParticleLeft
 from thrifty.inference.particles.smc_result import SMCResult
@@ -33,14 +32,6 @@ class ReplayWarning(UserWarning):
     """
 
 
-class _Holder:
-    """What the primitives look up: the active frame (and th.mem's table of functions)."""
-
-    def __init__(self):
-        self.frame = None
-        self.mem_fns: dict = {}
-
-
 def smc_replay(program, n: int, resample, ess_threshold: float, rng):
 
     t0 = time.perf_counter()
@@ -51,22 +42,16 @@ def smc_replay(program, n: int, resample, ess_threshold: float, rng):
     log_w, log_z = np.zeros(n), 0.0
     ess, resampled = [], []
     sites = 0
-    holder = _Holder()
     k = 0
     while not done.all():
         k += 1
         inc = np.zeros(n)
         for i in np.flatnonzero(~done):
-            frame = ReplayFrame(rng, choices[i], k)
-            holder.frame = frame
-            _context.RUNS.append(holder)
-            try:
-                program.fn(*program.args, **program.kwargs)
-                done[i] = True  # ended before its k-th observation: weight unchanged
-            except Pause:
+            frame = replay_particle(program, rng, choices[i], k)
+            if frame.paused:
                 inc[i] = frame.inc
-            finally:
-                _context.RUNS.pop()
+            else:
+                done[i] = True  # ended before its k-th observation: weight unchanged
             choices[i], extra[i] = frame.choices, frame.extra
             sites += frame.sites
         new = log_w + inc

@@ -1,0 +1,153 @@
+"""What a particle driver reads and runs of the engine (the particle methods' interface).
+
+The particle methods (:mod:`thrifty.inference.particles`) drive the generations of a particle
+run — weights, resampling, ancestry — and leave executing the program to the engine.  The root
+frame of a particle run (:mod:`thrifty.core.particles`) hands each ``th.markov`` chain to the
+driver (``driver.chain(frame, local, step, length, init, args)``); the driver then calls, with
+the ``frame`` it was given:
+
+* :func:`free_step`, :func:`conditional_step`, :func:`pinned_step` — the frame that executes
+  step t over the members: every member drawn from the prior; member g·per of each group taking
+  its reference's choices (conditional SMC, paper 003 §4); every member taking its group's
+  reference choices (the rescoring of a reference's suffix, 003 §4.4);
+* :func:`run_step` — ``step(t, prev, *args)`` executed by such a frame, its state kept as every
+  markov state is kept;
+* :func:`take_observed`, :func:`take_member_lp` — per member, the log-density of what the
+  frame observed (and of its choices) since the driver last took it;
+* :func:`step_values` — the values of a step's choices, per member;
+* :func:`groups`, :func:`plate_of` — the groups of the members (one per element of the plate
+  the chain is in) and that plate.
+
+:func:`run_particles` executes a trace's program once over the particles, and
+:func:`replay_particle` one particle of a program without chains up to an observation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from thrifty import _context
+from thrifty.core.code_errors import WRAPPED, step_code_error, wraps
+from thrifty.core.particles import (
+    ConditionalStep,
+    ParticleFrame,
+    Pause,
+    PinnedStep,
+    ReplayFrame,
+    StepFrame,
+)
+from thrifty.core.run import Run
+from thrifty.core.vocab import DETERMINISTIC, LATENT, frozen_state
+
+
+def run_particles(trace, rng, n: int, given, driver, proposing: bool = False) -> ParticleFrame:
+    """Execute ``trace``'s program once over ``n`` particles (its chains generation by
+    generation through ``driver``); returns the root frame: ``shared_lp`` (the log-density of
+    the given choices outside the chains), ``prior_drawn_lp`` (of those, the ones drawn from
+    their priors) and :func:`given_values`.  ``proposing``: the given values are a proposal
+    (invalid parameters reject it)."""
+    run = Run(trace, rng)
+    run.proposing = proposing
+    frame = ParticleFrame(run, n, given, driver)
+    run.frame = frame
+    program = trace.program
+    _context.RUNS.append(run)
+    try:
+        program.fn(*program.args, **program.kwargs)
+    finally:
+        _context.RUNS.pop()
+        run.frame = None
+    driver.weigh(frame, ("<end>",))  # observations after the last chain
+    return frame
+
+
+def given_values(frame: ParticleFrame, addrs) -> dict:
+    """The values the choices ``addrs`` outside the chains had in the particle run."""
+    return {a: frame.new[a].values for a in addrs}
+
+
+def free_step(frame, rel: tuple) -> StepFrame:
+    return StepFrame(frame.run, frame, rel)
+
+
+def conditional_step(frame, rel: tuple, ref: dict, per: int) -> StepFrame:
+    return ConditionalStep(frame.run, frame, rel, ref, per)
+
+
+def pinned_step(frame, rel: tuple, ref: dict, per: int) -> StepFrame:
+    return PinnedStep(frame.run, frame, rel, ref, per)
+
+
+def run_step(frame, sf: StepFrame, step, t: int, prev, args, local: tuple, where):
+    """``step(t, prev, *args)`` executed by the step frame ``sf`` over the members, its state
+    kept as the engine keeps every markov state (:func:`~thrifty.core.vocab.frozen_state`: a
+    buffer the step writes again at the next step must not change the states kept for the
+    particles' ancestries); an error of the model's code names ``where()``."""
+    run = frame.run
+    run.frame = sf
+    try:
+        return frozen_state(step(t, prev, *args), local)
+    except WRAPPED as e:
+        if not wraps(e):
+            raise
+        raise step_code_error(sf, e, where()) from e
+    finally:
+        run.frame = frame
+
+
+def take_observed(frame) -> np.ndarray | None:
+    """Per member, the log-density of what ``frame`` observed since last taken (None:
+    nothing); forgets it, and the choices' log-densities."""
+    inc = frame.obs_lp
+    frame.obs_lp = frame.lat_lp = None
+    return inc
+
+
+def take_member_lp(frame) -> np.ndarray:
+    """Per member, the log-density of ``frame``'s choices and observations since last taken;
+    forgets them."""
+    lp = frame.total_member_lp()
+    frame.obs_lp = frame.lat_lp = None
+    return lp
+
+
+def step_values(sf: StepFrame) -> dict:
+    """site → the members' values of the step's latent and deterministic sites."""
+    return {k: s.values for k, s in sf.new.items() if s.kind in (LATENT, DETERMINISTIC)}
+
+
+def groups(frame) -> int:
+    """The number of groups of members: the elements of the plate the frame runs (1 at the top
+    level)."""
+    return getattr(frame, "groups", 1)
+
+
+def plate_of(frame) -> tuple | None:
+    """The plate whose body ``frame`` runs (None: the top level)."""
+    return getattr(frame, "plate_addr", None)
+
+
+def replay_particle(program, rng, prefix: dict, stop: int) -> ReplayFrame:
+    """One particle of a program without chains: ``prefix`` (address → value) replayed, the
+    other choices drawn from their priors, up to observation number ``stop``; returns the
+    frame (``inc``, ``choices``, ``extra``, ``sites``) with ``paused`` set when it stopped
+    there (False: the program ended first)."""
+    holder = _Holder()
+    frame = holder.frame = ReplayFrame(rng, prefix, stop)
+    frame.paused = False
+    _context.RUNS.append(holder)
+    try:
+        program.fn(*program.args, **program.kwargs)
+    except Pause:
+        frame.paused = True
+    finally:
+        _context.RUNS.pop()
+    return frame
+
+
+class _Holder:
+    """What the primitives look up: the active frame (and th.mem's table of functions)."""
+
+    def __init__(self):
+        self.frame = None
+        self.mem_fns: dict = {}

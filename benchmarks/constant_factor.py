@@ -277,9 +277,10 @@ def main() -> None:
         ),
     }
     for name, r in out.items():
+        unit = "sweep" if name.startswith("pgas") else "step"
         print(
-            f"{name:>34}: thrifty {r['thrifty_seconds_per_step'] * 1e6:8.1f} µs/step, by hand "
-            f"{r['hand_seconds_per_step'] * 1e6:6.2f} µs/step, ratio {r['ratio']:.0f}",
+            f"{name:>34}: thrifty {r['thrifty_seconds_per_step'] * 1e6:8.1f} µs/{unit}, by hand "
+            f"{r['hand_seconds_per_step'] * 1e6:7.2f} µs/{unit}, ratio {r['ratio']:.1f}",
             flush=True,
         )
     res = {

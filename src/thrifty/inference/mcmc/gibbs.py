@@ -98,9 +98,18 @@ class Gibbs(Selecting):
             )
         values = _support(d, addr).tolist()
         plan = plan_for(trace, [loc])
+        if loc.kind == "element":  # the element's value as a plate target (no address lookup)
+            key, elems = (loc.plate_addr, loc.rel), np.array([loc.elem])
+
+            def given(v):
+                return {"vec": {key: VecTarget(elems, np.array([v]))}}
+        else:
+            def given(v):
+                return {"targets": {addr: v}}
+
         def run_with(v):
             try:
-                return self.execute(trace, rng, targets={addr: v}, plan=plan, mode=STRICT)
+                return self.execute(trace, rng, plan=plan, mode=STRICT, **given(v))
             except StructureChange as e:
                 raise self._structure_error(addr, v, e) from None
 

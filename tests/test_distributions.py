@@ -914,3 +914,20 @@ def test_docstring_examples_run(monkeypatch):
     for module in (continuous, discrete, multivariate):
         result = doctest.testmod(module, verbose=False, report=False)
         assert result.failed == 0 and result.attempted > 0, module.__name__
+
+
+@pytest.mark.parametrize("loc, scale, x", [
+    (0.5, np.array([1.0, 2.0, 3.0]), 0.25),  # an array scale broadcasts a scalar value and loc
+    (np.zeros((2, 1)), np.array([1.0, 2.0, 3.0]), np.array([0.1, -0.2, 0.3])),
+    (np.array([1.0, -1.0]), 2.0, np.array([[0.0, 1.0], [2.0, np.nan]])),  # NaN: -inf
+    (np.array(0.3), np.array(1.5), np.array(0.2)),  # 0-d arrays
+    (1, 2, np.arange(3)),  # ints
+])
+def test_normal_array_log_density_broadcasts_and_matches_scipy(loc, scale, x):
+    """The array path of Normal.log_prob (computed in place) against scipy, over the ways its
+    parameters and value broadcast."""
+    got = D.Normal(loc, scale).log_prob(x)
+    want = st.norm.logpdf(np.asarray(x, dtype=float), loc, scale)
+    want = np.where(np.isnan(want), -np.inf, want)
+    assert np.shape(got) == np.shape(want)
+    np.testing.assert_allclose(got, want, rtol=1e-12)

@@ -74,10 +74,11 @@ class Normal(cumulative.NormalCDF, Distribution):
                 return -INF
             z = (value - self.loc) / scale
             return -0.5 * z * z - math.log(scale) - HALF_LOG_2PI
-        z = np.subtract(value, self.loc, dtype=float)  # a new array: the rest works in place
-        if type(z) is not np.ndarray:
-            z = np.asarray(z)
-        z /= scale
+        z = np.subtract(value, self.loc, dtype=float)
+        if type(scale) is float and type(z) is np.ndarray:
+            z /= scale  # (a new array of the full shape: the rest works in place)
+        else:  # an array scale may broadcast z further
+            z = np.asarray(np.divide(z, scale))
         z *= z
         z *= -0.5
         z -= (math.log(scale) if type(scale) is float else np.log(scale)) + HALF_LOG_2PI

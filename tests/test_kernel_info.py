@@ -75,9 +75,11 @@ def test_the_interface_and_kernel_examples_run():
     import doctest
 
     import thrifty.core.choices
+    import thrifty.core.engine
     import thrifty.core.sections
     import thrifty.inference.kernel
 
-    for mod in (thrifty.core.sections, thrifty.core.choices, thrifty.inference.kernel):
+    for mod in (thrifty.core.engine, thrifty.core.sections, thrifty.core.choices,
+                thrifty.inference.kernel):
         res = doctest.testmod(mod, verbose=False, report=False)
         assert res.attempted > 0 and res.failed == 0, mod.__name__

@@ -193,6 +193,26 @@ ENGINE_INTERNALS = ("plate_frames", "chain_frames", "mem_journals", "trace.root"
 READS_THE_ENGINE: set = set()
 
 
+def test_kernels_import_the_engine_through_one_module():
+    """Modules under ``inference/`` import from ``thrifty.core`` only ``core.engine`` (the
+    interface: propose, locate, select, sections, particle steps) and ``core.address`` (names
+    and their formatting) — at module level and inside functions."""
+    allowed = {"thrifty.core.engine", "thrifty.core.address"}
+    bad = {}
+    for p in (PACKAGE / "inference").rglob("*.py"):
+        tree = ast.parse(p.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                mod = node.module
+                if mod.startswith("thrifty.core") and mod not in allowed:
+                    bad.setdefault(p.relative_to(PACKAGE).as_posix(), []).append(mod)
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name.startswith("thrifty.core") and a.name not in allowed:
+                        bad.setdefault(p.relative_to(PACKAGE).as_posix(), []).append(a.name)
+    assert not bad, bad
+
+
 def test_kernels_read_the_engine_through_its_interface():
     """Modules under ``inference/`` read runs and traces through ``core.sections`` (section
     log-densities, staleness, plate views), ``core.locate``, ``core.choices`` and

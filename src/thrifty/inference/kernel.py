@@ -16,8 +16,15 @@ import time
 import warnings
 from dataclasses import dataclass, field
 
-from thrifty.core.locate import stale_parts, stale_plan
-from thrifty.core.run import DEFAULT, RESCORE, Plan, Run
+from thrifty.core.engine import (
+    DEFAULT,
+    RESCORE,
+    Plan,
+    Run,
+    propose,
+    stale_parts,
+    stale_plan,
+)
 from thrifty.inference.configured import Configured
 
 
@@ -225,7 +232,7 @@ class Kernel(Configured):
 
     # -- helpers for subclasses ------------------------------------------------------------------
     def execute(self, trace, rng, **kw) -> Run:
-        """One run (``Run(trace, rng, **kw).execute()``), its work counted in ``stats``.
+        """One run (:func:`~thrifty.core.engine.propose`), its work counted in ``stats``.
 
         Plate elements and markov steps left stale by a subsampling kernel are rescored when a
         run reads them (paper 000 §3.5), never by a sweep: a run that compares against the
@@ -239,13 +246,13 @@ class Kernel(Configured):
         """
         mode = kw.get("mode", DEFAULT)
         if not trace.maybe_stale or mode.lazy or mode.rescore:
-            run = Run(trace, rng, **kw).execute()
+            run = propose(trace, rng, **kw)
             self.info.add_run(run)
             return run
         state = _rng_state(rng)
         seen: set = set()
         while True:
-            run = Run(trace, rng, fresh_reads=True, **kw).execute()
+            run = propose(trace, rng, fresh_reads=True, **kw)
             self.info.add_run(run)
             if run.stale_read is None:
                 return run
@@ -266,7 +273,7 @@ class Kernel(Configured):
         """Rescore the plate elements and markov steps of ``plan`` under the current values of
         everything else (what :class:`~thrifty.core.run.Plan` runs when nothing changes), and
         commit: how stale ones are made fresh, O(their number).  Returns the committed run."""
-        run = Run(trace, rng, plan=plan).execute()
+        run = propose(trace, rng, plan=plan)
         self.info.add_run(run)
         run.commit()
         return run

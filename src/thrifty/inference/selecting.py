@@ -11,8 +11,10 @@ from __future__ import annotations
 import numpy as np
 
 from thrifty.core.address import fmt
-from thrifty.core.sections import plate_sizes
-from thrifty.core.simulate import simulate_run
+from thrifty.core.engine import (
+    plate_sizes,
+    simulate_run,
+)
 from thrifty.errors import SelectionError
 from thrifty.inference.kernel import Kernel
 from thrifty.inference.selection import Selection, select

@@ -21,7 +21,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from thrifty.core.address import as_pattern, dotted
-from thrifty.core.choices import starts_with, walk, walk_steps
+from thrifty.core.engine import (
+    starts_with,
+    walk,
+    walk_steps,
+)
 from thrifty.errors import SelectionError
 from thrifty.inference.configured import Configured
 

@@ -27,11 +27,16 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from thrifty.core.locate import locate, plan_for
-from thrifty.core.run import RESAMPLE, VecTarget
-from thrifty.core.sections import top_values
-from thrifty.core.snapshot import provisional_commit
-from thrifty.core.vocab import DETERMINISTIC, same_value
+from thrifty.core.engine import (
+    DETERMINISTIC,
+    RESAMPLE,
+    VecTarget,
+    locate,
+    plan_for,
+    provisional_commit,
+    same_value,
+    top_values,
+)
 from thrifty.errors import SelectionError
 from thrifty.inference.kernel import Kernel
 from thrifty.inference.mcmc.arms import Arms

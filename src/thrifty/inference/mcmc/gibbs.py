@@ -18,10 +18,19 @@ import math
 import numpy as np
 
 from thrifty.core.address import fmt
-from thrifty.core.locate import locate, plan_elements, plan_for
-from thrifty.core.run import STRICT, Plan, StructureChange, VecTarget
-from thrifty.core.sections import plate as plate_view
-from thrifty.core.sections import run_lp
+from thrifty.core.engine import (
+    STRICT,
+    Plan,
+    StructureChange,
+    VecTarget,
+    locate,
+    plan_elements,
+    plan_for,
+    run_lp,
+)
+from thrifty.core.engine import (
+    plate as plate_view,
+)
 from thrifty.errors import SelectionError
 from thrifty.inference.selecting import Selecting
 from thrifty.inference.selection import One

@@ -21,11 +21,25 @@ import math
 import numpy as np
 
 from thrifty.core.address import fmt
-from thrifty.core.locate import locate, locate_choice, plan_elements, plan_for
-from thrifty.core.run import RESAMPLE, STRICT, Plan, StructureChange, VecTarget
-from thrifty.core.sections import plate as plate_view
-from thrifty.core.sections import run_lp, run_q, run_values, stored_lp
-from thrifty.core.snapshot import provisional_commit
+from thrifty.core.engine import (
+    RESAMPLE,
+    STRICT,
+    Plan,
+    StructureChange,
+    VecTarget,
+    locate,
+    locate_choice,
+    plan_elements,
+    plan_for,
+    provisional_commit,
+    run_lp,
+    run_q,
+    run_values,
+    stored_lp,
+)
+from thrifty.core.engine import (
+    plate as plate_view,
+)
 from thrifty.errors import SelectionError
 from thrifty.inference.kernel import Kernel
 from thrifty.inference.proposals.base import Prior, Proposal, prior

@@ -15,16 +15,17 @@ from __future__ import annotations
 import numpy as np
 
 from thrifty.core.address import fmt
-from thrifty.core.particle_steps import (
+from thrifty.core.engine import (
+    chain_length,
     free_step,
     groups,
+    per_particle,
     plate_of,
     run_step,
     step_values,
+    take,
     take_observed,
 )
-from thrifty.core.particles import per_particle, take
-from thrifty.core.vocab import chain_length
 from thrifty.errors import ModelError, NumericalError
 from thrifty.inference.numerics import resampling
 

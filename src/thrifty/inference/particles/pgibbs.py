@@ -27,16 +27,19 @@ import numpy as np
 
 from thrifty._args import int_arg
 from thrifty.core.address import as_pattern, fmt
-from thrifty.core.particle_steps import (
+from thrifty.core.engine import (
+    Plan,
+    VecTarget,
+    chain_references,
     conditional_step,
+    per_particle,
     pinned_step,
     plate_of,
     run_particles,
+    same_value,
     take_member_lp,
+    top_choice,
 )
-from thrifty.core.particles import per_particle
-from thrifty.core.sections import chain_references, top_choice
-from thrifty.core.vocab import Plan, VecTarget, same_value
 from thrifty.errors import ModelError, SelectionError
 from thrifty.inference.kernel import Kernel
 from thrifty.inference.numerics import resampling

@@ -19,9 +19,15 @@ import numpy as np
 
 from thrifty._args import int_arg
 from thrifty.core.address import as_name, as_pattern, dotted, fmt
-from thrifty.core.particle_steps import given_values, run_particles
-from thrifty.core.sections import chains, plate_sizes, top_choice, top_discrete
-from thrifty.core.vocab import ZeroProbability
+from thrifty.core.engine import (
+    ZeroProbability,
+    chains,
+    given_values,
+    plate_sizes,
+    run_particles,
+    top_choice,
+    top_discrete,
+)
 from thrifty.errors import ModelError, SelectionError
 from thrifty.inference.kernel import Kernel
 from thrifty.inference.particles.generations import Generations, NoParticleLeft

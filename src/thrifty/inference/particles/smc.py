@@ -22,10 +22,13 @@ import numpy as np
 
 from thrifty._args import int_arg
 from thrifty.core.address import as_name, as_pattern, dotted, fmt
-from thrifty.core.model import as_program
-from thrifty.core.particle_steps import run_particles
-from thrifty.core.trace import Trace
-from thrifty.core.vocab import RESAMPLE, ZeroProbability
+from thrifty.core.engine import (
+    RESAMPLE,
+    Trace,
+    ZeroProbability,
+    as_program,
+    run_particles,
+)
 from thrifty.errors import ArgumentError, ModelError
 from thrifty.inference.particles.generations import Generations, NoParticleLeft
 from thrifty.inference.particles.smc_replay import smc_replay

@@ -17,7 +17,9 @@ import warnings
 
 import numpy as np
 
-from thrifty.core.particle_steps import replay_particle
+from thrifty.core.engine import (
+    replay_particle,
+)
 from thrifty.inference.numerics import resampling
 from thrifty.inference.particles.generations import NoParticleLeft
 from thrifty.inference.particles.smc_result import SMCResult

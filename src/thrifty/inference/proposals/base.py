@@ -6,7 +6,9 @@ import numpy as np
 
 from thrifty._args import positive_finite
 from thrifty.core.address import fmt
-from thrifty.core.run import RESAMPLE
+from thrifty.core.engine import (
+    RESAMPLE,
+)
 from thrifty.errors import SelectionError
 from thrifty.inference.configured import Configured
 

@@ -49,8 +49,11 @@ import numpy as np
 from scipy.optimize import minimize
 
 from thrifty.core.address import as_pattern
-from thrifty.core.locate import locate, plan_for
-from thrifty.core.run import Run
+from thrifty.core.engine import (
+    locate,
+    plan_for,
+    propose,
+)
 from thrifty.errors import SelectionError
 from thrifty.inference.subsampling.glm_sections import SETUP_MODE
 
@@ -101,7 +104,7 @@ def _block(kernel, trace, init):
 
 def _execute(trace, rng, cost, **kw):
     """One execution of the program, counted in ``cost``."""
-    run = Run(trace, rng, **kw).execute()
+    run = propose(trace, rng, **kw)
     cost["executions"] += 1
     cost["elements"] += run.work_elements
     return run

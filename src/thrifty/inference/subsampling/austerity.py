@@ -20,7 +20,9 @@ import math
 import numpy as np
 
 from thrifty.core.address import fmt
-from thrifty.core.locate import locate
+from thrifty.core.engine import (
+    locate,
+)
 from thrifty.errors import SelectionError
 from thrifty.inference.proposals.base import Proposal
 from thrifty.inference.subsampling.subsampled import SubsampledMH

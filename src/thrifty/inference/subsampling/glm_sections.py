@@ -27,9 +27,14 @@ import warnings
 import numpy as np
 
 from thrifty.core.address import fmt
-from thrifty.core.run import Mode
-from thrifty.core.sections import plate_clock, run_plate_lps, top_choice, top_site
-from thrifty.core.vocab import same_value
+from thrifty.core.engine import (
+    Mode,
+    plate_clock,
+    run_plate_lps,
+    same_value,
+    top_choice,
+    top_site,
+)
 from thrifty.distributions.glm import GLM
 from thrifty.errors import SelectionError
 

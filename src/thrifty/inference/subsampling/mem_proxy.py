@@ -35,10 +35,14 @@ from __future__ import annotations
 import numpy as np
 
 from thrifty.core.address import fmt
-from thrifty.core.mem import watch
-from thrifty.core.run import Mode
-from thrifty.core.sections import executions_since, run_plate_lps, watch_rows
-from thrifty.core.trace import same_value
+from thrifty.core.engine import (
+    Mode,
+    executions_since,
+    run_plate_lps,
+    same_value,
+    watch,
+    watch_rows,
+)
 from thrifty.distributions.glm import GLM
 from thrifty.errors import SelectionError
 from thrifty.inference.subsampling.smh import positive_definite, prior_model

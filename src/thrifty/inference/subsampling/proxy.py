@@ -37,7 +37,9 @@ from __future__ import annotations
 import numpy as np
 
 from thrifty.core.address import fmt
-from thrifty.core.trace import same_value
+from thrifty.core.engine import (
+    same_value,
+)
 from thrifty.errors import SelectionError
 from thrifty.inference.subsampling.mem_proxy import MemTaylor, proxy_sum
 

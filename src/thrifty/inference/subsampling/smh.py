@@ -99,9 +99,11 @@ import warnings
 import numpy as np
 
 from thrifty.core.address import as_pattern, fmt
-from thrifty.core.run import Mode
-from thrifty.core.sections import top_choice
-from thrifty.core.vocab import same_value
+from thrifty.core.engine import (
+    Mode,
+    same_value,
+    top_choice,
+)
 from thrifty.errors import SelectionError
 from thrifty.inference.numerics.alias import AliasTable
 from thrifty.inference.proposals.base import Drift, require_scale

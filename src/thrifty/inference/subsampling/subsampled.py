@@ -31,10 +31,21 @@ import numpy as np
 
 from thrifty._args import int_arg
 from thrifty.core.address import fmt
-from thrifty.core.locate import locate, plan_elements, plan_for, plan_steps
-from thrifty.core.run import LAZY, Mode, Plan
-from thrifty.core.sections import memo_density_changes, run_lp, stored_lp
-from thrifty.core.sections import stale as stale_sections
+from thrifty.core.engine import (
+    LAZY,
+    Mode,
+    Plan,
+    locate,
+    memo_density_changes,
+    plan_elements,
+    plan_for,
+    plan_steps,
+    run_lp,
+    stored_lp,
+)
+from thrifty.core.engine import (
+    stale as stale_sections,
+)
 from thrifty.errors import ArgumentError, SelectionError
 from thrifty.inference.numerics.sequential import TestOutcome, sequential_test
 from thrifty.inference.proposals.base import Proposal, drift

@@ -1,0 +1,137 @@
+"""The engine's interface for kernels: everything a kernel under ``thrifty.inference`` uses of
+the engine, in one place (in the spirit of Gen's generative function interface).
+
+**Propose, score, commit or reject.**  :func:`propose` executes the program once against a
+trace with some choices given (``targets`` by address, ``vec`` for plate elements:
+:class:`VecTarget`, ``RESAMPLE`` to redraw a choice from its prior), running only what the
+:class:`Plan` and the change reach (program order is the dependency graph).  The returned
+:class:`Run` is the proposal: ``log_weight`` (new minus old log-density of what it executed;
+``-inf`` when a given value is outside its support, ``aborted`` saying where), ``n_fresh`` /
+``n_stale`` (choices created and dropped), :func:`run_lp` and friends (per-section
+log-densities), and ``commit()``; a proposal not committed is rejected — nothing else to undo.
+:data:`STRICT` runs never create or redraw a choice (:class:`StructureChange`), :data:`LAZY`
+runs leave the sections they skip stale (000 §3.5), :data:`RESCORE` runs re-execute everything.
+:func:`provisional_commit` commits into a fork (to ask the proposed trace a question, e.g. how
+many choices it has, before deciding).
+
+**Locate and plan.**  :func:`locate` / :func:`locate_choice` (an address, or the r-th latent
+choice) give a :class:`~thrifty.core.locate.Location`; :func:`plan_for`, :func:`plan_elements`,
+:func:`plan_steps` the plan of a run that changes them; :func:`stale_parts`, :func:`stale_plan`
+what is stale and the plan that rescores it.
+
+**Select.**  :func:`walk`, :func:`walk_steps` — the choices an address pattern names
+(:mod:`thrifty.core.choices`).
+
+**Read sections and the trace.**  :mod:`thrifty.core.sections`: a run's and the trace's
+per-section log-densities, plate views, the chains, top-level choices, execution logs.
+
+**Particles.**  :mod:`thrifty.core.particle_steps`: run the program over particles, a step over
+the members, what they observed.
+
+>>> import numpy as np, thrifty as th
+>>> from thrifty import dist
+>>> @th.model
+... def m():
+...     mu = th.sample("mu", dist.Normal(0.0, 1.0))
+...     th.observe("y", dist.Normal(mu, 1.0), 1.0)
+>>> trace = th.simulate(m(), seed=0)
+>>> rng = np.random.default_rng(0)
+>>> plan = plan_for(trace, [locate(trace, ("mu",))])
+>>> run = propose(trace, rng, targets={("mu",): 1.0}, plan=plan)
+>>> expected = -0.5 * (1.0 ** 2 - trace["mu"] ** 2) - 0.5 * (0.0 ** 2 - (1.0 - trace["mu"]) ** 2)
+>>> bool(np.isclose(run.log_weight, expected))
+True
+>>> run.commit(); trace["mu"]
+1.0
+"""
+
+from __future__ import annotations
+
+from thrifty.core.choices import starts_with, walk, walk_steps
+from thrifty.core.locate import (
+    locate,
+    locate_choice,
+    plan_elements,
+    plan_for,
+    plan_steps,
+    stale_parts,
+    stale_plan,
+)
+from thrifty.core.mem import watch
+from thrifty.core.model import as_program
+from thrifty.core.particle_steps import (
+    conditional_step,
+    free_step,
+    given_values,
+    groups,
+    pinned_step,
+    plate_of,
+    replay_particle,
+    run_particles,
+    run_step,
+    step_values,
+    take_member_lp,
+    take_observed,
+)
+from thrifty.core.particles import per_particle, take
+from thrifty.core.run import (
+    DEFAULT,
+    LAZY,
+    RESAMPLE,
+    RESCORE,
+    STRICT,
+    Mode,
+    Plan,
+    Run,
+    StructureChange,
+    VecTarget,
+)
+from thrifty.core.sections import (
+    chain_references,
+    chains,
+    executions_since,
+    memo_density_changes,
+    plate,
+    plate_clock,
+    plate_sizes,
+    run_lp,
+    run_plate_lps,
+    run_q,
+    run_values,
+    stale,
+    stored_lp,
+    top_choice,
+    top_discrete,
+    top_site,
+    top_values,
+    watch_rows,
+)
+from thrifty.core.simulate import simulate_run
+from thrifty.core.snapshot import provisional_commit
+from thrifty.core.trace import Trace
+from thrifty.core.vocab import DETERMINISTIC, ZeroProbability, chain_length, same_value
+
+
+def propose(trace, rng, targets: dict | None = None, vec: dict | None = None,
+            plan: Plan | None = None, mode: Mode = DEFAULT, fresh_reads: bool = False) -> Run:
+    """One execution of ``trace``'s program with the choices ``targets`` / ``vec`` given and
+    the sections of ``plan`` run: the proposal (see the module docstring).  ``fresh_reads``:
+    stop at the first stale section it would read (``run.stale_read``) instead of using its
+    stored log-density."""
+    return Run(trace, rng, targets=targets, vec=vec, plan=plan, mode=mode,
+               fresh_reads=fresh_reads).execute()
+
+
+__all__ = [
+    "DEFAULT", "DETERMINISTIC", "LAZY", "RESAMPLE", "RESCORE", "STRICT", "Mode", "Plan", "Run",
+    "StructureChange", "Trace", "VecTarget", "ZeroProbability", "as_program", "chain_length",
+    "chain_references", "chains", "conditional_step", "executions_since", "free_step",
+    "given_values", "groups", "locate", "locate_choice", "memo_density_changes",
+    "per_particle", "pinned_step", "plan_elements", "plan_for", "plan_steps", "plate",
+    "plate_clock", "plate_of", "plate_sizes", "propose", "provisional_commit",
+    "replay_particle", "run_lp", "run_particles", "run_plate_lps", "run_q", "run_step",
+    "run_values", "same_value", "simulate_run", "stale", "stale_parts", "stale_plan",
+    "starts_with", "step_values", "stored_lp", "take", "take_member_lp", "take_observed",
+    "top_choice", "top_discrete", "top_site", "top_values", "walk", "walk_steps", "watch",
+    "watch_rows",
+]

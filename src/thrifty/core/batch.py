@@ -60,6 +60,7 @@ class BatchFrame:
     """
 
     scope = ()
+    strict = False  # replay strictly whatever the run's mode (a pinned step: never redraw)
     # totals of the accumulating frame (class defaults; a frame sets its own as it goes)
     lat_lp: np.ndarray | None = None  # per member: latent log-densities
     obs_lp: np.ndarray | None = None  # per member: observations and factors
@@ -113,6 +114,11 @@ class BatchFrame:
     def target_for(self, rel: tuple):
         """``(positions, values or RESAMPLE)`` of the targeted members at ``rel``, or None."""
         return None
+
+    def target(self, rel: tuple):
+        """The targets of this frame's site ``rel``: the accumulating frame's (a frame with a
+        policy of its own — a step of conditional SMC — says otherwise)."""
+        return self.acc.target_for(rel)
 
     def total_member_lp(self) -> np.ndarray:
         """Per-member log-density of the execution (latent + observed)."""
@@ -284,6 +290,8 @@ class BatchFrame:
         if d._error is not None:
             check_dist(d, acc.generic(rel), acc.run)
         lanes = BatchLanes(acc, rel, acc.shape_code(d, rel, "sample"))
+        if self.strict:
+            lanes.strict = True
         old = self.old.get(local) if self.old is not None else None
         if old is not None and old.kind != LATENT:
             old = None
@@ -292,7 +300,7 @@ class BatchFrame:
             d,
             None if old is None else old.values,
             None if old is None else old.lp,
-            acc.target_for(rel),
+            self.target(rel),
             acc,
         )
         acc._add("lat_lp", lp, float(np.add.reduce(lp, axis=None)))

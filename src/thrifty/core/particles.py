@@ -185,46 +185,51 @@ class StepFrame(BatchFrame):
 
 class ConditionalStep(StepFrame):
     """Step t over the members of conditional SMC (paper 003 §4): member g·per of each group
-    takes its reference's choices ``ref[site]`` (the G references' values), the others are
-    drawn from the prior."""
+    takes its reference's choices ``ref[site]`` (the G references' values) — a target of
+    theirs — and the others are drawn from the prior (the replay decision's given values)."""
 
     def __init__(self, run, root, rel, ref: dict, per: int):
         StepFrame.__init__(self, run, root, rel)
         self.ref, self.per = ref, per
 
-    def sample(self, name, d):
-        value = BatchFrame.sample(self, name, d)
-        local = self.scope + as_name(name) if self.scope else as_name(name)
+    def target(self, rel):
+        local = rel[len(self.rel):]
         if local not in self.ref:
             raise ModelError(
-                f"pgibbs: the reference trajectory has no choice {fmt(self.rel + local)} "
-                "(the steps' choices must be the same in every step)"
+                f"pgibbs: the reference trajectory has no choice {fmt(rel)} (the steps' "
+                "choices must be the same in every step)"
             )
-        value.flags.writeable = True  # the batch's own array (fresh draws), pinned here
-        value[:: self.per] = self.ref[local]
-        value.flags.writeable = False  # (handed to the model read-only, as any kept value)
-        return value
+        return np.arange(0, self.acc.n, self.per), self.ref[local]
 
 
 class PinnedStep(StepFrame):
-    """Step t with every member taking its group's reference choices: the latent log-density
-    per member is the reference's transition under that member's state (003 §4.4's rescoring
-    of the reference's suffix; strict: a choice the reference does not have is an error)."""
+    """Step t with every member holding its group's reference choices as its stored values,
+    replayed strictly: the latent log-density per member is the reference's transition under
+    that member's state (003 §4.4's rescoring of the reference's suffix; −∞ where the
+    reference is impossible)."""
+
+    strict = True
 
     def __init__(self, run, root, rel, ref: dict, per: int):
         StepFrame.__init__(self, run, root, rel)
-        self.ref, self.per = ref, per
+        self.old = _Reference(rel, ref, per)
 
-    def sample(self, name, d):
-        local = self._local(name)
-        rel = self.rel + local
-        if local not in self.ref:
-            raise ModelError(f"pgibbs: the reference trajectory has no choice {fmt(rel)}")
-        v = np.repeat(np.asarray(self.ref[local]), self.per, axis=0)
-        acc = self.acc
-        lp = acc.member_lp(d.log_prob(v), rel, "sample")
-        acc._add("lat_lp", lp, float(np.add.reduce(lp)))
-        return v
+
+class _Reference:
+    """The stored values of a pinned step's members: each group's reference choices."""
+
+    __slots__ = ("per", "ref", "rel")
+
+    def __init__(self, rel, ref: dict, per: int):
+        self.rel, self.ref, self.per = rel, ref, per
+
+    def get(self, local):
+        v = self.ref.get(local)
+        if v is None:
+            raise ModelError(
+                f"pgibbs: the reference trajectory has no choice {fmt(self.rel + local)}")
+        v = np.repeat(np.asarray(v), self.per, axis=0)
+        return MemberSite(v, np.zeros(len(v)), LATENT)
 
 
 def take(state, idx: np.ndarray, n: int):

@@ -20,9 +20,10 @@ from test_exchangeable import chi2_partitions, log_ewens
 from test_processes import set_partitions
 from thrifty import dist, glm
 from thrifty.core.locate import locate
+from thrifty.core.vocab import LAZY_CAPTURE
 from thrifty.diagnostics._arviz import ess as ess_of
 from thrifty.errors import SelectionError
-from thrifty.inference.subsampling.subsampled import _LAZY_CAPTURE, SubsampledMH
+from thrifty.inference.subsampling.subsampled import SubsampledMH
 from thrifty.models import joint_dpm
 
 NIW = (np.zeros(2), 0.05, 4.0, np.eye(2))
@@ -37,7 +38,7 @@ def sum_of_l(kernel, trace, rng, addr, theta_new):
     """Σ_i l_i of the proposal ``addr → theta_new`` as ``kernel`` scores it (all sections)."""
     locs = [locate(trace, addr)]
     targets = {addr: theta_new}
-    skeleton = kernel.execute(trace, rng, targets=targets, mode=_LAZY_CAPTURE)
+    skeleton = kernel.execute(trace, rng, targets=targets, mode=LAZY_CAPTURE)
     scorer = kernel.scorer(trace, rng, skeleton, locs, targets)
     return scorer.offset + float(np.sum(scorer.evaluate(np.arange(scorer.N)))), scorer.N
 

@@ -61,13 +61,13 @@ from typing import Any
 import numpy as np
 
 from thrifty.core.address import fmt
-from thrifty.core.run import Mode, Run
+from thrifty.core.run import Run
 from thrifty.core.trace import Trace
-from thrifty.core.vocab import DETERMINISTIC, LATENT, OBSERVED, ZeroProbability, same_value
+from thrifty.core.vocab import CAPTURE, DETERMINISTIC, LATENT, OBSERVED, ZeroProbability, same_value
 from thrifty.errors import CheckError, ThriftyError
 
 RTOL = ATOL = 1e-9
-_FULL = Mode(capture=True)  # the captured observations name a plate's observed sites
+_FULL = CAPTURE  # the captured observations name a plate's observed sites
 
 _LEAK = ("a value reaching it from code a run may skip, other than through what that code "
          "returns (a global or buffer written inside a markov step, a plate element or a "

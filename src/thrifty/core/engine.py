@@ -10,7 +10,8 @@ trace with some choices given (``targets`` by address, ``vec`` for plate element
 ``n_stale`` (choices created and dropped), :func:`run_lp` and friends (per-section
 log-densities), and ``commit()``; a proposal not committed is rejected — nothing else to undo.
 :data:`STRICT` runs never create or redraw a choice (:class:`StructureChange`), :data:`LAZY`
-runs leave the sections they skip stale (000 §3.5), :data:`RESCORE` runs re-execute everything.
+runs leave the sections they skip stale (000 §3.5), :data:`RESCORE` runs re-execute everything;
+the ``*_CAPTURE`` kinds also record every observation they execute (``run.captured``).
 :func:`provisional_commit` commits into a fork (to ask the proposed trace a question, e.g. how
 many choices it has, before deciding).
 
@@ -109,7 +110,15 @@ from thrifty.core.sections import (
 from thrifty.core.simulate import simulate_run
 from thrifty.core.snapshot import provisional_commit
 from thrifty.core.trace import Trace
-from thrifty.core.vocab import DETERMINISTIC, ZeroProbability, chain_length, same_value
+from thrifty.core.vocab import (
+    CAPTURE,
+    DETERMINISTIC,
+    LAZY_CAPTURE,
+    RESCORE_CAPTURE,
+    ZeroProbability,
+    chain_length,
+    same_value,
+)
 
 
 def propose(trace, rng, targets: dict | None = None, vec: dict | None = None,
@@ -123,7 +132,8 @@ def propose(trace, rng, targets: dict | None = None, vec: dict | None = None,
 
 
 __all__ = [
-    "DEFAULT", "DETERMINISTIC", "LAZY", "RESAMPLE", "RESCORE", "STRICT", "Mode", "Plan", "Run",
+    "CAPTURE", "DEFAULT", "DETERMINISTIC", "LAZY", "LAZY_CAPTURE", "RESAMPLE", "RESCORE",
+    "RESCORE_CAPTURE", "STRICT", "Mode", "Plan", "Run",
     "StructureChange", "Trace", "VecTarget", "ZeroProbability", "as_program", "chain_length",
     "chain_references", "chains", "conditional_step", "executions_since", "free_step",
     "given_values", "groups", "locate", "locate_choice", "memo_density_changes",

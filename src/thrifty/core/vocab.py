@@ -66,10 +66,16 @@ class Mode:
     simulate_observations: bool = False
 
 
-DEFAULT = Mode()
-STRICT = Mode(strict=True)
-RESCORE = Mode(rescore=True)
-LAZY = Mode(lazy=True)
+# the kinds of run, by name (every run is one of these)
+DEFAULT = Mode()  # replay, propose, rescore what changed (MH, LMH, Gibbs's commits)
+STRICT = Mode(strict=True)  # no choice created or redrawn (enumerative Gibbs, particle Gibbs)
+RESCORE = Mode(rescore=True)  # every section re-executed
+LAZY = Mode(lazy=True)  # skipped sections left stale (subsampling, 000 §3.5)
+CAPTURE = Mode(capture=True)  # observations recorded (check mode, predictive)
+RESCORE_CAPTURE = Mode(rescore=True, capture=True)  # the likelihood's structure, all of it
+LAZY_CAPTURE = Mode(lazy=True, capture=True)  # the observations of the sections a test reads
+SIMULATE = Mode(simulate_observations=True)  # observations drawn afresh (Geweke)
+SIMULATE_CAPTURE = Mode(capture=True, simulate_observations=True)  # (posterior predictive)
 
 
 def sorted_unique(a: np.ndarray) -> np.ndarray:

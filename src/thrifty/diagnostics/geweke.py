@@ -19,10 +19,11 @@ from scipy import stats
 
 from thrifty.core.address import dotted
 from thrifty.core.model import as_program
-from thrifty.core.run import Mode, Run
+from thrifty.core.run import Run
 from thrifty.core.simulate import simulate_run
+from thrifty.core.vocab import SIMULATE
 
-_SIMULATE = Mode(simulate_observations=True)
+_SIMULATE = SIMULATE
 
 
 def _heavy_tailed(trace) -> dict[str, str]:

@@ -59,8 +59,9 @@ import numpy as np
 from scipy import stats
 
 from thrifty.core.locate import locate, plan_for
-from thrifty.core.run import RESCORE, Mode, Run
+from thrifty.core.run import RESCORE, Run
 from thrifty.core.simulate import initialize
+from thrifty.core.vocab import LAZY_CAPTURE
 
 __all__ = ["SubsamplingCheck", "check_subsampling"]
 
@@ -147,7 +148,6 @@ class SubsamplingCheck:
         return self.report()
 
 
-_LAZY_CAPTURE = Mode(lazy=True, capture=True)
 
 def _wilson(k: int, n: int, z: float = 1.96) -> tuple:
     if n == 0:
@@ -285,7 +285,7 @@ def check_subsampling(
         locs, targets, log_q = picked
         old = {loc.addr: loc.value for loc in locs}
 
-        skeleton = Run(trace, rng, targets=targets, mode=_LAZY_CAPTURE).execute()
+        skeleton = Run(trace, rng, targets=targets, mode=LAZY_CAPTURE).execute()
         if skeleton.aborted is not None:  # outside the support: every kernel rejects
             skipped += 1
             if skipped > 10 * steps:
@@ -318,7 +318,7 @@ def check_subsampling(
         exact_accept = log_u < exact_lr
 
         # every section's l_i, through the kernel's own machinery
-        skeleton = Run(trace, rng, targets=targets, mode=_LAZY_CAPTURE).execute()
+        skeleton = Run(trace, rng, targets=targets, mode=LAZY_CAPTURE).execute()
         scorer = helper.scorer(trace, rng, skeleton, locs, targets)
         N = scorer.N
         l = np.zeros(0) if N == 0 else scorer.evaluate(np.arange(N))

@@ -11,13 +11,12 @@ from __future__ import annotations
 import numpy as np
 
 from thrifty.core.model import as_program
-from thrifty.core.run import Mode, Run
+from thrifty.core.run import Run
 from thrifty.core.trace import Trace
+from thrifty.core.vocab import CAPTURE, RESCORE_CAPTURE
 from thrifty.runtime import observations as obs
 from thrifty.runtime.draws import DrawStore
 from thrifty.runtime.replay_values import draw_values, recorded_latents, replay
-
-CAPTURE = Mode(capture=True)
 
 
 def observed_data(program) -> tuple[dict, dict]:
@@ -26,7 +25,7 @@ def observed_data(program) -> tuple[dict, dict]:
 
     rng = np.random.default_rng(0)
     trace = initialize(as_program(program), rng)
-    run = Run(trace, rng, mode=Mode(rescore=True, capture=True)).execute()
+    run = Run(trace, rng, mode=RESCORE_CAPTURE).execute()
     g = obs.gather([e for e in run.captured if e[2] is not None])
     return {n: a for n, (_, a) in g.items()}, {n: d for n, (d, _) in g.items()}
 

@@ -24,8 +24,9 @@ import numpy as np
 
 from thrifty._args import int_arg
 from thrifty.core.model import as_program
-from thrifty.core.run import Mode, Run
+from thrifty.core.run import Run
 from thrifty.core.trace import Trace
+from thrifty.core.vocab import CAPTURE, SIMULATE_CAPTURE
 from thrifty.errors import ArgumentError
 from thrifty.runtime import observations as obs
 from thrifty.runtime.draws import DrawStore
@@ -33,8 +34,8 @@ from thrifty.runtime.pointwise import draw_stores, observed_data, per_draw, stac
 from thrifty.runtime.recorder import Recorder
 from thrifty.runtime.result import Result, stack_stores
 
-_CAPTURE = Mode(capture=True)
-_SIMULATE = Mode(capture=True, simulate_observations=True)
+_CAPTURE = CAPTURE
+_SIMULATE = SIMULATE_CAPTURE
 
 
 class Predictive(Mapping):

@@ -28,7 +28,7 @@ import numpy as np
 
 from thrifty.core.address import fmt
 from thrifty.core.engine import (
-    Mode,
+    RESCORE_CAPTURE,
     plate_clock,
     run_plate_lps,
     same_value,
@@ -38,7 +38,7 @@ from thrifty.core.engine import (
 from thrifty.distributions.glm import GLM
 from thrifty.errors import SelectionError
 
-SETUP_MODE = Mode(rescore=True, capture=True)  # every observation, captured
+SETUP_MODE = RESCORE_CAPTURE  # every observation, captured
 
 
 class Sections:

@@ -36,7 +36,7 @@ import numpy as np
 
 from thrifty.core.address import fmt
 from thrifty.core.engine import (
-    Mode,
+    RESCORE_CAPTURE,
     executions_since,
     run_plate_lps,
     same_value,
@@ -47,7 +47,7 @@ from thrifty.distributions.glm import GLM
 from thrifty.errors import SelectionError
 from thrifty.inference.subsampling.smh import positive_definite, prior_model
 
-_FULL = Mode(rescore=True, capture=True)
+_FULL = RESCORE_CAPTURE
 _MIN_MOVES = 10  # a key is re-centred after max(_MIN_MOVES, n/2) moves since its build
 
 

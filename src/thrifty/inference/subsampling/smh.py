@@ -100,7 +100,7 @@ import numpy as np
 
 from thrifty.core.address import as_pattern, fmt
 from thrifty.core.engine import (
-    Mode,
+    LAZY_CAPTURE,
     same_value,
     top_choice,
 )
@@ -118,7 +118,7 @@ from thrifty.inference.subsampling.glm_sections import (
 )
 from thrifty.inference.subsampling.glm_sections import confirm as confirm_sections
 
-_LAZY = Mode(lazy=True, capture=True)  # the global factor: plates execute no element
+_LAZY = LAZY_CAPTURE  # the global factor: plates execute no element
 _BOUNDS = ("local", "metric", "l1")
 # per-step statistics: likelihood terms evaluated (thinning candidates, N per fallback), full-data
 # fallback steps, O(N) set-ups, and the Poisson rate Σ_c φ_c Ψ_c of each proposal

@@ -33,7 +33,7 @@ from thrifty._args import int_arg
 from thrifty.core.address import fmt
 from thrifty.core.engine import (
     LAZY,
-    Mode,
+    LAZY_CAPTURE,
     Plan,
     locate,
     memo_density_changes,
@@ -52,8 +52,6 @@ from thrifty.inference.proposals.base import Proposal, drift
 from thrifty.inference.selecting import Selecting
 from thrifty.inference.selection import One
 from thrifty.inference.subsampling.proxy import TaylorProxy
-
-_LAZY_CAPTURE = Mode(lazy=True, capture=True)
 
 # The sequential test draws at most this fraction of the N sections; past it exact MH's decision
 # from one full execution is cheaper (see ``max_fraction`` of :func:`subsampled_mh`).
@@ -249,7 +247,7 @@ class SubsampledMH(Selecting):
         proposal when it is accepted.  (Separate from ``_step`` so tests can fix u.)"""
         # 1. the global part, and which sections the change reaches (000 §3.1)
         skeleton = self.execute(
-            trace, rng, targets=targets, mode=_LAZY_CAPTURE if self.proxy is not None else LAZY
+            trace, rng, targets=targets, mode=LAZY_CAPTURE if self.proxy is not None else LAZY
         )
         if skeleton.aborted is not None:  # a proposal outside the support
             return False

@@ -117,6 +117,18 @@ class Generations:
         (if ``allowed``: not after the last step of a chain).  Returns flat ancestors or None."""
         W = self.weights()
         self.weighed = self.log_w  # this generation's weights, before any reset
+        if self.G == 1:  # one group (a chain at the top level): Python numbers
+            w = W[0]
+            ess1 = 1.0 / float(np.dot(w, w))
+            self.ess.append(ess1)
+            low1 = allowed and ess1 < self.threshold * self.n
+            self.resampled.append(int(low1))
+            if not low1:
+                return None
+            a = resampling.grouped(self.resample, W, self.rng, self.ordered)
+            self.log_w = np.zeros(self.n)
+            self._lse = np.array([np.log(self.n)])
+            return a
         ess = 1.0 / np.add.reduce(W * W, axis=1)
         self.ess.append(float(np.add.reduce(ess)) / self.G)
         low = ess < self.threshold * self.n if allowed else np.zeros(self.G, dtype=bool)

@@ -122,6 +122,13 @@ class Conditional(Generations):
             log_w += lp
             if _coalesced(prev, G, n):
                 break  # within each group every prefix gives the same state: the rest is common
+        if G == 1:  # one reference: its ancestor by one search of the unnormalised weights
+            m = log_w.max()
+            if not m > -np.inf:
+                raise FloatingPointError("every particle of a group has weight zero")
+            c = np.cumsum(np.exp(log_w - m))
+            u = self.rng.random((1, 1))[0, 0]
+            return np.array([min(int(np.searchsorted(c, u * c[-1])), n - 1)])
         W = resampling.normalize_rows(log_w.reshape(G, n))
         u = self.rng.random((G, 1))
         j = np.minimum((u > np.cumsum(W, axis=1)).sum(axis=1), n - 1)

@@ -18,12 +18,9 @@ import numpy as np
 
 from thrifty.core.address import as_name, fmt
 from thrifty.core.batch import BatchFrame, MemberSite
-from thrifty.core.replay import SAMPLER_ERRORS, sampler_error
+from thrifty.core.replay import ScalarLanes, replay
 from thrifty.core.vocab import (
     LATENT,
-    NEG_INF,
-    RESAMPLE,
-    ZeroProbability,
     check_dist,
     nan_error,
     readonly,
@@ -78,21 +75,16 @@ class ParticleFrame(BatchFrame):
 
     # -- top-level primitives -------------------------------------------------------------------
     def sample(self, name, d):
+        """A choice outside the chains: one scalar lane through the replay decision, its value
+        given (a target: scored, -inf → ZeroProbability) or RESAMPLE (drawn from the prior, a
+        fresh choice whose density is the proposal's: ``prior_drawn_lp``)."""
         local = self._local(name)
         if d._error is not None:
             check_dist(d, local, self.run)
-        value = self.given(local)
-        if value is RESAMPLE:  # a draw from the prior (its density is the proposal's)
-            try:
-                value = d.sample(self.run.rng)
-            except SAMPLER_ERRORS as e:
-                raise sampler_error(local, d, e) from e
-            lp = total(d.log_prob(value))
-            self.prior_drawn_lp += lp
-        else:
-            lp = total(d.log_prob(value))
-        if not lp > NEG_INF:
-            raise ZeroProbability(local, d, value)
+        drawn = _Drawn()
+        value, lp, _ = replay(ScalarLanes(local, self.run.rng, False), d, None, None,
+                              self.given(local), drawn)
+        self.prior_drawn_lp += drawn.lp_fresh
         self.shared_lp += lp
         value = readonly(value)  # (kept by the engine: see vocab.readonly)
         self.new[local] = MemberSite(value, lp, LATENT, d.is_discrete, d)
@@ -106,6 +98,16 @@ class ParticleFrame(BatchFrame):
 
     def mem_read(self, mem, keys):
         raise ModelError("th.mem in a particle run is not supported by the particle methods yet")
+
+
+class _Drawn:
+    """The accounting of one shared choice's replay decision (fresh: drawn from the prior)."""
+
+    __slots__ = ("lp_fresh", "lp_stale", "n_fresh", "n_stale", "q_fwd", "q_rev")
+
+    def __init__(self):
+        self.n_fresh = self.n_stale = 0
+        self.lp_fresh = self.lp_stale = self.q_fwd = self.q_rev = 0.0
 
 
 class ParticlePlate:

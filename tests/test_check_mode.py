@@ -368,7 +368,8 @@ def test_the_schedule_of_checks():
     assert schedule(auto) == [1, 1000]  # the decades wait for what a check and a step cost
     # a check that costs 10 steps: the next after 10 · 33 steps, and decade 1000 (10 ≤ 3% · 1000)
     assert auto.next_check(1, 1e-2, 1e-3) == 334
-    assert auto.next_check(400, 1e-2, 1e-3) == 733
+    assert auto.next_check(200, 1e-2, 1e-3) == 533
+    assert auto.next_check(400, 1e-2, 1e-3) == 1000  # 733: too near the last step's check
     assert auto.next_check(900, 1e-2, 1e-3) == 1000
     # a check that costs a hundredth of a step: the decades and every step
     assert auto.next_check(9, 1e-5, 1e-3) == 10

@@ -274,6 +274,21 @@ def test_pgibbs_composes_with_mh_and_names_its_errors():
     with pytest.raises(ValueError, match="multinomial"):
         th.pgibbs("x", 8, resample="systematic")
 
+    @th.model
+    def sometimes():  # a choice in the even steps only
+        def step(t, prev):
+            z = th.sample("z", dist.Normal(prev, 1.0))
+            if t % 2 == 0:
+                th.sample("e", dist.Normal(0.0, 1.0))
+            th.observe("y", dist.Normal(z, 1.0), 0.5)
+            return z
+
+        th.markov("x", step, 6, 0.0)
+
+    with pytest.raises(th.errors.SelectionError,
+                       match=r"chain 'x' its site 'x.e' is not present in every step"):
+        th.infer(sometimes(), th.pgibbs("x", 5), num_samples=5, seed=0, progress=False)
+
 
 # -- th.pmmh ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("proposal", ["drift", "prior"])

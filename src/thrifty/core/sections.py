@@ -178,9 +178,13 @@ def chain_references(trace, chain: tuple, who: str):
     node = root.chains.get(chain)
     if node is not None:
         if not node.uniform():
+            partial = [".".join(map(str, chain + k)) for k, s in node.sites.items()
+                       if s.present is not None and not s.present.array().all()]
+            what = (f"its site {partial[0]!r} is not present in every step" if partial
+                    else "it has steps with nested plates or chains")
             raise SelectionError(
-                f"{who}: the chain {name!r} has steps with different choices or nested "
-                "nodes; particle Gibbs needs the same choices in every step"
+                f"{who}: in the chain {name!r} {what}; particle Gibbs needs the same choices "
+                "in every step"
             )
         cols = {k: node.sites[k].values.array() for k in node.latent_sites()}
         return None, chain, node.T, [{k: v[t][None] for k, v in cols.items()}

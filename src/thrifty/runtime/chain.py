@@ -56,9 +56,10 @@ class RunConfig:
         (:mod:`thrifty.core.check`), given that ``it`` steps are done; 0: never.  With check
         mode on, the last step of the chain is always checked.  ``check_decades`` (the
         ``"auto"`` schedule) checks after step 1 and, given what the last check and a step
-        took, once the steps since took 1/AUTO_CHECK_SHARE times that check, and after steps
-        10, 100, 1000, ... whose steps so far took that much (so that checks keep to their
-        share of the chain's time)."""
+        took, once the steps since took 1/AUTO_CHECK_SHARE times that check (unless the last
+        step's check is less than that further on), and after steps 10, 100, 1000, ... whose
+        steps so far took that much (so that checks keep to their share of the chain's
+        time)."""
         if not (self.check_every or self.check_decades):
             return 0
         due = [self.total]
@@ -73,7 +74,9 @@ class RunConfig:
                 while d <= it or d < affordable:  # a decade no dearer than its share
                     d *= 10
                 due.append(d)
-                due.append(it + max(1, int(affordable)))
+                nxt = it + max(1, int(affordable))
+                if self.total - nxt >= affordable:  # (else the last step's check is near)
+                    due.append(nxt)
         due = [s for s in due if it < s <= self.total]
         return min(due) if due else 0
 

@@ -6,6 +6,8 @@ generator, and returns ``n`` ancestor indices in increasing order such that part
 draws) ≥ residual ≥ stratified ≥ systematic in practice (Douc, Cappé & Moulines 2005).
 
 >>> import numpy as np
+
+from thrifty.errors import ArgumentError
 >>> from thrifty.inference.numerics.resampling import systematic
 >>> systematic(np.array([0.5, 0.25, 0.25]), 4, np.random.default_rng(0))
 array([0, 0, 1, 2])
@@ -16,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+
+from thrifty.errors import ArgumentError
 
 Scheme = Callable[[np.ndarray, int, np.random.Generator], np.ndarray]
 
@@ -116,8 +120,8 @@ def scheme(name: str | Scheme) -> Scheme:
         return name
     try:
         return SCHEMES[name]
-    except KeyError:
-        raise ValueError(
+    except (KeyError, TypeError):
+        raise ArgumentError(
             f"resample={name!r}: unknown scheme; choose one of {sorted(SCHEMES)}"
         ) from None
 

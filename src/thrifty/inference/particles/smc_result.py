@@ -22,8 +22,8 @@ class SMCResult:
     >>> from thrifty.models import lds, generate_lds
     >>> y, C, _ = generate_lds(T=10, D=3, seed=0)
     >>> res = th.smc(lds(y, C, 0.1), particles=50, fixed={"omega": 0.4, "q": 0.1}, seed=0)
-    >>> res["x.z"].shape, bool(res.log_evidence < 0)
-    ((50, 10, 2), True)
+    >>> res["x.z"].shape, bool(res.log_evidence < 0), res.keys()
+    ((50, 10, 2), True, ['x.z'])
     """
 
     values: dict
@@ -43,6 +43,13 @@ class SMCResult:
     @property
     def particles(self) -> int:
         return len(self.log_weights)
+
+    def keys(self) -> list[str]:
+        """The names of the sites held (as ``Result.keys()``)."""
+        return sorted(self.values)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.values
 
     def __getitem__(self, name: str) -> np.ndarray:
         try:

@@ -83,3 +83,30 @@ def test_the_interface_and_kernel_examples_run():
                 thrifty.inference.kernel):
         res = doctest.testmod(mod, verbose=False, report=False)
         assert res.attempted > 0 and res.failed == 0, mod.__name__
+
+
+def test_a_composite_step_info_is_the_sum_of_its_parts_and_is_not_counted_twice():
+    """A cycle's (and a mixture's) step info sums its parts' proposals, acceptances, runs and
+    elements; ``result.stats`` shows it so, and the chain's acceptance totals (progress bar)
+    count the parts only."""
+    from thrifty.runtime.chain import ChainRecord
+
+    rng = np.random.default_rng(2)
+    trace = initialize(mixture(Y), rng)
+    parts = [th.mh("mu", th.drift(0.3)), th.gibbs(th.one("data.z"))]
+    k = th.cycle(parts)
+    for _ in range(20):
+        trace, info = k.update(trace, rng)
+        assert info.proposed == 2 and info.runs >= 2  # one proposal of each part
+    for f in ("proposed", "accepted", "runs", "elements"):
+        assert getattr(k.stats, f) == sum(getattr(p.stats, f) for p in parts), f
+    assert k.stats.composite and not any(p.stats.composite for p in parts)
+    rec = ChainRecord()
+    rec.set_stats([(lbl, kk.stats) for lbl, kk in k.kernels()])
+    assert rec.proposed == 40 and rec.accepted == sum(p.stats.accepted for p in parts)
+    r = th.infer(mixture(Y), th.mixture([(0.5, th.mh("mu", th.drift(0.3))),
+                                         (0.5, th.gibbs(th.one("data.z")))]),
+                 num_samples=100, seed=0, progress=False)
+    top = r.stats[next(iter(r.stats))]
+    assert top["steps"] == 100 and 0.0 < top["acceptance_rate"] <= 1.0
+    assert top["runs_per_step"] >= 1.0

@@ -8,9 +8,19 @@ from thrifty.inference.kernel import Kernel
 
 
 class _Composite(Kernel):
-    """A kernel made of others: its statistics list theirs too."""
+    """A kernel made of others: its statistics list theirs too, and its own step's info is the
+    sum of its parts' (proposals, acceptances, runs, elements, markov steps)."""
 
     children: list
+
+    def __init__(self):
+        super().__init__()
+        self.stats.composite = True
+
+    def _part(self, k, trace, rng):
+        trace, info = k.update(trace, rng)
+        self.info.absorb(info)
+        return trace
 
     def kernels(self):
         out = [(self.label(), self)]
@@ -36,7 +46,7 @@ class Cycle(_Composite):
     def _step(self, trace, rng):
         for _ in range(self.repeats):
             for k in self.children:
-                trace = k.step(trace, rng)
+                trace = self._part(k, trace, rng)
         return trace
 
     def label(self) -> str:
@@ -63,7 +73,7 @@ class Mixture(_Composite):
 
     def _step(self, trace, rng):
         i = min(int(np.searchsorted(self._cdf, rng.random(), side="right")), len(self.children) - 1)
-        return self.children[i].step(trace, rng)
+        return self._part(self.children[i], trace, rng)
 
     def label(self) -> str:
         inner = ", ".join(f"({p:.3g}, {k.label()})" for p, k in zip(self.probs, self.children))

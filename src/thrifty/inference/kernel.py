@@ -49,6 +49,14 @@ class Info:
         """Add to a kernel-specific counter (reported as ``<name>_per_step``)."""
         self.extra[name] = self.extra.get(name, 0) + amount
 
+    def absorb(self, part: Info) -> None:
+        """Add what a part of a composite kernel's step did (its counters stay its own)."""
+        self.proposed += part.proposed
+        self.accepted += part.accepted
+        self.elements += part.elements
+        self.chain_steps += part.chain_steps
+        self.runs += part.runs
+
 
 @dataclass
 class Stats(Info):
@@ -61,8 +69,9 @@ class Stats(Info):
     proposal: list = field(default_factory=list)  # per chain: the adapted proposal (drift())
     start: list = field(default_factory=list)  # per chain: what moving to the start cost
     burn_in: list = field(default_factory=list)  # per chain: proposals and acceptances in it
+    composite: bool = False  # a composite kernel's: the sum of its parts' (not counted again)
 
-    _LISTS = ("extra", "sites", "proposal", "start", "burn_in")  # not summed by ``merge``
+    _LISTS = ("extra", "sites", "proposal", "start", "burn_in", "composite")  # not summed
 
     def __post_init__(self):
         self.extra = dict(self.extra)  # copies (dataclasses.replace) must not share counters
@@ -122,7 +131,8 @@ class Stats(Info):
         for k, v in other.sites.items():
             sites[k] = [a + b for a, b in zip(sites.get(k, [0, 0, 0.0, 0.0]), v)]
         return Stats(**values, extra=extra, sites=sites, proposal=self.proposal + other.proposal,
-                     start=self.start + other.start, burn_in=self.burn_in + other.burn_in)
+                     start=self.start + other.start, burn_in=self.burn_in + other.burn_in,
+                     composite=self.composite)
 
 
 class Kernel(Configured):
@@ -205,7 +215,7 @@ class Kernel(Configured):
         records its proposals and acceptances in the burn-in (``stats.burn_in``: ``th.infer``
         warns about a kernel that accepted none)."""
         for _, k in self.kernels():
-            if k.tuning and not on:
+            if k.tuning and not on and not k.stats.composite:  # (its parts report)
                 k.stats.burn_in = [{"proposed": k.stats.proposed, "accepted": k.stats.accepted,
                                     "sites": k.site_names()}]
             k._tune(on)

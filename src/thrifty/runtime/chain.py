@@ -265,9 +265,11 @@ class ChainRun:
         return [(label, dataclasses.replace(k.stats)) for label, k in self._kernels]
 
     def acceptance(self) -> tuple[int, int]:
-        """(accepted, proposed) summed over the chain's kernels."""
+        """(accepted, proposed) summed over the chain's kernels (a composite's are its parts')."""
         acc = prop = 0
         for _, k in self._kernels:
+            if k.stats.composite:
+                continue
             acc += k.stats.accepted
             prop += k.stats.proposed
         return acc, prop
@@ -311,8 +313,8 @@ class ChainRecord:
 
     def set_stats(self, stats: list) -> None:
         self.stats = stats
-        self.accepted = sum(s.accepted for _, s in stats)
-        self.proposed = sum(s.proposed for _, s in stats)
+        self.accepted = sum(s.accepted for _, s in stats if not s.composite)
+        self.proposed = sum(s.proposed for _, s in stats if not s.composite)
 
     @property
     def num_draws(self) -> int:

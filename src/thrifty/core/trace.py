@@ -98,7 +98,9 @@ class Block:
     def total_lp(self) -> float:
         """Log-density of the block and everything nested in it (O(number of nodes))."""
         lp = self.lp
-        for _, node in self.nodes():
+        for node in self.plates.values():
+            lp += node.total_lp()
+        for node in self.chains.values():
             lp += node.total_lp()
         return lp
 
@@ -258,7 +260,10 @@ class Trace:
         return bool(self.stale_nodes)
 
     def _total(self) -> float:
-        return self.root.total_lp() + sum(t.total_lp() for t in self.mems.values())
+        lp = self.root.total_lp()
+        if self.mems:
+            lp += sum(t.total_lp() for t in self.mems.values())
+        return lp
 
     def log_joint(self) -> float:
         """log p(x, y) of the trace.  Raises if some plate elements are stale (refresh them)."""

@@ -368,7 +368,7 @@ class Recorder:
                     self._series(name).set(d, src.whole(trace))
                     continue
                 self._series(name).change(d, *_elements(src, parts))
-        if generic_dirty or any(node in merged for _, node, _ in self._generic):
+        if generic_dirty or (self._generic and any(node in merged for _, node, _ in self._generic)):
             self._refresh_generic(trace, d)
 
     def _refresh_generic(self, trace, d) -> None:

@@ -6,10 +6,12 @@ frame of a particle run (:mod:`thrifty.core.particles`) hands each ``th.markov``
 driver (``driver.chain(frame, local, step, length, init, args)``); the driver then calls, with
 the ``frame`` it was given:
 
-* :func:`free_step`, :func:`conditional_step`, :func:`pinned_step` — the frame that executes
-  step t over the members: every member drawn from the prior; member g·per of each group taking
-  its reference's choices (conditional SMC, paper 003 §4); every member taking its group's
-  reference choices (the rescoring of a reference's suffix, 003 §4.4);
+* :func:`free_step`, :func:`conditional_step`, :func:`pinned_step`, :func:`fused_step` — the
+  frame that executes step t over the members: every member drawn from the prior; member g·per
+  of each group taking its reference's choices (conditional SMC, paper 003 §4); every member
+  taking its group's reference choices (the rescoring of a reference's suffix, 003 §4.4); the
+  conditional step and that rescoring under the states before resampling, over twice the
+  members (:func:`member_lps` reads its per-member log-densities);
 * :func:`run_step` — ``step(t, prev, *args)`` executed by such a frame, its state kept as every
   markov state is kept;
 * :func:`take_observed`, :func:`take_member_lp` — per member, the log-density of what the
@@ -30,6 +32,7 @@ from thrifty import _context
 from thrifty.core.code_errors import WRAPPED, step_code_error, wraps
 from thrifty.core.particles import (
     ConditionalStep,
+    FusedStep,
     ParticleFrame,
     Pause,
     PinnedStep,
@@ -76,6 +79,18 @@ def conditional_step(frame, rel: tuple, ref: dict, per: int) -> StepFrame:
 
 def pinned_step(frame, rel: tuple, ref: dict, per: int) -> StepFrame:
     return PinnedStep(frame.run, frame, rel, ref, per)
+
+
+def fused_step(frame, rel: tuple, ref: dict, per: int) -> FusedStep:
+    """Conditional SMC's step and the rescoring of the references under the members' states
+    before resampling, in one execution over twice the members (:class:`FusedStep`)."""
+    return FusedStep(frame.run, frame, rel, ref, per)
+
+
+def member_lps(sf) -> tuple:
+    """(latent, observed) per-member log-densities of a frame with members of its own (None:
+    none)."""
+    return sf.lat_lp, sf.obs_lp
 
 
 def run_step(frame, sf: StepFrame, step, t: int, prev, args, local: tuple, where):

@@ -21,6 +21,7 @@ from thrifty.core.batch import BatchFrame, MemberSite
 from thrifty.core.replay import ScalarLanes, replay
 from thrifty.core.vocab import (
     LATENT,
+    RESAMPLE,
     check_dist,
     nan_error,
     readonly,
@@ -217,13 +218,65 @@ class PinnedStep(StepFrame):
         self.old = _Reference(rel, ref, per)
 
 
+class FusedStep(BatchFrame):
+    """Step t of conditional SMC with ancestor sampling (003 §4.4) in one execution over 2m
+    members: members 0..m−1 are the generation's (the free ones drawn from the prior, member
+    g·per of each group holding its reference's choices), members m..2m−1 hold every group's
+    reference choices replayed strictly under the members' states *before* resampling — the
+    terms p(reference | each candidate ancestor) of the reference's ancestor.  A frame of its
+    own members and totals (``lat_lp``, ``obs_lp`` over 2m); addresses and errors name the
+    member j mod m of ``root``, a chain at the top level (its observations are shared by the
+    members; a plate's chains read per-member data through the plate's index, which does not
+    double)."""
+
+    strict = True
+
+    def __init__(self, run, root, rel, ref: dict, per: int):
+        BatchFrame.__init__(self, run, None, rel, None)
+        m = root.n
+        self.init_members(2 * m)
+        self.root, self.m = root, m
+        self.old = _Reference(rel, ref, per, copies=2)
+        self._free = np.flatnonzero(np.arange(m) % per)  # drawn afresh: all but the references
+
+    def target(self, rel):
+        return self._free, RESAMPLE
+
+    def member_addr(self, j: int, rel: tuple) -> tuple:
+        return self.root.member_addr(j % self.m, rel)
+
+    def generic(self, rel: tuple) -> tuple:
+        return self.root.generic(rel)
+
+    def generic_all(self, rel: tuple) -> tuple:
+        return self.root.generic_all(rel)
+
+    def member_indices(self) -> np.ndarray:
+        return np.tile(self.root.member_indices(), 2)
+
+    def obs_key(self, rel: tuple):
+        return self.root.obs_key(rel)
+
+    def take_members(self, stored):  # (a top-level chain's observations: shared by all)
+        return self.root.take_members(stored)
+
+    def where(self) -> str:
+        return self.root.where()
+
+    def check_observed_shape(self, rel, d, value) -> None:
+        self.root.check_observed_shape(rel, d, value)
+
+    def mem_read(self, mem, keys):
+        raise ModelError("th.mem in a particle run is not supported by the particle methods yet")
+
+
 class _Reference:
     """The stored values of a pinned step's members: each group's reference choices."""
 
-    __slots__ = ("per", "ref", "rel")
+    __slots__ = ("copies", "per", "ref", "rel")
 
-    def __init__(self, rel, ref: dict, per: int):
-        self.rel, self.ref, self.per = rel, ref, per
+    def __init__(self, rel, ref: dict, per: int, copies: int = 1):
+        self.rel, self.ref, self.per, self.copies = rel, ref, per, copies
 
     def get(self, local):
         v = self.ref.get(local)
@@ -231,6 +284,8 @@ class _Reference:
             raise ModelError(
                 f"pgibbs: the reference trajectory has no choice {fmt(self.rel + local)}")
         v = np.repeat(np.asarray(v), self.per, axis=0)
+        if self.copies > 1:
+            v = np.concatenate([v] * self.copies)
         return MemberSite(v, np.zeros(len(v)), LATENT)
 
 

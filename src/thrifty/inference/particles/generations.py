@@ -79,7 +79,10 @@ class Generations:
     # -- weights ----------------------------------------------------------------------------
     def weigh(self, frame, addr) -> None:
         """Multiply the members' weights by the likelihood of what ``frame`` observed."""
-        inc = take_observed(frame)
+        self._weigh_inc(take_observed(frame), addr)
+
+    def _weigh_inc(self, inc, addr) -> None:
+        """Multiply the members' weights by ``exp(inc)`` (per member; None: nothing)."""
         if inc is None:
             return
         if len(inc) != len(self.log_w):  # observed outside the members (shared by all)

@@ -32,11 +32,15 @@ from thrifty.core.engine import (
     VecTarget,
     chain_references,
     conditional_step,
+    fused_step,
+    member_lps,
     per_particle,
     pinned_step,
     plate_of,
     run_particles,
     same_value,
+    step_values,
+    take,
     take_member_lp,
     top_choice,
 )
@@ -100,28 +104,83 @@ class Conditional(Generations):
         return conditional_step(frame, rel, self.refs[t], self.n)
 
     def choose_ancestors(self, frame, local, step, args, t, state, a):
-        if a is None:  # after the last step
+        if a is None:  # after the last step (or no resampling)
             return None
         # the N − 1 free particles need N − 1 iid ancestors: the draws come unsorted
         # (``ordered = False``; sorted ones would lose their smallest to the reference's)
         ref = np.arange(self.G) * self.n
+        a[ref] = ref  # with ancestor sampling, drawn by the next generation (``_fused``)
         if self.ancestor_sampling:
-            a[ref] = self._ancestors(frame, local, step, args, t, state)
-            self.ancestor_changes += int((a[ref] != ref).sum())
-        else:
-            a[ref] = ref
+            self._pending = (state, a, self.weighed.copy())
         return a
 
-    def _ancestors(self, frame, local, step, args, t, state) -> np.ndarray:
+    _pending = None  # (states at t, ancestors of t + 1, w_t) until generation t + 1 draws
+
+    def generation(self, frame, plate, local, step, args, t, prev, last: bool):
+        pend, self._pending = self._pending, None
+        if pend is None:
+            return super().generation(frame, plate, local, step, args, t, prev, last)
+        before, a, log_w = pend
+        # a chain in a plate reads its elements' data through the plate's index, one entry per
+        # member: the members cannot double there
+        both = _stack(prev, before, self.members) if plate is None else None
+        if both is None:  # the reference's ancestor first, by a step of its own
+            ref = np.arange(self.G) * self.n
+            a[ref] = self._ancestors(frame, local, step, args, t - 1, before, log_w)
+            self.ancestor_changes += int((a[ref] != ref).sum())
+            prev = take(before, a, self.members)
+            return super().generation(frame, plate, local, step, args, t, prev, last)
+        return self._fused(frame, plate, local, step, args, t, both, a, log_w, last)
+
+    def _fused(self, frame, plate, local, step, args, t, both, a, log_w, last: bool):
+        """Generation t and the reference's ancestor at t (003 §4.4) from one execution over
+        2m members (:func:`~thrifty.core.particle_steps.fused_step`): the generation's members
+        and the references rescored under the states before resampling; the reference member
+        of each group then takes the rows of its drawn ancestor."""
+        n, G, m = self.n, self.G, self.members
+        sf = fused_step(frame, local + (t,), self.refs[t], n)
+        state2 = self.call_step(frame, sf, local, step, t, both, args)
+        lat, obs = member_lps(sf)
+        for part in (lat, obs):
+            if part is not None:
+                log_w = log_w + part[m:]
+        after = take(state2, np.arange(m, 2 * m), 2 * m)
+        if not _coalesced(after, G, n):
+            for s in range(t + 1, len(self.refs)):
+                after, lp = self._pinned(frame, local, step, args, s, after)
+                log_w = log_w + lp
+                if _coalesced(after, G, n):
+                    break
+        ref = np.arange(G) * n
+        j = self._draw_ancestor(log_w)
+        a[ref] = j
+        self.ancestor_changes += int((j != ref).sum())
+        idx = np.arange(m)
+        idx[ref] = m + j
+        state = take(state2, idx, 2 * m)
+        self._weigh_inc(None if obs is None else obs[idx], local + (t,))
+        self.sites.append((plate, local, t, {k: take(v, idx, 2 * m)
+                                             for k, v in step_values(sf).items()}))
+        nxt = self.choose_ancestors(frame, local, step, args, t, state,
+                                    self.maybe_resample(not last))
+        self.ancestors.append(nxt)
+        return state, (state if nxt is None else take(state, nxt, m))
+
+    def _ancestors(self, frame, local, step, args, t, state, log_w) -> np.ndarray:
         """Each reference's ancestor at t + 1: w_t^l · p(reference's suffix | prefix l)."""
         n, G = self.n, self.G
-        log_w = self.weighed.copy()  # w_t (maybe_resample has reset log_w)
+        log_w = log_w.copy()
         prev = state
         for s in range(t + 1, len(self.refs)):
             prev, lp = self._pinned(frame, local, step, args, s, prev)
             log_w += lp
             if _coalesced(prev, G, n):
                 break  # within each group every prefix gives the same state: the rest is common
+        return self._draw_ancestor(log_w)
+
+    def _draw_ancestor(self, log_w) -> np.ndarray:
+        """Per group, a member drawn with weights ∝ exp(log_w) (flat indices)."""
+        n, G = self.n, self.G
         if G == 1:  # one reference: its ancestor by one search of the unnormalised weights
             m = log_w.max()
             if not m > -np.inf:
@@ -133,6 +192,23 @@ class Conditional(Generations):
         u = self.rng.random((G, 1))
         j = np.minimum((u > np.cumsum(W, axis=1)).sum(axis=1), n - 1)
         return np.arange(G) * n + j
+
+
+def _stack(a, b, m: int):
+    """The members' states ``a`` followed by ``b`` (arrays with a leading axis of m, and
+    tuples / lists / dicts of them; other values shared when equal); None when they do not
+    stack."""
+    if isinstance(a, np.ndarray) and a.ndim and a.shape[0] == m:
+        if not (isinstance(b, np.ndarray) and b.shape == a.shape):
+            return None
+        return np.concatenate([a, b])
+    if isinstance(a, (tuple, list)) and type(b) is type(a) and len(a) == len(b):
+        parts = [_stack(x, y, m) for x, y in zip(a, b)]
+        return None if any(p is None for p in parts) else type(a)(parts)
+    if isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys():
+        parts = {k: _stack(a[k], b[k], m) for k in a}
+        return None if any(p is None for p in parts.values()) else parts
+    return a if same_value(a, b) else None
 
 
 def _coalesced(states, G: int, n: int) -> bool:

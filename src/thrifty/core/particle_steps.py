@@ -20,11 +20,14 @@ the ``frame`` it was given:
 * :func:`groups`, :func:`plate_of` — the groups of the members (one per element of the plate
   the chain is in) and that plate.
 
-:func:`run_particles` executes a trace's program once over the particles, and
+:func:`run_particles` executes a trace's program once over the particles (a
+:class:`ParticleRun`: the choices outside the chains), and
 :func:`replay_particle` one particle of a program without chains up to an observation.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -43,12 +46,21 @@ from thrifty.core.run import Run
 from thrifty.core.vocab import DETERMINISTIC, LATENT, frozen_state
 
 
-def run_particles(trace, rng, n: int, given, driver, proposing: bool = False) -> ParticleFrame:
+@dataclass(frozen=True)
+class ParticleRun:
+    """What a particle run says of the choices outside the chains: ``shared_lp`` (their
+    log-density, the same for every particle), ``prior_drawn_lp`` (of it, the choices drawn
+    from their priors) and ``values`` (address → value)."""
+
+    shared_lp: float
+    prior_drawn_lp: float
+    values: dict
+
+
+def run_particles(trace, rng, n: int, given, driver, proposing: bool = False) -> ParticleRun:
     """Execute ``trace``'s program once over ``n`` particles (its chains generation by
-    generation through ``driver``); returns the root frame: ``shared_lp`` (the log-density of
-    the given choices outside the chains), ``prior_drawn_lp`` (of those, the ones drawn from
-    their priors) and :func:`given_values`.  ``proposing``: the given values are a proposal
-    (invalid parameters reject it)."""
+    generation through ``driver``); returns a :class:`ParticleRun`.  ``proposing``: the given
+    values are a proposal (invalid parameters reject it)."""
     run = Run(trace, rng)
     run.proposing = proposing
     frame = ParticleFrame(run, n, given, driver)
@@ -61,12 +73,8 @@ def run_particles(trace, rng, n: int, given, driver, proposing: bool = False) ->
         _context.RUNS.pop()
         run.frame = None
     driver.weigh(frame, ("<end>",))  # observations after the last chain
-    return frame
-
-
-def given_values(frame: ParticleFrame, addrs) -> dict:
-    """The values the choices ``addrs`` outside the chains had in the particle run."""
-    return {a: frame.new[a].values for a in addrs}
+    return ParticleRun(frame.shared_lp, frame.prior_drawn_lp,
+                       {a: s.values for a, s in frame.new.items() if s.kind == LATENT})
 
 
 def free_step(frame, rel: tuple) -> StepFrame:

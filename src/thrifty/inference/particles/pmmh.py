@@ -22,7 +22,6 @@ from thrifty.core.address import as_name, as_pattern, dotted, fmt
 from thrifty.core.engine import (
     ZeroProbability,
     chains,
-    given_values,
     plate_sizes,
     run_particles,
     top_choice,
@@ -95,8 +94,8 @@ class PMMH(Kernel):
                 raise ModelError(f"pmmh: the trace has no value at {fmt(local)}")
             return vl[0]
 
-        frame = run_particles(trace, rng, self.particles, given, driver, proposing=True)
-        return frame.shared_lp - frame.prior_drawn_lp, driver.log_z, driver, frame
+        pr = run_particles(trace, rng, self.particles, given, driver, proposing=True)
+        return pr.shared_lp - pr.prior_drawn_lp, driver.log_z, driver, pr
 
     def _step(self, trace, rng):
         key = (trace.uid, trace.clock)
@@ -111,7 +110,7 @@ class PMMH(Kernel):
             new[a] = self.proposal.propose(a, v, top_discrete(trace, a), rng)
         self.info.proposed += 1
         try:
-            prior2, log_z2, driver, frame = self._smc(trace, rng, new)
+            prior2, log_z2, driver, pr = self._smc(trace, rng, new)
         except (ZeroProbability, NoParticleLeft):
             return trace  # a proposal outside the support, or Ẑ(θ') = 0: rejected
         self.info.count("particles", self.particles)
@@ -125,9 +124,9 @@ class PMMH(Kernel):
         if not (log_alpha >= 0 or np.log(rng.random()) < log_alpha):
             return trace
         self.info.accepted += 1
-        targets = given_values(frame, self.addrs)  # (drawn, for th.prior())
+        targets = {a: pr.values[a] for a in self.addrs}  # (drawn, for th.prior())
         write_trajectories(self, trace, rng, driver, targets)
-        self._current = (trace.uid, trace.clock, prior2 + frame.prior_drawn_lp, log_z2)
+        self._current = (trace.uid, trace.clock, prior2 + pr.prior_drawn_lp, log_z2)
         return trace
 
 

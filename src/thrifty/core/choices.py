@@ -91,14 +91,10 @@ def _walk(block, prefix: tuple, nprefix: tuple, p: tuple, sink, step=None) -> No
             rname = _strip_steps(node, rel)
             if starts_with(p, paddr) or starts_with(p, pname + rname):
                 sink.add_plate(paddr, rel, node.size, None)
-            elif starts_with(paddr, p) and len(p) > len(paddr):
-                e = p[len(paddr)]
-                if (
-                    isinstance(e, (int, np.integer))
-                    and 0 <= e < node.size
-                    and (starts_with(p[len(paddr) + 1 :], rel))
-                ):
-                    sink.add_plate(paddr, rel, node.size, np.array([int(e)], dtype=np.int64))
+            else:
+                e = _index(p, paddr, node.size, rel)
+                if e is not None:
+                    sink.add_plate(paddr, rel, node.size, np.array([e], dtype=np.int64))
     for local, chain in block.chains.items():
         caddr, cname = prefix + local, nprefix + local
         if not (compatible(p, caddr) or compatible(p, cname)):
@@ -114,15 +110,21 @@ def _chain_groups(chain, caddr, cname, p, sink, steps=None) -> None:
     for rel in chain.latent_sites():
         if starts_with(p, cname + rel) or starts_with(p, caddr):  # every step
             sink.add_chain(caddr, rel, chain.T, steps)
-        elif starts_with(caddr, p) and len(p) > len(caddr):
-            t = p[len(caddr)]
-            if (
-                isinstance(t, (int, np.integer))
-                and 0 <= t < chain.T
-                and starts_with(p[len(caddr) + 1 :], rel)
-                and (steps is None or t in steps)
-            ):
-                sink.add_chain(caddr, rel, chain.T, np.array([int(t)], dtype=np.int64))
+        else:
+            t = _index(p, caddr, chain.T, rel)
+            if t is not None and (steps is None or t in steps):
+                sink.add_chain(caddr, rel, chain.T, np.array([t], dtype=np.int64))
+
+
+def _index(p: tuple, addr: tuple, size: int, rel: tuple):
+    """The element or step index ``i`` when the pattern ``p`` is ``addr + (i,)`` followed by
+    a prefix of ``rel`` (``0 <= i < size``), else None."""
+    if not (starts_with(addr, p) and len(p) > len(addr)):
+        return None
+    i = p[len(addr)]
+    if isinstance(i, (int, np.integer)) and 0 <= i < size and starts_with(p[len(addr) + 1:], rel):
+        return int(i)
+    return None
 
 
 def _strip_steps(node, rel: tuple) -> tuple:

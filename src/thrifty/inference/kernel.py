@@ -297,6 +297,18 @@ class Kernel(Configured):
             return True
         return False
 
+    def accept_fork(self, trace, fork, log_alpha: float, rng) -> bool:
+        """Metropolis–Hastings on a proposal already committed into ``fork``
+        (:func:`~thrifty.core.engine.provisional_commit`): ``trace`` becomes it with
+        probability min(1, exp(log_alpha)), else the fork is dropped."""
+        self.info.proposed += 1
+        if log_alpha >= 0 or math.log(rng.random()) < log_alpha:
+            self.info.accepted += 1
+            trace.become(fork)
+            return True
+        trace.revert(fork)
+        return False
+
     def refresh(self, trace, rng) -> None:
         """Rescore every stale plate element and markov step (left by subsampling kernels): one
         run planned on exactly them (found by a vectorized scan of each node that may hold

@@ -110,12 +110,7 @@ class MH(Selecting):
             fork = provisional_commit(trace, run)
             n_new = self.selection.resolve(fork).n_blocks()
             log_alpha += math.log(n_blocks) - math.log(max(n_new, 1))
-            self.info.proposed += 1
-            if log_alpha >= 0 or math.log(rng.random()) < log_alpha:
-                self.info.accepted += 1
-                trace.become(fork)
-            else:
-                trace.revert(fork)
+            self.accept_fork(trace, fork, log_alpha, rng)
             return
         accepted = self.accept(run, log_alpha, rng)
         if self.tuning and self._adapts:
@@ -258,12 +253,7 @@ class LMH(Selecting):
             else:
                 fork = provisional_commit(trace, run)
                 log_alpha += math.log(n) - math.log(max(self.selection.resolve(fork).count, 1))
-                self.info.proposed += 1
-                if log_alpha >= 0 or math.log(rng.random()) < log_alpha:
-                    self.info.accepted += 1
-                    trace.become(fork)
-                else:
-                    trace.revert(fork)
+                self.accept_fork(trace, fork, log_alpha, rng)
                 return trace
         self.accept(run, log_alpha, rng)
         return trace

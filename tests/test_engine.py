@@ -467,3 +467,68 @@ def test_block_prior_proposal_of_dependent_choices():
         a = z[:, :, t]
         se = np.sqrt(a.var() / az_ess(a))
         assert abs(a.mean() - want[t]) < 4.5 * se, (t, a.mean(), want[t], se)
+
+
+# -- candidate lanes: one element's alternative values in one execution ----------------------------
+@th.model
+def lanes_model(y):
+    mu = th.sample("mu", dist.Normal(np.zeros(4), 2.0))
+    scale = th.mem("scale", lambda k: dist.Gamma(2.0, 2.0))
+    th.deterministic("scales", np.array([scale(k) for k in range(4)]))  # every key exists
+    with th.plate("data", len(y)) as i:
+        z = th.sample("z", dist.Categorical(np.array([0.1, 0.2, 0.3, 0.4])))
+        # a site of the element replayed under each lane's value; value 3 makes it impossible
+        # when negative
+        u = th.sample("u", dist.Uniform(np.where(z == 3, 0.0, -3.0), 3.0))
+        th.observe("y", dist.Normal(mu[z] + 0.5 * u, scale(z)), y[i])
+
+        def step(t, prev):
+            return th.sample("s", dist.Normal(0.5 * prev + mu[z], 1.0))
+
+        th.markov("c", step, 2, init=np.zeros(len(y[i])))
+
+
+def test_candidate_lanes_weigh_each_value_as_a_strict_run_with_it_does():
+    """The lanes of one execution give each value of an element the log-weight a strict run
+    of the element with that value gives it (replayed sites, memoized keys, a chain inside the
+    plate; −∞ for a value under which a replayed site is impossible): to 1e-10."""
+    from thrifty.core.engine import (
+        STRICT,
+        Candidates,
+        Plan,
+        VecTarget,
+        lane_lps,
+        plan_elements,
+        plate,
+        propose,
+    )
+
+    y = np.array([0.3, -1.2, 2.5, 0.7, -0.4])
+    trace = th.simulate(lanes_model(y), seed=2)
+    p, rel, rng = ("data",), ("z",), np.random.default_rng(0)
+    values = [0, 1, 2, 3]
+    impossible = 0
+    for e in range(len(y)):
+        cur = int(plate(trace, p).values(rel, [e])[0])
+        plan = plan_elements(trace, Plan(), p, np.array([e]))
+        lanes = propose(trace, rng, vec={(p, rel): VecTarget(np.full(4, e), np.array(values))},
+                        plan=plan, mode=STRICT, candidates=Candidates(p, e, 4))
+        lp = lane_lps(lanes, p)
+        # the element's sites replay strictly in lanes whatever the run's kind (no redraw)
+        default = propose(trace, rng, vec={(p, rel): VecTarget(np.full(4, e), np.array(values))},
+                          plan=plan, candidates=Candidates(p, e, 4))
+        np.testing.assert_array_equal(lane_lps(default, p), lp)
+        for v in values:
+            if v == cur:
+                continue
+            run = propose(trace, rng, vec={(p, rel): VecTarget(np.array([e]), np.array([v]))},
+                          plan=plan, mode=STRICT)
+            want = run.log_weight if run.aborted is None else -np.inf
+            if want == -np.inf:
+                impossible += 1
+                assert lp[v] == -np.inf
+            else:
+                assert lp[v] - lp[cur] == pytest.approx(want, abs=1e-10)
+        with pytest.raises(RuntimeError, match="candidate"):
+            lanes.commit()
+    assert impossible > 0

@@ -29,6 +29,7 @@ from stat_helpers import (
     BrokenMH,
     check_continuous,
     check_discrete,
+    chisq_p,
     discrete_posterior,
     element_probs_z,
     ks_p,
@@ -393,6 +394,32 @@ def cat_draws():
 @pytest.mark.parametrize("kernel", list(CAT_KERNELS))
 def test_categorical(cat_draws, kernel):
     check_discrete(cat_draws[kernel], cat_posterior(), f"categorical {kernel}")
+
+
+@th.model
+def categorical_labels(y):
+    with th.plate("data", len(y)) as i:
+        z = th.sample("z", dist.Categorical(CAT_P))
+        th.observe("y", dist.Normal(CAT_MEANS[z], 1.0), y[i])
+
+
+def test_one_element_gibbs_over_three_values():
+    """``th.gibbs(th.one(...))`` on a label of three values: the values are scored in lanes of
+    one execution and the drawn one committed by a second run; the pair of labels (nine
+    cells) against the exact posterior, and against the posterior of sd 1.2 (negative
+    control: must fail)."""
+    y = CAT_Y[:2]
+    lw = np.log(CAT_P) + stats.norm.logpdf(y[:, None], CAT_MEANS, 1.0)
+    pz = np.exp(lw - np.logaddexp.reduce(lw, axis=1, keepdims=True))
+    exact = {3 * a + b: pz[0, a] * pz[1, b] for a in range(3) for b in range(3)}
+    z = run(categorical_labels(y), th.gibbs(th.one("data.z")), 6000, burn_in=100,
+            seed=3)["data.z"]
+    pair = 3 * z[..., 0] + z[..., 1]
+    check_discrete(pair, exact, "one-element gibbs, three values")
+    lw2 = np.log(CAT_P) + stats.norm.logpdf(y[:, None], CAT_MEANS, 1.2)
+    pz2 = np.exp(lw2 - np.logaddexp.reduce(lw2, axis=1, keepdims=True))
+    wrong = {3 * a + b: pz2[0, a] * pz2[1, b] for a in range(3) for b in range(3)}
+    assert chisq_p(pair, wrong) < P_MIN
 
 
 def test_categorical_negative_control(cat_draws):

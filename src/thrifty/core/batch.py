@@ -61,6 +61,7 @@ class BatchFrame:
 
     scope = ()
     strict = False  # replay strictly whatever the run's mode (a pinned step: never redraw)
+    lanes = False  # the members are lanes of one element with candidate values (Candidates)
     # totals of the accumulating frame (class defaults; a frame sets its own as it goes)
     lat_lp: np.ndarray | None = None  # per member: latent log-densities
     obs_lp: np.ndarray | None = None  # per member: observations and factors

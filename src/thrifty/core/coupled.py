@@ -153,6 +153,8 @@ def sample(frame, local, rel, d):
     rng, n = acc.run.rng, acc.n
     old = frame.old.get(local) if frame.old is not None else None
     target = acc.target_for(rel)
+    if acc.lanes:
+        return _sample_lanes(acc, rel, d, w, params, old, target)
     pos, vals = target if target is not None else ((), None)
     if w.old is None or old is None or old.kind != LATENT:  # a new site: seat every element
         acc.require_full("a new choice", rel)
@@ -195,6 +197,51 @@ def sample(frame, local, rel, d):
     return values, changed
 
 
+def _sample_lanes(acc, rel, d, w, params, old, target):
+    """Candidate lanes of one element (:class:`~thrifty.core.vocab.Candidates`): lane j's
+    log-density is the process's predictive of its value given the other draws — the element
+    unincorporated from a copy of the state, which the run does not keep (Neal 2000, Alg. 3
+    and 8: the CRP's n_k / (n − 1 + α) and α / (n − 1 + α))."""
+    st = w.old if params == w.old.params else w.old.with_params(params)
+    st = st.copy()
+    st.unincorporate(int(old.values[0]))
+    if target is None:  # another coupled site of the element: its value in every lane
+        values = np.asarray(old.values, dtype=np.int64)
+    else:
+        vals = np.asarray(target[1]).reshape(-1).tolist()
+        values = np.array([_value(acc, rel, j, d, v) for j, v in enumerate(vals)], dtype=np.int64)
+    lp = np.array([st.predictive_log_prob(v) for v in values.tolist()])
+    acc._add("lat_lp", lp, float(lp.sum()), True)
+    return values, target is not None
+
+
+def _observe_lanes(acc, w, keys, family, x) -> None:
+    """Candidate lanes of one element: lane j's log-density is the predictive of its
+    observation under the cluster its key names, given the cluster's other observations (the
+    element unincorporated from a copy of its own cluster); the state is not changed."""
+    e = int(acc.idx[0])
+    old_key, old_x = int(w.old.keys.get(e)), w.old.values.get(e)
+    fams, cache = w.old.fams, {}
+    lane_fams = []
+    for k in keys.tolist():
+        fam = cache.get(k)
+        if fam is None:
+            fam = fams.get(k)
+            if fam is None:
+                fam = family(k)
+            elif k == old_key:
+                fam = fam.copy()
+                fam.unincorporate(old_x)
+            cache[k] = fam
+        lane_fams.append(fam)
+    kind = type(lane_fams[0])
+    if all(type(f) is kind for f in lane_fams):
+        lp = kind.predictive_log_probs(lane_fams, x)
+    else:
+        lp = Collapsed.predictive_log_probs(lane_fams, x)
+    acc._add("obs_lp", lp, float(lp.sum()), True)
+
+
 def observe(frame, local, rel, d, value):
     """``th.observe(name, family or feats(z), x[i])`` over the executed elements."""
     acc, w = _site(frame, local, rel, "a collapsed observation")
@@ -221,6 +268,9 @@ def observe(frame, local, rel, d, value):
         raise ModelError(f"shape mismatch in {acc.where()} at observation "
                          f"{fmt(acc.generic(rel))}: observed value of shape {x.shape} for {n} "
                          "executed element(s); index the data with the plate's index")
+    if acc.lanes:
+        _observe_lanes(acc, w, keys, family, x)
+        return value
     if w.old is None:
         old_keys = old_x = None
         moved = np.arange(n)

@@ -82,6 +82,7 @@ from thrifty.core.run import (
     RESAMPLE,
     RESCORE,
     STRICT,
+    Candidates,
     Mode,
     Plan,
     Run,
@@ -92,6 +93,8 @@ from thrifty.core.sections import (
     chain_references,
     chains,
     executions_since,
+    lane_choices,
+    lane_lps,
     memo_density_changes,
     plate,
     plate_clock,
@@ -123,27 +126,29 @@ from thrifty.core.vocab import (
 
 
 def propose(trace, rng, targets: dict | None = None, vec: dict | None = None,
-            plan: Plan | None = None, mode: Mode = DEFAULT, fresh_reads: bool = False) -> Run:
+            plan: Plan | None = None, mode: Mode = DEFAULT, fresh_reads: bool = False,
+            candidates: Candidates | None = None, created: dict | None = None) -> Run:
     """One execution of ``trace``'s program with the choices ``targets`` / ``vec`` given and
     the sections of ``plan`` run: the proposal (see the module docstring).  ``fresh_reads``:
     stop at the first stale section it would read (``run.stale_read``) instead of using its
-    stored log-density."""
+    stored log-density.  ``candidates``: score alternative values of one plate element in
+    lanes of one execution (:class:`~thrifty.core.vocab.Candidates`; :func:`lane_lps`,
+    :func:`lane_choices`); such a run is never committed.  ``created``: values of memoized
+    keys the run creates, drawn by another run (:func:`lane_choices`), accounted as fresh."""
     return Run(trace, rng, targets=targets, vec=vec, plan=plan, mode=mode,
-               fresh_reads=fresh_reads).execute()
+               fresh_reads=fresh_reads, candidates=candidates, created=created).execute()
 
 
 __all__ = [
     "CAPTURE", "DEFAULT", "DETERMINISTIC", "LAZY", "LAZY_CAPTURE", "RESAMPLE", "RESCORE",
-    "RESCORE_CAPTURE", "STRICT", "Mode", "Plan", "Run",
-    "StructureChange", "Trace", "VecTarget", "ZeroProbability", "as_program", "chain_length",
-    "chain_references", "chains", "conditional_step", "executions_since", "free_step",
-    "fused_step", "groups", "locate", "locate_choice", "member_lps",
-    "memo_density_changes",
-    "per_particle", "pinned_step", "plan_elements", "plan_for", "plan_steps", "plate",
-    "plate_clock", "plate_of", "plate_sizes", "propose", "provisional_commit",
-    "replay_particle", "run_lp", "run_particles", "run_plate_lps", "run_q", "run_step",
-    "run_values", "same_value", "simulate_run", "stale", "stale_parts", "stale_plan",
-    "starts_with", "step_values", "stored_lp", "take", "take_member_lp", "take_observed",
-    "top_choice", "top_discrete", "top_site", "top_values", "walk", "walk_steps", "watch",
-    "watch_rows",
+    "RESCORE_CAPTURE", "STRICT", "Candidates", "Mode", "Plan", "Run", "StructureChange", "Trace",
+    "VecTarget", "ZeroProbability", "as_program", "chain_length", "chain_references", "chains",
+    "conditional_step", "executions_since", "free_step", "fused_step", "groups", "lane_choices",
+    "lane_lps", "locate", "locate_choice", "member_lps", "memo_density_changes", "per_particle",
+    "pinned_step", "plan_elements", "plan_for", "plan_steps", "plate", "plate_clock", "plate_of",
+    "plate_sizes", "propose", "provisional_commit", "replay_particle", "run_lp", "run_particles",
+    "run_plate_lps", "run_q", "run_step", "run_values", "same_value", "simulate_run", "stale",
+    "stale_parts", "stale_plan", "starts_with", "step_values", "stored_lp", "take",
+    "take_member_lp", "take_observed", "top_choice", "top_discrete", "top_site", "top_values",
+    "walk", "walk_steps", "watch", "watch_rows",
 ]

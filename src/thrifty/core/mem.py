@@ -199,6 +199,11 @@ class MemJournal(Update):
         target = targets.get(maddr) if targets is not None else None
         if target is not None:
             run.n_seen += 1
+        created = None
+        if run.created is not None and not has_old:  # a new key, its draw made by another run
+            created = run.created.get(maddr)
+            if created is not None:
+                target = created
         lanes = ScalarLanes(maddr, run.rng, run.mode.strict)
         n_fresh, n_stale = run.n_fresh, run.n_stale
         old_value = table.values[key] if has_old else None
@@ -206,6 +211,9 @@ class MemJournal(Update):
         value, lp, _ = replay(lanes, d, old_value, old_lp, target, run)
         if type(value) is np.ndarray:  # the engine's: read-only for the model (vocab.readonly)
             value = readonly(value.copy() if value is target else value)
+        if created is not None:  # fresh, as if this run had drawn it
+            run.n_fresh += 1
+            run.lp_fresh += lp
         if run.n_fresh != n_fresh:
             entry = _Entry(value, lp, FRESH, True)
             entry.stale = run.n_stale != n_stale

@@ -196,9 +196,16 @@ class PlateContext:
                 idx = None
             else:
                 idx = planned if len(planned) < N else None
+        cand = run.candidates
+        lanes = cand is not None and cand.plate == addr
+        if lanes:  # lanes of one element (vocab.Candidates) of a stored plate, nothing changed
+            if fresh_node or dirty:
+                raise RuntimeError(f"candidate lanes at plate {fmt(addr)}: new or changed before")
+            idx = np.full(cand.k, cand.elem, dtype=np.int64)
         if run.fresh_reads and old is not None and (old.n_stale or old.mem_stale):
-            _stop_before_stale(run, addr, old, None if fresh_node else idx)
+            _stop_before_stale(run, addr, old, None if fresh_node else idx[:1] if lanes else idx)
         frame = PlateFrame(run, parent, addr, self.local, old, idx, N, fresh_node, dirty)
+        frame.lanes = frame.strict = lanes
         run.plate_frames[addr] = frame
         if dirty and lazy and not fresh_node:
             run.sections.append(("plate", addr, N))
@@ -310,7 +317,6 @@ class PlateFrame(BatchFrame):
             return addressed_target(self, rel)
         return None
 
-
     def positions(self, elems: np.ndarray) -> np.ndarray:
         """Where the elements ``elems`` are among the executed ones."""
         if self.full:
@@ -369,6 +375,9 @@ class PlateFrame(BatchFrame):
     def finalize(self) -> None:
         run = self.run
         self.elem_lp = self.total_member_lp()
+        if self.lanes:  # candidate lanes: scored, never written (vocab.Candidates)
+            self.parent.new.plates[self.local] = self.old_node
+            return
         n_latent_elem = sum(1 for s in self.new.values() if s.kind == LATENT)
         if self.new_chains:
             n_latent_elem += sum(

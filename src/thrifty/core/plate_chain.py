@@ -205,6 +205,7 @@ def run_batch_chain(acc, local, step, length, init, args):
     for t in range(T):
         store = old.step_store(t) if old is not None else None
         sf = BatchFrame(run, acc, local + (t,), store)
+        sf.strict = acc.strict  # (candidate lanes: the element's steps replay strictly)
         run.frame = sf
         try:
             prev = step(t, prev, *args)

@@ -49,6 +49,7 @@ from thrifty.core.vocab import (  # noqa: F401  (re-exported: the engine's words
     RESAMPLE,
     RESCORE,
     STRICT,
+    Candidates,
     Mode,
     Plan,
     StaleRead,
@@ -80,6 +81,10 @@ class Run:
     mode : a :class:`~thrifty.core.vocab.Mode` (strict, rescore, lazy, capture, simulate
         observations); the module constants ``STRICT``, ``RESCORE`` and ``LAZY`` name the usual
         ones.
+    candidates : a :class:`~thrifty.core.vocab.Candidates`: the run scores alternative values
+        of one plate element in lanes (such a run is never committed).
+    created : memoized keys the run creates → their values: drawn by another run (a candidate
+        lane's new table), accounted as this run's fresh draws.
     fresh_reads : the run compares against the stored log-densities (an exact kernel's run):
         it stops at the first plate or chain where it would execute (or drop) stale elements or
         steps, before executing any of them, and names them in ``stale_read`` (a
@@ -111,8 +116,12 @@ class Run:
         plan: Plan | None = None,
         mode: Mode = DEFAULT,
         fresh_reads: bool = False,
+        candidates: Candidates | None = None,
+        created: dict | None = None,
     ):
         self.trace = trace
+        self.candidates = candidates
+        self.created = created or None
         self.serial = next(_SERIAL)
         self.owned: dict = {}  # address → value of the hyperparameters processes drew
         self.fresh_reads = fresh_reads
@@ -298,6 +307,8 @@ class Run:
             raise RuntimeError(f"cannot commit a run with probability zero: {self.aborted}")
         if self.stale_read is not None:
             raise RuntimeError(f"cannot commit a run stopped at stale elements: {self.stale_read}")
+        if self.candidates is not None:
+            raise RuntimeError("cannot commit a run that scores candidate values in lanes")
         trace = self.trace if trace is None else trace
         trace.clock += 1
         clock = trace.clock

@@ -12,6 +12,8 @@ nodes:
 * :class:`PlateView` (:func:`plate`) — a plate of a trace as a kernel may see it: its size,
   whether its sites are coupled (a process's draws), a site's distribution and stored values,
   a coupled site's candidate values;
+* :func:`lane_lps`, :func:`lane_choices` — the lanes of a candidate run (one element's
+  alternative values scored in one execution);
 * :func:`run_plate_lps`, :func:`plate_clock` — every executed element's log-density per
   plate of a run; when a plate last ran;
 * :func:`watch_rows`, :func:`executions_since` — a plate's execution log, for kernels that
@@ -48,7 +50,7 @@ import numpy as np
 
 from thrifty.core.exec_log import ExecLog, watch_plate
 from thrifty.core.locate import find_plate, trace_chain
-from thrifty.core.mem import KEPT
+from thrifty.core.mem import FRESH, KEPT
 from thrifty.core.vocab import LATENT
 from thrifty.errors import SelectionError
 
@@ -77,6 +79,29 @@ def run_q(run, plate: tuple, elems) -> np.ndarray | None:
     in ``run`` (values resampled from their prior), or None when it proposed none."""
     frame = run.plate_frames[plate]
     return None if frame.q is None else frame.q[frame.positions(np.asarray(elems))]
+
+
+def lane_lps(run, plate: tuple) -> np.ndarray:
+    """Per lane, the log-density of the element a candidate run scored in lanes
+    (:class:`~thrifty.core.vocab.Candidates`): differences between lanes are the log-ratios
+    of the element's full conditional at the lanes' values."""
+    return run.plate_frames[plate].elem_lp
+
+
+def lane_choices(run, plate: tuple, lane: int) -> dict:
+    """The choices lane ``lane`` of a candidate run read that the run drew afresh (a new
+    cluster's memoized parameters), by address: what a run that commits the lane's value is
+    given, so that its trace is the one the lane was scored with (Neal 2000, Alg. 8: the
+    auxiliary table's parameters are kept when it is chosen)."""
+    frame = run.plate_frames[plate]
+    out = {}
+    for (maddr, _), keys in frame.mem_keys.items():
+        k = keys[lane]
+        k = k.item() if isinstance(k, np.generic) else k
+        entry = run.mem_journals[maddr].entries.get(k)
+        if entry is not None and entry.status == FRESH:
+            out[maddr + (k,)] = entry.value
+    return out
 
 
 # -- a trace's sections ----------------------------------------------------------------------------

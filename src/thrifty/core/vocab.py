@@ -130,6 +130,20 @@ class VecTarget:
     values: object
 
 
+@dataclass(frozen=True)
+class Candidates:
+    """A scoring run of the alternative values of one plate element: the plate at ``plate``
+    executes ``k`` *lanes*, each element ``elem`` with the value a :class:`VecTarget` of ``k``
+    copies of ``elem`` gives it.  Each lane's log-density is the element's under its value,
+    everything else as stored: a coupled site scores the lane by its predictive given the
+    other elements (the state is not changed), a site of the element replays strictly.  The
+    run is never committed; a kernel commits the chosen value by a run of its own."""
+
+    plate: tuple
+    elem: int
+    k: int
+
+
 class ZeroProbability(Exception):
     """A proposed value outside its support: the proposal has probability zero, so the run
     stops there (executing on would feed an impossible value to what depends on it)."""

@@ -19,10 +19,14 @@ import numpy as np
 
 from thrifty.core.address import fmt
 from thrifty.core.engine import (
+    DEFAULT,
     STRICT,
+    Candidates,
     Plan,
     StructureChange,
     VecTarget,
+    lane_choices,
+    lane_lps,
     locate,
     plan_elements,
     plan_for,
@@ -106,6 +110,9 @@ class Gibbs(Selecting):
                 "their joint support is not supported — put them in a plate"
             )
         values = _support(d, addr).tolist()
+        if loc.kind == "element" and len(values) > 2:  # one run in lanes, one to commit
+            return self._pick_lanes(trace, loc.plate_addr, loc.rel, loc.elem, values,
+                                    loc.value, rng, STRICT)
         plan = plan_for(trace, [loc])
         if loc.kind == "element":  # the element's value as a plate target (no address lookup)
             key, elems = (loc.plate_addr, loc.rel), np.array([loc.elem])
@@ -182,22 +189,46 @@ class Gibbs(Selecting):
         """Gibbs on one draw of a coupled process (Neal 2000): over the state's candidates —
         for a CRP or Pitman–Yor process, the occupied tables and a new one.
 
-        The candidates are scored by executing element ``e`` with each value (O(1) in N, O(K)
-        runs): the process's predictive given the other draws times what the element's other
-        sites say.  A collapsed per-table model gives Algorithm 3; a memoized per-table choice
-        such as ``w(z)`` that is not collapsed gives Algorithm 8 with one auxiliary table: a
-        new table's ``w`` is drawn from its prior in the candidate's run (fresh choices leave
-        the weight) and kept if chosen; when ``e`` sits alone, its own table is the auxiliary
-        one and no other new table is offered.  Emptied tables leave the trace with their mem
-        entries.
+        The candidates are scored in *one* execution of element ``e`` in lanes, one per
+        candidate (:class:`~thrifty.core.engine.Candidates`; O(1) in N, O(K) work): lane k's
+        log-density is the process's predictive of table k given the other draws, times what
+        the element's other sites say under it (a collapsed per-table model: its predictive
+        given the table's other observations).  A collapsed per-table model gives Algorithm
+        3; a memoized per-table choice such as ``w(z)`` that is not collapsed gives
+        Algorithm 8 with one auxiliary table: a new table's ``w`` is drawn from its prior in
+        the scoring run (fresh choices leave the weight) and given to the run that commits
+        it, if chosen; when ``e`` sits alone, its own table is the auxiliary one and no other
+        new table is offered.  Emptied tables leave the trace with their mem entries.
         """
         view = plate_view(trace, plate)
         cur = int(view.values(rel, [e])[0])
-        labels = view.candidates(rel, cur)
-        elems = np.array([e])
-        plan = plan_elements(trace, Plan(), plate, elems)
-        self._pick(labels, cur, lambda v: self.execute(
-            trace, rng, vec={(plate, rel): VecTarget(elems, np.array([v]))}, plan=plan), rng)
+        self._pick_lanes(trace, plate, rel, e, view.candidates(rel, cur), cur, rng, DEFAULT)
+
+    def _pick_lanes(self, trace, plate, rel, e, values, cur, rng, mode) -> None:
+        """Draw element ``e``'s value at ``rel`` from its full conditional over ``values``,
+        scored in one run of ``e`` in lanes (:class:`~thrifty.core.engine.Candidates`:
+        differences between lanes are the conditional's log-ratios); a run of ``e`` with the
+        drawn value commits it, given the new choices (a new table's parameters) the lane
+        was scored with."""
+        self.info.proposed += 1
+        self.info.accepted += 1
+        k = len(values)
+        if k < 2:
+            return
+        plan = plan_elements(trace, Plan(), plate, np.array([e]))
+        try:
+            lanes = self.execute(
+                trace, rng, vec={(plate, rel): VecTarget(np.full(k, e), np.array(values))},
+                plan=plan, mode=mode, candidates=Candidates(plate, e, k))
+        except StructureChange as ex:
+            raise self._structure_error(plate + (e,) + rel, values, ex) from None
+        lp = lane_lps(lanes, plate)
+        now = next(j for j, v in enumerate(values) if v == cur)
+        j = _gumbel_pick((lp - lp[now]).tolist(), rng)
+        if j != now:
+            self.execute(
+                trace, rng, vec={(plate, rel): VecTarget(np.array([e]), np.array([values[j]]))},
+                plan=plan, mode=mode, created=lane_choices(lanes, plate, j)).commit()
 
 
 def gibbs(selection) -> Gibbs:

@@ -374,6 +374,41 @@ def test_smc_evidence_is_unbiased_with_stochastic_control_flow():
     _z_ratio_test(log_z, ll)
 
 
+def test_replay_refuses_what_it_cannot_replay():
+    """The general path replays a particle's choices by address: plates, mem and a chain after
+    choices outside it are refused by name."""
+    import warnings
+
+    @th.model
+    def with_plate():
+        with th.plate("data", 3) as i:
+            th.observe("y", dist.Normal(0.0, 1.0), np.zeros(3)[i])
+
+    @th.model
+    def with_mem():
+        f = th.mem("f", lambda k: dist.Normal(0.0, 1.0))
+        th.observe("y", dist.Normal(f(0), 1.0), 0.3)
+
+    @th.model
+    def with_chain_after():
+        s = th.sample("s", dist.Gamma(2.0, 2.0))
+        th.observe("y0", dist.Normal(0.0, s), 0.1)
+
+        def step(t, prev):
+            return th.sample("x", dist.Normal(0.0 if prev is None else prev, s))
+
+        th.markov("walk", step, 3)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", th.ReplayWarning)
+        with pytest.raises(ModelError, match=r"plate 'data'.*sample, observe, factor"):
+            th.smc(with_plate(), particles=5, seed=0)
+        with pytest.raises(ModelError, match=r"th\.mem"):
+            th.smc(with_mem(), particles=5, seed=0)
+        with pytest.raises(ModelError, match=r"markov chain 'walk'.*'s'"):
+            th.smc(with_chain_after(), particles=5, seed=0)
+
+
 def test_replay_cost_is_reported_and_quadratic_in_observations():
     """Site executions: each generation replays the prefix, so K = 8 observations cost about
     (8/4)² = 4× the site executions of K = 4 (between 2.5× and 5.5×: the geometric prefix and

@@ -162,6 +162,8 @@ class BlockFrame:
         run.lp_new += lp
         if run.captured is not None:
             run.captured.append((addr, d, value, None))
+        if run.stop is not None:
+            run.observed(lp)
         return value
 
     def factor(self, name, log_weight):
@@ -176,6 +178,8 @@ class BlockFrame:
         self.new.sites[local] = Site(None, lp, FACTOR)
         self.new.lp += lp
         self.run.lp_new += lp
+        if self.run.stop is not None:
+            self.run.observed(lp)
 
     def deterministic(self, name, value):
         local = self._local(name)

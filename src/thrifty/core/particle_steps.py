@@ -37,13 +37,13 @@ from thrifty.core.particles import (
     ConditionalStep,
     FusedStep,
     ParticleFrame,
-    Pause,
     PinnedStep,
-    ReplayFrame,
     StepFrame,
 )
 from thrifty.core.run import Run
+from thrifty.core.trace import Trace
 from thrifty.core.vocab import DETERMINISTIC, LATENT, frozen_state
+from thrifty.errors import ModelError
 
 
 @dataclass(frozen=True)
@@ -150,27 +150,59 @@ def plate_of(frame) -> tuple | None:
     return getattr(frame, "plate_addr", None)
 
 
-def replay_particle(program, rng, prefix: dict, stop: int) -> ReplayFrame:
-    """One particle of a program without chains: ``prefix`` (address → value) replayed, the
-    other choices drawn from their priors, up to observation number ``stop``; returns the
-    frame (``inc``, ``choices``, ``extra``, ``sites``) with ``paused`` set when it stopped
-    there (False: the program ended first)."""
-    holder = _Holder()
-    frame = holder.frame = ReplayFrame(rng, prefix, stop)
-    frame.paused = False
-    _context.RUNS.append(holder)
-    try:
-        program.fn(*program.args, **program.kwargs)
-    except Pause:
-        frame.paused = True
-    finally:
-        _context.RUNS.pop()
-    return frame
+@dataclass(frozen=True)
+class ReplayedParticle:
+    """One particle of a program without chains, run up to an observation: ``paused`` (False:
+    the program ended first), ``inc`` (the log-density of the observation it stopped after),
+    ``choices`` and ``extra`` (address → value of its latent choices and deterministic
+    values), ``sites`` (the sites executed: the cost of replaying)."""
+
+    paused: bool
+    inc: float
+    choices: dict
+    extra: dict
+    sites: int
 
 
-class _Holder:
-    """What the primitives look up: the active frame (and th.mem's table of functions)."""
+def replay_particle(program, rng, prefix: dict, stop: int) -> ReplayedParticle:
+    """One particle of a program without chains (003 §3): a run of ``program`` from an empty
+    trace with ``prefix`` (address → value) given, the other choices drawn from their priors,
+    that pauses right after observation number ``stop`` (observations and factors count)."""
+    run = Run(Trace(program), rng, targets=prefix, stop=stop)
+    run.open_plate, run.run_chain = _no_plate, _no_chain
+    run.mem_read_scalar = run.mem_read_batch = _no_mem
+    run.execute()
+    if run.aborted is not None:  # cannot happen: the values are the particle's own draws
+        raise ModelError(f"th.smc: a particle's replayed choices have probability zero: "
+                         f"{run.aborted}")
+    sites = run.root.sites
+    return ReplayedParticle(
+        run.paused, run.inc,
+        {a: s.value for a, s in sites.items() if s.kind == LATENT},
+        {a: s.value for a, s in sites.items() if s.kind == DETERMINISTIC},
+        len(sites))
 
-    def __init__(self):
-        self.frame = None
-        self.mem_fns: dict = {}
+
+def _no_plate(frame, local, size):
+    raise ModelError(
+        f"plate {_name(local)!r}: a program without th.markov chains is run by replaying each "
+        "particle's choices up to its next observation, which supports sample, observe, "
+        "factor, deterministic and th.call only"
+    )
+
+
+def _no_chain(frame, local, step, length, init, args):
+    outside = ", ".join(repr(_name(a)) for a, s in frame.new.sites.items() if s.kind == LATENT)
+    raise ModelError(
+        f"th.smc: the program has a markov chain {_name(local)!r} and latent choices outside it "
+        f"({outside}); particles hold the chains' choices only — give the others with "
+        "fixed={name: value, ...} (or update them with th.pmmh / th.pgibbs inside th.infer)"
+    )
+
+
+def _name(addr: tuple) -> str:
+    return ".".join(map(str, addr))
+
+
+def _no_mem(frame, mem, key):
+    raise ModelError("th.mem in a particle run is not supported by the particle methods yet")

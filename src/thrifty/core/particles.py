@@ -23,9 +23,7 @@ from thrifty.core.vocab import (
     LATENT,
     RESAMPLE,
     check_dist,
-    nan_error,
     readonly,
-    total,
 )
 from thrifty.errors import ModelError
 
@@ -313,102 +311,3 @@ def per_particle(init, n: int):
     if a.dtype == object:
         return init
     return np.broadcast_to(a, (n,) + a.shape).copy()
-
-
-# -- one particle of a program without chains: replayed up to its next observation --------------
-class Pause(Exception):
-    """Raised by :class:`ReplayFrame` at the observation that ends the generation."""
-
-
-class ReplayFrame:
-    """One particle's execution of a program whose generations are its top-level observations
-    (the general path of the particle methods, 003 §3).
-
-    The choices in ``prefix`` (address → value) are replayed, the others drawn from their
-    priors; the execution pauses (:class:`Pause`) right after scoring observation number
-    ``stop`` (observations and factors count), whose log-density is ``inc``.  ``choices``
-    holds every latent choice executed, ``extra`` the deterministic values; ``sites`` counts
-    the sites executed (the cost of replaying).
-    """
-
-    prefix = ()  # the frame's address prefix (for th.mem's address)
-
-    def __init__(self, rng, prefix: dict, stop: int):
-        self.rng, self.replayed, self.stop = rng, prefix, stop
-        self.scope = ()
-        self.choices: dict = {}
-        self.extra: dict = {}
-        self.seen: set = set()
-        self.n_obs = 0
-        self.inc = 0.0
-
-    def _addr(self, name) -> tuple:
-        addr = self.scope + as_name(name)
-        if addr in self.seen:
-            raise ModelError(f"address {fmt(addr)} is used twice in one execution")
-        self.seen.add(addr)
-        return addr
-
-    @property
-    def sites(self) -> int:
-        return len(self.seen)
-
-    def sample(self, name, d):
-        addr = self._addr(name)
-        if d._error is not None:
-            check_dist(d, addr)
-        if addr in self.replayed:
-            value = self.replayed[addr]
-        else:
-            value = readonly(d.sample(self.rng))  # (kept as the particle's: vocab.readonly)
-            lp = total(d.log_prob(value))
-            if lp != lp:
-                raise nan_error(addr, d, value)
-        self.choices[addr] = value
-        return value
-
-    def _weigh(self, addr, lp) -> None:
-        if lp != lp:
-            raise ModelError(f"log-density is NaN at {fmt(addr)}")
-        if lp == np.inf:
-            raise ModelError(f"log-density is +inf at {fmt(addr)}")
-        self.n_obs += 1
-        if self.n_obs == self.stop:
-            self.inc = lp
-            raise Pause
-
-    def observe(self, name, d, value):
-        addr = self._addr(name)
-        if d._error is not None:
-            check_dist(d, addr)
-        if value is None:
-            raise ModelError(f"observe at {fmt(addr)}: the observed value is None")
-        self._weigh(addr, total(d.log_prob(value)))
-        return value
-
-    def factor(self, name, log_weight):
-        self._weigh(self._addr(name), total(log_weight))
-
-    def deterministic(self, name, value):
-        self.extra[self._addr(name)] = value
-        return value
-
-    def plate(self, name, size):
-        raise ModelError(
-            f"plate {name!r}: a program without th.markov chains is run by replaying each "
-            "particle's choices up to its next observation, which supports sample, observe, "
-            "factor, deterministic and th.call only"
-        )
-
-    def markov(self, name, step, length, init, args):
-        outside = ", ".join(repr(".".join(map(str, a))) for a in self.choices)
-        raise ModelError(
-            f"th.smc: the program has a markov chain {name!r} and latent choices outside it "
-            f"({outside}); particles hold the chains' choices only — give the others with "
-            "fixed={name: value, ...} (or update them with th.pmmh / th.pgibbs inside th.infer)"
-        )
-
-    def mem_read(self, mem, key):
-        raise ModelError("th.mem in a particle run is not supported by the particle methods yet")
-
-

@@ -51,6 +51,7 @@ from thrifty.core.vocab import (  # noqa: F401  (re-exported: the engine's words
     STRICT,
     Candidates,
     Mode,
+    Pause,
     Plan,
     StaleRead,
     StructureChange,
@@ -83,6 +84,9 @@ class Run:
         ones.
     candidates : a :class:`~thrifty.core.vocab.Candidates`: the run scores alternative values
         of one plate element in lanes (such a run is never committed).
+    stop : pause right after the ``stop``-th observation or factor of the model body
+        (``paused``; ``inc`` its log-density; ``root`` the block executed so far): one
+        particle of a program without chains, replayed up to its next observation (003 §3).
     created : memoized keys the run creates → their values: drawn by another run (a candidate
         lane's new table), accounted as this run's fresh draws.
     fresh_reads : the run compares against the stored log-densities (an exact kernel's run):
@@ -103,6 +107,10 @@ class Run:
     aborted: ZeroProbability | None = None
     stale_read: StaleRead | None = None  # a fresh-reads run that met stale elements or steps
     captured: list | None = None  # (address, distribution, value, element indices) (capture)
+    stop: int | None = None  # pause after this many observations (see ``stop`` below)
+    paused = False
+    n_obs = 0
+    inc = 0.0  # the log-density of the observation it paused after
     new_obs: dict | None = None  # simulated observations (simulate_observations)
     fresh_choices: list | None = None  # (address, count) of the choices created (see below)
     stale_choices: list | None = None  # (address, count) of the choices dropped
@@ -118,10 +126,13 @@ class Run:
         fresh_reads: bool = False,
         candidates: Candidates | None = None,
         created: dict | None = None,
+        stop: int | None = None,
     ):
         self.trace = trace
         self.candidates = candidates
         self.created = created or None
+        if stop is not None:
+            self.stop = stop
         self.serial = next(_SERIAL)
         self.owned: dict = {}  # address → value of the hyperparameters processes drew
         self.fresh_reads = fresh_reads
@@ -180,6 +191,10 @@ class Run:
             self.stale_read = e
             self.lp_new = NAN
             return self
+        except Pause:  # the observation it was to stop after (never committed)
+            self.paused = True
+            self.root = frame.new
+            return self
         except WRAPPED as e:
             if not wraps(e):
                 raise
@@ -209,6 +224,13 @@ class Run:
             j = mem.journal(self, maddr)
             if key not in j.entries:
                 j.resolve(self, mem.Mem(maddr, fn), key)
+
+    def observed(self, lp: float) -> None:
+        """An observation or factor of a run that pauses (``stop``): pause after the last."""
+        self.n_obs += 1
+        if self.n_obs == self.stop:
+            self.inc = lp
+            raise Pause
 
     @property
     def log_weight(self) -> float:
@@ -307,8 +329,9 @@ class Run:
             raise RuntimeError(f"cannot commit a run with probability zero: {self.aborted}")
         if self.stale_read is not None:
             raise RuntimeError(f"cannot commit a run stopped at stale elements: {self.stale_read}")
-        if self.candidates is not None:
-            raise RuntimeError("cannot commit a run that scores candidate values in lanes")
+        if self.candidates is not None or self.paused:
+            raise RuntimeError("cannot commit a run that scores candidate values in lanes or "
+                               "that paused")
         trace = self.trace if trace is None else trace
         trace.clock += 1
         clock = trace.clock

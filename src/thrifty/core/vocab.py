@@ -144,6 +144,10 @@ class Candidates:
     k: int
 
 
+class Pause(Exception):
+    """A run that pauses after a number of observations (``Run(stop=k)``) stops here."""
+
+
 class ZeroProbability(Exception):
     """A proposed value outside its support: the proposal has probability zero, so the run
     stops there (executing on would feed an impossible value to what depends on it)."""

@@ -131,6 +131,24 @@ class _CorrCholesky(Constraint):
         return "corr_cholesky"
 
 
+class _PositiveDefinite(Constraint):
+    """Symmetric positive-definite matrices (finite)."""
+
+    event_dim = 2
+
+    def check(self, x):
+        x = np.asarray(x, float)
+        if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+            return np.zeros(x.shape[:-2], bool)
+        finite = np.all(np.isfinite(x), axis=(-2, -1))
+        sym = np.all(np.abs(x - np.swapaxes(x, -1, -2)) <= 1e-10 * (1 + np.abs(x)), axis=(-2, -1))
+        safe = np.where((finite & sym)[..., None, None], x, np.eye(x.shape[-1]))
+        return finite & sym & (np.linalg.eigvalsh(safe)[..., 0] > 0)
+
+    def __repr__(self) -> str:
+        return "positive_definite"
+
+
 class _Union(Constraint):
     """The union of constraints with the same event dimension (the support of a mixture)."""
 
@@ -171,6 +189,7 @@ simplex = _Simplex()
 any_value = _Any()
 nonnegative_integer_vector = _NonnegativeIntegerVector()
 corr_cholesky = _CorrCholesky()
+positive_definite = _PositiveDefinite()
 
 
 def interval(lower, upper) -> Constraint:

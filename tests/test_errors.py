@@ -187,6 +187,18 @@ def test_gibbs_on_structure_changing_choice():
     with pytest.raises(SelectionError, match=r"gibbs on \('b',\).*changes the program's structure"):
         run(m(), th.gibbs("b"), num_samples=20)
 
+    @th.model
+    def labels(y):  # a value of z reads a memoized key no element has read yet
+        f = th.mem("f", lambda k: dist.Normal(0.0, 1.0))
+        with th.plate("data", len(y)) as i:
+            z = th.sample("z", dist.Categorical(np.ones(3) / 3))
+            th.observe("y", dist.Normal(f(z), 1.0), y[i])
+
+    with pytest.raises(SelectionError, match=r"gibbs on \('data', \d, 'z'\): a value among "
+                                             r"\[0, 1, 2\] changes the program's structure"):
+        th.infer(labels(np.array([0.1, 0.2])), th.gibbs(th.one("data.z")), num_samples=20,
+                 init={"data.z": np.array([0, 0])}, seed=0, progress=False)
+
 
 def test_values_from_a_plate_used_after_it():
     @th.model

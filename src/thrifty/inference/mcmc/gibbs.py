@@ -89,7 +89,9 @@ class Gibbs(Selecting):
 
     def _structure_error(self, addr, value, e):
         return SelectionError(
-            f"gibbs on {fmt(addr)}: the value {value!r} changes the program's structure ({e}); "
+            f"gibbs on {fmt(addr)}: "
+            + (f"a value among {value!r}" if isinstance(value, list) else f"the value {value!r}")
+            + f" changes the program's structure ({e}); "
             "use th.lmh or th.mh for choices that decide which other choices exist"
         )
 

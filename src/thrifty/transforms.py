@@ -39,14 +39,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from array_api_compat import array_namespace
+from array_api_compat import array_namespace as _ns
 
 from thrifty.distributions import constraints
 from thrifty.errors import DistributionError
-
-
-def _ns(*xs):
-    return array_namespace(*[x for x in xs if not isinstance(x, (int, float))])
 
 
 def _as_array(x):

@@ -203,7 +203,7 @@ def _sample_lanes(acc, rel, d, w, params, old, target):
     unincorporated from a copy of the state, which the run does not keep (Neal 2000, Alg. 3
     and 8: the CRP's n_k / (n − 1 + α) and α / (n − 1 + α))."""
     st = w.old if params == w.old.params else w.old.with_params(params)
-    st = st.copy()
+    st = st.copy()  # (the protocol does not promise that with_params copies)
     st.unincorporate(int(old.values[0]))
     if target is None:  # another coupled site of the element: its value in every lane
         values = np.asarray(old.values, dtype=np.int64)

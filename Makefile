@@ -14,7 +14,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e ".[dev,ray,docs]"
+	$(BIN)/pip install -q -e ".[dev,ray,docs,jax]"
 	touch $(STAMP)
 
 demo: $(STAMP)

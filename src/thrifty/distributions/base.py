@@ -29,6 +29,7 @@ import numpy as np
 
 from thrifty import _context
 from thrifty.distributions import constraints
+from thrifty.distributions.xp import is_foreign, namespace
 from thrifty.errors import DistributionError
 
 LOG_2PI = math.log(2.0 * math.pi)
@@ -66,6 +67,8 @@ def as_params(*params, owner: Distribution | None = None):
     fast = _float_arrays(params)  # (the usual batch case: float64 arrays of one shape, scalars)
     if fast is not None:
         return fast
+    if any(is_foreign(p) for p in params):
+        return _foreign_params(params, owner)
     arrays = [np.asarray(p) for p in params]
     if any(a.dtype.kind == "c" for a in arrays):  # (float() would drop the imaginary part)
         message = "parameters must be real numbers, got a complex value"
@@ -96,6 +99,42 @@ def as_params(*params, owner: Distribution | None = None):
     ), shape
 
 
+def _foreign_params(params, owner):
+    """``as_params`` for parameters some of which are arrays of another array-API library (JAX
+    arrays or tracers, in a gradient run): each becomes a float64 array of that namespace
+    (Python scalars stay floats) and nothing is validated by raising — the family's checks
+    record where the parameters are invalid (``Distribution._valid``) instead."""
+    xp = namespace(*params)
+    if owner is not None and not type(owner).array_api:
+        raise not_array_api(owner, xp)
+    out = []
+    for p in params:
+        t = type(p)
+        if t is float or t is int or isinstance(p, np.generic) or (t is np.ndarray and not p.ndim):
+            out.append(float(p))
+        else:
+            out.append(xp.asarray(p, dtype=xp.float64))
+    shape = np.broadcast_shapes(*(getattr(p, "shape", ()) for p in out))
+    return tuple(out), ArrayAPIShape(shape)
+
+
+def not_array_api(owner, xp, what: str = "parameters") -> DistributionError:
+    """The error for array-API (JAX) arrays given where a family takes NumPy only."""
+    return DistributionError(
+        f"{type(owner).__name__} takes no {xp.__name__} arrays as {what} (its log-density is "
+        "written for NumPy only), so a gradient kernel cannot differentiate through it; update "
+        "the choices it depends on with another kernel (th.mh, th.gibbs)")
+
+
+class ArrayAPIShape(tuple):
+    """The batch shape of a family with array-API parameters: a tuple that is never false, so
+    that ``if not self.batch_shape`` (the families' scalar paths, written with ``math`` for
+    Python floats) sends every value to the array path, even for 0-d parameters."""
+
+    def __bool__(self) -> bool:
+        return True
+
+
 def _float_arrays(params):
     """``as_params`` for parameters that are Python scalars and float64 arrays of one shape, at
     least one of them with ``ndim >= 1`` (what a batch of particles or plate elements passes):
@@ -120,7 +159,10 @@ _F64 = np.dtype(np.float64)
 
 
 def scalar_or_array(x):
-    """A Python ``float`` for a 0-d result (the convention for scalar input), else the array."""
+    """A Python ``float`` for a 0-d result (the convention for scalar input), else the array
+    (an array of another library, a JAX array, as it is)."""
+    if type(x) is not np.ndarray and is_foreign(x):
+        return x
     return float(x) if np.ndim(x) == 0 else x
 
 
@@ -161,6 +203,10 @@ class Distribution:
     coupled: bool = False  # draws coupled across plate elements (th.CRP, collapsed families)
     domain: constraints.Constraint = constraints.real
     _error: str | None = None
+    # the family's array path is written against the array API (it takes JAX arrays)
+    array_api: bool = False
+    # array-API parameters: where they are valid (None: everywhere); see thrifty.distributions.xp
+    _valid = None
 
     # -- validation ---------------------------------------------------------------------------
     def _fail(self, message: str) -> None:
@@ -171,12 +217,21 @@ class Distribution:
         raise DistributionError(f"{type(self).__name__}: {message}")
 
     def _check(self, ok, message: str) -> None:
-        if not all_true(ok):
+        if type(ok) is not bool and is_foreign(ok):
+            self._invalid_unless(ok)
+        elif not all_true(ok):
             self._fail(message)
+
+    def _invalid_unless(self, ok) -> None:
+        """Array-API parameters: record that the density is 0 where ``ok`` fails."""
+        self._valid = ok if self._valid is None else self._valid & ok
 
     def _check_positive(self, name: str, value) -> None:
         """``value > 0`` and finite (NaN fails), elementwise."""
-        if type(value) is np.ndarray and value.size:  # two reductions, no temporaries
+        t = type(value)
+        if t is not float and t is not np.ndarray and is_foreign(value):
+            return self._invalid_unless((value > 0) & (value < math.inf))
+        if t is np.ndarray and value.size:  # two reductions, no temporaries
             if not _MIN(value, axis=None) > 0:
                 self._fail(f"{name} must be positive, got {describe(value)}")
             elif not _MAX(value, axis=None) < math.inf:
@@ -189,6 +244,8 @@ class Distribution:
 
     def _check_nonnegative(self, name: str, value) -> None:
         """``value >= 0`` and finite (NaN fails), elementwise."""
+        if type(value) is not float and is_foreign(value):
+            return self._invalid_unless((value >= 0) & (value < math.inf))
         if not all_true(value >= 0):
             self._fail(f"{name} must be non-negative, got {describe(value)}")
         elif not all_true(value < math.inf):
@@ -196,7 +253,10 @@ class Distribution:
 
     def _check_finite(self, name: str, value) -> None:
         """``value`` finite (not NaN, not ±inf), elementwise."""
-        if type(value) is np.ndarray and value.size:  # two reductions, no temporaries
+        t = type(value)
+        if t is not float and t is not np.ndarray and is_foreign(value):
+            return self._invalid_unless(abs(value) < math.inf)
+        if t is np.ndarray and value.size:  # two reductions, no temporaries
             if not (_MIN(value, axis=None) > -math.inf and _MAX(value, axis=None) < math.inf):
                 self._fail(f"{name} must be finite, got {describe(value)}")
             return

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import betaln, gammaln, poch, xlog1py, xlogy
+from scipy.special import poch
 
 from thrifty.distributions import _special as sm
 from thrifty.distributions import constraints, cumulative
@@ -18,6 +18,7 @@ from thrifty.distributions.base import (
     describe,
     scalar_or_array,
 )
+from thrifty.distributions.xp import asfloat, finish, is_foreign, namespace, special
 
 INF = math.inf
 TINY = 5e-324  # the smallest positive double: draws on an open boundary are moved inside
@@ -46,6 +47,7 @@ class Normal(cumulative.NormalCDF, Distribution):
     """
 
     domain = constraints.real
+    array_api = True
 
     def __init__(self, loc=0.0, scale=1.0):
         if type(loc) is float and type(scale) is float and -INF < loc < INF and 0 < scale < INF:
@@ -74,6 +76,10 @@ class Normal(cumulative.NormalCDF, Distribution):
                 return -INF
             z = (value - self.loc) / scale
             return -0.5 * z * z - math.log(scale) - HALF_LOG_2PI
+        xp = namespace(value, self.loc, scale)
+        if xp is not np:  # the array API (NumPy's path below computes the same in place)
+            z = (asfloat(xp, value) - self.loc) / scale
+            return finish(xp, self, -0.5 * z * z - xp.log(scale) - HALF_LOG_2PI)
         z = np.subtract(value, self.loc, dtype=float)
         if type(scale) is float and type(z) is np.ndarray:
             z /= scale  # (a new array of the full shape: the rest works in place)
@@ -107,6 +113,7 @@ class LogNormal(cumulative.LogNormalCDF, Distribution):
     """
 
     domain = constraints.positive
+    array_api = True
 
     def __init__(self, loc, scale):
         (self.loc, self.scale), self.batch_shape = as_params(loc, scale, owner=self)
@@ -129,12 +136,13 @@ class LogNormal(cumulative.LogNormalCDF, Distribution):
             lx = math.log(value)
             z = (lx - self.loc) / self.scale
             return -0.5 * z * z - lx - math.log(self.scale) - HALF_LOG_2PI
-        x = np.asarray(value, dtype=float)
-        ok = (x > 0) & (x < np.inf)
-        lx = np.log(np.where(ok, x, 1.0))
+        xp = namespace(value, self.loc, self.scale)
+        x = asfloat(xp, value)
+        ok = (x > 0) & (x < INF)
+        lx = xp.log(xp.where(ok, x, 1.0))
         z = (lx - self.loc) / self.scale
-        lp = -0.5 * z * z - lx - np.log(self.scale) - HALF_LOG_2PI
-        return scalar_or_array(np.where(ok, lp, -np.inf))
+        lp = -0.5 * z * z - lx - xp.log(self.scale) - HALF_LOG_2PI
+        return finish(xp, self, xp.where(ok, lp, -INF))
 
     @property
     def mean(self):
@@ -164,6 +172,7 @@ class StudentT(cumulative.StudentTCDF, Distribution):
     """
 
     domain = constraints.real
+    array_api = True
 
     def __init__(self, df, loc=0.0, scale=1.0):
         (self.df, self.loc, self.scale), self.batch_shape = as_params(df, loc, scale, owner=self)
@@ -191,6 +200,14 @@ class StudentT(cumulative.StudentTCDF, Distribution):
                 - math.log(self.scale)
                 - 0.5 * (df + 1.0) * sm.log1p_square(value - self.loc, self.scale, df)
             )
+        xp = namespace(value, self.loc, self.scale, df)
+        if xp is not np:
+            z = (asfloat(xp, value) - self.loc) / self.scale
+            sp = special(xp)
+            lp = (sp.gammaln(0.5 * (df + 1.0)) - sp.gammaln(0.5 * df)
+                  - 0.5 * (xp.log(df) + LOG_PI) - xp.log(self.scale)
+                  - 0.5 * (df + 1.0) * xp.log1p(z * z / df))
+            return finish(xp, self, lp)
         d = np.asarray(value, dtype=float) - self.loc
         lp = (
             np.log(poch(0.5 * df, 0.5))
@@ -230,6 +247,7 @@ class Cauchy(cumulative.CauchyCDF, Distribution):
     """
 
     domain = constraints.real
+    array_api = True
 
     def __init__(self, loc=0.0, scale=1.0):
         (self.loc, self.scale), self.batch_shape = as_params(loc, scale, owner=self)
@@ -250,6 +268,10 @@ class Cauchy(cumulative.CauchyCDF, Distribution):
             if not -INF < value < INF:
                 return -INF
             return -LOG_PI - math.log(self.scale) - sm.log1p_square(value - self.loc, self.scale)
+        xp = namespace(value, self.loc, self.scale)
+        if xp is not np:
+            z = (asfloat(xp, value) - self.loc) / self.scale
+            return finish(xp, self, -LOG_PI - xp.log(self.scale) - xp.log1p(z * z))
         d = np.asarray(value, dtype=float) - self.loc
         lp = -LOG_PI - np.log(self.scale) - sm.log1p_square_array(d, self.scale)
         return scalar_or_array(np.fmax(lp, -np.inf))  # a NaN value is off the support: -inf
@@ -275,6 +297,7 @@ class Laplace(cumulative.LaplaceCDF, Distribution):
     """
 
     domain = constraints.real
+    array_api = True
 
     def __init__(self, loc=0.0, scale=1.0):
         (self.loc, self.scale), self.batch_shape = as_params(loc, scale, owner=self)
@@ -295,9 +318,10 @@ class Laplace(cumulative.LaplaceCDF, Distribution):
             if not -INF < value < INF:
                 return -INF
             return -LOG_2 - math.log(self.scale) - abs(value - self.loc) / self.scale
-        x = np.asarray(value, dtype=float)
-        lp = -LOG_2 - np.log(self.scale) - np.abs(x - self.loc) / self.scale
-        return scalar_or_array(np.fmax(lp, -np.inf))  # a NaN value is off the support: -inf
+        xp = namespace(value, self.loc, self.scale)
+        x = asfloat(xp, value)
+        lp = -LOG_2 - xp.log(self.scale) - xp.abs(x - self.loc) / self.scale
+        return finish(xp, self, lp)  # a NaN value is off the support: -inf
 
     @property
     def mean(self):
@@ -321,12 +345,16 @@ class Uniform(cumulative.UniformCDF, Distribution):
     """
 
     domain = constraints.real
+    array_api = True
 
     def __init__(self, low=0.0, high=1.0):
         (self.low, self.high), self.batch_shape = as_params(low, high, owner=self)
         self._check_finite("low", self.low)
         self._check_finite("high", self.high)
-        if not all_true(self.low < self.high):
+        ordered = self.low < self.high
+        if type(ordered) is not bool and is_foreign(ordered):
+            self._invalid_unless(ordered)
+        elif not all_true(ordered):
             self._fail(
                 f"low must be less than high, got low={describe(self.low)}, "
                 f"high={describe(self.high)}"
@@ -350,9 +378,10 @@ class Uniform(cumulative.UniformCDF, Distribution):
             if self.low <= value <= self.high:
                 return -math.log(self.high - self.low)
             return -INF
-        x = np.asarray(value, dtype=float)
+        xp = namespace(value, self.low, self.high)
+        x = asfloat(xp, value)
         ok = (x >= self.low) & (x <= self.high)
-        return scalar_or_array(np.where(ok, -np.log(self.high - self.low), -np.inf))
+        return finish(xp, self, xp.where(ok, -xp.log(self.high - self.low), -INF))
 
     @property
     def mean(self):
@@ -376,6 +405,7 @@ class Exponential(cumulative.ExponentialCDF, Distribution):
     """
 
     domain = constraints.nonnegative
+    array_api = True
 
     def __init__(self, rate=1.0):
         (self.rate,), self.batch_shape = as_params(rate, owner=self)
@@ -395,10 +425,11 @@ class Exponential(cumulative.ExponentialCDF, Distribution):
             if 0.0 <= value < INF:
                 return math.log(self.rate) - self.rate * value
             return -INF
-        x = np.asarray(value, dtype=float)
-        ok = (x >= 0) & (x < np.inf)
-        lp = np.log(self.rate) - self.rate * np.where(ok, x, 0.0)
-        return scalar_or_array(np.where(ok, lp, -np.inf))
+        xp = namespace(value, self.rate)
+        x = asfloat(xp, value)
+        ok = (x >= 0) & (x < INF)
+        lp = xp.log(self.rate) - self.rate * xp.where(ok, x, 0.0)
+        return finish(xp, self, xp.where(ok, lp, -INF))
 
     @property
     def mean(self):
@@ -424,6 +455,7 @@ class Gamma(cumulative.GammaCDF, Distribution):
     """
 
     domain = constraints.nonnegative
+    array_api = True
 
     def __init__(self, concentration, rate=1.0):
         (self.concentration, self.rate), self.batch_shape = as_params(
@@ -449,11 +481,13 @@ class Gamma(cumulative.GammaCDF, Distribution):
             if not 0.0 <= value < INF:
                 return -INF
             return a * math.log(rate) + sm.xlogy(a - 1.0, value) - rate * value - math.lgamma(a)
-        x = np.asarray(value, dtype=float)
-        ok = (x >= 0) & (x < np.inf)
-        x = np.where(ok, x, 1.0)
-        lp = a * np.log(rate) + xlogy(a - 1.0, x) - rate * x - gammaln(a)
-        return scalar_or_array(np.where(ok, lp, -np.inf))
+        xp = namespace(value, a, rate)
+        sp = special(xp)
+        x = asfloat(xp, value)
+        ok = (x >= 0) & (x < INF)
+        x = xp.where(ok, x, 1.0)
+        lp = a * xp.log(rate) + sp.xlogy(a - 1.0, x) - rate * x - sp.gammaln(a)
+        return finish(xp, self, xp.where(ok, lp, -INF))
 
     @property
     def mean(self):
@@ -480,6 +514,7 @@ class InverseGamma(cumulative.InverseGammaCDF, Distribution):
     """
 
     domain = constraints.positive
+    array_api = True
 
     def __init__(self, concentration, scale=1.0):
         (self.concentration, self.scale), self.batch_shape = as_params(
@@ -507,11 +542,12 @@ class InverseGamma(cumulative.InverseGammaCDF, Distribution):
             if not 0.0 < value < INF:
                 return -INF
             return a * math.log(b) - math.lgamma(a) - (a + 1.0) * math.log(value) - b / value
-        x = np.asarray(value, dtype=float)
-        ok = (x > 0) & (x < np.inf)
-        x = np.where(ok, x, 1.0)
-        lp = a * np.log(b) - gammaln(a) - (a + 1.0) * np.log(x) - b / x
-        return scalar_or_array(np.where(ok, lp, -np.inf))
+        xp = namespace(value, a, b)
+        x = asfloat(xp, value)
+        ok = (x > 0) & (x < INF)
+        x = xp.where(ok, x, 1.0)
+        lp = a * xp.log(b) - special(xp).gammaln(a) - (a + 1.0) * xp.log(x) - b / x
+        return finish(xp, self, xp.where(ok, lp, -INF))
 
     @property
     def mean(self):
@@ -547,6 +583,7 @@ class Beta(cumulative.BetaCDF, Distribution):
     """
 
     domain = constraints.unit_interval
+    array_api = True
 
     def __init__(self, alpha, beta):
         (self.alpha, self.beta), self.batch_shape = as_params(alpha, beta, owner=self)
@@ -571,11 +608,13 @@ class Beta(cumulative.BetaCDF, Distribution):
             if not 0.0 <= value <= 1.0:
                 return -INF
             return sm.xlogy(a - 1.0, value) + sm.xlog1my(b - 1.0, value) - sm.betaln(a, b)
-        x = np.asarray(value, dtype=float)
+        xp = namespace(value, a, b)
+        sp = special(xp)
+        x = asfloat(xp, value)
         ok = (x >= 0) & (x <= 1)
-        x = np.where(ok, x, 0.5)
-        lp = xlogy(a - 1.0, x) + xlog1py(b - 1.0, -x) - betaln(a, b)
-        return scalar_or_array(np.where(ok, lp, -np.inf))
+        x = xp.where(ok, x, 0.5)
+        lp = sp.xlogy(a - 1.0, x) + sp.xlog1py(b - 1.0, -x) - sp.betaln(a, b)
+        return finish(xp, self, xp.where(ok, lp, -INF))
 
     @property
     def mean(self):

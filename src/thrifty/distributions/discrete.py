@@ -22,6 +22,7 @@ from thrifty.distributions.base import (
     is_scalar,
     scalar_or_array,
 )
+from thrifty.distributions.xp import asfloat, finish, is_foreign, namespace, special
 
 INF = math.inf
 ARRAY_PATH = object()  # sentinel of scalar_count: not a scalar, take the array path
@@ -88,6 +89,8 @@ class ProbsLogits(Distribution):
     def _check_probs(self, closed_at_zero=True):
         if self.logits is not None:
             lg = self.logits
+            if type(lg) is not float and is_foreign(lg):
+                return self._check(lg == lg if closed_at_zero else lg > -INF, "")
             if closed_at_zero:
                 if type(lg) is np.ndarray:
                     self._finite = bool(np.isfinite(lg).all())
@@ -99,6 +102,8 @@ class ProbsLogits(Distribution):
                 self._fail(f"logits must not be NaN or -inf, got {describe(lg)}")
             return
         p = self._probs
+        if type(p) is not float and is_foreign(p):
+            return self._check(((p >= 0) if closed_at_zero else (p > 0)) & (p <= 1), "")
         if closed_at_zero:
             if not all_true((p >= 0) & (p <= 1)):
                 self._fail(f"probs must be in [0, 1], got {describe(p)}")
@@ -111,6 +116,13 @@ class ProbsLogits(Distribution):
             return log_expit(self.logits), log_expit(-self.logits)
         with np.errstate(divide="ignore"):
             return np.log(self._probs), np.log1p(-self._probs)
+
+    def _xp_log_p_q(self, xp):
+        """``(log p, log(1 - p))`` in namespace ``xp``."""
+        if self.logits is not None:
+            sp = special(xp)
+            return sp.log_expit(self.logits), sp.log_expit(-self.logits)
+        return xp.log(self._probs), xp.log1p(-self._probs)
 
     def _pq_repr(self):
         if self.logits is not None:
@@ -171,6 +183,7 @@ class Bernoulli(ProbsLogits):
     is_discrete = True
     has_enumerate_support = True
     domain = constraints.boolean
+    array_api = True
 
     def __init__(self, probs=None, logits=None):
         probs_or_logits(self, probs, logits)
@@ -194,6 +207,12 @@ class Bernoulli(ProbsLogits):
                 if k:
                     return math.log(p) if p > 0 else -INF
                 return math.log1p(-p) if p < 1 else -INF
+        xp = namespace(value, self.logits, self._probs)
+        if xp is not np:
+            x = asfloat(xp, value)
+            log_p, log_q = self._xp_log_p_q(xp)
+            lp = xp.where(x == 1, log_p, log_q)
+            return finish(xp, self, xp.where((x == 0) | (x == 1), lp, -INF))
         x = np.asarray(value)
         lg = self.logits
         if type(lg) is np.ndarray and lg.ndim and x.shape == lg.shape and x.dtype.kind in "biuf":
@@ -346,6 +365,7 @@ class Binomial(ProbsLogits):
     is_discrete = True
     has_enumerate_support = True
     domain = constraints.nonnegative_integer
+    array_api = True
 
     def __init__(self, total_count, probs=None, logits=None):
         (self.total_count,) = probs_or_logits(self, probs, logits, total_count)
@@ -378,6 +398,16 @@ class Binomial(ProbsLogits):
                     return lp + sm.xlogy(k, self._probs) + sm.xlog1my(n - k, self._probs)
                 lg = self.logits
                 return lp + sm.xmul(k, sm.log_expit(lg)) + sm.xmul(n - k, sm.log_expit(-lg))
+        xp = namespace(value, self.logits, self._probs)
+        if xp is not np:  # (no saddle-point form: counts beyond 1e7 lose digits)
+            sp = special(xp)
+            x = asfloat(xp, value)
+            ok = (x == xp.floor(x)) & (x >= 0) & (x <= n)
+            k = xp.where(ok, x, 0.0)
+            log_p, log_q = self._xp_log_p_q(xp)
+            lp = (sp.gammaln(n + 1.0) - sp.gammaln(k + 1.0) - sp.gammaln(n - k + 1.0)
+                  + xp.where(k > 0, k * log_p, 0.0) + xp.where(n - k > 0, (n - k) * log_q, 0.0))
+            return finish(xp, self, xp.where(ok, lp, -INF))
         x = np.asarray(value, dtype=float)
         ok = is_integral(x) & (x >= 0) & (x <= n)
         k = np.where(ok, x, 0.0)
@@ -435,6 +465,7 @@ class Poisson(cumulative.PoissonCDF, Distribution):
 
     is_discrete = True
     domain = constraints.nonnegative_integer
+    array_api = True
 
     def __init__(self, rate):
         (self.rate,), self.batch_shape = as_params(rate, owner=self)
@@ -455,6 +486,14 @@ class Poisson(cumulative.PoissonCDF, Distribution):
                 if k >= saddle.LARGE:  # lgamma(k + 1) would cancel away the digits
                     return saddle.poisson(float(k), float(rate))
                 return sm.xlogy(k, rate) - rate - math.lgamma(k + 1.0)
+        xp = namespace(value, rate)
+        if xp is not np:  # (no saddle-point form: counts beyond 1e7 lose digits)
+            sp = special(xp)
+            x = asfloat(xp, value)
+            ok = (x == xp.floor(x)) & (x >= 0) & (x < INF)
+            k = xp.where(ok, x, 0.0)
+            return finish(xp, self, xp.where(ok, sp.xlogy(k, rate) - rate - sp.gammaln(k + 1.0),
+                                              -INF))
         x = np.asarray(value, dtype=float)
         ok = is_integral(x) & (x >= 0)
         k = np.where(ok, x, 0.0)

@@ -13,8 +13,10 @@ from thrifty.distributions.base import (
     Distribution,
     all_true,
     describe,
+    not_array_api,
     scalar_or_array,
 )
+from thrifty.distributions.xp import asfloat, finish, is_foreign, namespace, special
 from thrifty.errors import DistributionError
 
 
@@ -82,9 +84,14 @@ class MvNormal(Distribution):
     """
 
     domain = constraints.real_vector
+    array_api = True
 
     def __init__(self, loc, cov=None, precision=None, scale_tril=None):
-        loc = np.asarray(loc, dtype=float)
+        for what, m in (("cov", cov), ("precision", precision), ("scale_tril", scale_tril)):
+            if is_foreign(m):
+                raise not_array_api(self, namespace(m), what)
+        foreign_loc = loc if is_foreign(loc) else None  # (a gradient run's array: kept as is)
+        loc = np.asarray(loc, dtype=float) if foreign_loc is None else np.zeros(loc.shape)
         if loc.ndim == 0:
             self._fail(f"loc must be a vector (at least one dimension), got {describe(loc)}")
             loc = loc.reshape(1)
@@ -112,6 +119,10 @@ class MvNormal(Distribution):
         if not all_true(np.isfinite(loc)):
             self._fail(f"loc must be finite, got {describe(loc)}")
         self.loc = np.broadcast_to(loc, (*self.batch_shape, d))
+        if foreign_loc is not None:
+            xp = namespace(foreign_loc)
+            self.loc = xp.broadcast_to(asfloat(xp, foreign_loc), (*self.batch_shape, d))
+            self._invalid_unless(xp.all(xp.isfinite(self.loc), axis=-1))
         key = (name, m.shape, m.tobytes()) if m.size <= _CACHE_MAX_SIZE else None
         hit = _FACTORS.get(key) if key is not None else None
         if hit is not None:  # the same small matrix as a recent construction: reuse its factor
@@ -176,8 +187,17 @@ class MvNormal(Distribution):
         return self.loc + (self._L @ eps[..., None])[..., 0]
 
     def log_prob(self, value):
-        x = np.asarray(value, dtype=float)
+        xp = namespace(value, self.loc)
         d = self.event_shape[0]
+        if xp is not np:
+            x = asfloat(xp, value)
+            if x.ndim == 0 or x.shape[-1] != d:
+                raise DistributionError(f"MvNormal: value must have shape (..., {d}), got "
+                                        f"{x.shape}")
+            z = (x - self.loc) @ xp.asarray(_swap(_tril_inverse(self._L)))
+            lp = -0.5 * xp.sum(z * z, axis=-1) - self._half_log_det - 0.5 * d * LOG_2PI
+            return finish(xp, self, lp)
+        x = np.asarray(value, dtype=float)
         if x.ndim == 0 or x.shape[-1] != d:
             raise DistributionError(f"MvNormal: value must have shape (..., {d}), got {x.shape}")
         z = _tril_solve(self._L, x - self.loc)
@@ -210,8 +230,11 @@ class Dirichlet(Distribution):
     """
 
     domain = constraints.simplex
+    array_api = True
 
     def __init__(self, concentration):
+        if is_foreign(concentration):
+            raise not_array_api(self, namespace(concentration), "concentration")
         a = np.asarray(concentration, dtype=float)
         if a.ndim == 0:
             self._fail(
@@ -245,11 +268,16 @@ class Dirichlet(Distribution):
         a = self.concentration
         if self._log_norm is None:
             self._log_norm = gammaln(a.sum(-1)) - gammaln(a).sum(-1)
-        x = np.asarray(value, dtype=float)
+        xp = namespace(value)
+        x = asfloat(xp, value)
         if x.ndim == 0 or x.shape[-1] != a.shape[-1]:
             raise DistributionError(
                 f"Dirichlet: value must have shape (..., {a.shape[-1]}), got {x.shape}"
             )
+        if xp is not np:
+            lp = xp.sum(special(xp).xlogy(a - 1.0, x), axis=-1) + self._log_norm
+            ok = xp.all(x >= 0, axis=-1) & (xp.abs(xp.sum(x, axis=-1) - 1.0) < 1e-6)
+            return finish(xp, self, xp.where(ok, lp, -np.inf))
         ok = constraints.simplex.check(x)
         xs = np.where(x >= 0, x, 1.0)
         lp = xlogy(a - 1.0, xs).sum(-1) + self._log_norm

@@ -33,6 +33,7 @@ from thrifty.distributions.base import (
     scalar_or_array,
 )
 from thrifty.distributions.cumulative import UNDERFLOW, Cumulative, t_tail_log_constant
+from thrifty.distributions.xp import asfloat, finish, namespace, special
 
 INF = math.inf
 BIG = float(np.finfo(float).max)
@@ -75,6 +76,7 @@ class HalfNormal(Cumulative, Distribution):
     """
 
     domain = constraints.nonnegative
+    array_api = True
 
     def __init__(self, scale: float | np.ndarray = 1.0):
         (self.scale,), self.batch_shape = as_params(scale, owner=self)
@@ -95,11 +97,12 @@ class HalfNormal(Cumulative, Distribution):
                 return -INF
             z = value / self.scale
             return HALF_LOG_2_OVER_PI - math.log(self.scale) - 0.5 * z * z
-        x = np.asarray(value, dtype=float)
-        ok = (x >= 0) & (x < np.inf)
-        z = np.where(ok, x, 0.0) / self.scale
-        lp = HALF_LOG_2_OVER_PI - np.log(self.scale) - 0.5 * z * z
-        return scalar_or_array(np.where(ok, lp, -np.inf))
+        xp = namespace(value, self.scale)
+        x = asfloat(xp, value)
+        ok = (x >= 0) & (x < INF)
+        z = xp.where(ok, x, 0.0) / self.scale
+        lp = HALF_LOG_2_OVER_PI - xp.log(self.scale) - 0.5 * z * z
+        return finish(xp, self, xp.where(ok, lp, -INF))
 
     def cdf(self, value):
         return scalar_or_array(erf(_z(self, value) / SQRT_2))
@@ -156,6 +159,7 @@ class HalfCauchy(Cumulative, Distribution):
     """
 
     domain = constraints.nonnegative
+    array_api = True
 
     def __init__(self, scale: float | np.ndarray = 1.0):
         (self.scale,), self.batch_shape = as_params(scale, owner=self)
@@ -176,6 +180,13 @@ class HalfCauchy(Cumulative, Distribution):
             if not 0.0 <= value < INF:
                 return -INF
             return LOG_2_OVER_PI - math.log(self.scale) - sm.log1p_square(value, self.scale)
+        xp = namespace(value, self.scale)
+        if xp is not np:
+            x = asfloat(xp, value)
+            ok = (x >= 0) & (x < INF)
+            z = xp.where(ok, x, 0.0) / self.scale
+            lp = LOG_2_OVER_PI - xp.log(self.scale) - xp.log1p(z * z)
+            return finish(xp, self, xp.where(ok, lp, -INF))
         x = np.asarray(value, dtype=float)
         ok = (x >= 0) & (x < np.inf)
         lp = (LOG_2_OVER_PI - np.log(self.scale)
@@ -223,6 +234,7 @@ class HalfStudentT(Cumulative, Distribution):
     """
 
     domain = constraints.nonnegative
+    array_api = True
 
     def __init__(self, df: float | np.ndarray, scale: float | np.ndarray = 1.0):
         (self.df, self.scale), self.batch_shape = as_params(df, scale, owner=self)
@@ -251,6 +263,16 @@ class HalfStudentT(Cumulative, Distribution):
                 - math.log(self.scale)
                 - 0.5 * (df + 1.0) * sm.log1p_square(value, self.scale, df)
             )
+        xp = namespace(value, self.scale, df)
+        if xp is not np:
+            x = asfloat(xp, value)
+            ok = (x >= 0) & (x < INF)
+            z = xp.where(ok, x, 0.0) / self.scale
+            sp = special(xp)
+            lp = (LOG_2 + sp.gammaln(0.5 * (df + 1.0)) - sp.gammaln(0.5 * df)
+                  - 0.5 * (xp.log(df) + LOG_PI) - xp.log(self.scale)
+                  - 0.5 * (df + 1.0) * xp.log1p(z * z / df))
+            return finish(xp, self, xp.where(ok, lp, -INF))
         x = np.asarray(value, dtype=float)
         ok = (x >= 0) & (x < np.inf)
         lp = (

@@ -1,0 +1,107 @@
+"""Array namespaces for the array paths of ``log_prob``: NumPy, or any array-API library (JAX).
+
+The families' array formulas are written once against a namespace ``xp``: :func:`namespace`
+returns ``numpy`` for NumPy arrays and Python or NumPy scalars (the default, at the cost of a
+few type checks) and the array-API namespace of any other array (``jax.numpy`` for JAX arrays
+and tracers, through ``array_api_compat``).  The array API has no special functions, so
+:func:`special` dispatches them per namespace: ``scipy.special`` for NumPy,
+``jax.scipy.special`` for JAX.
+
+Parameters given as arrays of another namespace cannot be validated by raising (under
+``jax.jit`` their values are not known): the family records where they are invalid
+(``Distribution._valid``) and :func:`finish` makes the log-density ``-inf`` there, so a
+gradient kernel's trajectory into invalid parameters is a rejected (divergent) one.
+
+>>> import numpy as np
+>>> from thrifty.distributions.xp import namespace, special
+>>> namespace(np.ones(2), 1.0) is np
+True
+>>> float(special(np).gammaln(4.0))  # log 3!
+1.791759469228055
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from array_api_compat import array_namespace
+
+_NUMPY_TYPES = frozenset(
+    (np.ndarray, float, int, bool, np.float64, np.float32, np.int64, np.int32, np.bool_,
+     list, tuple, type(None))
+)
+
+
+def is_foreign(x) -> bool:
+    """Whether ``x`` is an array of a library other than NumPy (a JAX array or tracer)."""
+    t = type(x)
+    return t not in _NUMPY_TYPES and not isinstance(x, (np.ndarray, np.generic)) and hasattr(
+        x, "__array_namespace__")
+
+
+def namespace(*xs):
+    """``numpy``, unless one of ``xs`` is an array of another library: then its namespace."""
+    for x in xs:
+        if type(x) in _NUMPY_TYPES:
+            continue
+        if is_foreign(x):
+            return array_namespace(x)
+    return np
+
+
+class _JaxSpecial:
+    """The special functions the families use, from ``jax.scipy.special`` / ``jax.nn``."""
+
+    def __init__(self):
+        import jax
+        import jax.scipy.special as jss
+
+        self.gammaln = jss.gammaln
+        self.betaln = jss.betaln
+        self.xlogy = jss.xlogy
+        self.xlog1py = jss.xlog1py
+        self.expit = jss.expit
+        self.log_expit = jax.nn.log_sigmoid
+        self.logsumexp = jss.logsumexp
+        self.log_ndtr = jss.log_ndtr
+
+
+_SPECIAL: dict = {}
+
+
+def special(xp):
+    """The special functions for namespace ``xp`` (``gammaln``, ``betaln``, ``xlogy``,
+    ``xlog1py``, ``expit``, ``log_expit``, ``logsumexp``, ``log_ndtr``)."""
+    if xp is np:
+        import scipy.special
+
+        return scipy.special
+    sp = _SPECIAL.get(xp.__name__)
+    if sp is None:
+        if not xp.__name__.startswith("jax"):
+            raise TypeError(f"thrifty's distributions have no special functions for the array "
+                            f"library {xp.__name__} (NumPy and JAX are supported)")
+        sp = _SPECIAL[xp.__name__] = _JaxSpecial()
+    return sp
+
+
+def asfloat(xp, x):
+    """``x`` as a float64 array of namespace ``xp``."""
+    if xp is np:
+        return np.asarray(x, dtype=float)
+    return xp.asarray(x, dtype=xp.float64)
+
+
+def finish(xp, d, lp):
+    """The end of an array path: NaN (a NaN value, off the support) becomes ``-inf``, and so does
+    every element where ``d``'s array-API parameters are invalid; a 0-d NumPy result becomes a
+    Python float (the package's convention)."""
+    if xp is np:
+        lp = np.fmax(lp, -np.inf)
+        return float(lp) if np.ndim(lp) == 0 else lp
+    lp = xp.where(xp.isnan(lp), -math.inf, lp)
+    valid = d._valid
+    if valid is not None:
+        lp = xp.where(valid, lp, -math.inf)
+    return lp

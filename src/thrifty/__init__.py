@@ -17,6 +17,7 @@ from thrifty.core.primitives import (
 from thrifty.core.simulate import initialize, simulate
 from thrifty.core.trace import Trace
 from thrifty.inference.compose import cycle, mixture
+from thrifty.inference.gradient.hmc import hmc, nuts
 from thrifty.inference.kernel import Kernel, ZeroAcceptanceWarning
 from thrifty.inference.mcmc.adaptive import adaptive_lmh
 from thrifty.inference.mcmc.gibbs import gibbs
@@ -69,6 +70,7 @@ __all__ = [
     "factor",
     "gibbs",
     "glm",
+    "hmc",
     "infer",
     "initialize",
     "lmh",
@@ -78,6 +80,7 @@ __all__ = [
     "mh",
     "mixture",
     "model",
+    "nuts",
     "observe",
     "one",
     "ordered_range",

@@ -42,6 +42,7 @@ import numpy as np
 from array_api_compat import array_namespace as _ns
 
 from thrifty.distributions import constraints
+from thrifty.distributions.xp import is_foreign
 from thrifty.errors import DistributionError
 
 
@@ -318,6 +319,8 @@ def biject_to(support: constraints.Constraint) -> Transform:
         return ExpAbove(support.lower)
     if kind is constraints._Interval:
         lo, hi = support.lower, support.upper
+        if is_foreign(lo) or is_foreign(hi):  # traced bounds (a gradient run): finite ones
+            return SigmoidInterval(lo, hi)
         if np.all(np.isneginf(lo)) and np.all(np.isposinf(hi)):
             return Identity(0)
         if np.all(np.isposinf(hi)):

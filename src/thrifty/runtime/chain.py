@@ -178,6 +178,10 @@ class ChainRun:
         self.seconds = 0.0  # wall time in the sampling loop
         self.consistent = True  # False after an exception inside a step
         self._kernels = self.kernel.kernels()
+        for _, k in self._kernels:  # (kernels whose adaptation spans the burn-in)
+            plan = getattr(k, "plan_burn_in", None)
+            if plan is not None:
+                plan(cfg.burn_in)
         prepare = getattr(self.kernel, "prepare_all", None)
         if prepare is not None and snapshot is None:
             prepare(self.trace)
@@ -208,6 +212,8 @@ class ChainRun:
         step = self.kernel.step
         rng = self.rng
         record = self.recorder.record
+        draw_stats = self._draw_stats if any(
+            hasattr(k, "draw_stats") for _, k in self._kernels) else None
         trace = self.trace
         it = self.iteration
         rec_next = cfg.burn_in + (self.n_recorded + 1) * thin
@@ -234,7 +240,7 @@ class ChainRun:
                     if it == burn_in:
                         tune(False)
                     if it == rec_next:
-                        record(trace)
+                        record(trace, draw_stats() if draw_stats else None)
                         self.n_recorded += 1
                         rec_next += thin
                 self.trace, self.iteration = trace, it
@@ -254,6 +260,18 @@ class ChainRun:
         finally:
             self.trace, self.iteration = trace, it
             self.seconds += perf_counter() - t_start
+
+    def _draw_stats(self) -> dict:
+        """The per-draw statistics of the kernels that keep them (a gradient kernel's last
+        transition), under ArviZ's names; a second such kernel's with its label in front."""
+        out: dict = {}
+        for label, k in self._kernels:
+            f = getattr(k, "draw_stats", None)
+            if f is None:
+                continue
+            for name, v in f().items():
+                out[name if name not in out else f"{label}.{name}"] = v
+        return out
 
     # -- handing over ------------------------------------------------------------------------------
     def take(self) -> dict:

@@ -171,7 +171,8 @@ def draws_to_arrays(chunk: dict) -> dict[str, np.ndarray]:
     return to_arrays({"meta": chunk["meta"], "series": series,
                       "unrecorded": sorted(chunk.get("unrecorded", ()), key=repr),
                       "lp": np.asarray(chunk["lp"]), "n_latent": np.asarray(chunk["n_latent"]),
-                      "outputs": list(chunk["outputs"]), "n": chunk["n"]})
+                      "outputs": list(chunk["outputs"]), "n": chunk["n"],
+                      "stats": {k: np.asarray(v) for k, v in chunk.get("stats", {}).items()}})
 
 
 def arrays_to_draws(arrays: dict) -> dict:

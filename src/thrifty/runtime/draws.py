@@ -101,6 +101,7 @@ class DrawStore:
         self._lp = Buffer(np.float64)
         self._n_latent = Runs()
         self._outputs = Runs(objects=True)
+        self._stats: dict = {}  # name → Buffer of per-draw kernel statistics
         self.n = 0
 
     @property
@@ -112,6 +113,12 @@ class DrawStore:
     def n_latent(self) -> np.ndarray:
         """The number of latent choices at each draw."""
         return self._n_latent.take(0, self.n)
+
+    @property
+    def stats(self) -> dict:
+        """Per-draw kernel statistics (a gradient kernel's ``diverging``, ``tree_depth``,
+        ...): name → array over the draws (NaN before a statistic's first draw)."""
+        return {k: _padded(b.view(), self.n) for k, b in self._stats.items()}
 
     @property
     def outputs(self) -> list:
@@ -133,7 +140,16 @@ class DrawStore:
         self._lp.extend(np.asarray(chunk["lp"], dtype=np.float64))
         self._n_latent.extend(chunk["n_latent"])
         self._outputs.extend(chunk["outputs"])
+        for name, values in chunk.get("stats", {}).items():  # (absent from older checkpoints)
+            buf = self._stats.get(name)
+            if buf is None:
+                buf = self._stats[name] = Buffer(np.float64)
+                buf.extend(np.full(self.n, np.nan))
+            buf.extend(np.asarray(values, dtype=np.float64))
         self.n += chunk["n"]
+        for buf in self._stats.values():  # a statistic this chunk lacked: NaN
+            if len(buf) < self.n:
+                buf.extend(np.full(self.n - len(buf), np.nan))
 
     def chunk(self, a: int, b: int) -> dict:
         """Draws ``a ≤ d < b`` as a chunk for :meth:`extend` (what a checkpoint appends)."""
@@ -145,6 +161,7 @@ class DrawStore:
             "lp": self.lp[a:b],
             "n_latent": self._n_latent.take(a, b),
             "outputs": self._outputs.take(a, b),
+            "stats": {k: v[a:b] for k, v in self.stats.items()},
             "n": b - a,
         }
 
@@ -159,6 +176,7 @@ class DrawStore:
         out._lp = Buffer.wrap(self.lp[:n] if lp is None else lp)
         out._n_latent = self._n_latent.prefix(n)
         out._outputs = self._outputs.prefix(n)
+        out._stats = {k: Buffer.wrap(v[:n]) for k, v in self.stats.items()}
         out.n = min(n, self.n)
         return out
 
@@ -169,9 +187,16 @@ class DrawStore:
         self._lp.trim()
         self._n_latent.trim()
         self._outputs.trim()
+        for b in self._stats.values():
+            b.trim()
 
     def nbytes(self) -> int:
         """Bytes held for the draws: the series, ``lp``, the runs of ``n_latent`` and of the
         outputs (their references; the output objects are the program's)."""
         return (sum(s.nbytes() for s in self.series.values()) + self._lp.nbytes
-                + self._n_latent.nbytes + self._outputs.nbytes)
+                + self._n_latent.nbytes + self._outputs.nbytes
+                + sum(b.nbytes for b in self._stats.values()))
+
+
+def _padded(a: np.ndarray, n: int) -> np.ndarray:
+    return a if len(a) >= n else np.concatenate([a, np.full(n - len(a), np.nan)])

@@ -1,10 +1,11 @@
 """Chains in worker processes: one process per chain, at most ``workers`` at a time.
 
-Processes start with the ``fork`` method where it exists (Linux; not macOS): the program, kernel
-and any closures they hold are inherited, nothing is pickled on the way in.  Elsewhere ``spawn``
-is used; the program and kernel are then pickled (a ``@th.model`` function defined at the top
-level of a module pickles by reference to its module), and an unpicklable program raises a clear
-error.
+Processes start with the ``fork`` method where it exists (Linux; not macOS) and JAX's
+runtime has not started in this process (a gradient kernel starts it; its threads do not
+survive a fork): the program, kernel and any closures they hold are inherited, nothing is
+pickled on the way in.  Otherwise ``spawn`` is used; the program and kernel are then pickled (a
+``@th.model`` function defined at the top level of a module pickles by reference to its
+module), and an unpicklable program raises a clear error.
 
 Workers ignore SIGINT and, at each tick (about ten times per second), send their new draws,
 iteration and kernel statistics to the main process through a queue and poll a shared stop
@@ -60,10 +61,17 @@ def blas_threads(chains: int) -> int:
 def start_method() -> str:
     if START_METHOD is not None:
         return START_METHOD
-    # fork is unsafe with macOS system libraries (Python's default there is spawn)
-    if "fork" in mp.get_all_start_methods() and sys.platform != "darwin":
+    # fork is unsafe with macOS system libraries (Python's default there is spawn), and in a
+    # process whose JAX runtime has started its threads (a gradient kernel was built)
+    if "fork" in mp.get_all_start_methods() and sys.platform != "darwin" and not _jax_started():
         return "fork"
     return "spawn"
+
+
+def _jax_started() -> bool:
+    """Whether this process has started JAX's runtime (whose threads a fork would break)."""
+    xb = sys.modules.get("jax._src.xla_bridge")
+    return xb is not None and xb.backends_are_initialized()
 
 
 # -- pickling jobs for "spawn" --------------------------------------------------------------------

@@ -24,6 +24,7 @@ values (:func:`replay_outputs`) — never by a full execution per draw while sam
 from __future__ import annotations
 
 import copy
+import math
 
 import numpy as np
 
@@ -238,6 +239,7 @@ class Recorder:
         self.lp: list = []
         self.n_latent: list = []
         self.outputs: list = []
+        self.stats: dict = {}  # name → per-draw kernel statistics (gradient kernels)
         self.count = 0
 
     def _series(self, name) -> Series:
@@ -247,8 +249,14 @@ class Recorder:
         return s
 
     # -- one draw ---------------------------------------------------------------------------------
-    def record(self, trace) -> None:
+    def record(self, trace, stats: dict | None = None) -> None:
         d = self.n
+        if stats:  # the kernels' statistics of this draw (a name absent before: NaN there)
+            for name, v in stats.items():
+                col = self.stats.get(name)
+                if col is None:
+                    col = self.stats[name] = [math.nan] * self.count
+                col.append(v)
         log = trace.changes
         if trace is not self._trace or log is None:
             self._walk(trace, d, full=True)
@@ -396,6 +404,7 @@ class Recorder:
             "lp": self.lp,
             "n_latent": self.n_latent,
             "outputs": self.outputs,
+            "stats": self.stats,
             "n": self.count,
         }
         self._new()

@@ -86,6 +86,9 @@ def build_result(records, *, program, stats, interrupted, notes, config,
             len(ids), n
         ),
     }
+    for name in sorted(set().union(*(st.stats.keys() for st in stores)) if stores else ()):
+        sample_stats[name] = _stat_array(
+            name, [st.stats.get(name, np.full(n, np.nan))[:n] for st in stores], n)
     full = None
     if truncated:
         full = []
@@ -98,6 +101,7 @@ def build_result(records, *, program, stats, interrupted, notes, config,
                     "sample_stats": {
                         "lp": np.array(r.store.lp[:m], dtype=float),
                         "n_latent": np.array(r.store.n_latent[:m], dtype=np.int64),
+                        **{k: _stat_array(k, [v[:m]], m)[0] for k, v in r.store.stats.items()},
                     },
                 }
             )
@@ -113,6 +117,21 @@ def build_result(records, *, program, stats, interrupted, notes, config,
         full=full,
         config=config,
     )
+
+
+_INTEGER_STATS = ("tree_depth", "n_steps")
+
+
+def _stat_array(name: str, columns: list, n: int) -> np.ndarray:
+    """Per-chain columns of a kernel statistic as a (chains, draws) array in ArviZ's dtype:
+    ``diverging`` boolean, tree depths and step counts integers (where recorded)."""
+    a = np.array(columns, dtype=float).reshape(len(columns), n)
+    base = name.rsplit(".", 1)[-1]
+    if base == "diverging":
+        return a == 1.0
+    if base in _INTEGER_STATS and not np.isnan(a).any():
+        return a.astype(np.int64)
+    return a
 
 
 COMPACT_ABOVE = 12

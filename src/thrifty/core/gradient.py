@@ -1,0 +1,293 @@
+"""The gradient run: the log-density of a block of continuous choices given every other choice,
+as a function that an array library (JAX) can differentiate and compile.
+
+A gradient kernel (HMC, NUTS) needs ``u ↦ log p(x(u), rest)`` for the block's unconstrained
+coordinates ``u`` with everything else held at its value in the trace.  :class:`GradientRun`
+executes the program once with
+
+* each block choice's value ``forward(u)`` through the bijection of its support
+  (:mod:`thrifty.transforms`), the support read from the distribution the program builds *in
+  this execution* (bounds that depend on other block choices move with them, as in Stan), and
+  ``log |det J|`` added;
+* every other latent choice's value read from ``others`` (address → value; a plate site's or a
+  chain site's whole column), which the caller takes from the trace, and so are observations
+  the trace holds in place of the data (Geweke's successive-conditional simulator);
+* every site's log-density summed, in the namespace of the arrays (sites that do not depend on
+  the block add constants, which a gradient ignores).
+
+Plates execute all their elements at once (``i = slice(0, size)``); a top-level markov chain
+runs its steps in order with each step's choices read from the stored columns.  The run never
+writes the trace.  What it cannot differentiate it refuses, naming the site: a coupled process
+or collapsed family (their log-densities are NumPy state), a memoized function, a plate inside
+a plate, a chain inside a plate, and model code that hands a block value to a NumPy-only function
+or to Python control flow (``np.exp(mu)``, ``if mu > 0``) — see :func:`explain`.
+
+Because ``others`` is an argument, the compiled function is reused while the *structure* (the
+addresses and shapes of the block and of the other choices) holds; values of other choices
+(labels a Gibbs kernel moved, states PGAS drew) change without recompiling.
+"""
+
+from __future__ import annotations
+
+import traceback
+
+from thrifty import _context
+from thrifty.core.address import as_name, fmt
+from thrifty.core.vocab import LATENT
+from thrifty.errors import ModelError
+
+OBSERVED = "<observed>"  # key prefix of simulated observations in ``others``
+
+BLOCK_HINT = (
+    "write that code with arithmetic and indexing (mu + tau * eta[i], X[i] @ w), "
+    "jax.numpy, or array-API functions (x.__array_namespace__()), or update the choice with "
+    "another kernel (th.mh, th.gibbs)"
+)
+
+
+def other_values(trace, block: set) -> dict:
+    """Every latent choice of ``trace`` outside ``block``: address → value (top-level sites),
+    (plate address, site) → column over the elements, (chain address, site) → column over the
+    steps.  The keys name the structure; :func:`structure` adds the shapes."""
+    root = trace.root
+    out: dict = {}
+    for local, site in root.sites.items():
+        if site.kind == LATENT and local not in block:
+            out[local] = site.value
+    for paddr, node in root.plates.items():
+        for rel, col in node.sites.items():
+            if col.kind == LATENT and (paddr, rel) not in block:
+                out[(paddr, rel)] = col.values.array()
+    for caddr, node in root.chains.items():
+        for rel, site in node.sites.items():
+            if site.kind == LATENT and (caddr, rel) not in block:
+                out[(caddr, rel)] = site.values.array()
+    for key, value in (trace.obs_values or {}).items():  # observations simulated in place of
+        out[(OBSERVED, key)] = value  # the data (Geweke's successive-conditional simulator)
+    return out
+
+
+def structure(values: dict) -> tuple:
+    """The addresses, shapes and dtypes of ``values``: what a compiled density depends on."""
+    import numpy as np
+
+    return tuple((k, np.shape(v), np.asarray(v).dtype.str) for k, v in values.items())
+
+
+class _Exit(Exception):
+    pass
+
+
+class GradientRun:
+    """One execution of ``program`` with the block's values given unconstrained (see the module
+    docstring).  ``block``: key → unconstrained array, keys as in :func:`other_values`;
+    ``others``: the other latent choices.  After :meth:`execute`, ``lp`` is the log-density
+    (with the block's log-Jacobians) and ``values`` the block's constrained values."""
+
+    def __init__(self, program, block: dict, others: dict, xp):
+        self.program = program
+        self.block = block
+        self.others = others
+        self.xp = xp
+        self.lp = 0.0
+        self.values: dict = {}
+        self.frame = _Frame(self, ())
+        self.mem_fns: dict = {}
+        self.last = None  # the address of the last site executed (for error messages)
+        self.new_obs = None
+
+    def execute(self):
+        program = self.program
+        _context.RUNS.append(self)
+        try:
+            program.fn(*program.args, **program.kwargs)
+        except ModelError:
+            raise
+        except Exception as e:
+            raise explain(self, e) from e
+        finally:
+            _context.RUNS.pop()
+        missing = [k for k in self.block if k not in self.values]
+        if missing:
+            raise ModelError(f"the gradient run did not meet the block's choice "
+                             f"{_key_name(missing[0])}: the program's structure depends on "
+                             "values the kernel changes")
+        return self
+
+    # -- a block choice or another choice -------------------------------------------------------
+    def take(self, key, addr, d, t=None):
+        """The value of the latent choice ``key`` (its log-density added); ``t``: the step of
+        a chain column."""
+        xp = self.xp
+        self.last = addr
+        if getattr(d, "coupled", False):
+            raise ModelError(f"{fmt(addr)}: a gradient kernel cannot differentiate through a "
+                             "coupled process or collapsed family (its state is NumPy); "
+                             "update the choices it depends on with th.mh or th.gibbs")
+        u = self.block.get(key)
+        if u is not None:
+            from thrifty.transforms import biject_to
+
+            t = biject_to(d.support)
+            x = t.forward(u)
+            self.lp = self.lp + xp.sum(d.log_prob(x)) + xp.sum(t.log_abs_det_jacobian(u))
+            self.values[key] = x
+            return x
+        try:
+            x = self.others[key]
+            if t is not None:
+                x = x[t]
+        except KeyError:
+            raise ModelError(f"{fmt(addr)}: the gradient run met a choice the trace does not "
+                             "have (the program's structure depends on the block's values, "
+                             "which a gradient kernel needs fixed)") from None
+        self.lp = self.lp + xp.sum(d.log_prob(x))
+        return x
+
+    def add(self, addr, lp) -> None:
+        self.last = addr
+        self.lp = self.lp + self.xp.sum(lp)
+
+
+class _Frame:
+    """The primitives in a gradient run: top level (``plate is None``), a plate's elements all
+    at once, or one step of a top-level chain."""
+
+    def __init__(self, run: GradientRun, prefix: tuple, plate=None, step=None):
+        self.run = run
+        self.prefix = prefix
+        self.scope = ()
+        self.plate_addr = plate  # the plate's address
+        self.step = step  # (chain address, t)
+
+    def _key(self, name):
+        local = self.scope + as_name(name)
+        if self.plate_addr is not None:
+            return (self.plate_addr, local), self.plate_addr + ("*",) + local
+        if self.step is not None:
+            chain, t = self.step
+            return (chain, local), chain + (t,) + local
+        return local, local
+
+    def sample(self, name, d):
+        key, addr = self._key(name)
+        return self.run.take(key, addr, d, None if self.step is None else self.step[1])
+
+    def observe(self, name, d, value):
+        key, addr = self._key(name)
+        stored = self.run.others.get((OBSERVED, key if self.step is None else addr))
+        if stored is not None:
+            value = stored
+        if getattr(d, "coupled", False):
+            raise ModelError(f"{fmt(addr)}: a gradient kernel cannot differentiate through a "
+                             "collapsed family (its sufficient statistics are NumPy state)")
+        self.run.add(addr, d.log_prob(value))
+        return value
+
+    def factor(self, name, log_weight):
+        self.run.add(self._key(name)[1], log_weight)
+
+    def deterministic(self, name, value):
+        return value
+
+    def mem_read(self, mem, key):
+        raise ModelError(f"{fmt(mem.addr)}: a gradient run does not read memoized functions "
+                         "yet; update the choices of this program with th.mh")
+
+    def plate(self, name, size):
+        if self.plate_addr is not None or self.step is not None:
+            raise ModelError(f"plate {name!r}: a gradient run executes plates at the top level "
+                             "only (not inside a plate or a chain step)")
+        return _PlateContext(self, self.scope + as_name(name), int(size))
+
+    def markov(self, name, step, length, init, args):
+        if self.plate_addr is not None or self.step is not None:
+            raise ModelError(f"markov {name!r}: a gradient run executes chains at the top "
+                             "level only")
+        run = self.run
+        addr = self.scope + as_name(name)
+        prev, states = init, []
+        for t in range(int(length)):
+            run.frame = _Frame(run, addr + (t,), step=(addr, t))
+            try:
+                prev = step(t, prev, *args)
+            finally:
+                run.frame = self
+            states.append(prev)
+        return states
+
+
+class _PlateContext:
+    def __init__(self, parent: _Frame, local: tuple, size: int):
+        self.parent, self.local, self.size = parent, local, size
+
+    def __enter__(self):
+        run = self.parent.run
+        run.frame = _Frame(run, self.local, plate=self.local)
+        return slice(0, self.size)
+
+    def __exit__(self, *exc):
+        self.parent.run.frame = self.parent
+        return False
+
+
+def _key_name(key) -> str:
+    if key and isinstance(key[0], tuple):
+        return fmt(key[0] + ("*",) + key[1])
+    return fmt(key)
+
+
+_JAX_TRACER_ERRORS = ("TracerArrayConversionError", "TracerBoolConversionError",
+                      "ConcretizationTypeError", "TracerIntegerConversionError")
+
+
+def explain(run: GradientRun, e: BaseException) -> ModelError:
+    """A ModelError for an exception raised by the model's code in a gradient run: which block
+    choices were read, the line of the model's code, and what to write instead."""
+    where = _user_line(e)
+    after = f" after the site {fmt(run.last)}" if run.last is not None else ""
+    block = ", ".join(_key_name(k) for k in run.values) or "none yet"
+    name = type(e).__name__
+    family = _family_of(e)
+    if family is not None and name in _JAX_TRACER_ERRORS:  # inside a NumPy-only family
+        from thrifty.distributions.base import not_array_api
+
+        return ModelError(f"{fmt(run.last) if run.last else 'the model'}{where}: "
+                          f"{not_array_api(family, run.xp)}")
+    if name in _JAX_TRACER_ERRORS:
+        what = ("a NumPy function or Python control flow (if, int(), float()) was given a value "
+                "that depends on the gradient kernel's block")
+        if name == "TracerBoolConversionError" or name == "ConcretizationTypeError":
+            what = ("Python control flow (if, while, int(), float()) depends on a value the "
+                    "gradient kernel's block changes, or a NumPy function was given one")
+        return ModelError(f"the model's code{where}{after} cannot be differentiated: {what} "
+                          f"(block choices read so far: {block}); {BLOCK_HINT}")
+    if name == "DistributionError":
+        return ModelError(f"{fmt(run.last) if run.last else 'the model'}: {e}")
+    return ModelError(f"the model's code{where}{after} raised {name} in a gradient run: {e} "
+                      f"(block choices read so far: {block}); {BLOCK_HINT}")
+
+
+def _family_of(e: BaseException):
+    """The distribution whose own code raised ``e`` (its constructor or ``log_prob``), if any."""
+    from thrifty.distributions.base import Distribution
+
+    tb, found = e.__traceback__, None
+    while tb is not None:
+        if "/thrifty/distributions/" in tb.tb_frame.f_code.co_filename:
+            me = tb.tb_frame.f_locals.get("self")
+            if isinstance(me, Distribution):
+                found = me
+        tb = tb.tb_next
+    return found
+
+
+def _user_line(e: BaseException) -> str:
+    """`` at file:line (`source`)`` of the innermost frame outside thrifty, JAX and NumPy."""
+    frames = traceback.extract_tb(e.__traceback__)
+    skip = ("/thrifty/", "/jax/", "/jaxlib/", "/numpy/", "/scipy/", "/blackjax/")
+    for f in reversed(frames):
+        if not any(s in f.filename for s in skip):
+            code = f" (`{f.line}`)" if f.line else ""
+            return f" at {f.filename.rsplit('/', 1)[-1]}:{f.lineno}{code}"
+    return ""

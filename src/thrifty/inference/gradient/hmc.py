@@ -1,0 +1,400 @@
+"""Gradient kernels: ``th.nuts`` and ``th.hmc`` on a block of continuous choices.
+
+The algorithms are BlackJAX's (NUTS: Hoffman & Gelman 2014 with multinomial sampling,
+Betancourt 2017; HMC: Neal 2011) and the gradients JAX's.  thrifty supplies the target: the
+log-density of the block given every other choice, extracted from the program by a gradient
+run (:mod:`thrifty.core.gradient`) in the unconstrained space of the block's supports
+(:mod:`thrifty.transforms`), compiled with ``jax.jit`` once per structure of the trace and
+reused while the structure holds — the values of the other choices are arguments, so a Gibbs or
+PGAS step on them in a ``th.cycle`` costs no recompilation.
+
+One step: read the block's values from the trace and map them to ℝⁿ, take one NUTS (or HMC)
+transition of the density given the rest, map the new position back and write it into the trace
+(one program run with the block's values given).  A transition is an exact MCMC kernel for the
+block's conditional, so the step leaves the posterior invariant and composes with any other
+kernel.  During the burn-in the step size and a diagonal (or dense) inverse mass matrix adapt by
+Stan's windowed scheme (BlackJAX's ``window_adaptation`` stages, stepped one transition at a
+time, over the chain's burn-in).
+
+Per-draw statistics go to ``result.sample_stats`` under ArviZ's names: ``diverging``,
+``tree_depth`` (NUTS), ``n_steps``, ``energy``, ``acceptance_rate``, ``step_size``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from thrifty.core.address import fmt
+from thrifty.core.engine import VecTarget, locate, plan_elements, plan_for, propose, top_site
+from thrifty.core.engine import plate as plate_view
+from thrifty.core.gradient import GradientRun, other_values, structure
+from thrifty.errors import ModelError, SelectionError
+from thrifty.inference.selecting import Selecting
+
+INSTALL = "pip install 'thrifty[jax]' (JAX and BlackJAX)"
+
+
+def _jax():
+    try:
+        import blackjax
+        import jax
+    except ImportError as e:
+        raise ImportError(f"th.nuts and th.hmc need JAX and BlackJAX, which are not installed: "
+                          f"{INSTALL}") from e
+    jax.config.update("jax_enable_x64", True)  # thrifty's densities are float64
+    return jax, blackjax
+
+
+class _Compiled:
+    """The jitted functions of one structure: the transition, its start, the constrained
+    values of a position, and the adaptation's update."""
+
+    def __init__(self, kernel: HMC, program, keys, ushapes, okeys, static):
+        jax, blackjax = _jax()
+        from functools import partial
+
+        import jax.numpy as jnp
+
+        sizes = [int(np.prod(s)) for s in ushapes]
+        offsets = np.cumsum([0, *sizes])
+
+        def unflatten(u):
+            return {k: u[offsets[i]:offsets[i + 1]].reshape(ushapes[i])
+                    for i, k in enumerate(keys)}
+
+        def run(u, ovals):
+            others = dict(zip(okeys, ovals))
+            others.update(static)
+            return GradientRun(program, unflatten(u), others, jnp).execute()
+
+        def logdensity(u, ovals):
+            lp = run(u, ovals).lp
+            return jnp.where(jnp.isnan(lp), -jnp.inf, lp)
+
+        def constrain(u, ovals):
+            r = run(u, ovals)
+            return [r.values[k] for k in keys]
+
+        if kernel.nuts:
+            transition = blackjax.nuts.build_kernel()
+            init = blackjax.nuts.init
+            extra = {"max_num_doublings": kernel.max_tree_depth}
+        else:
+            transition = blackjax.hmc.build_kernel()
+            init = blackjax.hmc.init
+            extra = {"num_integration_steps": kernel.num_steps or 10}
+
+        def step(seed, u0, ovals, step_size, imm):
+            """One transition from ``u0``: (new position, its constrained values, info)."""
+            key = jax.random.key(seed)
+            density = partial(logdensity, ovals=ovals)
+            new, info = transition(key, init(u0, density), density, step_size, imm, **extra)
+            stats = (info.is_divergent, info.energy, info.acceptance_rate,
+                     info.num_integration_steps,
+                     info.num_trajectory_expansions if kernel.nuts else 0)
+            return new.position, constrain(new.position, ovals), stats
+
+        from blackjax.adaptation.window_adaptation import base
+
+        a_init, a_update, a_final = base(not kernel.dense_mass, kernel.target_accept)
+        from blackjax.adaptation.step_size import find_reasonable_step_size
+
+        one_step = blackjax.hmc.build_kernel()
+
+        def reasonable(seed, u0, ovals, imm, initial):
+            density = partial(logdensity, ovals=ovals)
+            state = blackjax.hmc.init(u0, density)
+
+            def generator(step_size):
+                return lambda key, st: one_step(key, st, density, step_size, imm, 1)
+
+            return find_reasonable_step_size(jax.random.key(seed), generator, state, initial,
+                                             0.5)
+
+        self.reasonable = jax.jit(reasonable)
+        self.init = jax.jit(lambda u, ovals: init(u, partial(logdensity, ovals=ovals)))
+        self.step = jax.jit(step)
+        self.get = jax.device_get
+        self.constrain = jax.jit(constrain)
+        self.adapt_init = a_init
+        self.adapt_update = jax.jit(a_update)
+        self.adapt_final = jax.jit(a_final)
+        self.size = int(offsets[-1])
+
+
+_CACHE: dict = {}  # (program id, settings, structure) → (program, compiled functions)
+_CACHE_SIZE = 64  # discrete values compiled in that keep changing: a bounded cache
+
+
+def _cached(program, sig):
+    hit = _CACHE.get(sig)
+    if hit is None or hit[0] is not program:  # (an id reused by another program)
+        if len(_CACHE) >= _CACHE_SIZE:
+            _CACHE.clear()
+        return None
+    return hit[1]
+
+
+class HMC(Selecting):
+    """Hamiltonian Monte Carlo on a block of continuous choices; see :func:`thrifty.hmc`."""
+
+    name = "hmc"
+    nuts = False
+
+    def __init__(self, selection, step_size: float | None = None, num_steps: int | None = None,
+                 *, target_accept: float = 0.8, dense_mass: bool = False,
+                 max_tree_depth: int = 10):
+        super().__init__(selection)
+        if step_size is not None and not (isinstance(step_size, (int, float))
+                                          and 0 < step_size < math.inf):
+            raise ValueError(f"{self.name}: step_size must be a positive number, got "
+                             f"{step_size!r}")
+        if num_steps is not None and not (isinstance(num_steps, int) and num_steps >= 1):
+            raise ValueError(f"{self.name}: num_steps must be a positive int, got {num_steps!r}")
+        if not 0 < target_accept < 1:
+            raise ValueError(f"{self.name}: target_accept must be in (0, 1), got "
+                             f"{target_accept!r}")
+        self.step_size = step_size
+        self.num_steps = num_steps
+        self.target_accept = float(target_accept)
+        self.dense_mass = bool(dense_mass)
+        self.max_tree_depth = int(max_tree_depth)
+        self._adapt = None  # (adaptation state, schedule, index) during the burn-in
+        self._tuned = None  # (step size, inverse mass matrix) after it
+        self.burn_in_steps = 0
+        self._last: dict = {}  # the statistics of the last transition (per-draw stats)
+        _jax()
+
+    def label(self) -> str:
+        if self.nuts:
+            return f"nuts({self.selection!r})"
+        return f"hmc({self.selection!r}, step_size={self.step_size}, num_steps={self.num_steps})"
+
+    def draw_stats(self) -> dict:
+        """The statistics of the last transition, recorded with each draw
+        (``result.sample_stats``, ArviZ's ``sample_stats`` group)."""
+        return self._last
+
+    def plan_burn_in(self, n: int) -> None:
+        """The chain's burn-in has ``n`` iterations: the adaptation windows span them."""
+        self.burn_in_steps = int(n)
+
+    # -- the block --------------------------------------------------------------------------------
+    def _block(self, trace, cs):
+        """[(key, address for messages, current value, distribution)] of the selected choices."""
+        from thrifty.core.gradient import _key_name
+
+        if cs.chain_groups:
+            raise SelectionError(f"{self.name}: the continuous states of a markov chain are not "
+                                 "yet a block of a gradient kernel; use th.pgibbs for them")
+        out = []
+        for addr in cs.scalars:
+            site = top_site(trace, addr)
+            if site is None or len(addr) != len(addr):
+                raise SelectionError(f"{self.name}: no top-level choice at {fmt(addr)}")
+            out.append((addr, fmt(addr), site.value, site.dist, site.discrete))
+        for g in cs.groups:
+            if g.elems is not None and len(g.elems) != g.size:
+                raise SelectionError(f"{self.name}: select every element of the plate site "
+                                     f"{fmt(g.plate_addr + ('*',) + g.rel)} (a gradient kernel "
+                                     "moves all of them as one block)")
+            view = plate_view(trace, g.plate_addr)
+            key = (g.plate_addr, g.rel)
+            out.append((key, _key_name(key), view.values(g.rel, np.arange(g.size)),
+                        view.dist(g.rel), view.discrete(g.rel)))
+        for _, name, _, _, discrete in out:
+            if discrete:
+                raise SelectionError(f"{self.name}: {name} is discrete; a gradient kernel moves "
+                                     "continuous choices (use th.gibbs or th.mh for it)")
+        return out
+
+    # -- one step ---------------------------------------------------------------------------------
+    def _step(self, trace, rng):
+        cs = self.choices(trace)
+        if cs is None:
+            return trace
+        from thrifty.transforms import biject_to
+
+        block = self._block(trace, cs)
+        keys = tuple(b[0] for b in block)
+        us = []
+        for _, _, value, d, _ in block:
+            u = np.asarray(biject_to(d.support).inverse(np.asarray(value, dtype=float)))
+            us.append(u)
+        ushapes = tuple(u.shape for u in us)
+        u0 = np.concatenate([u.ravel() for u in us]) if us else np.zeros(0)
+        others = other_values(trace, set(keys))
+        comp, ovals = self._compile(trace.program, keys, ushapes, others)
+        seed = np.uint32(rng.integers(2**32))
+        step_size, imm = self._parameters(comp, u0, ovals, seed)
+        position, values, stats = comp.step(seed, u0, ovals, step_size, imm)
+        if self.tuning and self._adapt is not None:
+            a_state, schedule, i = self._adapt
+            if i < len(schedule):
+                a_state = comp.adapt_update(a_state, schedule[i], position, stats[2])
+                self._adapt = (a_state, schedule, i + 1)
+        position, values, stats = comp.get((position, values, stats))
+        self._record(stats, step_size)
+        if not np.array_equal(position, u0):
+            self._write(trace, rng, keys, values)
+        return trace
+
+    def _compile(self, program, keys, ushapes, others):
+        """The compiled functions for this structure, and the values they take.  The other
+        choices are arguments; where the program's control flow reads a discrete one (``if z ==
+        1``), those are compiled in as constants instead (recompiled when they change).
+        Compiled functions are shared by the chains of one process (same program, settings
+        and structure)."""
+        okeys = tuple(others)
+        sig = (id(program), self._settings(), keys, ushapes, structure(others))
+        comp = _cached(program, sig)
+        if comp is None:
+            comp = _Compiled(self, program, keys, ushapes, okeys, {})
+            try:
+                comp.init(np.zeros(comp.size), tuple(others.values()))
+            except ModelError as e:
+                if "control flow" not in str(e):
+                    raise
+                comp = "static"
+            _CACHE[sig] = (program, comp)
+        if comp != "static":
+            return comp, tuple(others.values())
+        discrete = {k: v for k, v in others.items() if np.asarray(v).dtype.kind in "biu"}
+        rest = tuple(k for k in okeys if k not in discrete)
+        ssig = (sig, tuple((k, np.asarray(v).tobytes()) for k, v in discrete.items()))
+        comp = _cached(program, ssig)
+        if comp is None:
+            comp = _Compiled(self, program, keys, ushapes, rest, discrete)
+            _CACHE[ssig] = (program, comp)
+        return comp, tuple(others[k] for k in rest)
+
+    def _settings(self) -> tuple:
+        return (self.nuts, self.num_steps, self.target_accept, self.dense_mass,
+                self.max_tree_depth)
+
+    def _parameters(self, comp, u0, ovals, seed):
+        """(step size, inverse mass matrix) of this transition: the adaptation's during the
+        burn-in, its final values after it; without an adaptation (no burn-in, or a kernel
+        stepped directly), a unit mass matrix and the step size of Hoffman & Gelman's (2014)
+        Alg. 4 heuristic at the first state (one leapfrog step's acceptance crossing 1/2),
+        which also starts the adaptation's dual averaging (as Stan does)."""
+        import jax.numpy as jnp
+
+        def reasonable(imm):
+            if self.step_size is not None:
+                return self.step_size
+            return float(comp.reasonable(seed, u0, ovals, imm, 1.0))
+
+        if self.tuning:
+            if self._adapt is None or self._adapt[0].inverse_mass_matrix.shape[0] != comp.size:
+                from blackjax.adaptation.window_adaptation import build_schedule
+
+                n = max(self.burn_in_steps, 1)
+                schedule = build_schedule(n) if n >= 150 else [(0, False)] * n
+                unit = jnp.eye(comp.size) if self.dense_mass else jnp.ones(comp.size)
+                a_state = comp.adapt_init(jnp.asarray(u0), reasonable(unit))
+                self._adapt = (a_state, [(int(s), bool(e)) for s, e in np.asarray(schedule)], 0)
+            a_state = self._adapt[0]
+            step = a_state.step_size if self.step_size is None else self.step_size
+            return step, a_state.inverse_mass_matrix
+        if self._tuned is None or np.shape(self._tuned[1])[0] != comp.size:
+            if self._adapt is not None and self._adapt[0].inverse_mass_matrix.shape[0] == comp.size:
+                step, imm = comp.adapt_final(self._adapt[0])
+            else:
+                imm = jnp.eye(comp.size) if self.dense_mass else jnp.ones(comp.size)
+                step = reasonable(imm)
+            self._tuned = (float(step) if self.step_size is None else self.step_size, imm)
+        return self._tuned
+
+    def _tune(self, on: bool) -> None:
+        if not on and self.tuning:
+            self._tuned = None  # the adaptation's final values are taken at the next step
+        self.tuning = on
+
+    def _record(self, stats, step_size) -> None:
+        diverging, energy, acceptance, n_steps, depth = stats
+        info_d = {
+            "diverging": bool(diverging),
+            "energy": float(energy),
+            "acceptance_rate": float(acceptance),
+            "n_steps": int(n_steps),
+            "step_size": float(step_size),
+        }
+        if self.nuts:
+            info_d["tree_depth"] = int(depth)
+        self._last = info_d
+        self.info.proposed += 1
+        self.info.count("divergences", info_d["diverging"])
+        self.info.count("gradient_evaluations", info_d["n_steps"])
+        self.info.count("mean_acceptance", info_d["acceptance_rate"])
+
+    def _write(self, trace, rng, keys, values) -> None:
+        """Write the new values into the trace: one run with them given."""
+        targets, vec, locs = {}, {}, []
+        for k, v in zip(keys, values):
+            v = np.asarray(v, dtype=float)
+            if k and isinstance(k[0], tuple):  # a plate site: every element
+                vec[k] = VecTarget(np.arange(len(v)), v)
+            else:
+                targets[k] = v if v.ndim else float(v)
+                locs.append(locate(trace, k))
+        plan = plan_for(trace, locs)
+        for (paddr, _), t in vec.items():
+            plan_elements(trace, plan, paddr, t.elems)
+        run = propose(trace, rng, targets=targets, vec=vec, plan=plan)
+        self.info.add_run(run)
+        if run.log_weight > -math.inf:
+            run.commit()
+            self.info.accepted += 1
+        else:  # a constrained value rounded onto its boundary: the move is refused
+            self.info.count("refused_at_boundary")
+
+
+class NUTS(HMC):
+    """The No-U-Turn sampler on a block of continuous choices; see :func:`thrifty.nuts`."""
+
+    name = "nuts"
+    nuts = True
+
+    def __init__(self, selection, *, target_accept: float = 0.8, dense_mass: bool = False,
+                 max_tree_depth: int = 10):
+        super().__init__(selection, None, None, target_accept=target_accept,
+                         dense_mass=dense_mass, max_tree_depth=max_tree_depth)
+
+
+def nuts(selection, *, target_accept: float = 0.8, dense_mass: bool = False,
+         max_tree_depth: int = 10) -> NUTS:
+    """The No-U-Turn sampler (BlackJAX) on the continuous choices ``selection`` names:
+    top-level sites and plate sites (all elements as one block), moved jointly in the
+    unconstrained space of their supports, with gradients from JAX.  Step size and inverse mass
+    matrix (diagonal, or dense with ``dense_mass=True``) adapt during the burn-in (Stan's
+    windows); usable alone or in ``th.cycle`` / ``th.mixture`` with any other kernel.  Needs
+    ``pip install 'thrifty[jax]'``.
+
+    >>> import numpy as np, thrifty as th
+    >>> from thrifty import dist
+    >>> @th.model
+    ... def m(y):
+    ...     mu = th.sample("mu", dist.Normal(0.0, 10.0))
+    ...     sigma = th.sample("sigma", dist.HalfNormal(5.0))
+    ...     with th.plate("data", len(y)) as i:
+    ...         th.observe("y", dist.Normal(mu, sigma), y[i])
+    >>> y = np.random.default_rng(0).normal(3.0, 2.0, 50)
+    >>> r = th.infer(m(y), th.nuts(["mu", "sigma"]), num_samples=300, burn_in=300, seed=0,
+    ...              progress=False)
+    >>> bool(abs(r["mu"].mean() - y.mean()) < 0.3), int(r.sample_stats["diverging"].sum())
+    (True, 0)
+    """
+    return NUTS(selection, target_accept=target_accept, dense_mass=dense_mass,
+                max_tree_depth=max_tree_depth)
+
+
+def hmc(selection, step_size: float | None = None, num_steps: int | None = None, *,
+        target_accept: float = 0.8, dense_mass: bool = False) -> HMC:
+    """Hamiltonian Monte Carlo (BlackJAX) on the continuous choices ``selection`` names, with
+    ``num_steps`` leapfrog steps (10 when not given) of size ``step_size`` (adapted during the
+    burn-in when not given, with the inverse mass matrix); see :func:`nuts`."""
+    return HMC(selection, step_size, num_steps, target_accept=target_accept,
+               dense_mass=dense_mass)

@@ -217,3 +217,67 @@ def test_geweke_sees_a_missing_jacobian(monkeypatch):
     monkeypatch.setattr(transforms.ExpAbove, "log_abs_det_jacobian", lambda self, u: 0.0 * u)
     g = geweke(small(np.zeros(3)), th.nuts(["mu", "sigma"]), num_samples=GEWEKE_N, seed=41)
     assert g.min_p < 1e-6, g
+
+
+@th.model
+def ssm(y):
+    a = th.sample("a", dist.Uniform(-1.0, 1.0))
+    q = th.sample("q", dist.HalfNormal(1.0))
+
+    def step(t, prev):
+        x = th.sample("x", dist.Normal(a * prev, q))
+        th.observe("y", dist.Normal(x, 0.5), y[t])
+        return x
+
+    th.markov("s", step, len(y), 0.0)
+
+
+def _kalman_grid(y):
+    """Marginal posterior grids of a and q: the Kalman filter's likelihood p(y | a, q) on a
+    300 × 300 grid times the prior."""
+    A = np.linspace(-0.999, 0.999, 300)
+    Q = np.linspace(0.005, 2.5, 300)
+    AA, QQ = np.meshgrid(A, Q, indexing="ij")
+    m, P, ll = np.zeros_like(AA), np.zeros_like(AA), np.zeros_like(AA)
+    for yt in y:
+        mp, Pp = AA * m, AA**2 * P + QQ**2
+        S = Pp + 0.25
+        ll += stats.norm.logpdf(yt, mp, np.sqrt(S))
+        K = Pp / S
+        m, P = mp + K * (yt - mp), (1 - K) * Pp
+    lp = ll + stats.halfnorm.logpdf(QQ)
+    w = np.exp(lp - lp.max())
+    w /= w.sum()
+    out = {}
+    for name, grid, p in (("a", A, w.sum(1)), ("q", Q, w.sum(0))):
+        mean = float((grid * p).sum())
+        sd = float(np.sqrt(((grid - mean) ** 2 * p).sum()))
+        cdf = np.cumsum(p)
+        out[name] = (mean, sd, lambda x, g=grid, c=cdf: np.interp(x, g, c))
+    return out
+
+
+def test_nuts_with_pgas_on_a_state_space_model_matches_the_kalman_grid():
+    """th.cycle([th.nuts(parameters), th.pgibbs(states)]): the parameters' marginal posterior
+    against the Kalman-likelihood grid (the states integrated out exactly)."""
+    rng = np.random.default_rng(0)
+    x, prev = np.zeros(50), 0.0
+    for t in range(50):
+        prev = 0.8 * prev + 0.6 * rng.standard_normal()
+        x[t] = prev
+    y = x + 0.5 * rng.standard_normal(50)
+    r = th.infer(ssm(y), th.cycle([th.nuts(["a", "q"]), th.pgibbs("s", particles=20)]),
+                 num_samples=2000, burn_in=500, seed=4, progress=False)
+    for name, (mean, sd, cdf) in _kalman_grid(y).items():
+        check_continuous(r[name], mean, sd, cdf, what=name)
+
+
+def test_the_examples_run():
+    import doctest
+
+    import thrifty.distributions.xp
+    import thrifty.inference.gradient.hmc
+
+    for mod in (thrifty.inference.gradient.hmc, thrifty.distributions.xp):
+        res = doctest.testmod(mod, verbose=False, report=False)
+        assert res.attempted > 0 and res.failed == 0, mod.__name__

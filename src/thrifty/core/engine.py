@@ -26,6 +26,10 @@ what is stale and the plan that rescores it.
 **Read sections and the trace.**  :mod:`thrifty.core.sections`: a run's and the trace's
 per-section log-densities, plate views, the chains, top-level choices, execution logs.
 
+**Gradients.**  :class:`GradientRun` (:mod:`thrifty.core.gradient`): the log-density of a
+block of continuous choices given every other choice (:func:`other_values`), in an array-API
+namespace, for the gradient kernels; :func:`structure` is what a compiled density depends on.
+
 **Particles.**  :mod:`thrifty.core.particle_steps`: run the program over particles, a step over
 the members, what they observed.
 
@@ -49,6 +53,7 @@ True
 from __future__ import annotations
 
 from thrifty.core.choices import starts_with, walk, walk_steps
+from thrifty.core.gradient import GradientRun, key_name, other_values, structure
 from thrifty.core.locate import (
     locate,
     locate_choice,
@@ -140,15 +145,77 @@ def propose(trace, rng, targets: dict | None = None, vec: dict | None = None,
 
 
 __all__ = [
-    "CAPTURE", "DEFAULT", "DETERMINISTIC", "LAZY", "LAZY_CAPTURE", "RESAMPLE", "RESCORE",
-    "RESCORE_CAPTURE", "STRICT", "Candidates", "Mode", "Plan", "Run", "StructureChange", "Trace",
-    "VecTarget", "ZeroProbability", "as_program", "chain_length", "chain_references", "chains",
-    "conditional_step", "executions_since", "free_step", "fused_step", "groups", "lane_choices",
-    "lane_lps", "locate", "locate_choice", "member_lps", "memo_density_changes", "per_particle",
-    "pinned_step", "plan_elements", "plan_for", "plan_steps", "plate", "plate_clock", "plate_of",
-    "plate_sizes", "propose", "provisional_commit", "replay_particle", "run_lp", "run_particles",
-    "run_plate_lps", "run_q", "run_step", "run_values", "same_value", "simulate_run", "stale",
-    "stale_parts", "stale_plan", "starts_with", "step_values", "stored_lp", "take",
-    "take_member_lp", "take_observed", "top_choice", "top_discrete", "top_site", "top_values",
-    "walk", "walk_steps", "watch", "watch_rows",
+    "CAPTURE",
+    "DEFAULT",
+    "DETERMINISTIC",
+    "LAZY",
+    "LAZY_CAPTURE",
+    "RESAMPLE",
+    "RESCORE",
+    "RESCORE_CAPTURE",
+    "STRICT",
+    "Candidates",
+    "GradientRun",
+    "Mode",
+    "Plan",
+    "Run",
+    "StructureChange",
+    "Trace",
+    "VecTarget",
+    "ZeroProbability",
+    "as_program",
+    "chain_length",
+    "chain_references",
+    "chains",
+    "conditional_step",
+    "executions_since",
+    "free_step",
+    "fused_step",
+    "groups",
+    "key_name",
+    "lane_choices",
+    "lane_lps",
+    "locate",
+    "locate_choice",
+    "member_lps",
+    "memo_density_changes",
+    "other_values",
+    "per_particle",
+    "pinned_step",
+    "plan_elements",
+    "plan_for",
+    "plan_steps",
+    "plate",
+    "plate_clock",
+    "plate_of",
+    "plate_sizes",
+    "propose",
+    "provisional_commit",
+    "replay_particle",
+    "run_lp",
+    "run_particles",
+    "run_plate_lps",
+    "run_q",
+    "run_step",
+    "run_values",
+    "same_value",
+    "simulate_run",
+    "stale",
+    "stale_parts",
+    "stale_plan",
+    "starts_with",
+    "step_values",
+    "stored_lp",
+    "structure",
+    "take",
+    "take_member_lp",
+    "take_observed",
+    "top_choice",
+    "top_discrete",
+    "top_site",
+    "top_values",
+    "walk",
+    "walk_steps",
+    "watch",
+    "watch_rows",
 ]

@@ -110,7 +110,7 @@ class GradientRun:
         missing = [k for k in self.block if k not in self.values]
         if missing:
             raise ModelError(f"the gradient run did not meet the block's choice "
-                             f"{_key_name(missing[0])}: the program's structure depends on "
+                             f"{key_name(missing[0])}: the program's structure depends on "
                              "values the kernel changes")
         return self
 
@@ -231,7 +231,7 @@ class _PlateContext:
         return False
 
 
-def _key_name(key) -> str:
+def key_name(key) -> str:
     if key and isinstance(key[0], tuple):
         return fmt(key[0] + ("*",) + key[1])
     return fmt(key)
@@ -246,7 +246,7 @@ def explain(run: GradientRun, e: BaseException) -> ModelError:
     choices were read, the line of the model's code, and what to write instead."""
     where = _user_line(e)
     after = f" after the site {fmt(run.last)}" if run.last is not None else ""
-    block = ", ".join(_key_name(k) for k in run.values) or "none yet"
+    block = ", ".join(key_name(k) for k in run.values) or "none yet"
     name = type(e).__name__
     family = _family_of(e)
     if family is not None and name in _JAX_TRACER_ERRORS:  # inside a NumPy-only family

@@ -234,7 +234,7 @@ def infer(
         "steps_per_second": None,
         "chains": chains,
         "workers": n_workers,
-        "start_method": "ray" if executor is not None else start_method() if parallel
+        "start_method": "ray" if executor is not None else start_method(kernel) if parallel
         else "in-process",
         "init_seconds": [r.init_seconds for r in records],
         "chain_seconds": [r.seconds for r in records],

@@ -1,8 +1,8 @@
 """Chains in worker processes: one process per chain, at most ``workers`` at a time.
 
-Processes start with the ``fork`` method where it exists (Linux; not macOS) and JAX's
-runtime has not started in this process (a gradient kernel starts it; its threads do not
-survive a fork): the program, kernel and any closures they hold are inherited, nothing is
+Processes start with the ``fork`` method where it exists (Linux; not macOS), unless the kernel
+uses JAX and JAX's runtime has started in this process (its threads do not survive a fork;
+see :func:`start_method`): the program, kernel and any closures they hold are inherited, nothing is
 pickled on the way in.  Otherwise ``spawn`` is used; the program and kernel are then pickled (a
 ``@th.model`` function defined at the top level of a module pickles by reference to its
 module), and an unpicklable program raises a clear error.
@@ -35,6 +35,7 @@ import threading
 import time
 import traceback
 import types
+import warnings
 from time import perf_counter
 
 from thrifty.core.model import Model
@@ -58,14 +59,22 @@ def blas_threads(chains: int) -> int:
     return max(1, cpus // max(1, min(chains, cpus)))
 
 
-def start_method() -> str:
+def start_method(kernel=None) -> str:
+    """``fork`` where it exists (not on macOS, whose system libraries it breaks) unless
+    ``kernel`` uses JAX and this process has started JAX's runtime, whose threads a forked
+    child could not use (``spawn`` then); a kernel that does not use JAX forks safely, its
+    children never calling into JAX."""
     if START_METHOD is not None:
         return START_METHOD
-    # fork is unsafe with macOS system libraries (Python's default there is spawn), and in a
-    # process whose JAX runtime has started its threads (a gradient kernel was built)
-    if "fork" in mp.get_all_start_methods() and sys.platform != "darwin" and not _jax_started():
+    if "fork" in mp.get_all_start_methods() and sys.platform != "darwin" and not (
+            uses_jax(kernel) and _jax_started()):
         return "fork"
     return "spawn"
+
+
+def uses_jax(kernel) -> bool:
+    """Whether ``kernel`` or one it is composed of computes with JAX (a gradient kernel)."""
+    return kernel is not None and any(getattr(k, "uses_jax", False) for _, k in kernel.kernels())
 
 
 def _jax_started() -> bool:
@@ -278,7 +287,7 @@ def run_parallel(
 ) -> bool:
     """Run the chains of ``records`` that are not done; returns False if the run was aborted
     (second Ctrl-C: the workers are terminated; draws sent before are kept)."""
-    method = start_method()
+    method = start_method(kernel)
     ctx = mp.get_context(method)
     q = ctx.Queue()
     event = ctx.Event()
@@ -337,7 +346,10 @@ def run_parallel(
                     name=f"thrifty-chain-{c}",
                     daemon=True,
                 )
-                p.start()
+                with warnings.catch_warnings():  # (JAX warns at every fork once it started;
+                    # a kernel that forks here never calls into JAX: see start_method)
+                    warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called")
+                    p.start()
                 active[c] = p
                 records[c].status = "running"
             if not active:

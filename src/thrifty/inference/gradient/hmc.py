@@ -27,22 +27,41 @@ import math
 import numpy as np
 
 from thrifty.core.address import fmt
-from thrifty.core.engine import VecTarget, locate, plan_elements, plan_for, propose, top_site
+from thrifty.core.engine import (
+    GradientRun,
+    VecTarget,
+    key_name,
+    locate,
+    other_values,
+    plan_elements,
+    plan_for,
+    propose,
+    structure,
+    top_site,
+)
 from thrifty.core.engine import plate as plate_view
-from thrifty.core.gradient import GradientRun, other_values, structure
 from thrifty.errors import ModelError, SelectionError
 from thrifty.inference.selecting import Selecting
 
 INSTALL = "pip install 'thrifty[jax]' (JAX and BlackJAX)"
 
 
+def _check_installed() -> None:
+    """Raise ImportError naming the extra when JAX or BlackJAX is missing (without importing
+    them: importing BlackJAX starts JAX's runtime, whose threads a forked chain could not use)."""
+    import importlib.util
+
+    missing = [m for m in ("jax", "blackjax") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ImportError(f"th.nuts and th.hmc need JAX and BlackJAX ({', '.join(missing)} "
+                          f"not installed): {INSTALL}")
+
+
 def _jax():
-    try:
-        import blackjax
-        import jax
-    except ImportError as e:
-        raise ImportError(f"th.nuts and th.hmc need JAX and BlackJAX, which are not installed: "
-                          f"{INSTALL}") from e
+    _check_installed()
+    import blackjax
+    import jax
+
     jax.config.update("jax_enable_x64", True)  # thrifty's densities are float64
     return jax, blackjax
 
@@ -99,22 +118,8 @@ class _Compiled:
         from blackjax.adaptation.window_adaptation import base
 
         a_init, a_update, a_final = base(not kernel.dense_mass, kernel.target_accept)
-        from blackjax.adaptation.step_size import find_reasonable_step_size
-
-        one_step = blackjax.hmc.build_kernel()
-
-        def reasonable(seed, u0, ovals, imm, initial):
-            density = partial(logdensity, ovals=ovals)
-            state = blackjax.hmc.init(u0, density)
-
-            def generator(step_size):
-                return lambda key, st: one_step(key, st, density, step_size, imm, 1)
-
-            return find_reasonable_step_size(jax.random.key(seed), generator, state, initial,
-                                             0.5)
-
-        self.reasonable = jax.jit(reasonable)
-        self.init = jax.jit(lambda u, ovals: init(u, partial(logdensity, ovals=ovals)))
+        # traces the program once (no compilation): its errors surface before the step's
+        self.probe = lambda u, ovals: jax.eval_shape(logdensity, u, ovals)
         self.step = jax.jit(step)
         self.get = jax.device_get
         self.constrain = jax.jit(constrain)
@@ -137,11 +142,30 @@ def _cached(program, sig):
     return hit[1]
 
 
+def _reasonable_step_size(comp, seed, u0, ovals, imm, target: float = 0.5) -> float:
+    """Hoffman & Gelman's (2014) Alg. 4 heuristic with the compiled transition: from 1, double
+    (or halve) the step size while the transition's mean acceptance stays above (below)
+    ``target``; the last step size before it crosses.  Never moves the chain."""
+    def acceptance(eps):
+        a = float(comp.get(comp.step(seed, u0, ovals, np.float64(eps), imm)[2][2]))
+        return a if a == a else 0.0
+
+    eps = 1.0
+    up = acceptance(eps) > target
+    for _ in range(60):
+        nxt = eps * 2.0 if up else eps / 2.0
+        if (acceptance(nxt) > target) != up:
+            return nxt if not up else eps
+        eps = nxt
+    return eps
+
+
 class HMC(Selecting):
     """Hamiltonian Monte Carlo on a block of continuous choices; see :func:`thrifty.hmc`."""
 
     name = "hmc"
     nuts = False
+    uses_jax = True  # (chains in worker processes: see thrifty.runtime.parallel.start_method)
 
     def __init__(self, selection, step_size: float | None = None, num_steps: int | None = None,
                  *, target_accept: float = 0.8, dense_mass: bool = False,
@@ -165,7 +189,7 @@ class HMC(Selecting):
         self._tuned = None  # (step size, inverse mass matrix) after it
         self.burn_in_steps = 0
         self._last: dict = {}  # the statistics of the last transition (per-draw stats)
-        _jax()
+        _check_installed()
 
     def label(self) -> str:
         if self.nuts:
@@ -184,8 +208,6 @@ class HMC(Selecting):
     # -- the block --------------------------------------------------------------------------------
     def _block(self, trace, cs):
         """[(key, address for messages, current value, distribution)] of the selected choices."""
-        from thrifty.core.gradient import _key_name
-
         if cs.chain_groups:
             raise SelectionError(f"{self.name}: the continuous states of a markov chain are not "
                                  "yet a block of a gradient kernel; use th.pgibbs for them")
@@ -202,7 +224,7 @@ class HMC(Selecting):
                                      "moves all of them as one block)")
             view = plate_view(trace, g.plate_addr)
             key = (g.plate_addr, g.rel)
-            out.append((key, _key_name(key), view.values(g.rel, np.arange(g.size)),
+            out.append((key, key_name(key), view.values(g.rel, np.arange(g.size)),
                         view.dist(g.rel), view.discrete(g.rel)))
         for _, name, _, _, discrete in out:
             if discrete:
@@ -253,7 +275,7 @@ class HMC(Selecting):
         if comp is None:
             comp = _Compiled(self, program, keys, ushapes, okeys, {})
             try:
-                comp.init(np.zeros(comp.size), tuple(others.values()))
+                comp.probe(np.zeros(comp.size), tuple(others.values()))
             except ModelError as e:
                 if "control flow" not in str(e):
                     raise
@@ -280,12 +302,13 @@ class HMC(Selecting):
         stepped directly), a unit mass matrix and the step size of Hoffman & Gelman's (2014)
         Alg. 4 heuristic at the first state (one leapfrog step's acceptance crossing 1/2),
         which also starts the adaptation's dual averaging (as Stan does)."""
+        import jax
         import jax.numpy as jnp
 
         def reasonable(imm):
             if self.step_size is not None:
                 return self.step_size
-            return float(comp.reasonable(seed, u0, ovals, imm, 1.0))
+            return _reasonable_step_size(comp, seed, u0, ovals, imm)
 
         if self.tuning:
             if self._adapt is None or self._adapt[0].inverse_mass_matrix.shape[0] != comp.size:
@@ -295,17 +318,18 @@ class HMC(Selecting):
                 schedule = build_schedule(n) if n >= 150 else [(0, False)] * n
                 unit = jnp.eye(comp.size) if self.dense_mass else jnp.ones(comp.size)
                 a_state = comp.adapt_init(jnp.asarray(u0), reasonable(unit))
+                a_state = jax.tree.map(lambda x: jnp.asarray(x, dtype=jnp.result_type(x)), a_state)
                 self._adapt = (a_state, [(int(s), bool(e)) for s, e in np.asarray(schedule)], 0)
             a_state = self._adapt[0]
             step = a_state.step_size if self.step_size is None else self.step_size
-            return step, a_state.inverse_mass_matrix
+            return np.float64(step), a_state.inverse_mass_matrix
         if self._tuned is None or np.shape(self._tuned[1])[0] != comp.size:
             if self._adapt is not None and self._adapt[0].inverse_mass_matrix.shape[0] == comp.size:
                 step, imm = comp.adapt_final(self._adapt[0])
             else:
                 imm = jnp.eye(comp.size) if self.dense_mass else jnp.ones(comp.size)
                 step = reasonable(imm)
-            self._tuned = (float(step) if self.step_size is None else self.step_size, imm)
+            self._tuned = (np.float64(step if self.step_size is None else self.step_size), imm)
         return self._tuned
 
     def _tune(self, on: bool) -> None:
@@ -395,6 +419,17 @@ def hmc(selection, step_size: float | None = None, num_steps: int | None = None,
         target_accept: float = 0.8, dense_mass: bool = False) -> HMC:
     """Hamiltonian Monte Carlo (BlackJAX) on the continuous choices ``selection`` names, with
     ``num_steps`` leapfrog steps (10 when not given) of size ``step_size`` (adapted during the
-    burn-in when not given, with the inverse mass matrix); see :func:`nuts`."""
+    burn-in when not given, with the inverse mass matrix); see :func:`nuts`.
+
+    >>> import thrifty as th
+    >>> from thrifty import dist
+    >>> @th.model
+    ... def m():
+    ...     th.sample("x", dist.Gamma(4.0, 2.0))          # moved as log(x) on the real line
+    >>> r = th.infer(m(), th.hmc("x", step_size=0.3, num_steps=10), num_samples=1000, seed=0,
+    ...              progress=False)
+    >>> bool(abs(r["x"].mean() - 2.0) < 0.25), bool((r["x"] > 0).all())
+    (True, True)
+    """
     return HMC(selection, step_size, num_steps, target_accept=target_accept,
                dense_mass=dense_mass)

@@ -266,7 +266,7 @@ def test_nuts_with_pgas_on_a_state_space_model_matches_the_kalman_grid():
         prev = 0.8 * prev + 0.6 * rng.standard_normal()
         x[t] = prev
     y = x + 0.5 * rng.standard_normal(50)
-    r = th.infer(ssm(y), th.cycle([th.nuts(["a", "q"]), th.pgibbs("s", particles=20)]),
+    r = th.infer(ssm(y), th.cycle([th.nuts(["a", "q"]), th.pgibbs("s", particles=10)]),
                  num_samples=2000, burn_in=500, seed=4, progress=False)
     for name, (mean, sd, cdf) in _kalman_grid(y).items():
         check_continuous(r[name], mean, sd, cdf, what=name)

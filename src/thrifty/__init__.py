@@ -1,5 +1,6 @@
 """thrifty: probabilistic programming whose MCMC spends computation only where it matters."""
 
+import logging
 import sys
 
 from thrifty import distributions as dist
@@ -106,3 +107,10 @@ from thrifty import (  # subpackages users reach as th.datasets, ...
 from thrifty.distributions import glm  # the GLM families, as th.glm
 
 sys.modules[__name__ + ".glm"] = glm  # ``import thrifty.glm`` names the same module
+
+# what th.infer says it chose for a program without a kernel (INFO, as PyMC's "Assigned NUTS
+# to ..."): shown on stderr unless the application configured logging itself
+_log = logging.getLogger("thrifty")
+if not logging.root.handlers and not _log.handlers:
+    _log.setLevel(logging.INFO)
+    _log.addHandler(logging.StreamHandler())

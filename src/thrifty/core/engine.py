@@ -53,7 +53,13 @@ True
 from __future__ import annotations
 
 from thrifty.core.choices import starts_with, walk, walk_steps
-from thrifty.core.gradient import GradientRun, key_name, other_values, structure
+from thrifty.core.gradient import (
+    GradientRun,
+    NotDifferentiable,
+    key_name,
+    other_values,
+    structure,
+)
 from thrifty.core.locate import (
     locate,
     locate_choice,
@@ -100,7 +106,9 @@ from thrifty.core.sections import (
     executions_since,
     lane_choices,
     lane_lps,
+    latent_sites,
     memo_density_changes,
+    memo_names,
     plate,
     plate_clock,
     plate_sizes,
@@ -157,6 +165,7 @@ __all__ = [
     "Candidates",
     "GradientRun",
     "Mode",
+    "NotDifferentiable",
     "Plan",
     "Run",
     "StructureChange",
@@ -175,10 +184,12 @@ __all__ = [
     "key_name",
     "lane_choices",
     "lane_lps",
+    "latent_sites",
     "locate",
     "locate_choice",
     "member_lps",
     "memo_density_changes",
+    "memo_names",
     "other_values",
     "per_particle",
     "pinned_step",

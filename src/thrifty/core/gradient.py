@@ -38,6 +38,13 @@ from thrifty.errors import ModelError
 
 OBSERVED = "<observed>"  # key prefix of simulated observations in ``others``
 
+
+class NotDifferentiable(ModelError):
+    """The model's code cannot run on traced arrays: a NumPy-only function or Python control
+    flow met a value that depends on the arrays (``traced`` True), or something else failed."""
+
+    traced = False
+
 BLOCK_HINT = (
     "write that code with arithmetic and indexing (mu + tau * eta[i], X[i] @ w), "
     "jax.numpy, or array-API functions (x.__array_namespace__()), or update the choice with "
@@ -252,16 +259,18 @@ def explain(run: GradientRun, e: BaseException) -> ModelError:
     if family is not None and name in _JAX_TRACER_ERRORS:  # inside a NumPy-only family
         from thrifty.distributions.base import not_array_api
 
-        return ModelError(f"{fmt(run.last) if run.last else 'the model'}{where}: "
-                          f"{not_array_api(family, run.xp)}")
+        return NotDifferentiable(f"{fmt(run.last) if run.last else 'the model'}{where}: "
+                                 f"{not_array_api(family, run.xp)}")
     if name in _JAX_TRACER_ERRORS:
         what = ("a NumPy function or Python control flow (if, int(), float()) was given a value "
                 "that depends on the gradient kernel's block")
         if name == "TracerBoolConversionError" or name == "ConcretizationTypeError":
             what = ("Python control flow (if, while, int(), float()) depends on a value the "
                     "gradient kernel's block changes, or a NumPy function was given one")
-        return ModelError(f"the model's code{where}{after} cannot be differentiated: {what} "
-                          f"(block choices read so far: {block}); {BLOCK_HINT}")
+        err = NotDifferentiable(f"the model's code{where}{after} cannot be differentiated: "
+                                f"{what} (block choices read so far: {block}); {BLOCK_HINT}")
+        err.traced = True
+        return err
     if name == "DistributionError":
         return ModelError(f"{fmt(run.last) if run.last else 'the model'}: {e}")
     return ModelError(f"the model's code{where}{after} raised {name} in a gradient run: {e} "

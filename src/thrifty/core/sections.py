@@ -254,6 +254,26 @@ def plate_sizes(trace) -> dict:
     return {addr: node.size for addr, node in trace.root.plates.items()}
 
 
+def latent_sites(trace) -> dict:
+    """name → (distribution, discrete) of the latent sites at the top level and in top-level
+    plates (a plate site once, named ``plate.site``; chain steps and memoized values apart)."""
+    out = {}
+    root = trace.root
+    for local, site in root.sites.items():
+        if site.kind == LATENT:
+            out[".".join(map(str, local))] = (site.dist, bool(site.discrete))
+    for paddr, node in root.plates.items():
+        for rel, col in node.sites.items():
+            if col.kind == LATENT:
+                out[".".join(map(str, paddr + rel))] = (col.dist, bool(col.discrete))
+    return out
+
+
+def memo_names(trace) -> list:
+    """The names of the trace's memoized functions (``"w"`` for ``th.mem("w", ...)``)."""
+    return [".".join(map(str, m)) for m in trace.mems]
+
+
 def top_values(trace, kind) -> list:
     """The values of the top-level sites of ``kind`` (e.g. deterministic values)."""
     return [s.value for s in trace.root.sites.values() if s.kind == kind]

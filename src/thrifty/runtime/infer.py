@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import numbers
 import os
 import warnings
@@ -28,6 +29,10 @@ from thrifty.runtime.ray_executor import RayExecutor, run_ray
 from thrifty.runtime.recorder import Selector
 from thrifty.runtime.result import DENSE_BYTES, Result, build_result
 
+log = logging.getLogger("thrifty")
+#: burn-in of ``th.infer`` with the default kernel (NUTS adapts its step size and mass matrix)
+DEFAULT_KERNEL_BURN_IN = 1000
+
 
 class InterruptedWarning(UserWarning):
     """``th.infer`` was interrupted (Ctrl-C) and returns the draws collected so far.
@@ -40,9 +45,9 @@ class InterruptedWarning(UserWarning):
 
 def infer(
     program,
-    kernel,
-    num_samples: int,
-    burn_in: int = 0,
+    kernel=None,
+    num_samples: int = 1000,
+    burn_in: int | None = None,
     thin: int = 1,
     chains: int = 1,
     seed=None,
@@ -69,7 +74,13 @@ def infer(
     program : a :class:`~thrifty.Program` (``model(*args)``), or a Model / function of no
         arguments.
     kernel : a kernel (``th.lmh()``, ``th.mh(...)``, ``th.cycle([...])``, ...); each chain runs
-        a deep copy, so its statistics are per chain.
+        a deep copy, so its statistics are per chain.  ``None``: one kernel per kind of choice
+        in a ``th.cycle`` — NUTS for continuous choices, Gibbs for finite discrete ones and
+        table labels, PGAS for markov chains, LMH for the rest
+        (:mod:`thrifty.inference.default`) — and a sentence saying what it assigned (logged
+        and in ``result.notes``).
+    burn_in : kernel steps before the first recorded draw, in which kernels adapt (default 0,
+        or 1000 for the default kernel).
     seed : an int, None (fresh entropy) or a :class:`numpy.random.SeedSequence`.  Chain ``c``
         uses ``default_rng(SeedSequence(seed).spawn(chains)[c])`` for its initialisation and all
         its steps, so the draws do not depend on ``workers``.  (A Generator is not accepted.)
@@ -135,9 +146,17 @@ def infer(
     """
     t_start = perf_counter()
     program = _check_program(program)
+    assigned = None
+    if kernel is None:
+        from thrifty.inference.default import default_kernel
+
+        kernel, assigned = default_kernel(program)
+        log.info(assigned)
+        if burn_in is None:
+            burn_in = DEFAULT_KERNEL_BURN_IN
     kernel = _check_kernel(kernel)
     num_samples = _int_arg("num_samples", num_samples, 0)
-    burn_in = _int_arg("burn_in", burn_in, 0)
+    burn_in = _int_arg("burn_in", 0 if burn_in is None else burn_in, 0)
     thin = _int_arg("thin", thin, 1)
     chains = _int_arg("chains", chains, 1)
     if workers is not None:
@@ -175,7 +194,7 @@ def infer(
     if checkpoint is not None:  # a checkpoint never resumes a different run
         config.update(run_identity(program, kernel, keep, inits))
     records = [ChainRecord() for _ in range(chains)]
-    notes: list[str] = []
+    notes: list[str] = [assigned] if assigned else []
     ckpt = None
     if checkpoint is not None:
         ckpt = Checkpoint(checkpoint, checkpoint_every, chains)

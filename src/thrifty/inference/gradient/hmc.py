@@ -29,6 +29,7 @@ import numpy as np
 from thrifty.core.address import fmt
 from thrifty.core.engine import (
     GradientRun,
+    NotDifferentiable,
     VecTarget,
     key_name,
     locate,
@@ -40,7 +41,7 @@ from thrifty.core.engine import (
     top_site,
 )
 from thrifty.core.engine import plate as plate_view
-from thrifty.errors import ModelError, SelectionError
+from thrifty.errors import SelectionError
 from thrifty.inference.selecting import Selecting
 
 INSTALL = "pip install 'thrifty[jax]' (JAX and BlackJAX)"
@@ -233,10 +234,21 @@ class HMC(Selecting):
         return out
 
     # -- one step ---------------------------------------------------------------------------------
-    def _step(self, trace, rng):
+    @staticmethod
+    def check_installed() -> None:
+        """ImportError naming the extra when JAX or BlackJAX is missing."""
+        _check_installed()
+
+    def probe(self, trace) -> None:
+        """Trace the block's density on ``trace`` once (nothing compiled yet): raises the
+        errors a step would (a choice not differentiable, a NumPy-only family, ...)."""
         cs = self.choices(trace)
         if cs is None:
-            return trace
+            raise SelectionError(f"{self.name}: {self.selection!r} selects no choice")
+        self._prepare(trace, cs)
+
+    def _prepare(self, trace, cs):
+        """(block keys, unconstrained start, compiled functions, their other values)."""
         from thrifty.transforms import biject_to
 
         block = self._block(trace, cs)
@@ -249,6 +261,13 @@ class HMC(Selecting):
         u0 = np.concatenate([u.ravel() for u in us]) if us else np.zeros(0)
         others = other_values(trace, set(keys))
         comp, ovals = self._compile(trace.program, keys, ushapes, others)
+        return keys, u0, comp, ovals
+
+    def _step(self, trace, rng):
+        cs = self.choices(trace)
+        if cs is None:
+            return trace
+        keys, u0, comp, ovals = self._prepare(trace, cs)
         seed = np.uint32(rng.integers(2**32))
         step_size, imm = self._parameters(comp, u0, ovals, seed)
         position, values, stats = comp.step(seed, u0, ovals, step_size, imm)
@@ -276,10 +295,10 @@ class HMC(Selecting):
             comp = _Compiled(self, program, keys, ushapes, okeys, {})
             try:
                 comp.probe(np.zeros(comp.size), tuple(others.values()))
-            except ModelError as e:
-                if "control flow" not in str(e):
+            except NotDifferentiable as e:
+                if not e.traced:
                     raise
-                comp = "static"
+                comp = "static"  # (tried below: if the block's values are at fault, it fails)
             _CACHE[sig] = (program, comp)
         if comp != "static":
             return comp, tuple(others.values())
@@ -289,6 +308,7 @@ class HMC(Selecting):
         comp = _cached(program, ssig)
         if comp is None:
             comp = _Compiled(self, program, keys, ushapes, rest, discrete)
+            comp.probe(np.zeros(comp.size), tuple(others[k] for k in rest))
             _CACHE[ssig] = (program, comp)
         return comp, tuple(others[k] for k in rest)
 

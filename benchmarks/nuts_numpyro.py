@@ -1,0 +1,190 @@
+"""``th.nuts`` against NumPyro's NUTS in the same process: effective samples per second, set-up
+and compilation included, and posterior agreement.
+
+Models (both libraries write the same density; NumPyro's in its own modelling language):
+
+* ``eight_schools`` — non-centred eight schools (mu ~ N(0, 5), tau ~ HalfCauchy(5),
+  eta_j ~ N(0, 1), y_j ~ N(mu + tau eta_j, s_j));
+* ``hier_logistic`` — hierarchical logistic regression: J = 8 groups, N = 800 points, d = 3
+  features; group intercepts a_j ~ N(mu_a, sigma_a), shared weights w ~ N(0, 1), y ~
+  Bernoulli(logits = a_g + X w); data from a fixed seed.
+
+Each round runs, for each library, one chain of ``warmup`` + ``samples`` NUTS transitions from
+a fresh start (thrifty: ``th.infer(model, th.nuts([...]), burn_in=warmup)``, default
+recording; NumPyro: ``MCMC(NUTS(model), num_warmup=warmup, num_samples=samples,
+progress_bar=False)``, whose whole chain is one compiled ``lax.scan``), interleaved, with the
+wall time of the call (compilation included; each round builds a new program / model closure,
+so nothing compiled in a previous round is reused).  ESS is ArviZ's bulk ESS, the minimum over
+the parameters (the slowest-mixing one); ESS/s = that over the wall time.  Reported: per round
+and median, and the ratio thrifty / NumPyro.  Posterior agreement: per parameter, the
+difference of the two posterior means in units of their combined Monte Carlo standard error.
+
+Run: ``cd benchmarks && ../.venv/bin/python nuts_numpyro.py`` (``--quick``: fewer draws).
+Needs the ``bench`` extra (``pip install -e '.[jax,bench]'``).  Writes
+``results/nuts_numpyro.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+import thrifty as th
+from _common import write
+from thrifty import dist
+from thrifty.diagnostics._arviz import ess
+
+Y8 = np.array([28.0, 8, -3, 7, -1, 1, 18, 12])
+S8 = np.array([15.0, 10, 16, 11, 9, 11, 10, 18])
+
+
+@th.model
+def schools(y, sd):
+    mu = th.sample("mu", dist.Normal(0.0, 5.0))
+    tau = th.sample("tau", dist.HalfCauchy(5.0))
+    with th.plate("school", len(y)) as i:
+        eta = th.sample("eta", dist.Normal(0.0, 1.0))
+        th.observe("y", dist.Normal(mu + tau * eta, sd[i]), y[i])
+
+
+def logistic_data(seed=0, J=8, N=800, d=3):
+    rng = np.random.default_rng(seed)
+    g = rng.integers(0, J, N)
+    X = rng.normal(size=(N, d))
+    a = rng.normal(0.3, 0.8, J)
+    w = np.array([1.0, -0.5, 0.25])[:d]
+    y = (rng.random(N) < 1 / (1 + np.exp(-(a[g] + X @ w)))).astype(float)
+    return g, X, y, J
+
+
+@th.model
+def hier_logistic(g, X, y, J):
+    mu_a = th.sample("mu_a", dist.Normal(0.0, 2.0))
+    sigma_a = th.sample("sigma_a", dist.HalfNormal(1.0))
+    w = th.sample("w", dist.MvNormal(np.zeros(X.shape[1]), np.eye(X.shape[1])))
+    with th.plate("group", J):
+        a = th.sample("a", dist.Normal(mu_a, sigma_a))
+    with th.plate("data", len(y)) as i:
+        th.observe("y", dist.Bernoulli(logits=a[g[i]] + X[i] @ w), y[i])
+
+
+def thrifty_run(name, warmup, samples, seed):
+    if name == "eight_schools":
+        prog, sel, names = schools(Y8, S8), ["mu", "tau", "school.eta"], ["mu", "tau"]
+    else:
+        prog = hier_logistic(*logistic_data())
+        sel, names = ["mu_a", "sigma_a", "w", "group.a"], ["mu_a", "sigma_a", "w"]
+    t0 = time.perf_counter()
+    r = th.infer(prog, th.nuts(sel), num_samples=samples, burn_in=warmup, seed=seed,
+                 progress=False)
+    seconds = time.perf_counter() - t0
+    draws = {n: np.asarray(r[n])[0] for n in names + [s for s in sel if s not in names]}
+    return seconds, draws, float(r.sample_stats["diverging"].mean())
+
+
+def numpyro_run(name, warmup, samples, seed):
+    import jax
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as nd
+    from numpyro.infer import MCMC, NUTS
+
+    if name == "eight_schools":
+        def model(y, sd):
+            mu = numpyro.sample("mu", nd.Normal(0.0, 5.0))
+            tau = numpyro.sample("tau", nd.HalfCauchy(5.0))
+            with numpyro.plate("school", len(y)):
+                eta = numpyro.sample("school.eta", nd.Normal(0.0, 1.0))
+                numpyro.sample("y", nd.Normal(mu + tau * eta, sd), obs=y)
+
+        args = (jnp.asarray(Y8), jnp.asarray(S8))
+    else:
+        g, X, y, J = logistic_data()
+
+        def model(g, X, y):
+            mu_a = numpyro.sample("mu_a", nd.Normal(0.0, 2.0))
+            sigma_a = numpyro.sample("sigma_a", nd.HalfNormal(1.0))
+            w = numpyro.sample("w", nd.MultivariateNormal(jnp.zeros(X.shape[1]),
+                                                           jnp.eye(X.shape[1])))
+            with numpyro.plate("group", J):
+                a = numpyro.sample("group.a", nd.Normal(mu_a, sigma_a))
+            with numpyro.plate("data", len(y)):
+                numpyro.sample("y", nd.Bernoulli(logits=a[g] + X @ w), obs=y)
+
+        args = (jnp.asarray(g), jnp.asarray(X), jnp.asarray(y))
+    t0 = time.perf_counter()
+    mcmc = MCMC(NUTS(model), num_warmup=warmup, num_samples=samples, progress_bar=False)
+    mcmc.run(jax.random.key(seed), *args, extra_fields=("diverging",))
+    s = mcmc.get_samples()
+    jax.block_until_ready(s)
+    seconds = time.perf_counter() - t0
+    draws = {k: np.asarray(v) for k, v in s.items()}
+    div = float(np.asarray(mcmc.get_extra_fields()["diverging"]).mean())
+    return seconds, draws, div
+
+
+def min_ess(draws: dict) -> tuple[float, str]:
+    best = (np.inf, "")
+    for n, v in draws.items():
+        a = v.reshape(len(v), -1)
+        for j in range(a.shape[1]):
+            e = ess(a[:, j][None, :], method="bulk")
+            if e < best[0]:
+                best = (e, n if a.shape[1] == 1 else f"{n}[{j}]")
+    return best
+
+
+def agreement(a: dict, b: dict) -> dict:
+    out = {}
+    for n in a:
+        if n not in b:
+            continue
+        x, y = a[n].reshape(len(a[n]), -1), b[n].reshape(len(b[n]), -1)
+        for j in range(x.shape[1]):
+            se = np.hypot(x[:, j].std() / np.sqrt(ess(x[:, j][None, :])),
+                          y[:, j].std() / np.sqrt(ess(y[:, j][None, :])))
+            out[n if x.shape[1] == 1 else f"{n}[{j}]"] = float(
+                (x[:, j].mean() - y[:, j].mean()) / se)
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    warmup, samples = (300, 300) if args.quick else (1000, 1000)
+    out = {"warmup": warmup, "samples": samples, "models": {}}
+    for name in ("eight_schools", "hier_logistic"):
+        rounds = []
+        for k in range(args.rounds):
+            ts, td, tdiv = thrifty_run(name, warmup, samples, seed=10 + k)
+            ns, nd_, ndiv = numpyro_run(name, warmup, samples, seed=10 + k)
+            te, tn = min_ess(td)
+            ne, nn = min_ess(nd_)
+            row = {"thrifty": {"seconds": ts, "min_ess": te, "slowest": tn,
+                               "ess_per_s": te / ts, "divergent": tdiv},
+                   "numpyro": {"seconds": ns, "min_ess": ne, "slowest": nn,
+                               "ess_per_s": ne / ns, "divergent": ndiv},
+                   "mean_difference_in_se": agreement(td, nd_)}
+            row["ratio_ess_per_s"] = row["thrifty"]["ess_per_s"] / row["numpyro"]["ess_per_s"]
+            rounds.append(row)
+            print(f"{name} round {k}: thrifty {ts:.1f} s, min ESS {te:.0f} ({tn}), "
+                  f"{te / ts:.1f}/s | numpyro {ns:.1f} s, min ESS {ne:.0f} ({nn}), "
+                  f"{ne / ns:.1f}/s | ratio {row['ratio_ess_per_s']:.2f}", flush=True)
+        med = {lib: {k: statistics.median(r[lib][k] for r in rounds)
+                     for k in ("seconds", "min_ess", "ess_per_s")}
+               for lib in ("thrifty", "numpyro")}
+        med["ratio_ess_per_s"] = statistics.median(r["ratio_ess_per_s"] for r in rounds)
+        med["max_abs_mean_difference_in_se"] = max(
+            abs(v) for r in rounds for v in r["mean_difference_in_se"].values())
+        out["models"][name] = {"rounds": rounds, "median": med}
+        print(f"{name} median: {med}", flush=True)
+    write("nuts_numpyro", out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,134 @@
+"""The kernel ``th.infer`` uses when none is given: one kernel per kind of choice, composed in a
+``th.cycle`` (as PyMC's ``pm.sample()`` assigns its step methods), and a sentence saying what
+it chose.
+
+* **continuous choices present in every trace** (top-level sites and plate sites):
+  ``th.nuts`` on all of them as one block when JAX and BlackJAX are installed and the
+  program's density of them can be differentiated (a gradient run is traced once to find out);
+  otherwise ``th.mh(site, th.drift())`` per site, adapted during the burn-in;
+* **finite discrete choices** (``Bernoulli``, ``Categorical``, ``Binomial``, ... at the top
+  level or in plates) and the labels of a coupled process (``th.CRP`` tables):
+  ``th.gibbs`` per site (enumeration; tables plus a new one, scored in lanes), unless
+  changing one creates or drops other choices (tried on a few prior traces): LMH then;
+* **the states of each markov chain** (at the top level or in a top-level plate):
+  ``th.pgibbs(chain, 20)`` — PGAS (003), whatever the states' types;
+* **the rest** — choices whose existence varies between traces (found in prior simulations),
+  discrete choices without a finite support, memoized values: ``th.lmh`` over them (001).
+
+>>> import thrifty as th
+>>> from thrifty import dist
+>>> @th.model
+... def m():
+...     z = th.sample("z", dist.Bernoulli(probs=0.3))
+...     th.observe("y", dist.Normal(2.0 * z, 1.0), 1.5)
+>>> kernel, text = default_kernel(m())
+>>> text
+"th.infer: no kernel given; assigned Gibbs to z (th.gibbs('z'))"
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from thrifty.core.engine import chains, latent_sites, memo_names, simulate_run
+from thrifty.errors import DistributionError, ModelError, SelectionError
+
+PRIOR_SIMULATIONS = 20  # prior traces: a choice present in every trace or not
+PARTICLES = 20  # PGAS particles per chain
+STRUCTURE_PROBES = 5  # traces on which a finite choice is tried for structure change
+
+
+def default_kernel(program, rng=None) -> tuple:
+    """``(kernel, sentence)``: the composed kernel for ``program`` and what it assigned to
+    which sites (see the module docstring).  Deterministic for a program: its prior
+    simulations use their own generator."""
+    from thrifty.inference.compose import cycle
+    from thrifty.inference.mcmc.gibbs import gibbs
+    from thrifty.inference.mcmc.mh import lmh, mh
+    from thrifty.inference.particles.pgibbs import pgibbs
+    from thrifty.inference.proposals.base import drift
+
+    rng = np.random.default_rng(0) if rng is None else rng
+    trace, _ = simulate_run(program, rng)
+    traces = [trace]
+    names = latent_sites(trace)
+    always = set(names)
+    for _ in range(PRIOR_SIMULATIONS):
+        other, _ = simulate_run(program, rng)
+        traces.append(other)
+        present = latent_sites(other)
+        always &= set(present)
+        for n, v in present.items():
+            names.setdefault(n, v)
+    continuous, finite, rest = [], [], []
+    for n, (d, discrete) in names.items():
+        if n not in always:
+            rest.append(n)
+        elif getattr(d, "coupled", False) or (discrete and d.has_enumerate_support):
+            (rest if _decides_structure(n, traces[:STRUCTURE_PROBES], rng) else finite).append(n)
+        elif discrete:
+            rest.append(n)
+        else:
+            continuous.append(n)
+    rest += memo_names(trace)
+    parts, said = [], []
+    if continuous:
+        k, why = _gradient_kernel(trace, continuous)
+        if k is not None:
+            parts.append(k)
+            said.append(f"NUTS to {', '.join(continuous)}")
+        else:
+            parts += [mh(n, drift()) for n in continuous]
+            said.append(f"adaptive MH (th.drift()) to {', '.join(continuous)} ({why})")
+    if finite:
+        parts += [gibbs(n) for n in finite]
+        said.append(f"Gibbs to {', '.join(finite)}")
+    for plate, chain in chains(trace):
+        name = ".".join(map(str, (plate or ()) + chain))
+        parts.append(pgibbs(name, PARTICLES))
+        said.append(f"PGAS ({PARTICLES} particles) to the chain {name}")
+    if rest:
+        parts.append(lmh(rest))
+        said.append(f"LMH to {', '.join(rest)}")
+    if not parts:
+        raise SelectionError("th.infer: the program has no latent choice to sample; "
+                             "th.simulate(program) runs it")
+    kernel = cycle(parts) if len(parts) > 1 else parts[0]
+    return kernel, (f"th.infer: no kernel given; assigned {'; '.join(said)} "
+                    f"({_spelled(parts)})")
+
+
+def _decides_structure(name, traces, rng) -> bool:
+    """Whether changing the finite choice ``name`` creates or drops other choices in one of
+    ``traces`` (a Gibbs step on a fork of each: Gibbs refuses such a choice; LMH takes it)."""
+    from thrifty.inference.mcmc.gibbs import gibbs
+
+    for t in traces:
+        try:
+            gibbs(name).step(t.fork(), rng)
+        except SelectionError as e:
+            if "structure" in str(e):
+                return True
+            raise
+    return False
+
+
+def _gradient_kernel(trace, names) -> tuple:
+    """(th.nuts on ``names``, None), or (None, why not)."""
+    from thrifty.inference.gradient.hmc import HMC, nuts
+
+    try:
+        HMC.check_installed()
+    except ImportError:
+        return None, "JAX is not installed: pip install 'thrifty[jax]' for NUTS"
+    k = nuts(names)
+    try:
+        k.probe(trace)
+    except (ModelError, DistributionError, SelectionError) as e:
+        return None, f"NUTS cannot differentiate this program: {e}"
+    return k, None
+
+
+def _spelled(parts) -> str:
+    inner = ", ".join(f"th.{p.label()}" for p in parts)
+    return f"th.cycle([{inner}])" if len(parts) > 1 else inner

@@ -1,0 +1,93 @@
+"""``th.infer(program)`` without a kernel: what it assigns to which sites, that it says so, and
+that the posterior is right on a newcomer's models (against the exact answers of
+test_gradient.py and test_structure.py; thresholds of stat_helpers)."""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import numpy as np
+import pytest
+
+import thrifty as th
+from stat_helpers import Z_MAX, check_continuous, prob_z
+from test_gradient import S8, Y8, _schools_grid, mixture, schools, ssm
+from test_structure import fig1, fig1_exact, truncnorm_mu
+from thrifty import dist
+from thrifty.inference.default import default_kernel
+
+
+def test_eight_schools_without_a_kernel(caplog):
+    with caplog.at_level(logging.INFO, logger="thrifty"):
+        r = th.infer(schools(Y8, S8), seed=7, progress=False)
+    said = "assigned NUTS to mu, tau, school.eta"
+    assert any(said in m for m in caplog.messages) and said in r.notes[0]
+    assert r["mu"].shape == (1, 1000)  # 1,000 draws after a burn-in of 1,000
+    grid = _schools_grid()
+    for name in ("mu", "tau"):
+        mean, sd, cdf = grid[name]
+        check_continuous(r[name], mean, sd, cdf, what=name)
+
+
+def test_labels_get_gibbs_and_the_mean_gets_nuts():
+    from scipy import stats
+
+    y = np.array([1.8, -2.2, 2.5, 1.1, -1.7])
+    r = th.infer(mixture(y), num_samples=3000, burn_in=500, seed=3, progress=False)
+    assert "assigned NUTS to mu; Gibbs to data.z" in r.notes[0]
+    g = np.linspace(-12, 12, 4001)
+    lp = stats.norm(0, 3).logpdf(g) + np.log(
+        0.5 * stats.norm.pdf(y[:, None] - g) + 0.5 * stats.norm.pdf(y[:, None] + g)).sum(0)
+    p = np.exp(lp - lp.max())
+    p /= p.sum()
+    mean = float((g * p).sum())
+    sd = float(np.sqrt(((g - mean) ** 2 * p).sum()))
+    check_continuous(r["mu"], mean, sd, lambda x: np.interp(x, g, np.cumsum(p)), what="mu")
+
+
+def test_a_choice_that_decides_structure_gets_lmh():
+    """000 Fig. 1: b decides whether mu exists, so Gibbs cannot take b (it refuses a value that
+    creates a choice); the default kernel gives b and mu to LMH, and the posterior is exact."""
+    log_b1, mean, sd, _ = fig1_exact(1.5, 1.0)
+    r = th.infer(fig1(1.5, 1.0), num_samples=20_000, burn_in=1000, seed=1, progress=False)
+    assert "assigned LMH to b, mu" in r.notes[0]
+    z = prob_z(r["b"], 1, math.exp(log_b1))
+    assert abs(z) < Z_MAX, z
+    check_continuous(r["mu"][r["b"] == 0], mean, sd, truncnorm_mu(1.5, 1.0).cdf, "mu | b = 0")
+
+
+def test_a_chain_gets_pgas():
+    _, said = default_kernel(ssm(np.zeros(10)))
+    assert "NUTS to a, q; PGAS (20 particles) to the chain s" in said
+
+
+@th.model
+def numpy_only(y):
+    mu = th.sample("mu", dist.Normal(0.0, 3.0))
+    th.observe("y", dist.Normal(np.tanh(mu), 0.5), y)
+
+
+def test_without_gradients_adaptive_mh_and_the_reason(monkeypatch):
+    _, said = default_kernel(numpy_only(0.3))
+    assert "adaptive MH (th.drift()) to mu (NUTS cannot differentiate" in said
+    assert "np.tanh(mu)" in said
+    from thrifty.inference.gradient.hmc import HMC
+
+    def missing():
+        raise ImportError("no JAX")
+
+    monkeypatch.setattr(HMC, "check_installed", staticmethod(missing))
+    _, said = default_kernel(schools(Y8, S8))
+    assert "JAX is not installed: pip install 'thrifty[jax]'" in said
+    r = th.infer(numpy_only(0.3), num_samples=4000, seed=2, progress=False)
+    assert np.isfinite(r["mu"]).all()
+
+
+def test_a_program_without_latent_choices_is_an_error():
+    @th.model
+    def nothing():
+        th.observe("y", dist.Normal(0.0, 1.0), 0.5)
+
+    with pytest.raises(th.errors.SelectionError, match="no latent choice"):
+        th.infer(nothing(), progress=False)

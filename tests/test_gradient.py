@@ -261,11 +261,11 @@ def test_nuts_with_pgas_on_a_state_space_model_matches_the_kalman_grid():
     """th.cycle([th.nuts(parameters), th.pgibbs(states)]): the parameters' marginal posterior
     against the Kalman-likelihood grid (the states integrated out exactly)."""
     rng = np.random.default_rng(0)
-    x, prev = np.zeros(50), 0.0
-    for t in range(50):
+    x, prev = np.zeros(30), 0.0
+    for t in range(30):
         prev = 0.8 * prev + 0.6 * rng.standard_normal()
         x[t] = prev
-    y = x + 0.5 * rng.standard_normal(50)
+    y = x + 0.5 * rng.standard_normal(30)
     r = th.infer(ssm(y), th.cycle([th.nuts(["a", "q"]), th.pgibbs("s", particles=10)]),
                  num_samples=2000, burn_in=500, seed=4, progress=False)
     for name, (mean, sd, cdf) in _kalman_grid(y).items():

@@ -12,7 +12,7 @@ import pytest
 
 import thrifty as th
 from stat_helpers import Z_MAX, check_continuous, prob_z
-from test_gradient import S8, Y8, _schools_grid, mixture, schools, ssm
+from test_gradient import MIXTURE_Y, S8, Y8, _schools_grid, mixture, mixture_grid, schools, ssm
 from test_structure import fig1, fig1_exact, truncnorm_mu
 from thrifty import dist
 from thrifty.inference.default import default_kernel
@@ -31,19 +31,9 @@ def test_eight_schools_without_a_kernel(caplog):
 
 
 def test_labels_get_gibbs_and_the_mean_gets_nuts():
-    from scipy import stats
-
-    y = np.array([1.8, -2.2, 2.5, 1.1, -1.7])
-    r = th.infer(mixture(y), num_samples=3000, burn_in=500, seed=3, progress=False)
+    r = th.infer(mixture(MIXTURE_Y), num_samples=3000, burn_in=500, seed=3, progress=False)
     assert "assigned NUTS to mu; Gibbs to data.z" in r.notes[0]
-    g = np.linspace(-12, 12, 4001)
-    lp = stats.norm(0, 3).logpdf(g) + np.log(
-        0.5 * stats.norm.pdf(y[:, None] - g) + 0.5 * stats.norm.pdf(y[:, None] + g)).sum(0)
-    p = np.exp(lp - lp.max())
-    p /= p.sum()
-    mean = float((g * p).sum())
-    sd = float(np.sqrt(((g - mean) ** 2 * p).sum()))
-    check_continuous(r["mu"], mean, sd, lambda x: np.interp(x, g, np.cumsum(p)), what="mu")
+    check_continuous(r["mu"], *mixture_grid(MIXTURE_Y), what="mu")
 
 
 def test_a_choice_that_decides_structure_gets_lmh():

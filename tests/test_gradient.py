@@ -40,6 +40,15 @@ def schools(y, sd):
         th.observe("y", dist.Normal(mu + tau * eta, sd[i]), y[i])
 
 
+def _marginal(grid, p):
+    """(mean, sd, cdf) of a posterior marginal on a grid with probabilities ``p``."""
+    p = p / p.sum()
+    mean = float((grid * p).sum())
+    sd = float(np.sqrt(((grid - mean) ** 2 * p).sum()))
+    cdf = np.cumsum(p)
+    return mean, sd, lambda x: np.interp(x, grid, cdf)
+
+
 def _schools_grid():
     """Marginal posterior grids of mu and tau (eta integrated out): (mu grid, p(mu) cdf,
     tau grid, p(tau) cdf, means, sds)."""
@@ -52,19 +61,12 @@ def _schools_grid():
     lp = ll + stats.norm(0, 5).logpdf(M) + stats.halfcauchy(scale=5).logpdf(T) + np.log(T)
     w = np.exp(lp - lp.max())
     w /= w.sum()
-    pm, pt = w.sum(1), w.sum(0)
-    out = {}
-    for name, grid, p in (("mu", mu, pm), ("tau", tau, pt)):
-        mean = float((grid * p).sum())
-        sd = float(np.sqrt(((grid - mean) ** 2 * p).sum()))
-        cdf = np.cumsum(p)
-        out[name] = (mean, sd, lambda x, g=grid, c=cdf: np.interp(x, g, c))
-    return out
+    return {"mu": _marginal(mu, w.sum(1)), "tau": _marginal(tau, w.sum(0))}
 
 
 def test_eight_schools_matches_the_grid_posterior():
-    r = th.infer(schools(Y8, S8), th.nuts(["mu", "tau", "school.eta"]), num_samples=2000,
-                 burn_in=1000, chains=2, seed=1, progress=False)
+    r = th.infer(schools(Y8, S8), th.nuts(["mu", "tau", "school.eta"]), num_samples=4000,
+                 burn_in=1000, seed=1, progress=False)
     grid = _schools_grid()
     for name in ("mu", "tau"):
         mean, sd, cdf = grid[name]
@@ -123,20 +125,22 @@ def mixture(y):
         th.observe("y", dist.Normal(mu * (2 * z - 1), 1.0), y[i])
 
 
-def test_nuts_in_a_cycle_with_gibbs_on_labels():
+MIXTURE_Y = np.array([1.8, -2.2, 2.5, 1.1, -1.7])
+
+
+def mixture_grid(y):
     """mu's posterior by enumeration of the labels: p(mu | y) ∝ N(mu; 0, 3²) Π_i ½(N(y_i; mu,
-    1) + N(y_i; −mu, 1)), on a grid."""
-    y = np.array([1.8, -2.2, 2.5, 1.1, -1.7])
-    r = th.infer(mixture(y), th.cycle([th.nuts("mu"), th.gibbs("data.z")]), num_samples=3000,
-                 burn_in=500, seed=3, progress=False)
+    1) + N(y_i; −mu, 1)), on a grid: (mean, sd, cdf)."""
     g = np.linspace(-12, 12, 4001)
     lp = stats.norm(0, 3).logpdf(g) + np.log(
         0.5 * stats.norm.pdf(y[:, None] - g) + 0.5 * stats.norm.pdf(y[:, None] + g)).sum(0)
-    p = np.exp(lp - lp.max())
-    p /= p.sum()
-    mean = float((g * p).sum())
-    sd = float(np.sqrt(((g - mean) ** 2 * p).sum()))
-    check_continuous(r["mu"], mean, sd, lambda x: np.interp(x, g, np.cumsum(p)), what="mu")
+    return _marginal(g, np.exp(lp - lp.max()))
+
+
+def test_nuts_in_a_cycle_with_gibbs_on_labels():
+    r = th.infer(mixture(MIXTURE_Y), th.cycle([th.nuts("mu"), th.gibbs("data.z")]),
+                 num_samples=3000, burn_in=500, seed=3, progress=False)
+    check_continuous(r["mu"], *mixture_grid(MIXTURE_Y), what="mu")
 
 
 @th.model
@@ -158,11 +162,15 @@ def test_geweke(make):
     assert g.min_p > 1e-4, g
 
 
-def test_same_seed_same_draws_and_stats_names():
-    a = th.infer(small(np.array([0.3, -0.2, 0.8])), th.nuts(["mu", "sigma"]), num_samples=50,
-                 burn_in=50, seed=5, progress=False)
-    b = th.infer(small(np.array([0.3, -0.2, 0.8])), th.nuts(["mu", "sigma"]), num_samples=50,
-                 burn_in=50, seed=5, progress=False)
+def test_same_seed_same_draws_whatever_the_workers_and_stats_names():
+    """Two chains in this process and in two worker processes (spawned: JAX has started
+    here) give the same draws."""
+    y = np.array([0.3, -0.2, 0.8])
+    a = th.infer(small(y), th.nuts(["mu", "sigma"]), num_samples=50, burn_in=50, chains=2,
+                 workers=1, seed=5, progress=False)
+    b = th.infer(small(y), th.nuts(["mu", "sigma"]), num_samples=50, burn_in=50, chains=2,
+                 workers=2, seed=5, progress=False)
+    assert b.stats["run"]["start_method"] == "spawn"
     assert np.array_equal(a["mu"], b["mu"]) and np.array_equal(a["sigma"], b["sigma"])
     ss = a.to_arviz().sample_stats
     for name in ("diverging", "tree_depth", "energy", "acceptance_rate", "step_size", "n_steps"):
@@ -247,14 +255,7 @@ def _kalman_grid(y):
         m, P = mp + K * (yt - mp), (1 - K) * Pp
     lp = ll + stats.halfnorm.logpdf(QQ)
     w = np.exp(lp - lp.max())
-    w /= w.sum()
-    out = {}
-    for name, grid, p in (("a", A, w.sum(1)), ("q", Q, w.sum(0))):
-        mean = float((grid * p).sum())
-        sd = float(np.sqrt(((grid - mean) ** 2 * p).sum()))
-        cdf = np.cumsum(p)
-        out[name] = (mean, sd, lambda x, g=grid, c=cdf: np.interp(x, g, c))
-    return out
+    return {"a": _marginal(A, w.sum(1)), "q": _marginal(Q, w.sum(0))}
 
 
 def test_nuts_with_pgas_on_a_state_space_model_matches_the_kalman_grid():

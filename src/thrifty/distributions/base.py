@@ -29,7 +29,7 @@ import numpy as np
 
 from thrifty import _context
 from thrifty.distributions import constraints
-from thrifty.distributions.xp import is_foreign, namespace
+from thrifty.distributions.xp import ArrayAPIShape, is_foreign, namespace
 from thrifty.errors import DistributionError
 
 LOG_2PI = math.log(2.0 * math.pi)
@@ -126,13 +126,7 @@ def not_array_api(owner, xp, what: str = "parameters") -> DistributionError:
         "the choices it depends on with another kernel (th.mh, th.gibbs)")
 
 
-class ArrayAPIShape(tuple):
-    """The batch shape of a family with array-API parameters: a tuple that is never false, so
-    that ``if not self.batch_shape`` (the families' scalar paths, written with ``math`` for
-    Python floats) sends every value to the array path, even for 0-d parameters."""
 
-    def __bool__(self) -> bool:
-        return True
 
 
 def _float_arrays(params):

@@ -18,7 +18,14 @@ from thrifty.distributions.base import (
     describe,
     scalar_or_array,
 )
-from thrifty.distributions.xp import asfloat, finish, is_foreign, namespace, special
+from thrifty.distributions.xp import (
+    asfloat,
+    finish,
+    is_foreign,
+    namespace,
+    special,
+    takes_foreign,
+)
 
 INF = math.inf
 TINY = 5e-324  # the smallest positive double: draws on an open boundary are moved inside
@@ -76,8 +83,8 @@ class Normal(cumulative.NormalCDF, Distribution):
                 return -INF
             z = (value - self.loc) / scale
             return -0.5 * z * z - math.log(scale) - HALF_LOG_2PI
-        xp = namespace(value, self.loc, scale)
-        if xp is not np:  # the array API (NumPy's path below computes the same in place)
+        if takes_foreign(self, value):  # the array API (NumPy's path below: the same in place)
+            xp = namespace(value, self.loc, scale)
             z = (asfloat(xp, value) - self.loc) / scale
             return finish(xp, self, -0.5 * z * z - xp.log(scale) - HALF_LOG_2PI)
         z = np.subtract(value, self.loc, dtype=float)
@@ -142,7 +149,7 @@ class LogNormal(cumulative.LogNormalCDF, Distribution):
         lx = xp.log(xp.where(ok, x, 1.0))
         z = (lx - self.loc) / self.scale
         lp = -0.5 * z * z - lx - xp.log(self.scale) - HALF_LOG_2PI
-        return finish(xp, self, xp.where(ok, lp, -INF))
+        return finish(xp, self, xp.where(ok, lp, -INF), masked=True)
 
     @property
     def mean(self):
@@ -381,7 +388,7 @@ class Uniform(cumulative.UniformCDF, Distribution):
         xp = namespace(value, self.low, self.high)
         x = asfloat(xp, value)
         ok = (x >= self.low) & (x <= self.high)
-        return finish(xp, self, xp.where(ok, -xp.log(self.high - self.low), -INF))
+        return finish(xp, self, xp.where(ok, -xp.log(self.high - self.low), -INF), masked=True)
 
     @property
     def mean(self):
@@ -429,7 +436,7 @@ class Exponential(cumulative.ExponentialCDF, Distribution):
         x = asfloat(xp, value)
         ok = (x >= 0) & (x < INF)
         lp = xp.log(self.rate) - self.rate * xp.where(ok, x, 0.0)
-        return finish(xp, self, xp.where(ok, lp, -INF))
+        return finish(xp, self, xp.where(ok, lp, -INF), masked=True)
 
     @property
     def mean(self):
@@ -487,7 +494,7 @@ class Gamma(cumulative.GammaCDF, Distribution):
         ok = (x >= 0) & (x < INF)
         x = xp.where(ok, x, 1.0)
         lp = a * xp.log(rate) + sp.xlogy(a - 1.0, x) - rate * x - sp.gammaln(a)
-        return finish(xp, self, xp.where(ok, lp, -INF))
+        return finish(xp, self, xp.where(ok, lp, -INF), masked=True)
 
     @property
     def mean(self):
@@ -547,7 +554,7 @@ class InverseGamma(cumulative.InverseGammaCDF, Distribution):
         ok = (x > 0) & (x < INF)
         x = xp.where(ok, x, 1.0)
         lp = a * xp.log(b) - special(xp).gammaln(a) - (a + 1.0) * xp.log(x) - b / x
-        return finish(xp, self, xp.where(ok, lp, -INF))
+        return finish(xp, self, xp.where(ok, lp, -INF), masked=True)
 
     @property
     def mean(self):
@@ -614,7 +621,7 @@ class Beta(cumulative.BetaCDF, Distribution):
         ok = (x >= 0) & (x <= 1)
         x = xp.where(ok, x, 0.5)
         lp = sp.xlogy(a - 1.0, x) + sp.xlog1py(b - 1.0, -x) - sp.betaln(a, b)
-        return finish(xp, self, xp.where(ok, lp, -INF))
+        return finish(xp, self, xp.where(ok, lp, -INF), masked=True)
 
     @property
     def mean(self):

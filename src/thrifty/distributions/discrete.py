@@ -22,7 +22,14 @@ from thrifty.distributions.base import (
     is_scalar,
     scalar_or_array,
 )
-from thrifty.distributions.xp import asfloat, finish, is_foreign, namespace, special
+from thrifty.distributions.xp import (
+    asfloat,
+    finish,
+    is_foreign,
+    namespace,
+    special,
+    takes_foreign,
+)
 
 INF = math.inf
 ARRAY_PATH = object()  # sentinel of scalar_count: not a scalar, take the array path
@@ -207,8 +214,8 @@ class Bernoulli(ProbsLogits):
                 if k:
                     return math.log(p) if p > 0 else -INF
                 return math.log1p(-p) if p < 1 else -INF
-        xp = namespace(value, self.logits, self._probs)
-        if xp is not np:
+        if takes_foreign(self, value):
+            xp = namespace(value, self.logits, self._probs)
             x = asfloat(xp, value)
             log_p, log_q = self._xp_log_p_q(xp)
             lp = xp.where(x == 1, log_p, log_q)
@@ -407,7 +414,7 @@ class Binomial(ProbsLogits):
             log_p, log_q = self._xp_log_p_q(xp)
             lp = (sp.gammaln(n + 1.0) - sp.gammaln(k + 1.0) - sp.gammaln(n - k + 1.0)
                   + xp.where(k > 0, k * log_p, 0.0) + xp.where(n - k > 0, (n - k) * log_q, 0.0))
-            return finish(xp, self, xp.where(ok, lp, -INF))
+            return finish(xp, self, xp.where(ok, lp, -INF), masked=True)
         x = np.asarray(value, dtype=float)
         ok = is_integral(x) & (x >= 0) & (x <= n)
         k = np.where(ok, x, 0.0)

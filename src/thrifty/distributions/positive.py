@@ -102,7 +102,7 @@ class HalfNormal(Cumulative, Distribution):
         ok = (x >= 0) & (x < INF)
         z = xp.where(ok, x, 0.0) / self.scale
         lp = HALF_LOG_2_OVER_PI - xp.log(self.scale) - 0.5 * z * z
-        return finish(xp, self, xp.where(ok, lp, -INF))
+        return finish(xp, self, xp.where(ok, lp, -INF), masked=True)
 
     def cdf(self, value):
         return scalar_or_array(erf(_z(self, value) / SQRT_2))
@@ -186,7 +186,7 @@ class HalfCauchy(Cumulative, Distribution):
             ok = (x >= 0) & (x < INF)
             z = xp.where(ok, x, 0.0) / self.scale
             lp = LOG_2_OVER_PI - xp.log(self.scale) - xp.log1p(z * z)
-            return finish(xp, self, xp.where(ok, lp, -INF))
+            return finish(xp, self, xp.where(ok, lp, -INF), masked=True)
         x = np.asarray(value, dtype=float)
         ok = (x >= 0) & (x < np.inf)
         lp = (LOG_2_OVER_PI - np.log(self.scale)
@@ -272,7 +272,7 @@ class HalfStudentT(Cumulative, Distribution):
             lp = (LOG_2 + sp.gammaln(0.5 * (df + 1.0)) - sp.gammaln(0.5 * df)
                   - 0.5 * (xp.log(df) + LOG_PI) - xp.log(self.scale)
                   - 0.5 * (df + 1.0) * xp.log1p(z * z / df))
-            return finish(xp, self, xp.where(ok, lp, -INF))
+            return finish(xp, self, xp.where(ok, lp, -INF), masked=True)
         x = np.asarray(value, dtype=float)
         ok = (x >= 0) & (x < np.inf)
         lp = (

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import scipy.special as _scipy_special
 from array_api_compat import array_namespace
 
 _NUMPY_TYPES = frozenset(
@@ -38,6 +39,22 @@ def is_foreign(x) -> bool:
     t = type(x)
     return t not in _NUMPY_TYPES and not isinstance(x, (np.ndarray, np.generic)) and hasattr(
         x, "__array_namespace__")
+
+
+class ArrayAPIShape(tuple):
+    """The batch shape of a family with array-API parameters: a tuple that is never false, so
+    that ``if not self.batch_shape`` (the families' scalar paths, written with ``math`` for
+    Python floats) sends every value to the array path, even for 0-d parameters."""
+
+    def __bool__(self) -> bool:
+        return True
+
+
+def takes_foreign(d, value) -> bool:
+    """Whether ``d.log_prob(value)`` must take the array-API path: ``d`` has array-API
+    parameters or ``value`` is an array of another library (two type checks otherwise)."""
+    return type(d.batch_shape) is ArrayAPIShape or (
+        type(value) is not np.ndarray and is_foreign(value))
 
 
 def namespace(*xs):
@@ -74,9 +91,7 @@ def special(xp):
     """The special functions for namespace ``xp`` (``gammaln``, ``betaln``, ``xlogy``,
     ``xlog1py``, ``expit``, ``log_expit``, ``logsumexp``, ``log_ndtr``)."""
     if xp is np:
-        import scipy.special
-
-        return scipy.special
+        return _scipy_special
     sp = _SPECIAL.get(xp.__name__)
     if sp is None:
         if not xp.__name__.startswith("jax"):
@@ -93,13 +108,15 @@ def asfloat(xp, x):
     return xp.asarray(x, dtype=xp.float64)
 
 
-def finish(xp, d, lp):
-    """The end of an array path: NaN (a NaN value, off the support) becomes ``-inf``, and so does
-    every element where ``d``'s array-API parameters are invalid; a 0-d NumPy result becomes a
-    Python float (the package's convention)."""
+def finish(xp, d, lp, masked: bool = False):
+    """The end of an array path: NaN (a NaN value, off the support) becomes ``-inf`` — unless
+    ``masked``: the formula already gave ``-inf`` off the support (``where(ok, lp, -inf)``) —,
+    and so does every element where ``d``'s array-API parameters are invalid; a 0-d NumPy
+    result becomes a Python float (the package's convention)."""
     if xp is np:
-        lp = np.fmax(lp, -np.inf)
-        return float(lp) if np.ndim(lp) == 0 else lp
+        if not masked:
+            lp = np.fmax(lp, -np.inf)
+        return float(lp) if lp.ndim == 0 else lp
     lp = xp.where(xp.isnan(lp), -math.inf, lp)
     valid = d._valid
     if valid is not None:

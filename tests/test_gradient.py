@@ -273,6 +273,22 @@ def test_nuts_with_pgas_on_a_state_space_model_matches_the_kalman_grid():
         check_continuous(r[name], mean, sd, cdf, what=name)
 
 
+def test_nuts_on_a_chain_s_states_and_its_parameters_matches_the_kalman_grid():
+    """One NUTS block of the parameters and every state of the chain (the states' densities
+    run step by step in the gradient run)."""
+    rng = np.random.default_rng(1)
+    x, prev = np.zeros(20), 0.0
+    for t in range(20):
+        prev = 0.8 * prev + 0.6 * rng.standard_normal()
+        x[t] = prev
+    y = x + 0.5 * rng.standard_normal(20)
+    r = th.infer(ssm(y), th.nuts(["a", "q", "s.x"]), num_samples=1000, burn_in=500, seed=5,
+                 progress=False)
+    for name, (mean, sd, cdf) in _kalman_grid(y).items():
+        check_continuous(r[name], mean, sd, cdf, what=name)
+    assert r["s.x"].shape == (1, 1000, 20)
+
+
 def test_the_examples_run():
     import doctest
 

@@ -101,6 +101,7 @@ from thrifty.core.run import (
     VecTarget,
 )
 from thrifty.core.sections import (
+    chain_column,
     chain_references,
     chains,
     executions_since,
@@ -173,6 +174,7 @@ __all__ = [
     "VecTarget",
     "ZeroProbability",
     "as_program",
+    "chain_column",
     "chain_length",
     "chain_references",
     "chains",

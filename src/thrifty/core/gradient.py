@@ -114,6 +114,12 @@ class GradientRun:
             raise explain(self, e) from e
         finally:
             _context.RUNS.pop()
+        for k, v in list(self.values.items()):  # a chain's steps, stacked
+            if type(v) is dict:
+                if sorted(v) != list(range(self.block[k].shape[0])):
+                    raise ModelError(f"the gradient run did not meet every step of the block's "
+                                     f"chain site {key_name(k)}")
+                self.values[k] = self.xp.stack([v[t] for t in range(len(v))])
         missing = [k for k in self.block if k not in self.values]
         if missing:
             raise ModelError(f"the gradient run did not meet the block's choice "
@@ -135,10 +141,15 @@ class GradientRun:
         if u is not None:
             from thrifty.transforms import biject_to
 
-            t = biject_to(d.support)
-            x = t.forward(u)
-            self.lp = self.lp + xp.sum(d.log_prob(x)) + xp.sum(t.log_abs_det_jacobian(u))
-            self.values[key] = x
+            if t is not None:  # a chain's column: this step's entry
+                u = u[t]
+            b = biject_to(d.support)
+            x = b.forward(u)
+            self.lp = self.lp + xp.sum(d.log_prob(x)) + xp.sum(b.log_abs_det_jacobian(u))
+            if t is None:
+                self.values[key] = x
+            else:
+                self.values.setdefault(key, {})[t] = x
             return x
         try:
             x = self.others[key]

@@ -191,6 +191,21 @@ def chains(trace) -> list[tuple]:
         (p, c) for p, node in root.plates.items() for c in node.chains]
 
 
+def chain_column(trace, chain: tuple, rel: tuple, who: str) -> tuple:
+    """``(values, dists)`` of the latent site ``rel`` of the top-level markov chain at
+    ``chain``: its values over the T steps (a (T, ...) array) and each step's distribution.
+    SelectionError (naming ``who``) when there is no such chain or site, or the site is
+    missing from some steps."""
+    node = trace.root.chains.get(chain)
+    site = node.sites.get(rel) if node is not None else None
+    name = ".".join(map(str, chain + rel))
+    if site is None or site.kind != LATENT:
+        raise SelectionError(f"{who}: no latent site {name!r} of a top-level markov chain")
+    if site.present is not None and not site.present.array().all():
+        raise SelectionError(f"{who}: the site {name!r} is not present in every step")
+    return np.asarray(site.values.array()), list(site.dists.array())
+
+
 def chain_references(trace, chain: tuple, who: str):
     """The current trajectories of the markov chain at ``chain`` — at the top level or in a
     top-level plate — as particle Gibbs reads them: ``(plate address or None, chain address

@@ -31,6 +31,8 @@ from thrifty.core.engine import (
     GradientRun,
     NotDifferentiable,
     VecTarget,
+    chain_column,
+    chains,
     key_name,
     locate,
     other_values,
@@ -208,12 +210,28 @@ class HMC(Selecting):
 
     # -- the block --------------------------------------------------------------------------------
     def _block(self, trace, cs):
-        """[(key, address for messages, current value, distribution)] of the selected choices."""
-        if cs.chain_groups:
-            raise SelectionError(f"{self.name}: the continuous states of a markov chain are not "
-                                 "yet a block of a gradient kernel; use th.pgibbs for them")
+        """[(key, address for messages, current value, distribution(s), discrete)] of the
+        selected choices: top-level sites, plate sites (every element), sites of a top-level
+        chain (every step; a distribution per step)."""
         out = []
+        top_chains = {c for p, c in chains(trace) if p is None}
+        steps: dict = {}  # (chain, site) → the steps selected
         for addr in cs.scalars:
+            for k in range(1, len(addr) - 1):
+                if addr[:k] in top_chains and isinstance(addr[k], int):
+                    steps.setdefault((addr[:k], addr[k + 1:]), set()).add(addr[k])
+                    break
+        for key, ts in steps.items():
+            values, dists = chain_column(trace, key[0], key[1], self.name)
+            if len(ts) != len(values):
+                raise SelectionError(f"{self.name}: select every step of the chain site "
+                                     f"{key_name(key)} (a gradient kernel moves all of them "
+                                     "as one block)")
+            out.append((key, key_name(key), values, dists, any(d.is_discrete for d in dists)))
+        self._chain_keys = set(steps)
+        for addr in cs.scalars:
+            if any(addr[:len(c)] == c for c in top_chains):  # (a chain's step: above)
+                continue
             site = top_site(trace, addr)
             if site is None or len(addr) != len(addr):
                 raise SelectionError(f"{self.name}: no top-level choice at {fmt(addr)}")
@@ -255,8 +273,17 @@ class HMC(Selecting):
         keys = tuple(b[0] for b in block)
         us = []
         for _, _, value, d, _ in block:
-            u = np.asarray(biject_to(d.support).inverse(np.asarray(value, dtype=float)))
-            us.append(u)
+            value = np.asarray(value, dtype=float)
+            if type(d) is list:  # a chain site's steps: one support, or one per step
+                first = d[0].support
+                if all(di.support is first for di in d):
+                    u = biject_to(first).inverse(value)
+                else:
+                    u = np.stack([np.asarray(biject_to(di.support).inverse(v))
+                                  for di, v in zip(d, value)])
+            else:
+                u = biject_to(d.support).inverse(value)
+            us.append(np.asarray(u))
         ushapes = tuple(u.shape for u in us)
         u0 = np.concatenate([u.ravel() for u in us]) if us else np.zeros(0)
         others = other_values(trace, set(keys))
@@ -379,7 +406,12 @@ class HMC(Selecting):
         targets, vec, locs = {}, {}, []
         for k, v in zip(keys, values):
             v = np.asarray(v, dtype=float)
-            if k and isinstance(k[0], tuple):  # a plate site: every element
+            if k and isinstance(k[0], tuple) and k in self._chain_keys:  # a chain site's steps
+                for t in range(len(v)):
+                    addr = k[0] + (t,) + k[1]
+                    targets[addr] = v[t] if v[t].ndim else float(v[t])
+                    locs.append(locate(trace, addr))
+            elif k and isinstance(k[0], tuple):  # a plate site: every element
                 vec[k] = VecTarget(np.arange(len(v)), v)
             else:
                 targets[k] = v if v.ndim else float(v)
@@ -411,7 +443,8 @@ class NUTS(HMC):
 def nuts(selection, *, target_accept: float = 0.8, dense_mass: bool = False,
          max_tree_depth: int = 10) -> NUTS:
     """The No-U-Turn sampler (BlackJAX) on the continuous choices ``selection`` names:
-    top-level sites and plate sites (all elements as one block), moved jointly in the
+    top-level sites, plate sites (all elements) and sites of a top-level markov chain (all
+    steps), moved jointly as one block in the
     unconstrained space of their supports, with gradients from JAX.  Step size and inverse mass
     matrix (diagonal, or dense with ``dense_mass=True``) adapt during the burn-in (Stan's
     windows); usable alone or in ``th.cycle`` / ``th.mixture`` with any other kernel.  Needs

@@ -7,7 +7,12 @@ Models (both libraries write the same density; NumPyro's in its own modelling la
   eta_j ~ N(0, 1), y_j ~ N(mu + tau eta_j, s_j));
 * ``hier_logistic`` — hierarchical logistic regression: J = 8 groups, N = 800 points, d = 3
   features; group intercepts a_j ~ N(mu_a, sigma_a), shared weights w ~ N(0, 1), y ~
-  Bernoulli(logits = a_g + X w); data from a fixed seed.
+  Bernoulli(logits = a_g + X w); data from a fixed seed;
+* ``ssm`` — a linear-Gaussian state-space model with unknown dynamics (T = 100): a ~ U(−1, 1),
+  q ~ HalfNormal(1), x_t ~ N(a x_{t−1}, q), y_t ~ N(x_t, 0.5).  thrifty: ``th.cycle([th.nuts(["a",
+  "q"]), th.pgibbs("s", 10)])`` on the model with its states; NumPyro: NUTS on the
+  marginalised model (the Kalman filter's log-likelihood in a ``lax.scan``, ``numpyro.factor``)
+  — the peer's best case, with no states to sample.
 
 Each round runs, for each library, one chain of ``warmup`` + ``samples`` NUTS transitions from
 a fresh start (thrifty: ``th.infer(model, th.nuts([...]), burn_in=warmup)``, default
@@ -71,7 +76,36 @@ def hier_logistic(g, X, y, J):
         th.observe("y", dist.Bernoulli(logits=a[g[i]] + X[i] @ w), y[i])
 
 
+@th.model
+def ssm(y):
+    a = th.sample("a", dist.Uniform(-1.0, 1.0))
+    q = th.sample("q", dist.HalfNormal(1.0))
+
+    def step(t, prev):
+        x = th.sample("x", dist.Normal(a * prev, q))
+        th.observe("y", dist.Normal(x, 0.5), y[t])
+        return x
+
+    th.markov("s", step, len(y), 0.0)
+
+
+def ssm_data(seed=0, T=100):
+    rng = np.random.default_rng(seed)
+    x, prev = np.zeros(T), 0.0
+    for t in range(T):
+        prev = 0.8 * prev + 0.6 * rng.standard_normal()
+        x[t] = prev
+    return x + 0.5 * rng.standard_normal(T)
+
+
 def thrifty_run(name, warmup, samples, seed):
+    if name == "ssm":
+        t0 = time.perf_counter()
+        r = th.infer(ssm(ssm_data()), th.cycle([th.nuts(["a", "q"]), th.pgibbs("s", 10)]),
+                     num_samples=samples, burn_in=warmup, seed=seed, progress=False)
+        seconds = time.perf_counter() - t0
+        draws = {n: np.asarray(r[n])[0] for n in ("a", "q")}
+        return seconds, draws, float(r.sample_stats["diverging"].mean())
     if name == "eight_schools":
         prog, sel, names = schools(Y8, S8), ["mu", "tau", "school.eta"], ["mu", "tau"]
     else:
@@ -101,6 +135,23 @@ def numpyro_run(name, warmup, samples, seed):
                 numpyro.sample("y", nd.Normal(mu + tau * eta, sd), obs=y)
 
         args = (jnp.asarray(Y8), jnp.asarray(S8))
+    elif name == "ssm":
+        def model(y):
+            a = numpyro.sample("a", nd.Uniform(-1.0, 1.0))
+            q = numpyro.sample("q", nd.HalfNormal(1.0))
+
+            def kalman(carry, yt):  # one step of the filter: (mean, variance), log p(y_t | ...)
+                m, P = carry
+                mp, Pp = a * m, a * a * P + q * q
+                S = Pp + 0.25
+                ll = -0.5 * (jnp.log(2 * jnp.pi * S) + (yt - mp) ** 2 / S)
+                K = Pp / S
+                return (mp + K * (yt - mp), (1 - K) * Pp), ll
+
+            _, ll = jax.lax.scan(kalman, (0.0, 0.0), y)
+            numpyro.factor("loglik", ll.sum())
+
+        args = (jnp.asarray(ssm_data()),)
     else:
         g, X, y, J = logistic_data()
 
@@ -155,10 +206,11 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--models", default="eight_schools,hier_logistic,ssm")
     args = ap.parse_args()
     warmup, samples = (300, 300) if args.quick else (1000, 1000)
     out = {"warmup": warmup, "samples": samples, "models": {}}
-    for name in ("eight_schools", "hier_logistic"):
+    for name in args.models.split(","):
         rounds = []
         for k in range(args.rounds):
             ts, td, tdiv = thrifty_run(name, warmup, samples, seed=10 + k)
@@ -183,7 +235,8 @@ def main() -> None:
             abs(v) for r in rounds for v in r["mean_difference_in_se"].values())
         out["models"][name] = {"rounds": rounds, "median": med}
         print(f"{name} median: {med}", flush=True)
-    write("nuts_numpyro", out)
+    write("nuts_numpyro" if args.models == ap.get_default("models") and not args.quick
+          else "nuts_numpyro_partial", out)
 
 
 if __name__ == "__main__":

@@ -192,7 +192,13 @@ class HMC(Selecting):
         self._tuned = None  # (step size, inverse mass matrix) after it
         self.burn_in_steps = 0
         self._last: dict = {}  # the statistics of the last transition (per-draw stats)
+        self._since = None  # ((trace uid, clock, choices), what _prepare gave) after a step
         _check_installed()
+
+    def __getstate__(self):  # (checkpoints, copies per chain: compiled functions stay behind)
+        state = self.__dict__.copy()
+        state["_since"] = None
+        return state
 
     def label(self) -> str:
         if self.nuts:
@@ -267,6 +273,13 @@ class HMC(Selecting):
 
     def _prepare(self, trace, cs):
         """(block keys, unconstrained start, compiled functions, their other values)."""
+        keys, u0, ushapes = self._start(trace, cs)
+        others = other_values(trace, set(keys))
+        comp, ovals = self._compile(trace.program, keys, ushapes, others)
+        return keys, u0, comp, ovals
+
+    def _start(self, trace, cs):
+        """(block keys, the block's values in unconstrained space as one vector, shapes)."""
         from thrifty.transforms import biject_to
 
         block = self._block(trace, cs)
@@ -286,15 +299,21 @@ class HMC(Selecting):
             us.append(np.asarray(u))
         ushapes = tuple(u.shape for u in us)
         u0 = np.concatenate([u.ravel() for u in us]) if us else np.zeros(0)
-        others = other_values(trace, set(keys))
-        comp, ovals = self._compile(trace.program, keys, ushapes, others)
-        return keys, u0, comp, ovals
+        return keys, u0, ushapes
 
     def _step(self, trace, rng):
         cs = self.choices(trace)
         if cs is None:
             return trace
-        keys, u0, comp, ovals = self._prepare(trace, cs)
+        last = self._since
+        if last is not None and last[0] == (trace.uid, trace.clock, cs):
+            # nothing but this kernel's own write committed since its last step: the other
+            # choices and the compiled functions hold; the start is read from the trace as
+            # always (so that a resumed chain starts from the same numbers)
+            keys, u0, _ = self._start(trace, cs)
+            comp, ovals = last[1]
+        else:
+            keys, u0, comp, ovals = self._prepare(trace, cs)
         seed = np.uint32(rng.integers(2**32))
         step_size, imm = self._parameters(comp, u0, ovals, seed)
         position, values, stats = comp.step(seed, u0, ovals, step_size, imm)
@@ -307,6 +326,9 @@ class HMC(Selecting):
         self._record(stats, step_size)
         if not np.array_equal(position, u0):
             self._write(trace, rng, keys, values)
+        # what the next step may reuse if nothing else is committed before it (the trace's
+        # clock advances with every commit): the compiled functions and the other values
+        self._since = ((trace.uid, trace.clock, cs), (comp, ovals))
         return trace
 
     def _compile(self, program, keys, ushapes, others):
@@ -401,8 +423,8 @@ class HMC(Selecting):
         self.info.count("gradient_evaluations", info_d["n_steps"])
         self.info.count("mean_acceptance", info_d["acceptance_rate"])
 
-    def _write(self, trace, rng, keys, values) -> None:
-        """Write the new values into the trace: one run with them given."""
+    def _write(self, trace, rng, keys, values) -> bool:
+        """Write the new values into the trace: one run with them given; whether it did."""
         targets, vec, locs = {}, {}, []
         for k, v in zip(keys, values):
             v = np.asarray(v, dtype=float)
@@ -424,8 +446,9 @@ class HMC(Selecting):
         if run.log_weight > -math.inf:
             run.commit()
             self.info.accepted += 1
-        else:  # a constrained value rounded onto its boundary: the move is refused
-            self.info.count("refused_at_boundary")
+            return True
+        self.info.count("refused_at_boundary")  # a constrained value rounded onto its boundary
+        return False
 
 
 class NUTS(HMC):

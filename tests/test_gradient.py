@@ -298,3 +298,59 @@ def test_the_examples_run():
     for mod in (thrifty.inference.gradient.hmc, thrifty.distributions.xp):
         res = doctest.testmod(mod, verbose=False, report=False)
         assert res.attempted > 0 and res.failed == 0, mod.__name__
+
+
+def test_factor_takes_traced_log_weights():
+    @th.model
+    def m():
+        mu = th.sample("mu", dist.Normal(0.0, 10.0))
+        th.factor("f", -0.5 * (mu - 3.0) ** 2)  # with the prior: N(2.97, 0.995²)
+
+    r = th.infer(m(), th.nuts("mu"), num_samples=2000, burn_in=500, seed=0, progress=False)
+    prec = 1 / 100 + 1
+    d = stats.norm(3.0 / prec, np.sqrt(1 / prec))
+    check_continuous(r["mu"], d.mean(), d.std(), d.cdf, what="mu")
+
+
+def test_chains_of_a_model_spawned_workers_cannot_import_run_here():
+    """JAX has started in this process, so a JAX kernel's workers would be spawned; a model
+    defined inside a function cannot be re-imported there: the chains run here instead, with
+    the same draws (and a note saying so)."""
+    import jax.numpy as jnp
+
+    jnp.zeros(1)  # JAX's runtime started in this process (whatever ran before)
+
+    @th.model
+    def local(y):
+        mu = th.sample("mu", dist.Normal(0.0, 1.0))
+        th.observe("y", dist.Normal(mu, 1.0), y)
+
+    a = th.infer(local(0.5), th.nuts("mu"), num_samples=30, burn_in=30, chains=2, seed=1,
+                 progress=False)
+    assert any("one after another in this process" in n for n in a.notes)
+    b = th.infer(local(0.5), th.nuts("mu"), num_samples=30, burn_in=30, chains=2, workers=1,
+                 seed=1, progress=False)
+    assert np.array_equal(a["mu"], b["mu"])
+
+
+def test_the_adaptation_travels_in_float64():
+    """A checkpoint pickles the kernel: its adaptation state goes as NumPy float64 arrays (a
+    JAX array unpickled before float64 is turned on comes back float32, and a resumed chain
+    would drift from the uninterrupted one)."""
+    import pickle
+
+    k = th.nuts(["mu", "sigma"])
+    trace = th.initialize(small(np.zeros(3)), seed=0)
+    k.plan_burn_in(200)
+    k.set_tuning(True)
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        trace = k.step(trace, rng)
+    state = pickle.loads(pickle.dumps(k)).__dict__["_adapt"][0]
+    leaves = [state.inverse_mass_matrix, state.step_size]
+    assert all(type(v) is np.ndarray and v.dtype == np.float64 for v in leaves)
+
+
+def test_a_wrong_name_in_a_list_is_an_error():
+    with pytest.raises(SelectionError, match=r"'sigm' \(in \['mu', 'sigm'\]\) selects no"):
+        th.infer(small(np.zeros(3)), th.nuts(["mu", "sigm"]), num_samples=5, progress=False)

@@ -68,3 +68,16 @@ class CheckError(ThriftyError):
 
     def __reduce__(self):  # pickles with its discrepancies (errors cross worker processes)
         return (type(self), (str(self), self.discrepancies))
+
+
+class NotDifferentiable(ModelError):
+    """A gradient kernel's block cannot be differentiated: the model's code gave a value that
+    depends on the block to a NumPy-only function or to Python control flow (``traced``), or a
+    family whose density is written for NumPy only met it.
+
+    >>> from thrifty.errors import ModelError, NotDifferentiable
+    >>> issubclass(NotDifferentiable, ModelError)
+    True
+    """
+
+    traced = False

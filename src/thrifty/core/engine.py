@@ -55,7 +55,6 @@ from __future__ import annotations
 from thrifty.core.choices import starts_with, walk, walk_steps
 from thrifty.core.gradient import (
     GradientRun,
-    NotDifferentiable,
     key_name,
     other_values,
     structure,
@@ -166,7 +165,6 @@ __all__ = [
     "Candidates",
     "GradientRun",
     "Mode",
-    "NotDifferentiable",
     "Plan",
     "Run",
     "StructureChange",

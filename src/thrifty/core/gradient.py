@@ -34,21 +34,16 @@ import traceback
 from thrifty import _context
 from thrifty.core.address import as_name, fmt
 from thrifty.core.vocab import LATENT
-from thrifty.errors import ModelError
+from thrifty.errors import ModelError, NotDifferentiable
 
 OBSERVED = "<observed>"  # key prefix of simulated observations in ``others``
 
 
-class NotDifferentiable(ModelError):
-    """The model's code cannot run on traced arrays: a NumPy-only function or Python control
-    flow met a value that depends on the arrays (``traced`` True), or something else failed."""
-
-    traced = False
 
 BLOCK_HINT = (
-    "write that code with arithmetic and indexing (mu + tau * eta[i], X[i] @ w), "
-    "jax.numpy, or array-API functions (x.__array_namespace__()), or update the choice with "
-    "another kernel (th.mh, th.gibbs)"
+    "write that code with arithmetic and indexing (mu + tau * eta[i], X[i] @ w) or with "
+    "jax.numpy functions (jnp.exp(mu)), or update the choice with another kernel (th.mh, "
+    "th.gibbs)"
 )
 
 

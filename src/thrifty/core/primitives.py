@@ -14,6 +14,7 @@ from thrifty.core.mem import Mem
 from thrifty.core.model import Model
 from thrifty.core.vocab import non_numeric
 from thrifty.distributions.base import Distribution
+from thrifty.distributions.xp import is_foreign
 from thrifty.errors import ModelError
 
 RUNS = _context.RUNS
@@ -124,7 +125,7 @@ def factor(name, log_weight) -> None:
     if t is not float and t is not int and _is_complex(log_weight):
         raise ModelError(f"th.factor({name!r}, ...): the log-weight is complex "
                          f"({_describe_complex(log_weight)}); a log-weight is a real number")
-    if t is not float:
+    if t is not float and not is_foreign(log_weight):  # (a gradient run's arrays are numbers)
         what = non_numeric(log_weight)
         if what is not None:
             raise ModelError(f"th.factor({name!r}, ...): the log-weight must be a number or an "

@@ -49,7 +49,14 @@ class Selecting(Kernel):
         matches nothing in ``trace``, prior simulations (at most 20, off the chain's generator)
         tell a wrong name from a choice that exists only in some traces."""
         self._matched = True
-        if self.selection is None or self.selection.resolve(trace):
+        if self.selection is None:
+            return
+        for part in getattr(self.selection, "parts", ()):  # a list: each of its names
+            if not part.resolve(trace) and not _exists_in_some_trace(part, trace):
+                raise SelectionError(
+                    f"{self.name}: {part!r} (in {self.selection!r}) selects no latent choice "
+                    f"of the program; its latent choices are named {_names(trace)}")
+        if self.selection.resolve(trace):
             return
         if not _exists_in_some_trace(self.selection, trace):
             empty = [".".join(map(str, a)) for a, size in plate_sizes(trace).items()

@@ -23,7 +23,7 @@ from thrifty.runtime.checkpoint import (
     seed_key,
 )
 from thrifty.runtime.interrupt import StopRequest
-from thrifty.runtime.parallel import run_parallel, start_method
+from thrifty.runtime.parallel import run_parallel, start_method, unspawnable
 from thrifty.runtime.progress import Progress
 from thrifty.runtime.ray_executor import RayExecutor, run_ray
 from thrifty.runtime.recorder import Selector
@@ -217,6 +217,13 @@ def infer(
     todo = [c for c, r in enumerate(records) if r.status != "done"]
     default_workers = chains if executor is not None else os.cpu_count() or 1
     n_workers = min(workers or default_workers, max(len(todo), 1))
+    if n_workers > 1 and executor is None:
+        why = unspawnable(program, kernel)
+        if why is not None:  # a JAX kernel in a process whose JAX runtime started
+            n_workers = 1
+            notes.append(f"the chains ran one after another in this process: {why}")
+            if workers is not None:
+                warnings.warn(notes[-1], UserWarning, stacklevel=2)
     parallel = n_workers > 1 or executor is not None
     stop = StopRequest()
     completed = True
@@ -273,6 +280,7 @@ def infer(
                 if k not in ("kernel", "program", "model", "record", "init")},
     )
     result.failed_chains = {c: r.error for c, r in enumerate(records) if r.error is not None}
+    _warn_divergences(result)
     wall = perf_counter() - t_start
     run_stats["wall_time"] = wall
     run_stats["draws_per_second"] = new_draws / wall if wall > 0 else float("nan")
@@ -284,6 +292,16 @@ def infer(
 
 
 def _warn_unadapted(kernel) -> None:
+    gradient = [label for label, k in kernel.kernels()
+                if getattr(k, "uses_jax", False) and getattr(k, "step_size", 0) is None]
+    if gradient:
+        warnings.warn(
+            f"{', '.join(gradient)}: the step size and mass matrix adapt during the burn-in, "
+            "and burn_in=0 leaves them at a unit mass matrix and a heuristic step size (a "
+            "badly scaled posterior then mixes slowly); give a burn-in (e.g. burn_in=1000)",
+            UserWarning,
+            stacklevel=3,
+        )
     labels = [label for label, k in kernel.kernels()
               if getattr(getattr(k, "proposal", None), "adaptive", False)]
     if labels:
@@ -292,6 +310,22 @@ def _warn_unadapted(kernel) -> None:
             "burn_in=0 leaves it at its initial scale (the Laplace covariance where the chain "
             "starts at the mode, else sd 0.1 per coordinate); give a burn-in "
             "(e.g. burn_in=1000) or a scale, th.drift(s)",
+            UserWarning,
+            stacklevel=3,
+        )
+
+
+def _warn_divergences(result) -> None:
+    """As Stan and PyMC do: divergent transitions among the draws, and draws at the maximum
+    tree depth, of a gradient kernel (per-draw ``diverging`` / ``tree_depth``)."""
+    div = result.sample_stats.get("diverging")
+    if div is not None and div.size and div.any():
+        n = int(div.sum())
+        warnings.warn(
+            f"{n} of {div.size} draws ({n / div.size:.1%}) followed a divergent transition: "
+            "the sampler could not follow the posterior's curvature there, and the draws may "
+            "be biased. Reparameterize (e.g. a non-centred hierarchy) or raise target_accept "
+            "(th.nuts(..., target_accept=0.95))",
             UserWarning,
             stacklevel=3,
         )

@@ -72,6 +72,28 @@ def start_method(kernel=None) -> str:
     return "spawn"
 
 
+def unspawnable(program, kernel) -> str | None:
+    """Why the chains of a JAX kernel cannot run in worker processes here, or None: JAX's
+    runtime has started in this process (so the workers must be spawned, see
+    :func:`start_method`) and the program cannot be handed to a spawned process (a model
+    defined in a notebook, in ``python -`` or inside a function, or anything unpicklable)."""
+    if START_METHOD is not None or not (uses_jax(kernel) and _jax_started()):
+        return None
+    fn = getattr(program, "fn", None)
+    main = sys.modules.get("__main__")
+    if getattr(fn, "__module__", None) == "__main__" and not getattr(main, "__file__", None):
+        return ("the model is defined interactively (a notebook or python -), and a JAX "
+                "kernel's worker processes must be spawned, which re-imports the model")
+    try:  # (a model pickles by reference: loading it here finds a local one missing)
+        pickle.loads(dumps_job((program, kernel)))
+    except Exception as e:
+        cause = e.__cause__ or e
+        return (f"a JAX kernel's worker processes must be spawned, and the program or kernel "
+                f"cannot be handed to them ({type(cause).__name__}: {cause}; define the model "
+                "at the top level of a module to run chains in parallel)")
+    return None
+
+
 def uses_jax(kernel) -> bool:
     """Whether ``kernel`` or one it is composed of computes with JAX (a gradient kernel)."""
     return kernel is not None and any(getattr(k, "uses_jax", False) for _, k in kernel.kernels())

@@ -23,13 +23,13 @@ Per-draw statistics go to ``result.sample_stats`` under ArviZ's names: ``divergi
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
 from thrifty.core.address import fmt
 from thrifty.core.engine import (
     GradientRun,
-    NotDifferentiable,
     VecTarget,
     chain_column,
     chains,
@@ -43,7 +43,7 @@ from thrifty.core.engine import (
     top_site,
 )
 from thrifty.core.engine import plate as plate_view
-from thrifty.errors import SelectionError
+from thrifty.errors import NotDifferentiable, SelectionError
 from thrifty.inference.selecting import Selecting
 
 INSTALL = "pip install 'thrifty[jax]' (JAX and BlackJAX)"
@@ -120,7 +120,10 @@ class _Compiled:
 
         from blackjax.adaptation.window_adaptation import base
 
-        a_init, a_update, a_final = base(not kernel.dense_mass, kernel.target_accept)
+        with warnings.catch_warnings():  # (BlackJAX 1.7 marks the stepwise stages deprecated
+            # in favour of a whole-warmup loop, which a kernel inside th.cycle cannot use)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            a_init, a_update, a_final = base(not kernel.dense_mass, kernel.target_accept)
         # traces the program once (no compilation): its errors surface before the step's
         self.probe = lambda u, ovals: jax.eval_shape(logdensity, u, ovals)
         self.step = jax.jit(step)
@@ -195,9 +198,22 @@ class HMC(Selecting):
         self._since = None  # ((trace uid, clock, choices), what _prepare gave) after a step
         _check_installed()
 
-    def __getstate__(self):  # (checkpoints, copies per chain: compiled functions stay behind)
+    def __getstate__(self):
+        """For checkpoints and the copy per chain: the compiled functions stay behind, and the
+        adaptation's JAX arrays travel as NumPy arrays (a JAX array unpickled before thrifty
+        turns on JAX's float64 would come back as float32, and a resumed chain would differ)."""
         state = self.__dict__.copy()
         state["_since"] = None
+        if self._adapt is not None or self._tuned is not None:
+            import jax
+
+            def as_numpy(tree):
+                return jax.tree.map(np.asarray, tree)
+
+            if self._adapt is not None:
+                state["_adapt"] = (as_numpy(self._adapt[0]), *self._adapt[1:])
+            if self._tuned is not None:
+                state["_tuned"] = as_numpy(self._tuned)
         return state
 
     def label(self) -> str:

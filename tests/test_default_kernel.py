@@ -12,7 +12,8 @@ import pytest
 
 import thrifty as th
 from stat_helpers import Z_MAX, check_continuous, prob_z
-from test_gradient import MIXTURE_Y, S8, Y8, _schools_grid, mixture, mixture_grid, schools, ssm
+from test_gradient import MIXTURE_Y, S8, Y8, _schools_grid, mixture, mixture_grid, schools
+from test_gradient_chains import ssm
 from test_structure import fig1, fig1_exact, truncnorm_mu
 from thrifty import dist
 from thrifty.inference.default import default_kernel

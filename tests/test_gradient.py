@@ -7,7 +7,7 @@
   (Uniform(0, b)), simplex (a Dirichlet prior);
 * NUTS inside th.cycle with Gibbs on discrete labels (a two-component mixture, exact by
   enumeration of the labels);
-* Geweke's joint-distribution test for NUTS alone and within a cycle;
+* (Geweke's test and the chains: test_gradient_chains.py)
 * errors: NumPy-only model code, a discrete choice selected, a NumPy-only family, a coupled
   process; sample_stats under ArviZ's names; the same seed gives the same draws.
 
@@ -24,7 +24,6 @@ from scipy import stats
 import thrifty as th
 from stat_helpers import P_MIN, Z_MAX, check_continuous, ks_p, mean_z
 from thrifty import dist
-from thrifty.diagnostics import geweke
 from thrifty.errors import ModelError, SelectionError
 
 Y8 = np.array([28.0, 8, -3, 7, -1, 1, 18, 12])
@@ -151,17 +150,6 @@ def small(y):
         th.observe("y", dist.Normal(mu, sigma), y[i])
 
 
-GEWEKE_N = 10_000  # successive-conditional steps (and prior draws)
-
-
-@pytest.mark.parametrize("make", [lambda: th.nuts(["mu", "sigma"]),
-                                  lambda: th.cycle([th.hmc("mu", 0.3, 5), th.nuts("sigma")])],
-                         ids=["nuts", "hmc-nuts-cycle"])
-def test_geweke(make):
-    g = geweke(small(np.zeros(3)), make(), num_samples=GEWEKE_N, seed=41)
-    assert g.min_p > 1e-4, g
-
-
 def test_same_seed_same_draws_whatever_the_workers_and_stats_names():
     """Two chains in this process and in two worker processes (spawned: JAX has started
     here) give the same draws."""
@@ -215,78 +203,6 @@ def test_errors_name_the_site_and_the_fix():
         th.infer(categorical_obs(1), th.nuts("mu"), num_samples=5, progress=False)
     with pytest.raises(ModelError, match="coupled process"):
         th.infer(crp_model(np.zeros(4)), th.nuts("mu"), num_samples=5, progress=False)
-
-
-def test_geweke_sees_a_missing_jacobian(monkeypatch):
-    """Negative control: NUTS on a density without the log-Jacobian of sigma's transform (the
-    target is then p(sigma) / sigma in sigma's space) must fail the same test."""
-    from thrifty import transforms
-
-    monkeypatch.setattr(transforms.ExpAbove, "log_abs_det_jacobian", lambda self, u: 0.0 * u)
-    g = geweke(small(np.zeros(3)), th.nuts(["mu", "sigma"]), num_samples=GEWEKE_N, seed=41)
-    assert g.min_p < 1e-6, g
-
-
-@th.model
-def ssm(y):
-    a = th.sample("a", dist.Uniform(-1.0, 1.0))
-    q = th.sample("q", dist.HalfNormal(1.0))
-
-    def step(t, prev):
-        x = th.sample("x", dist.Normal(a * prev, q))
-        th.observe("y", dist.Normal(x, 0.5), y[t])
-        return x
-
-    th.markov("s", step, len(y), 0.0)
-
-
-def _kalman_grid(y):
-    """Marginal posterior grids of a and q: the Kalman filter's likelihood p(y | a, q) on a
-    300 × 300 grid times the prior."""
-    A = np.linspace(-0.999, 0.999, 300)
-    Q = np.linspace(0.005, 2.5, 300)
-    AA, QQ = np.meshgrid(A, Q, indexing="ij")
-    m, P, ll = np.zeros_like(AA), np.zeros_like(AA), np.zeros_like(AA)
-    for yt in y:
-        mp, Pp = AA * m, AA**2 * P + QQ**2
-        S = Pp + 0.25
-        ll += stats.norm.logpdf(yt, mp, np.sqrt(S))
-        K = Pp / S
-        m, P = mp + K * (yt - mp), (1 - K) * Pp
-    lp = ll + stats.halfnorm.logpdf(QQ)
-    w = np.exp(lp - lp.max())
-    return {"a": _marginal(A, w.sum(1)), "q": _marginal(Q, w.sum(0))}
-
-
-def test_nuts_with_pgas_on_a_state_space_model_matches_the_kalman_grid():
-    """th.cycle([th.nuts(parameters), th.pgibbs(states)]): the parameters' marginal posterior
-    against the Kalman-likelihood grid (the states integrated out exactly)."""
-    rng = np.random.default_rng(0)
-    x, prev = np.zeros(30), 0.0
-    for t in range(30):
-        prev = 0.8 * prev + 0.6 * rng.standard_normal()
-        x[t] = prev
-    y = x + 0.5 * rng.standard_normal(30)
-    r = th.infer(ssm(y), th.cycle([th.nuts(["a", "q"]), th.pgibbs("s", particles=10)]),
-                 num_samples=2000, burn_in=500, seed=4, progress=False)
-    for name, (mean, sd, cdf) in _kalman_grid(y).items():
-        check_continuous(r[name], mean, sd, cdf, what=name)
-
-
-def test_nuts_on_a_chain_s_states_and_its_parameters_matches_the_kalman_grid():
-    """One NUTS block of the parameters and every state of the chain (the states' densities
-    run step by step in the gradient run)."""
-    rng = np.random.default_rng(1)
-    x, prev = np.zeros(20), 0.0
-    for t in range(20):
-        prev = 0.8 * prev + 0.6 * rng.standard_normal()
-        x[t] = prev
-    y = x + 0.5 * rng.standard_normal(20)
-    r = th.infer(ssm(y), th.nuts(["a", "q", "s.x"]), num_samples=1000, burn_in=500, seed=5,
-                 progress=False)
-    for name, (mean, sd, cdf) in _kalman_grid(y).items():
-        check_continuous(r[name], mean, sd, cdf, what=name)
-    assert r["s.x"].shape == (1, 1000, 20)
 
 
 def test_the_examples_run():

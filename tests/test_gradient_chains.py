@@ -68,15 +68,20 @@ def _kalman_grid(y):
     return {"a": _marginal(A, w.sum(1)), "q": _marginal(Q, w.sum(0))}
 
 
+def ssm_data(T: int, seed: int) -> np.ndarray:
+    """y of the model with a = 0.8, q = 0.6."""
+    rng = np.random.default_rng(seed)
+    x, prev = np.zeros(T), 0.0
+    for t in range(T):
+        prev = 0.8 * prev + 0.6 * rng.standard_normal()
+        x[t] = prev
+    return x + 0.5 * rng.standard_normal(T)
+
+
 def test_nuts_with_pgas_on_a_state_space_model_matches_the_kalman_grid():
     """th.cycle([th.nuts(parameters), th.pgibbs(states)]): the parameters' marginal posterior
     against the Kalman-likelihood grid (the states integrated out exactly)."""
-    rng = np.random.default_rng(0)
-    x, prev = np.zeros(30), 0.0
-    for t in range(30):
-        prev = 0.8 * prev + 0.6 * rng.standard_normal()
-        x[t] = prev
-    y = x + 0.5 * rng.standard_normal(30)
+    y = ssm_data(30, seed=0)
     r = th.infer(ssm(y), th.cycle([th.nuts(["a", "q"]), th.pgibbs("s", particles=10)]),
                  num_samples=1500, burn_in=500, seed=4, progress=False)
     for name, (mean, sd, cdf) in _kalman_grid(y).items():
@@ -86,12 +91,7 @@ def test_nuts_with_pgas_on_a_state_space_model_matches_the_kalman_grid():
 def test_nuts_on_a_chain_s_states_and_its_parameters_matches_the_kalman_grid():
     """One NUTS block of the parameters and every state of the chain (the states' densities
     run step by step in the gradient run)."""
-    rng = np.random.default_rng(1)
-    x, prev = np.zeros(20), 0.0
-    for t in range(20):
-        prev = 0.8 * prev + 0.6 * rng.standard_normal()
-        x[t] = prev
-    y = x + 0.5 * rng.standard_normal(20)
+    y = ssm_data(20, seed=1)
     r = th.infer(ssm(y), th.nuts(["a", "q", "s.x"]), num_samples=1000, burn_in=500, seed=5,
                  progress=False)
     for name, (mean, sd, cdf) in _kalman_grid(y).items():

@@ -270,3 +270,23 @@ def test_the_adaptation_travels_in_float64():
 def test_a_wrong_name_in_a_list_is_an_error():
     with pytest.raises(SelectionError, match=r"'sigm' \(in \['mu', 'sigm'\]\) selects no"):
         th.infer(small(np.zeros(3)), th.nuts(["mu", "sigm"]), num_samples=5, progress=False)
+
+
+def test_data_changed_in_place_between_runs_is_read_anew():
+    """The compiled density takes the data as constants and is shared by later runs of the
+    same program: data written in place between two th.infer calls must be seen (the
+    program's code and arguments are fingerprinted before a compiled density is reused)."""
+    @th.model
+    def m(y):
+        mu = th.sample("mu", dist.Normal(0.0, 10.0))
+        with th.plate("d", len(y)) as i:
+            th.observe("y", dist.Normal(mu, 1.0), y[i])
+
+    y = np.zeros(5)
+    prog = m(y)
+    th.infer(prog, th.nuts("mu"), num_samples=50, burn_in=50, seed=0, progress=False)
+    y[:] = 5.0
+    r = th.infer(prog, th.nuts("mu"), num_samples=1000, burn_in=300, seed=0, progress=False)
+    prec = 1 / 100 + 5
+    d = stats.norm(25.0 / prec, np.sqrt(1 / prec))
+    check_continuous(r["mu"], d.mean(), d.std(), d.cdf, what="mu")

@@ -31,14 +31,14 @@ from __future__ import annotations
 
 import traceback
 
+import numpy as np
+
 from thrifty import _context
 from thrifty.core.address import as_name, fmt
 from thrifty.core.vocab import LATENT
 from thrifty.errors import ModelError, NotDifferentiable
 
 OBSERVED = "<observed>"  # key prefix of simulated observations in ``others``
-
-
 
 BLOCK_HINT = (
     "write that code with arithmetic and indexing (mu + tau * eta[i], X[i] @ w) or with "
@@ -71,13 +71,7 @@ def other_values(trace, block: set) -> dict:
 
 def structure(values: dict) -> tuple:
     """The addresses, shapes and dtypes of ``values``: what a compiled density depends on."""
-    import numpy as np
-
     return tuple((k, np.shape(v), np.asarray(v).dtype.str) for k, v in values.items())
-
-
-class _Exit(Exception):
-    pass
 
 
 class GradientRun:

@@ -44,6 +44,7 @@ from thrifty.core.engine import (
 )
 from thrifty.core.engine import plate as plate_view
 from thrifty.errors import NotDifferentiable, SelectionError
+from thrifty.fingerprint import value_digest
 from thrifty.inference.selecting import Selecting
 
 INSTALL = "pip install 'thrifty[jax]' (JAX and BlackJAX)"
@@ -70,8 +71,8 @@ def _jax():
 
 
 class _Compiled:
-    """The jitted functions of one structure: the transition, its start, the constrained
-    values of a position, and the adaptation's update."""
+    """The functions of one structure: the jitted transition (with the new position's
+    constrained values), a trace-only probe of the density, and the adaptation's stages."""
 
     def __init__(self, kernel: HMC, program, keys, ushapes, okeys, static):
         jax, blackjax = _jax()
@@ -128,24 +129,41 @@ class _Compiled:
         self.probe = lambda u, ovals: jax.eval_shape(logdensity, u, ovals)
         self.step = jax.jit(step)
         self.get = jax.device_get
-        self.constrain = jax.jit(constrain)
         self.adapt_init = a_init
         self.adapt_update = jax.jit(a_update)
         self.adapt_final = jax.jit(a_final)
         self.size = int(offsets[-1])
 
 
-_CACHE: dict = {}  # (program id, settings, structure) → (program, compiled functions)
+_CACHE: dict = {}  # (program id, settings, structure) → (program, digest, compiled functions)
 _CACHE_SIZE = 64  # discrete values compiled in that keep changing: a bounded cache
 
 
-def _cached(program, sig):
+def _digest(program) -> str:
+    """What a compiled density took as constants: the model's code, everything it reaches
+    (closures, globals, buffers) and its arguments (:mod:`thrifty.fingerprint`)."""
+    return value_digest((program.fn, program.args, program.kwargs), "program")[0]
+
+
+def _cached(program, sig, checked: set):
+    """The compiled functions of ``sig``, or None.  The first use by a kernel (each chain's
+    copy) checks that the program's code and data are those they were compiled with: data
+    changed in place since a previous ``th.infer`` compiles anew, never reuses stale ones."""
     hit = _CACHE.get(sig)
     if hit is None or hit[0] is not program:  # (an id reused by another program)
         if len(_CACHE) >= _CACHE_SIZE:
             _CACHE.clear()
         return None
-    return hit[1]
+    if sig not in checked:
+        if _digest(program) != hit[1]:
+            return None
+        checked.add(sig)
+    return hit[2]
+
+
+def _store(program, sig, comp, checked: set):
+    _CACHE[sig] = (program, _digest(program), comp)
+    checked.add(sig)
 
 
 def _reasonable_step_size(comp, seed, u0, ovals, imm, target: float = 0.5) -> float:
@@ -196,6 +214,7 @@ class HMC(Selecting):
         self.burn_in_steps = 0
         self._last: dict = {}  # the statistics of the last transition (per-draw stats)
         self._since = None  # ((trace uid, clock, choices), what _prepare gave) after a step
+        self._checked: set = set()  # compiled structures whose program this copy checked
         _check_installed()
 
     def __getstate__(self):
@@ -204,6 +223,7 @@ class HMC(Selecting):
         turns on JAX's float64 would come back as float32, and a resumed chain would differ)."""
         state = self.__dict__.copy()
         state["_since"] = None
+        state["_checked"] = set()
         if self._adapt is not None or self._tuned is not None:
             import jax
 
@@ -255,7 +275,7 @@ class HMC(Selecting):
             if any(addr[:len(c)] == c for c in top_chains):  # (a chain's step: above)
                 continue
             site = top_site(trace, addr)
-            if site is None or len(addr) != len(addr):
+            if site is None:
                 raise SelectionError(f"{self.name}: no top-level choice at {fmt(addr)}")
             out.append((addr, fmt(addr), site.value, site.dist, site.discrete))
         for g in cs.groups:
@@ -355,7 +375,7 @@ class HMC(Selecting):
         and structure)."""
         okeys = tuple(others)
         sig = (id(program), self._settings(), keys, ushapes, structure(others))
-        comp = _cached(program, sig)
+        comp = _cached(program, sig, self._checked)
         if comp is None:
             comp = _Compiled(self, program, keys, ushapes, okeys, {})
             try:
@@ -364,17 +384,17 @@ class HMC(Selecting):
                 if not e.traced:
                     raise
                 comp = "static"  # (tried below: if the block's values are at fault, it fails)
-            _CACHE[sig] = (program, comp)
+            _store(program, sig, comp, self._checked)
         if comp != "static":
             return comp, tuple(others.values())
         discrete = {k: v for k, v in others.items() if np.asarray(v).dtype.kind in "biu"}
         rest = tuple(k for k in okeys if k not in discrete)
         ssig = (sig, tuple((k, np.asarray(v).tobytes()) for k, v in discrete.items()))
-        comp = _cached(program, ssig)
+        comp = _cached(program, ssig, self._checked)
         if comp is None:
             comp = _Compiled(self, program, keys, ushapes, rest, discrete)
             comp.probe(np.zeros(comp.size), tuple(others[k] for k in rest))
-            _CACHE[ssig] = (program, comp)
+            _store(program, ssig, comp, self._checked)
         return comp, tuple(others[k] for k in rest)
 
     def _settings(self) -> tuple:
@@ -385,8 +405,8 @@ class HMC(Selecting):
         """(step size, inverse mass matrix) of this transition: the adaptation's during the
         burn-in, its final values after it; without an adaptation (no burn-in, or a kernel
         stepped directly), a unit mass matrix and the step size of Hoffman & Gelman's (2014)
-        Alg. 4 heuristic at the first state (one leapfrog step's acceptance crossing 1/2),
-        which also starts the adaptation's dual averaging (as Stan does)."""
+        Alg. 4 heuristic at the first state (:func:`_reasonable_step_size`), which also starts
+        the adaptation's dual averaging (as Stan does)."""
         import jax
         import jax.numpy as jnp
 

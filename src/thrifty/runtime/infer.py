@@ -218,7 +218,7 @@ def infer(
     default_workers = chains if executor is not None else os.cpu_count() or 1
     n_workers = min(workers or default_workers, max(len(todo), 1))
     if n_workers > 1 and executor is None:
-        why = unspawnable(program, kernel)
+        why = unspawnable(program, kernel, asked=workers is not None)
         if why is not None:  # a JAX kernel in a process whose JAX runtime started
             n_workers = 1
             notes.append(f"the chains ran one after another in this process: {why}")

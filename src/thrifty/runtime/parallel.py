@@ -72,13 +72,19 @@ def start_method(kernel=None) -> str:
     return "spawn"
 
 
-def unspawnable(program, kernel) -> str | None:
-    """Why the chains of a JAX kernel cannot run in worker processes here, or None: JAX's
-    runtime has started in this process (so the workers must be spawned, see
-    :func:`start_method`) and the program cannot be handed to a spawned process (a model
-    defined in a notebook, in ``python -`` or inside a function, or anything unpicklable)."""
+def unspawnable(program, kernel, asked: bool = False) -> str | None:
+    """Why the chains of a JAX kernel run in this process rather than in worker processes, or
+    None.  Only when JAX's runtime has started here, so that workers would be spawned (see
+    :func:`start_method`), which re-imports the main module: a script without an ``if
+    __name__ == "__main__":`` guard would run again in every worker.  So workers are spawned
+    only when ``workers`` was ``asked`` for, and then only for a program a spawned process can
+    import (not one defined in a notebook, in ``python -`` or inside a function)."""
     if START_METHOD is not None or not (uses_jax(kernel) and _jax_started()):
         return None
+    if not asked:
+        return ("a JAX kernel's worker processes would be spawned, re-importing the main "
+                "module; here the chains share the compiled code. Give workers=k (and guard "
+                "the script with if __name__ == '__main__':) to run them in processes")
     fn = getattr(program, "fn", None)
     main = sys.modules.get("__main__")
     if getattr(fn, "__module__", None) == "__main__" and not getattr(main, "__file__", None):

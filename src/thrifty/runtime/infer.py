@@ -90,6 +90,8 @@ def infer(
     workers : processes running chains in parallel (default ``min(chains, os.cpu_count())``);
         ``1`` runs the chains one after the other in this process.  Worker processes are
         forked where possible (closures work); with ``spawn`` the program must be picklable.
+        The chains of a JAX kernel (``th.nuts``, ``th.hmc``) run in this process once JAX has
+        started here, unless ``workers`` is given (see :mod:`thrifty.runtime.parallel`).
     checkpoint : a file path.  The state of every chain (draws, trace, generator state, kernel)
         is written there every ``checkpoint_every`` seconds, when interrupted and at the end;
         calling ``th.infer`` again with the same path and settings resumes each chain where it

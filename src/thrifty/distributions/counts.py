@@ -13,8 +13,6 @@ from scipy.special import (
     gammaln,
     log_expit,
     logsumexp,
-    xlog1py,
-    xlogy,
 )
 
 from thrifty.distributions import _saddle as saddle
@@ -35,6 +33,17 @@ from thrifty.distributions.discrete import (
     probs_or_logits,
     scalar_count,
     xmul_array,
+    xp_counts,
+    xp_xmul,
+)
+from thrifty.distributions.xp import (
+    ArrayAPIShape,
+    asfloat,
+    finish,
+    is_foreign,
+    namespace,
+    special,
+    takes_foreign,
 )
 from thrifty.errors import DistributionError
 
@@ -50,26 +59,29 @@ def _stirling_tail(x):
     return (1.0 / 12.0 - (1.0 / 360.0 - 1.0 / (1260.0 * x2)) / x2) / x
 
 
-def _lgamma_diff(a, b):
+def _lgamma_diff(a, b, xp=np):
     """``log Γ(a + b) - log Γ(a)`` (``a, a + b > 0``), without the cancellation of two large
     log-gammas: for ``a, a + b >= 1e3`` the Stirling forms are subtracted analytically,
-    ``(a - 1/2) log1p(b/a) + b log(a + b) - b`` plus the difference of the series tails."""
-    big = np.minimum(a, a + b) >= _STIRLING_MIN
+    ``(a - 1/2) log1p(b/a) + b log(a + b) - b`` plus the difference of the series tails.
+    Arrays of namespace ``xp``."""
+    lgamma = special(xp).gammaln
+    big = xp.minimum(a, a + b) >= _STIRLING_MIN
     with np.errstate(all="ignore"):
-        direct = gammaln(a + b) - gammaln(a)
+        direct = lgamma(a + b) - lgamma(a)
         x = a + b
-        stirling = (a - 0.5) * np.log1p(b / a) + b * np.log(x) - b
+        stirling = (a - 0.5) * xp.log1p(b / a) + b * xp.log(x) - b
         stirling = stirling + (_stirling_tail(x) - _stirling_tail(a))
-    return np.where(big, stirling, direct)
+    return xp.where(big, stirling, direct)
 
 
-def _nb_log_coeff(r, k):
+def _nb_log_coeff(r, k, xp=np):
     """``log Γ(k + r) - log Γ(r) - log k!`` (the log binomial coefficient of the negative
     binomial), expanding around the larger of ``r`` and ``k + 1``."""
+    lgamma = special(xp).gammaln
     with np.errstate(all="ignore"):
-        from_r = _lgamma_diff(r, k) - gammaln(k + 1.0)
-        from_k = _lgamma_diff(k + 1.0, r - 1.0) - gammaln(r)
-    return np.where(r >= k + 1.0, from_r, from_k)
+        from_r = _lgamma_diff(r, k, xp) - lgamma(k + 1.0)
+        from_k = _lgamma_diff(k + 1.0, r - 1.0, xp) - lgamma(r)
+    return xp.where(r >= k + 1.0, from_r, from_k)
 
 
 class NegativeBinomial(Cumulative, ProbsLogits):
@@ -95,6 +107,7 @@ class NegativeBinomial(Cumulative, ProbsLogits):
 
     is_discrete = True
     domain = constraints.nonnegative_integer
+    array_api = True
 
     def __init__(
         self,
@@ -109,10 +122,16 @@ class NegativeBinomial(Cumulative, ProbsLogits):
     def _check_nb_probs(self):
         if self.logits is not None:
             lg = self.logits
-            if not all_true(lg < INF):  # NaN fails too
+            if type(lg) is not float and is_foreign(lg):
+                self._invalid_unless(lg < INF)
+            elif not all_true(lg < INF):  # NaN fails too
                 self._fail(f"logits must not be NaN or +inf, got {describe(lg)}")
-        elif not all_true((self._probs >= 0) & (self._probs < 1)):
-            self._fail(f"probs must be in [0, 1), got {describe(self._probs)}")
+            return
+        p = self._probs
+        if type(p) is not float and is_foreign(p):
+            self._invalid_unless((p >= 0) & (p < 1))
+        elif not all_true((p >= 0) & (p < 1)):
+            self._fail(f"probs must be in [0, 1), got {describe(p)}")
 
     def _log_p_q(self):  # (log p, log(1 - p)); p = 0 gives log p = -inf
         if self.logits is not None:
@@ -147,15 +166,15 @@ class NegativeBinomial(Cumulative, ProbsLogits):
                     return lp + sm.xlogy(k, self._probs) + r * math.log1p(-self._probs)
                 lg = self.logits
                 return lp + sm.xmul(k, sm.log_expit(lg)) + r * sm.log_expit(-lg)
-        x = np.asarray(value, dtype=float)
-        ok = is_integral(x) & (x >= 0)
-        k = np.where(ok, x, 0.0)
-        lp = _nb_log_coeff(r, k)
+        xp = namespace(value, r, self.logits, self._probs)
+        sp = special(xp)
+        _, ok, k = xp_counts(xp, value)
+        lp = _nb_log_coeff(r, k, xp)
         if self.logits is None:
-            lp = lp + xlogy(k, self._probs) + xlog1py(r, -self._probs)
+            lp = lp + sp.xlogy(k, self._probs) + sp.xlog1py(r, -self._probs)
         else:
-            lp = lp + xmul_array(k, log_expit(self.logits)) + r * log_expit(-self.logits)
-        return scalar_or_array(np.where(ok, lp, -np.inf))
+            lp = lp + xp_xmul(xp, k, sp.log_expit(self.logits)) + r * sp.log_expit(-self.logits)
+        return finish(xp, self, xp.where(ok, lp, -INF), masked=True)
 
     # P(X <= k) = I_{1-p}(r, k + 1) (regularized incomplete beta), the survival function its
     # complement, each computed directly
@@ -215,6 +234,10 @@ class NegativeBinomial2(NegativeBinomial):
         self._check_positive("concentration", self.concentration)
         self.total_count = self.concentration
         self._probs = None
+        if type(self.batch_shape) is ArrayAPIShape:  # parameters of another library (JAX)
+            xp = namespace(self._mean, self.concentration)
+            self.logits = xp.log(self._mean) - xp.log(self.concentration)
+            return
         with np.errstate(all="ignore"):
             lg = np.log(self._mean) - np.log(self.concentration)
         self.logits = lg if self.batch_shape else float(lg)
@@ -250,6 +273,7 @@ class Multinomial(Distribution):
 
     is_discrete = True
     domain = constraints.nonnegative_integer_vector
+    array_api = True
 
     def __init__(
         self,
@@ -260,6 +284,8 @@ class Multinomial(Distribution):
         if (probs is None) == (logits is None):
             self._fail("give exactly one of probs or logits")
             probs, logits = np.ones(1), None
+        if is_foreign(probs) or is_foreign(logits) or is_foreign(total_count):
+            return self._init_array_api(total_count, probs, logits)
         name = "probs" if logits is None else "logits"
         a = np.asarray(probs if logits is None else logits, dtype=float)
         if a.ndim == 0:
@@ -288,6 +314,31 @@ class Multinomial(Distribution):
         self.total_count = float(n) if n.ndim == 0 else n
         self.event_shape = a.shape[-1:]
 
+    def _init_array_api(self, total_count, probs, logits):
+        """Parameters of another library (JAX): where they are invalid is recorded
+        (``_valid``), not raised."""
+        name = "probs" if logits is None else "logits"
+        xp = namespace(total_count, probs, logits)
+        a = asfloat(xp, probs if logits is None else logits)
+        if a.ndim == 0:
+            self._fail(f"{name} must have at least one dimension, got a 0-d array")
+            a = xp.reshape(a, (1,))
+        if logits is None:
+            valid = xp.all(a >= 0, axis=-1) & (xp.abs(xp.sum(a, axis=-1) - 1.0) < 1e-6)
+            self.probs, self._logp = a, xp.log(a)
+        else:
+            valid = xp.all(a == a, axis=-1)
+            self._logp = a - special(xp).logsumexp(a, axis=-1, keepdims=True)
+            self.probs = xp.exp(self._logp)
+        n = asfloat(xp, total_count)
+        try:
+            batch = np.broadcast_shapes(n.shape, a.shape[:-1])
+        except ValueError:
+            self._fail(f"total_count shape {n.shape} and {name} shape {a.shape} do not broadcast")
+            n, batch = xp.zeros(()), a.shape[:-1]
+        self._invalid_unless(valid & (n == xp.floor(n)) & (n >= 0) & (n < INF))
+        self.total_count, self.batch_shape, self.event_shape = n, ArrayAPIShape(batch), a.shape[-1:]
+
     @property
     def logits(self):
         return self._logp
@@ -299,6 +350,8 @@ class Multinomial(Distribution):
         return rng.multinomial(n, p, size=size or None)
 
     def log_prob(self, value):
+        if takes_foreign(self, value):
+            return self._xp_log_prob(value)
         x = np.asarray(value, dtype=float)
         K = self.event_shape[0]
         if x.ndim == 0 or x.shape[-1] != K:
@@ -313,6 +366,23 @@ class Multinomial(Distribution):
             lp = np.where(big, _multinomial_saddle(k, np.where(big, n, saddle.LARGE), self._logp),
                           lp)
         return scalar_or_array(np.where(ok, lp, -np.inf))
+
+    def _xp_log_prob(self, value):
+        """``log_prob`` on the array API (no saddle-point form: counts beyond 1e7 lose digits)."""
+        n, logp = self.total_count, self._logp
+        xp = namespace(value, n, logp)
+        sp = special(xp)
+        x = asfloat(xp, value)
+        K = self.event_shape[0]
+        if x.ndim == 0 or x.shape[-1] != K:
+            raise DistributionError(f"Multinomial: value must have shape (..., {K}), got "
+                                    f"{tuple(x.shape)}")
+        count = (x == xp.floor(x)) & (x >= 0) & (x < INF)
+        ok = xp.all(count, axis=-1) & (xp.sum(x, axis=-1) == n)
+        k = xp.where(count, x, 0.0)
+        lp = (sp.gammaln(n + 1.0) - xp.sum(sp.gammaln(k + 1.0), axis=-1)
+              + xp.sum(xp_xmul(xp, k, logp), axis=-1))
+        return finish(xp, self, xp.where(ok, lp, -INF), masked=True)
 
     @property
     def mean(self):

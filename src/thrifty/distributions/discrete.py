@@ -23,6 +23,7 @@ from thrifty.distributions.base import (
     scalar_or_array,
 )
 from thrifty.distributions.xp import (
+    ArrayAPIShape,
     asfloat,
     finish,
     is_foreign,
@@ -62,6 +63,19 @@ def scalar_count(value):
 def xmul_array(a, y):
     """``a * y`` elementwise with ``0 * y = 0`` even where ``y`` is infinite."""
     return a * np.where(a == 0, 0.0, y)
+
+
+def xp_xmul(xp, a, y):
+    """:func:`xmul_array` in namespace ``xp``."""
+    return a * xp.where(a == 0, 0.0, y)
+
+
+def xp_counts(xp, value):
+    """``(x, ok, k)`` of the array paths of the count families: ``value`` as a float array of
+    ``xp``, where it is a non-negative integer (finite), and ``x`` with 0 elsewhere."""
+    x = asfloat(xp, value)
+    ok = (x == xp.floor(x)) & (x >= 0) & (x < INF)
+    return x, ok, xp.where(ok, x, 0.0)
 
 
 def probs_or_logits(d: Distribution, probs, logits, *others):
@@ -265,6 +279,7 @@ class Categorical(Distribution):
     is_discrete = True
     has_enumerate_support = True
     domain = constraints.nonnegative_integer
+    array_api = True
     _cdf = None
 
     def __init__(self, probs=None, logits=None):
@@ -272,7 +287,12 @@ class Categorical(Distribution):
             self._fail("give exactly one of probs or logits")
             probs = np.ones(1)
         if probs is not None:
-            p = probs if type(probs) is np.ndarray else np.asarray(probs, dtype=float)
+            if type(probs) is np.ndarray:
+                p = probs
+            elif is_foreign(probs):
+                return self._init_array_api(probs, None)
+            else:
+                p = np.asarray(probs, dtype=float)
             if p.dtype != np.float64:
                 p = p.astype(float)
             if p.ndim == 0:
@@ -288,6 +308,8 @@ class Categorical(Distribution):
             self.probs = p
             self._logp = None  # computed on first use
         else:
+            if is_foreign(logits):
+                return self._init_array_api(None, logits)
             lg = np.asarray(logits, dtype=float)
             if lg.ndim == 0:
                 self._fail(f"logits must have at least one dimension, got {describe(lg)}")
@@ -298,6 +320,26 @@ class Categorical(Distribution):
             self.probs = np.exp(self._logp)
         self.batch_shape = self.probs.shape[:-1]
         self.num_categories = self.probs.shape[-1]
+
+    def _init_array_api(self, probs, logits):
+        """``probs`` or ``logits`` an array of another library (JAX): where they are invalid is
+        recorded (``_valid``), not raised."""
+        xp = namespace(probs, logits)
+        a = asfloat(xp, probs if logits is None else logits)
+        if a.ndim == 0:
+            name = "probs" if logits is None else "logits"
+            self._fail(f"{name} must have at least one dimension, got a 0-d array")
+            a = xp.reshape(a, (1,))
+        if logits is None:
+            self._invalid_unless(xp.all(a >= 0, axis=-1)
+                                 & (xp.abs(xp.sum(a, axis=-1) - 1.0) < 1e-6))
+            self.probs, self._logp = a, xp.log(a)
+        else:
+            self._invalid_unless(xp.all(a == a, axis=-1))
+            self._logp = a - special(xp).logsumexp(a, axis=-1, keepdims=True)
+            self.probs = xp.exp(self._logp)
+        self.batch_shape = ArrayAPIShape(a.shape[:-1])
+        self.num_categories = a.shape[-1]
 
     @property
     def logits(self):
@@ -335,6 +377,14 @@ class Categorical(Distribution):
                 return -INF
             p = float(self.probs[int(value)])
             return math.log(p) if p > 0 else -INF
+        if takes_foreign(self, value):  # the array API: the log-probability picked by a one-hot
+            logp = self.logits
+            xp = namespace(value, logp)
+            x = asfloat(xp, value)
+            ok = (x >= 0) & (x < K) & (x == xp.floor(x))
+            hot = x[..., None] == xp.arange(K, dtype=xp.float64)
+            lp = xp.sum(xp.where(hot, logp, 0.0), axis=-1)
+            return finish(xp, self, xp.where(ok, lp, -INF), masked=True)
         x = np.asarray(value)
         ok = (x >= 0) & (x < K) & (x == np.floor(x))
         xi = np.where(ok, x, 0).astype(np.int64)
@@ -536,6 +586,7 @@ class Geometric(ProbsLogits):
 
     is_discrete = True
     domain = constraints.nonnegative_integer
+    array_api = True
 
     def __init__(self, probs=None, logits=None):
         probs_or_logits(self, probs, logits)
@@ -555,14 +606,14 @@ class Geometric(ProbsLogits):
                 if self.logits is None:
                     return math.log(self._probs) + sm.xlog1my(k, self._probs)
                 return sm.log_expit(self.logits) + sm.xmul(k, sm.log_expit(-self.logits))
-        x = np.asarray(value, dtype=float)
-        ok = is_integral(x) & (x >= 0)
-        k = np.where(ok, x, 0.0)
+        xp = namespace(value, self.logits, self._probs)
+        sp = special(xp)
+        _, ok, k = xp_counts(xp, value)
         if self.logits is None:
-            lp = np.log(self._probs) + xlog1py(k, -self._probs)
+            lp = xp.log(self._probs) + sp.xlog1py(k, -self._probs)
         else:
-            lp = log_expit(self.logits) + xmul_array(k, log_expit(-self.logits))
-        return scalar_or_array(np.where(ok, lp, -np.inf))
+            lp = sp.log_expit(self.logits) + xp_xmul(xp, k, sp.log_expit(-self.logits))
+        return finish(xp, self, xp.where(ok, lp, -INF), masked=True)
 
     @property
     def mean(self):  # (1 - p) / p, which is exp(-logits)
@@ -590,10 +641,16 @@ class DiscreteUniform(Distribution):
     is_discrete = True
     has_enumerate_support = True
     domain = constraints.integer
+    array_api = True
 
     def __init__(self, low=0, high=1):
         (self.low, self.high), self.batch_shape = as_params(low, high, owner=self)
-        if not all_true(is_integral(self.low)):
+        if type(self.batch_shape) is ArrayAPIShape:  # bounds of another library: recorded
+            xp = namespace(self.low, self.high)
+            lo, hi = asfloat(xp, self.low), asfloat(xp, self.high)
+            self._invalid_unless((lo == xp.floor(lo)) & (hi == xp.floor(hi)) & (lo <= hi)
+                                 & (lo > -INF) & (hi < INF))
+        elif not all_true(is_integral(self.low)):
             self._fail(f"low must be an integer, got {describe(self.low)}")
         elif not all_true(is_integral(self.high)):
             self._fail(f"high must be an integer, got {describe(self.high)}")
@@ -621,9 +678,11 @@ class DiscreteUniform(Distribution):
                 if self.low <= k <= self.high:
                     return -math.log(self.high - self.low + 1.0)
                 return -INF
-        x = np.asarray(value, dtype=float)
-        ok = is_integral(x) & (x >= self.low) & (x <= self.high)
-        return scalar_or_array(np.where(ok, -np.log(self.high - self.low + 1.0), -np.inf))
+        low, high = self.low, self.high
+        xp = namespace(value, low, high)
+        x = asfloat(xp, value)
+        ok = (x == xp.floor(x)) & (x >= low) & (x <= high)  # (the bounds are finite)
+        return finish(xp, self, xp.where(ok, -xp.log(high - low + 1.0), -INF), masked=True)
 
     def enumerate_support(self):
         return np.arange(int(np.min(self.low)), int(np.max(self.high)) + 1)
@@ -657,6 +716,7 @@ class Delta(Distribution):
     is_discrete = True
     has_enumerate_support = True
     domain = constraints.any_value
+    array_api = True
 
     def __init__(self, value, log_density=0.0):
         t = type(value)
@@ -665,6 +725,8 @@ class Delta(Distribution):
             t = type(value)
         if t is float or t is int or t is bool:
             nan = value != value
+        elif is_foreign(value):
+            return self._init_array_api(value, log_density)
         else:
             if is_scalar(value):
                 value = value.item() if isinstance(value, (np.generic, np.ndarray)) else value
@@ -678,12 +740,33 @@ class Delta(Distribution):
             self._fail(f"value must not be NaN, got {describe(value)}")
         t = type(log_density)
         if t is not float and t is not int:
+            if is_foreign(log_density):
+                return self._init_array_api(self.value, log_density)
             if not is_scalar(log_density):
                 self._fail(f"log_density must be a scalar, got {describe(log_density)}")
                 log_density = 0.0
             log_density = float(log_density)
         self.log_density = float(log_density)
         self._check_finite("log_density", log_density)
+
+    def _init_array_api(self, value, log_density):
+        """``value`` or ``log_density`` an array of another library (JAX): a NaN value or a
+        non-finite density is recorded (``_valid``), not raised."""
+        xp = namespace(value, log_density)
+        if is_foreign(value):
+            self.event_shape = tuple(value.shape)
+            self._invalid_unless(xp.all(value == value))
+        elif not is_scalar(value):
+            value = np.array(value)
+            self.event_shape = value.shape
+        self.value = value
+        if getattr(log_density, "ndim", 0):
+            self._fail("log_density must be a scalar, got an array of shape "
+                       f"{tuple(log_density.shape)}")
+            log_density = 0.0
+        self.log_density = asfloat(xp, log_density)
+        self._invalid_unless(xp.abs(self.log_density) < INF)
+        self.batch_shape = ArrayAPIShape(())
 
     def sample(self, rng, shape=()):
         if not shape and not self.event_shape:
@@ -695,8 +778,14 @@ class Delta(Distribution):
         if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
             value = value.item()
             t = type(value)
-        if not self.event_shape and (t is float or t is int or t is bool):
+        if not self.event_shape and (t is float or t is int or t is bool) and not self.batch_shape:
             return self.log_density if value == self.value else -INF
+        if takes_foreign(self, value):
+            xp = namespace(value, self.value, self.log_density)
+            eq = xp.asarray(value) == xp.asarray(self.value)
+            if self.event_shape:
+                eq = xp.all(eq, axis=tuple(range(-len(self.event_shape), 0)))
+            return finish(xp, self, xp.where(eq, self.log_density, -INF), masked=True)
         eq = np.asarray(value) == self.value
         if self.event_shape:
             eq = np.all(eq, axis=tuple(range(-len(self.event_shape), 0)))

@@ -10,8 +10,17 @@ from scipy.special import gammaln, xlogy
 
 from thrifty.distributions import constraints
 from thrifty.distributions.base import Distribution, as_params, describe, scalar_or_array
+from thrifty.distributions.xp import (
+    ArrayAPIShape,
+    asfloat,
+    finish,
+    namespace,
+    special,
+    takes_foreign,
+)
 from thrifty.errors import DistributionError
 
+INF = math.inf
 LOG_PI = math.log(math.pi)
 TINY = 5e-324
 
@@ -46,6 +55,7 @@ class LKJCholesky(Distribution):
     """
 
     domain = constraints.corr_cholesky
+    array_api = True
 
     def __init__(self, dim: int, concentration: float | np.ndarray = 1.0):
         try:
@@ -59,8 +69,17 @@ class LKJCholesky(Distribution):
         self.event_shape = (d, d)
         (self.concentration,), self.batch_shape = as_params(concentration, owner=self)
         self._check_positive("concentration", self.concentration)
-        eta = np.asarray(self.concentration, dtype=float)[..., None]
         i = np.arange(2, d + 1)  # 1-based row numbers of the diagonal entries L_22 ... L_dd
+        if type(self.batch_shape) is ArrayAPIShape:  # a concentration of another library (JAX)
+            xp = namespace(self.concentration)
+            eta = asfloat(xp, self.concentration)[..., None]
+            lgamma = special(xp).gammaln
+            self._exponents = d - i + 2.0 * eta - 2.0
+            log_z = (0.5 * (i - 1) * LOG_PI + lgamma(eta + 0.5 * (d - i))
+                     - lgamma(eta + 0.5 * (d - 1)))
+            self._log_normalizer = xp.sum(log_z, axis=-1)
+            return
+        eta = np.asarray(self.concentration, dtype=float)[..., None]
         self._exponents = d - i + 2.0 * eta - 2.0  # (batch..., d - 1)
         log_z = 0.5 * (i - 1) * LOG_PI + gammaln(eta + 0.5 * (d - i)) - gammaln(eta + 0.5 * (d - 1))
         self._log_normalizer = scalar_or_array(log_z.sum(-1))
@@ -84,6 +103,8 @@ class LKJCholesky(Distribution):
         return L
 
     def log_prob(self, value):
+        if takes_foreign(self, value):
+            return self._xp_log_prob(value)
         x = np.asarray(value, dtype=float)
         d = self.dim
         if x.ndim < 2 or x.shape[-2:] != (d, d):
@@ -95,6 +116,23 @@ class LKJCholesky(Distribution):
         diag = np.where(ok[..., None], diag, 1.0)
         lp = xlogy(self._exponents, diag).sum(-1) - self._log_normalizer
         return scalar_or_array(np.where(ok, lp, -np.inf))
+
+    def _xp_log_prob(self, value):
+        """``log_prob`` on the array API (a JAX value or concentration)."""
+        xp = namespace(value, self.concentration)
+        x = asfloat(xp, value)
+        d = self.dim
+        if x.ndim < 2 or tuple(x.shape[-2:]) != (d, d):
+            raise DistributionError(
+                f"LKJCholesky: value must have shape (..., {d}, {d}), got {tuple(x.shape)}"
+            )
+        upper = xp.asarray(np.triu(np.ones((d, d), dtype=bool), 1))
+        diag = xp.stack([x[..., j, j] for j in range(d)], axis=-1)
+        ok = (xp.all((x == 0) | ~upper, axis=(-2, -1)) & xp.all(diag > 0, axis=-1)
+              & xp.all(xp.abs(xp.sum(x * x, axis=-1) - 1.0) < 1e-6, axis=-1))
+        diag = xp.where(ok[..., None], diag[..., 1:], 1.0)
+        lp = xp.sum(special(xp).xlogy(self._exponents, diag), axis=-1) - self._log_normalizer
+        return finish(xp, self, xp.where(ok, lp, -INF), masked=True)
 
     def _params_repr(self):
         return f"dim={self.dim}, concentration={describe(self.concentration)}"

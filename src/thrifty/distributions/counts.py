@@ -26,7 +26,7 @@ from thrifty.distributions.base import (
     is_integral,
     scalar_or_array,
 )
-from thrifty.distributions.cumulative import Cumulative, as_counts
+from thrifty.distributions.cumulative import Cumulative, as_counts, xp_log1mexp, xp_log_inside
 from thrifty.distributions.discrete import (
     ARRAY_PATH,
     ProbsLogits,
@@ -195,6 +195,36 @@ class NegativeBinomial(Cumulative, ProbsLogits):
 
     def isf(self, s):
         return as_counts(st.nbinom.isf(s, self.total_count, self._failure_prob()))
+
+    # On the array API: I_q(r, k + 1) and I_p(k + 1, r), except that P(X <= 0) = q^r is taken
+    # in closed form at fixed (NumPy) points k <= 0 (zero truncation): differentiable in r
+    array_api_cdf = True
+
+    def _xp_log_q(self, xp):
+        if self.logits is not None:
+            return special(xp).log_expit(-self.logits)
+        return xp.log1p(-asfloat(xp, self._probs))
+
+    def _xp_at_zero(self, x):
+        return not is_foreign(x) and bool(np.all(np.floor(x) <= 0))
+
+    def _xp_log_cdf(self, xp, x):
+        if self._xp_at_zero(x):
+            log_q0 = self.total_count * self._xp_log_q(xp)
+            return xp.where(asfloat(xp, np.floor(x)) < 0, -INF, log_q0)
+        q = xp.exp(self._xp_log_q(xp))
+        f = special(xp).betainc
+        k = xp.floor(asfloat(xp, x))
+        return xp_log_inside(xp, k >= 0, lambda k: f(self.total_count, k + 1.0, q), k, 0.0, -INF)
+
+    def _xp_log_sf(self, xp, x):
+        if self._xp_at_zero(x):
+            log_q0 = self.total_count * self._xp_log_q(xp)
+            return xp.where(asfloat(xp, np.floor(x)) < 0, 0.0, xp_log1mexp(xp, log_q0))
+        p = -xp.expm1(self._xp_log_q(xp))
+        f = special(xp).betainc
+        k = xp.floor(asfloat(xp, x))
+        return xp_log_inside(xp, k >= 0, lambda k: f(k + 1.0, self.total_count, p), k, 0.0, 0.0)
 
     @property
     def mean(self):

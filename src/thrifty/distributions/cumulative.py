@@ -10,7 +10,16 @@ own ``cdf``/``sf``/``icdf``/``isf``) offers
 * ``icdf(q)``: the quantile, the smallest ``x`` with ``cdf(x) >= q``, and ``isf(s)``: the smallest
   ``x`` with ``sf(x) <= s`` (precise for small ``s``, where ``icdf(1 - s)`` is not);
 * ``_icdf_log(log_q)`` / ``_isf_log(log_s)``: the same from log-probabilities, for probabilities
-  below the smallest double (far-tail truncation in :class:`~thrifty.distributions.Truncated`).
+  below the smallest double (far-tail truncation in :class:`~thrifty.distributions.Truncated`);
+* ``_xp_log_cdf(xp, x)`` / ``_xp_log_sf(xp, x)`` where ``array_api_cdf`` is set: ``log_cdf`` and
+  ``log_sf`` written against the array API, for parameters or points that are JAX arrays
+  (``Truncated`` with a gradient kernel's parameters).  At a boundary of the support, where a
+  tail is 0, the formula is taken at an inner point and masked (``where`` twice), so that no
+  infinite derivative meets a zero one (a NaN gradient).  The families whose cdf is an
+  incomplete beta function (``StudentT``, ``Beta``, the half Student t, the negative binomial)
+  are differentiable by JAX in their location and scale (and ``probs``) only, not in ``df``,
+  ``alpha``, ``beta`` or ``total_count``: ``jax.scipy.special.betainc`` has derivatives in ``x``
+  only.
 
 Values and probabilities broadcast against the batch shape; a Python ``float`` comes back for
 scalar input and parameters, else an array.  Quantiles of probabilities outside ``[0, 1]`` are NaN.
@@ -46,11 +55,13 @@ from scipy.special import (
 )
 
 from thrifty.distributions.base import scalar_or_array
+from thrifty.distributions.xp import special
 
 LOG_2 = math.log(2.0)
 _T_TAIL = 1e-3  # below this probability the Student t quantile goes through the incomplete beta
 UNDERFLOW = 1e-280  # incomplete-beta inverses below this have lost their relative precision
 LOG_SQRT_PI = 0.5 * math.log(math.pi)
+INF = math.inf
 
 
 def _quiet():
@@ -89,6 +100,29 @@ class Cumulative:
     def _isf_log(self, log_s):
         return self.isf(np.exp(log_s))
 
+    array_api_cdf = False  # _xp_log_cdf and _xp_log_sf are implemented
+
+    def _xp_log_cdf(self, xp, x):
+        """``log_cdf`` of the float array ``x`` of namespace ``xp`` (the module docstring)."""
+        raise NotImplementedError(f"{type(self).__name__}'s cdf is written for NumPy only")
+
+    def _xp_log_sf(self, xp, x):
+        """``log_sf`` of the float array ``x`` of namespace ``xp``."""
+        raise NotImplementedError(f"{type(self).__name__}'s cdf is written for NumPy only")
+
+
+def xp_log_inside(xp, inside, f, x, safe, outside):
+    """``log f(x)`` where ``inside``, ``outside`` elsewhere, with ``f`` taken at ``safe`` there
+    (so that neither its value nor its derivative is infinite where it is not used)."""
+    return xp.where(inside, xp.log(f(xp.where(inside, x, safe))), outside)
+
+
+def xp_log1mexp(xp, v):
+    """``log(1 - exp(v))`` for ``v <= 0``, precise at both ends."""
+    near = v > -LOG_2
+    return xp.where(near, xp.log(-xp.expm1(xp.where(near, v, -1.0))),
+                    xp.log1p(-xp.exp(xp.where(near, -1.0, v))))
+
 
 class NormalCDF(Cumulative):
     def _z(self, value):
@@ -117,6 +151,14 @@ class NormalCDF(Cumulative):
 
     def _isf_log(self, log_s):
         return scalar_or_array(self.loc - self.scale * ndtri_exp(_arr(log_s)))
+
+    array_api_cdf = True
+
+    def _xp_log_cdf(self, xp, x):
+        return special(xp).log_ndtr((x - self.loc) / self.scale)
+
+    def _xp_log_sf(self, xp, x):
+        return special(xp).log_ndtr(-((x - self.loc) / self.scale))
 
 
 class LogNormalCDF(Cumulative):
@@ -148,6 +190,20 @@ class LogNormalCDF(Cumulative):
 
     def _isf_log(self, log_s):
         return scalar_or_array(np.exp(self.loc - self.scale * ndtri_exp(_arr(log_s))))
+
+    array_api_cdf = True
+
+    def _xp_z(self, xp, x):
+        pos = x > 0
+        return pos, (xp.log(xp.where(pos, x, 1.0)) - self.loc) / self.scale
+
+    def _xp_log_cdf(self, xp, x):
+        pos, z = self._xp_z(xp, x)
+        return xp.where(pos, special(xp).log_ndtr(z), -INF)
+
+    def _xp_log_sf(self, xp, x):
+        pos, z = self._xp_z(xp, x)
+        return xp.where(pos, special(xp).log_ndtr(-z), 0.0)
 
 
 def t_tail_log_constant(df):
@@ -205,6 +261,26 @@ class StudentTCDF(Cumulative):
     def isf(self, s):
         return scalar_or_array(self.loc - self.scale * _t_quantile(self.df, s))
 
+    array_api_cdf = True
+
+    def _xp_log_lower(self, xp, z):
+        """``log F(z)`` of the standard t: ``F(z) = I_{df/(df+z²)}(df/2, 1/2) / 2`` for
+        ``z < 0``.  At ``z = 0`` the incomplete beta's derivative is infinite: there
+        ``log F = log 1/2 + 2 f(0) z``, exact in value and derivative."""
+        df, zero = self.df, z == 0
+        sp = special(xp)
+        zz = xp.where(zero, 1.0, z)
+        i = sp.betainc(0.5 * df, 0.5, df / (df + zz * zz))
+        f0 = xp.exp(sp.gammaln(0.5 * (df + 1.0)) - sp.gammaln(0.5 * df)) / xp.sqrt(df * math.pi)
+        return xp.where(zero, 2.0 * f0 * z - LOG_2,
+                        xp.where(z < 0, xp.log(0.5 * i), xp.log1p(-0.5 * i)))
+
+    def _xp_log_cdf(self, xp, x):
+        return self._xp_log_lower(xp, (x - self.loc) / self.scale)
+
+    def _xp_log_sf(self, xp, x):
+        return self._xp_log_lower(xp, -((x - self.loc) / self.scale))
+
 
 def _cauchy_quantile(q):
     """Standard Cauchy quantile ``tan(π (q - 1/2))``, written as ``-cot(π q)`` so that small
@@ -230,6 +306,14 @@ class CauchyCDF(Cumulative):
 
     def isf(self, s):
         return scalar_or_array(self.loc - self.scale * _cauchy_quantile(s))
+
+    array_api_cdf = True
+
+    def _xp_log_cdf(self, xp, x):
+        return xp.log(xp.atan2(1.0, -((x - self.loc) / self.scale)) / math.pi)
+
+    def _xp_log_sf(self, xp, x):
+        return xp.log(xp.atan2(1.0, (x - self.loc) / self.scale) / math.pi)
 
 
 def _laplace_log_lower(z):
@@ -275,6 +359,18 @@ class LaplaceCDF(Cumulative):
     def _isf_log(self, log_s):
         return scalar_or_array(self.loc - self.scale * _laplace_quantile_log(_arr(log_s)))
 
+    array_api_cdf = True
+
+    @staticmethod
+    def _xp_log_lower(xp, z):
+        return xp.where(z < 0, z - LOG_2, xp.log1p(-0.5 * xp.exp(-xp.abs(z))))
+
+    def _xp_log_cdf(self, xp, x):
+        return self._xp_log_lower(xp, (x - self.loc) / self.scale)
+
+    def _xp_log_sf(self, xp, x):
+        return self._xp_log_lower(xp, -((x - self.loc) / self.scale))
+
 
 def _in_unit(q, x):
     """``x`` where ``0 <= q <= 1``, NaN elsewhere (quantiles of invalid probabilities)."""
@@ -295,6 +391,16 @@ class UniformCDF(Cumulative):
     def isf(self, s):
         s = _arr(s)
         return scalar_or_array(_in_unit(s, self.high - s * (self.high - self.low)))
+
+    array_api_cdf = True
+
+    def _xp_log_cdf(self, xp, x):
+        u = (x - self.low) / (self.high - self.low)
+        return xp_log_inside(xp, u > 0, lambda u: xp.minimum(u, 1.0), u, 1.0, -INF)
+
+    def _xp_log_sf(self, xp, x):
+        v = (self.high - x) / (self.high - self.low)
+        return xp_log_inside(xp, v > 0, lambda v: xp.minimum(v, 1.0), v, 1.0, -INF)
 
 
 class ExponentialCDF(Cumulative):
@@ -324,6 +430,14 @@ class ExponentialCDF(Cumulative):
         log_s = _arr(log_s)
         return scalar_or_array(np.where(log_s <= 0, -log_s / self.rate, np.nan))
 
+    array_api_cdf = True
+
+    def _xp_log_cdf(self, xp, x):
+        return xp_log_inside(xp, x > 0, lambda x: -xp.expm1(-self.rate * x), x, 1.0, -INF)
+
+    def _xp_log_sf(self, xp, x):
+        return -self.rate * xp.where(x > 0, x, 0.0)
+
 
 class GammaCDF(Cumulative):
     def _rx(self, value):
@@ -340,6 +454,18 @@ class GammaCDF(Cumulative):
 
     def isf(self, s):
         return scalar_or_array(gammainccinv(self.concentration, _arr(s)) / self.rate)
+
+    array_api_cdf = True
+
+    def _xp_log_cdf(self, xp, x):
+        f = special(xp).gammainc
+        return xp_log_inside(xp, x > 0, lambda x: f(self.concentration, self.rate * x), x, 1.0,
+                             -INF)
+
+    def _xp_log_sf(self, xp, x):
+        f = special(xp).gammaincc
+        return xp_log_inside(xp, x > 0, lambda x: f(self.concentration, self.rate * x), x, 1.0,
+                             0.0)
 
 
 class InverseGammaCDF(Cumulative):
@@ -362,6 +488,18 @@ class InverseGammaCDF(Cumulative):
         with _quiet():
             return scalar_or_array(self.scale / gammaincinv(self.concentration, _arr(s)))
 
+    array_api_cdf = True
+
+    def _xp_log_cdf(self, xp, x):
+        f = special(xp).gammaincc
+        return xp_log_inside(xp, x > 0, lambda x: f(self.concentration, self.scale / x), x, 1.0,
+                             -INF)
+
+    def _xp_log_sf(self, xp, x):
+        f = special(xp).gammainc
+        return xp_log_inside(xp, x > 0, lambda x: f(self.concentration, self.scale / x), x, 1.0,
+                             0.0)
+
 
 class BetaCDF(Cumulative):
     def _x(self, value):
@@ -378,6 +516,18 @@ class BetaCDF(Cumulative):
 
     def isf(self, s):
         return scalar_or_array(betainccinv(self.alpha, self.beta, _arr(s)))
+
+    array_api_cdf = True
+
+    def _xp_log_cdf(self, xp, x):
+        f = special(xp).betainc
+        return xp_log_inside(xp, (x > 0) & (x < 1), lambda x: f(self.alpha, self.beta, x), x, 0.5,
+                             xp.where(x <= 0, -INF, 0.0))
+
+    def _xp_log_sf(self, xp, x):  # I_{1-x}(β, α)
+        f = special(xp).betainc
+        return xp_log_inside(xp, (x > 0) & (x < 1), lambda x: f(self.beta, self.alpha, 1.0 - x), x,
+                             0.5, xp.where(x <= 0, 0.0, -INF))
 
 
 def as_counts(x):
@@ -406,3 +556,15 @@ class PoissonCDF(Cumulative):
 
     def isf(self, s):
         return as_counts(st.poisson.isf(s, self.rate))
+
+    array_api_cdf = True
+
+    def _xp_log_cdf(self, xp, x):  # P(X <= k) = Q(k + 1, rate)
+        f = special(xp).gammaincc
+        k = xp.floor(x)
+        return xp_log_inside(xp, k >= 0, lambda k: f(k + 1.0, self.rate), k, 0.0, -INF)
+
+    def _xp_log_sf(self, xp, x):
+        f = special(xp).gammainc
+        k = xp.floor(x)
+        return xp_log_inside(xp, k >= 0, lambda k: f(k + 1.0, self.rate), k, 0.0, 0.0)

@@ -55,7 +55,8 @@ Adding a family.  Subclass :class:`GLMFamily` and implement ``potential``, ``d1`
 ``bound(k)`` for ``k = 2`` (SMH-1) and ``k = 3`` (SMH-2) — a *valid* upper bound of
 ``sup_η |∂^k U/∂η^k|``, possibly depending on ``y`` (return an array broadcasting against ``y``);
 ``th.smh`` is exact only if the bounds are.  Optionally implement ``d3`` and ``bound(4)`` to enable
-SMH's tightest ("local") bound, ``sample`` for simulation (Geweke tests, prior predictive), and
+SMH's tightest ("local") bound, ``sample`` for simulation (Geweke tests, prior predictive),
+``xp_log_density`` for the gradient kernels (``th.nuts``, ``th.hmc``: θ a JAX array), and
 set ``domain``/``is_discrete``.  Then ``GLM(MyFamily(...), X, theta)`` is an observation ``th.smh``
 can subsample::
 
@@ -86,10 +87,22 @@ from scipy import special as sp
 
 from thrifty.distributions import constraints
 from thrifty.distributions.base import Distribution, describe
+from thrifty.distributions.xp import (
+    ArrayAPIShape,
+    asfloat,
+    finish,
+    is_foreign,
+    namespace,
+    special,
+    takes_foreign,
+)
+from thrifty.errors import DistributionError
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _SQRT_HALF = math.sqrt(0.5)
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+_LOG_PI = math.log(math.pi)
+INF = math.inf
 
 
 _HUGE = 1e50  # |(y − η)/√a| beyond which (1 + s²)³ would overflow: s² → its leading term
@@ -104,6 +117,7 @@ class GLMFamily:
     name = "glm"
     domain: constraints.Constraint = constraints.real
     is_discrete = False
+    _foreign = False  # a parameter is an array of another library (JAX): see xp_params
 
     def potential(self, eta, y):
         """``U(η, y) = −log p(y | η)`` (``+inf`` where ``y`` is outside the support)."""
@@ -113,6 +127,23 @@ class GLMFamily:
         """``log p(y | η) = −U(η, y)``, ``-inf`` off the support (a family may do it faster)."""
         lp = -self.potential(eta, y)
         return np.fmax(lp, -np.inf)  # NaN (e.g. a NaN observation) counts as off the support
+
+    def xp_log_density(self, xp, eta, y):
+        """``log p(y | η)`` on arrays of namespace ``xp`` (JAX arrays of a gradient run), ``-inf``
+        off the support or NaN there (the GLM makes NaN ``-inf``)."""
+        raise DistributionError(
+            f"GLM: the family {type(self).__name__} has no xp_log_density (its log-density is "
+            f"written for NumPy only), so it takes no {xp.__name__} arrays and a gradient kernel "
+            "cannot differentiate through it; update the choices it depends on with another "
+            "kernel (th.mh, th.gibbs)")
+
+    def xp_params(self) -> tuple:
+        """The family's parameters that may be arrays of another library (JAX)."""
+        return ()
+
+    def xp_valid(self, xp):
+        """Where such parameters are valid (None: everywhere)."""
+        return None
 
     def d1(self, eta, y):
         """``∂U/∂η``."""
@@ -208,6 +239,12 @@ class Logistic(GLMFamily):
             return bernoulli_logits_lp(y, eta, finite=True)
         return super().log_density(eta, y)
 
+    def xp_log_density(self, xp, eta, y):
+        y = asfloat(xp, y)
+        spx = special(xp)
+        lp = xp.where(y == 1, spx.log_expit(eta), spx.log_expit(-eta))
+        return xp.where((y == 0) | (y == 1), lp, -INF)
+
     def d1(self, eta, y):
         return sp.expit(eta) - y
 
@@ -262,6 +299,11 @@ class Probit(GLMFamily):
         s, ok = self._s(y)
         return np.where(ok, -sp.log_ndtr(s * np.asarray(eta, dtype=float)), np.inf)
 
+    def xp_log_density(self, xp, eta, y):
+        y = asfloat(xp, y)
+        lp = special(xp).log_ndtr(xp.where(y == 1, eta, -eta))
+        return xp.where((y == 0) | (y == 1), lp, -INF)
+
     def d1(self, eta, y):
         s, _ = self._s(y)
         m, _ = _mills(s * np.asarray(eta, dtype=float))
@@ -305,6 +347,9 @@ class GaussianLinear(GLMFamily):
     name = "gaussian"
 
     def __init__(self, sigma: float = 1.0):
+        if is_foreign(sigma):  # (a gradient run's array: the GLM's density is -inf where invalid)
+            self.sigma, self._foreign = sigma, True
+            return
         sigma = float(sigma)
         if not sigma > 0 or not math.isfinite(sigma):
             raise ValueError(f"GaussianLinear: sigma must be positive and finite, got {sigma}")
@@ -313,6 +358,17 @@ class GaussianLinear(GLMFamily):
     def potential(self, eta, y):
         r = (np.asarray(y, dtype=float) - eta) / self.sigma
         return 0.5 * r * r + math.log(self.sigma) + _LOG_SQRT_2PI
+
+    def xp_log_density(self, xp, eta, y):
+        sigma = asfloat(xp, self.sigma)
+        r = (asfloat(xp, y) - eta) / sigma
+        return -(0.5 * r * r + xp.log(sigma) + _LOG_SQRT_2PI)
+
+    def xp_params(self):
+        return (self.sigma,)
+
+    def xp_valid(self, xp):
+        return _positive(self.sigma) if self._foreign else None
 
     def d1(self, eta, y):
         return (np.asarray(eta, dtype=float) - y) / self.sigma**2
@@ -344,6 +400,9 @@ class StudentT(GLMFamily):
     name = "student_t"
 
     def __init__(self, df: float, sigma: float = 1.0):
+        if is_foreign(df) or is_foreign(sigma):  # (the GLM's density is -inf where invalid)
+            self.df, self.sigma, self._foreign = df, sigma, True
+            return
         df, sigma = float(df), float(sigma)
         for n, v in (("df", df), ("sigma", sigma)):
             if not v > 0 or not math.isfinite(v):
@@ -372,6 +431,23 @@ class StudentT(GLMFamily):
         with np.errstate(over="ignore", divide="ignore"):  # far tails: log(1 + s²) = 2 log|s|
             lg = np.where(far, 2.0 * np.log(np.abs(s)), np.log1p(s * s))
         return 0.5 * (nu + 1.0) * lg - const
+
+    def xp_log_density(self, xp, eta, y):
+        nu, sigma = asfloat(xp, self.df), asfloat(xp, self.sigma)
+        s = (asfloat(xp, y) - eta) / xp.sqrt(nu * sigma**2)
+        far = xp.abs(s) > _HUGE  # (far tails: log(1 + s²) = 2 log|s|)
+        lg = xp.where(far, 2.0 * xp.log(xp.abs(xp.where(far, s, 1.0))),
+                      xp.log1p(xp.where(far, 0.0, s) ** 2))
+        lgamma = special(xp).gammaln
+        const = (lgamma(0.5 * (nu + 1.0)) - lgamma(0.5 * nu) - 0.5 * (xp.log(nu) + _LOG_PI)
+                 - xp.log(sigma))
+        return const - 0.5 * (nu + 1.0) * lg
+
+    def xp_params(self):
+        return (self.df, self.sigma)
+
+    def xp_valid(self, xp):
+        return _positive(self.df) & _positive(self.sigma) if self._foreign else None
 
     def d1(self, eta, y):
         s, far = self._scaled(eta, y)
@@ -411,16 +487,24 @@ class StudentT(GLMFamily):
         return eta
 
 
+def _positive(v):
+    """``0 < v < inf`` (an array of another library, or a Python float)."""
+    return (v > 0) & (v < INF)
+
+
 class GLM(Distribution):
     """Observations ``y_i ~ family(η_i)`` with ``η = X @ theta``; batch shape ``(n,)``.
 
     ``X`` is ``(n, d)`` (or ``(d,)`` for one observation), ``theta`` ``(d,)`` — or ``(n, d)``, one
     weight vector per observation (per-cluster weights read through ``th.mem``, ``w(z)``).
     ``log_prob(y) = −U(η, y)``.  ``th.smh`` recognises these observations as the local sections
-    of the choice ``theta`` (see the module docstring).
+    of the choice ``theta`` (see the module docstring).  ``theta``, ``X`` and the family's
+    parameters may be JAX arrays (a gradient kernel's): ``log_prob`` is then the family's
+    ``xp_log_density``, ``-inf`` where they are not finite / valid.
     """
 
     _rowwise = False
+    array_api = True
 
     def __init__(self, family: GLMFamily, X, theta):
         if not isinstance(family, GLMFamily):
@@ -428,6 +512,9 @@ class GLM(Distribution):
         self.family = family
         self.domain = family.domain
         self.is_discrete = family.is_discrete
+        if (family._foreign or (type(theta) is not np.ndarray and is_foreign(theta))
+                or (type(X) is not np.ndarray and is_foreign(X))):
+            return self._init_array_api(X, theta)
         X = np.asarray(X, dtype=float)
         theta = np.asarray(theta, dtype=float)
         if theta.ndim == 2 and X.ndim == 2 and theta.shape == X.shape:  # a θ per observation
@@ -450,17 +537,53 @@ class GLM(Distribution):
         self.batch_shape = X.shape[:-1]
         self._eta = None
 
+    def _init_array_api(self, X, theta):
+        """``X``, ``theta`` or the family's parameters arrays of another library (JAX): where
+        they are invalid is recorded (``_valid``), not raised."""
+        family = self.family
+        xp = namespace(X, theta, *family.xp_params())
+        X, theta = asfloat(xp, X), asfloat(xp, theta)
+        if theta.ndim == 2 and X.ndim == 2 and theta.shape == X.shape:  # a θ per observation
+            self._rowwise = True
+            self._invalid_unless(xp.all(xp.abs(theta) < INF, axis=-1))
+        else:
+            if theta.ndim != 1:
+                self._fail(f"theta must be a vector (or (n, d) like X), got an array of shape "
+                           f"{tuple(theta.shape)}")
+                theta = xp.reshape(theta, (-1,))
+            d = theta.shape[0]
+            if X.ndim not in (1, 2) or X.shape[-1] != d:
+                self._fail(f"X must have shape (n, {d}) or ({d},) to match theta, got "
+                           f"{tuple(X.shape)}")
+                X = xp.zeros((0, d))
+            self._invalid_unless(xp.all(xp.abs(theta) < INF))
+        valid = family.xp_valid(xp)
+        if valid is not None:
+            self._invalid_unless(valid)
+        if type(family).xp_log_density is GLMFamily.xp_log_density:  # NumPy only: refused
+            family.xp_log_density(xp, None, None)
+        self.X, self.theta, self._eta = X, theta, None
+        self.batch_shape = ArrayAPIShape(X.shape[:-1])
+
     @property
     def eta(self) -> np.ndarray:
         """The linear predictor ``X @ theta`` (computed once)."""
         if self._eta is None:
-            if self._rowwise:
+            if type(self.batch_shape) is ArrayAPIShape:
+                xp = namespace(self.X, self.theta)
+                self._eta = (xp.sum(self.X * self.theta, axis=-1) if self._rowwise
+                             else self.X @ self.theta)
+            elif self._rowwise:
                 self._eta = np.einsum("ij,ij->i", self.X, self.theta)
             else:
                 self._eta = self.X @ self.theta
         return self._eta
 
     def log_prob(self, value):
+        if takes_foreign(self, value):
+            eta = self.eta
+            xp = namespace(value, eta)
+            return finish(xp, self, self.family.xp_log_density(xp, asfloat(xp, eta), value))
         lp = self.family.log_density(self.eta, value)
         return float(lp) if np.ndim(lp) == 0 else lp
 

@@ -32,7 +32,12 @@ from thrifty.distributions.base import (
     describe,
     scalar_or_array,
 )
-from thrifty.distributions.cumulative import UNDERFLOW, Cumulative, t_tail_log_constant
+from thrifty.distributions.cumulative import (
+    UNDERFLOW,
+    Cumulative,
+    t_tail_log_constant,
+    xp_log_inside,
+)
 from thrifty.distributions.xp import asfloat, finish, namespace, special
 
 INF = math.inf
@@ -124,6 +129,15 @@ class HalfNormal(Cumulative, Distribution):
     def _isf_log(self, log_s):
         return scalar_or_array(-self.scale * ndtri_exp(np.asarray(log_s, dtype=float) - LOG_2))
 
+    array_api_cdf = True
+
+    def _xp_log_cdf(self, xp, x):
+        f = special(xp).erf
+        return xp_log_inside(xp, x > 0, lambda x: f(x / (SQRT_2 * self.scale)), x, 1.0, -INF)
+
+    def _xp_log_sf(self, xp, x):
+        return LOG_2 + special(xp).log_ndtr(-(xp.where(x > 0, x, 0.0) / self.scale))
+
     @property
     def mean(self):
         return self.scale * math.sqrt(2.0 / math.pi)
@@ -206,6 +220,16 @@ class HalfCauchy(Cumulative, Distribution):
         s = np.asarray(s, dtype=float)
         with _quiet():
             return scalar_or_array(np.where(s > 0, self.scale / _half_cauchy_quantile(s), np.inf))
+
+    array_api_cdf = True
+
+    def _xp_log_cdf(self, xp, x):
+        pos = x > 0
+        z = xp.where(pos, x, 1.0) / self.scale
+        return xp.where(pos, xp.log(xp.atan2(z, 1.0) / (0.5 * math.pi)), -INF)
+
+    def _xp_log_sf(self, xp, x):
+        return xp.log(xp.atan2(1.0, xp.where(x > 0, x, 0.0) / self.scale) / (0.5 * math.pi))
 
     @property
     def mean(self):
@@ -304,6 +328,24 @@ class HalfStudentT(Cumulative, Distribution):
 
     def sf(self, value):
         return scalar_or_array(self._cdf_sf(value)[1])
+
+    array_api_cdf = True
+
+    def _xp_cdf_sf(self, xp, x):
+        """``(x > 0, cdf, sf)`` on the array API (``x`` taken as 1 where not positive)."""
+        pos, df, f = x > 0, self.df, special(xp).betainc
+        z = xp.where(pos, x, 1.0) / self.scale
+        p = f(0.5, 0.5 * df, 1.0 / (1.0 + df / (z * z)))
+        s = f(0.5 * df, 0.5, 1.0 / (1.0 + z * z / df))
+        return pos, xp.where(p <= 0.5, p, 1.0 - s), xp.where(s <= 0.5, s, 1.0 - p)
+
+    def _xp_log_cdf(self, xp, x):
+        pos, cdf, _ = self._xp_cdf_sf(xp, x)
+        return xp.where(pos, xp.log(cdf), -INF)
+
+    def _xp_log_sf(self, xp, x):
+        pos, _, sf = self._xp_cdf_sf(xp, x)
+        return xp.where(pos, xp.log(sf), 0.0)
 
     # Each inverse is taken from the side whose probability is at most 1/2 (the other is exact:
     # 1 - q for q >= 1/2); where the incomplete-beta inverse underflows, the leading terms are

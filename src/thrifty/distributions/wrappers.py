@@ -16,6 +16,15 @@ from thrifty.distributions.base import (
     describe,
     scalar_or_array,
 )
+from thrifty.distributions.xp import (
+    ArrayAPIShape,
+    asfloat,
+    finish,
+    is_foreign,
+    namespace,
+    special,
+    takes_foreign,
+)
 from thrifty.errors import DistributionError
 
 INF = math.inf
@@ -24,6 +33,21 @@ _HALF_ULP = 2.0**-54  # replaces a uniform draw of exactly 0: inverse-cdf draws 
 
 def _quiet():
     return np.errstate(all="ignore")
+
+
+def _namespace_of(*dists):
+    """The namespace of the array-API (JAX) arrays the distributions hold (NumPy if none)."""
+    for d in dists:
+        for v in vars(d).values():
+            if isinstance(v, Distribution):
+                xp = _namespace_of(v)
+            elif type(v) is list:
+                xp = _namespace_of(*(c for c in v if isinstance(c, Distribution)))
+            else:
+                xp = namespace(v)
+            if xp is not np:
+                return xp
+    return np
 
 
 def _open_uniform(rng, size):
@@ -49,6 +73,12 @@ class Truncated(Distribution):
     its inverse, which a ``Mixture`` lacks.  ``low``/``high`` broadcast with the base's batch
     shape.  ``mean``/``variance`` are not available.
 
+    The base's parameters, the bounds and the value may be JAX arrays (a gradient kernel's) when
+    the base's cdf is written against the array API (``array_api_cdf``: the continuous families,
+    the half distributions, ``Poisson``, ``NegativeBinomial`` and mixtures of these; see
+    :mod:`~thrifty.distributions.cumulative` for the derivatives JAX lacks); invalid ones give
+    ``-inf``.
+
     >>> from thrifty import dist
     >>> d = dist.Truncated(dist.Normal(0.0, 1.0), low=0.0)  # the half-normal
     >>> round(d.log_prob(1.0), 6) == round(dist.HalfNormal(1.0).log_prob(1.0), 6), d.log_prob(-1.0)
@@ -57,6 +87,8 @@ class Truncated(Distribution):
     >>> zt.log_prob(0), round(zt.log_prob(1), 6)  # log(2 e^-2 / (1 - e^-2))
     (-inf, -1.161439)
     """
+
+    array_api = True
 
     def __init__(self, base: Distribution, low: float | np.ndarray | None = None,
                  high: float | np.ndarray | None = None):
@@ -77,6 +109,8 @@ class Truncated(Distribution):
             )
             return
         (lo, hi), shape = as_params(self.low, self.high, owner=self)
+        if type(shape) is ArrayAPIShape or type(base.batch_shape) is ArrayAPIShape:
+            return self._init_array_api(lo, hi, shape)
         if not all_true(lo == lo) or not all_true(hi == hi):
             self._fail(f"low and high must not be NaN, got low={describe(lo)}, high={describe(hi)}")
             return
@@ -122,6 +156,72 @@ class Truncated(Distribution):
         log_z = np.where(self._upper, from_sf, from_cdf)
         return scalar_or_array(np.where(np.isnan(log_z), -np.inf, log_z))
 
+    def _init_array_api(self, lo, hi, shape):
+        """The base's parameters or the bounds are arrays of another library (JAX): the
+        normaliser on the array API, where it is invalid recorded (``_valid``), not raised."""
+        base = self.base
+        xp = namespace(lo, hi)
+        if xp is np:
+            xp = _namespace_of(base)
+        name = type(base).__name__
+        if not callable(getattr(base, "log_cdf", None)):
+            self._fail(f"{name} has no cdf; Truncated needs one")
+            return
+        if not getattr(base, "array_api_cdf", False):
+            raise DistributionError(
+                f"Truncated: the cdf of {name} is written for NumPy only, so a truncated {name} "
+                f"takes no {xp.__name__} arrays (a gradient kernel cannot differentiate through "
+                "it); update the choices it depends on with another kernel (th.mh, th.gibbs)")
+        foreign = is_foreign(lo) or is_foreign(hi)
+        rnd = (xp.ceil, xp.floor) if foreign else (np.ceil, np.floor)
+        if self.is_discrete:  # integer bounds, both included
+            lo, hi = rnd[0](lo), rnd[1](hi)
+        ok = (lo == lo) & (hi == hi) & ((lo <= hi) if self.is_discrete else (lo < hi))
+        if foreign:
+            self._invalid_unless(ok)
+        elif not all_true(ok):
+            self._fail(f"low and high must not be NaN and low must be below high, got "
+                       f"low={describe(lo)}, high={describe(hi)}")
+            return
+        try:
+            self.batch_shape = ArrayAPIShape(np.broadcast_shapes(tuple(base.batch_shape),
+                                                                 tuple(shape)))
+        except ValueError:
+            self._fail(f"low/high shape {tuple(shape)} and base batch shape "
+                       f"{tuple(base.batch_shape)} do not broadcast")
+            return
+        self.low, self.high = lo, hi
+        self._log_z = self._xp_log_mass(xp)
+        self._invalid_unless(self._log_z > -INF)
+        if base._valid is not None:
+            self._invalid_unless(base._valid)
+
+    def _xp_tails(self, xp, v, inf):
+        """``(log F(v), log S(v))`` on the array API; at ``v = inf`` (±) they are constants."""
+        at_inf = v == inf
+        if is_foreign(v):
+            v = xp.where(at_inf, 0.0, v)
+        elif all_true(at_inf):
+            return (-INF, 0.0) if inf < 0 else (0.0, -INF)
+        else:  # (a NumPy array still: a fixed point, which the negative binomial's cdf uses)
+            v = np.where(at_inf, 0.0, v)
+        lc, ls = self.base._xp_log_cdf(xp, v), self.base._xp_log_sf(xp, v)
+        if inf < 0:
+            return xp.where(at_inf, -INF, lc), xp.where(at_inf, 0.0, ls)
+        return xp.where(at_inf, 0.0, lc), xp.where(at_inf, -INF, ls)
+
+    def _xp_log_mass(self, xp):
+        """:meth:`_log_mass` on the array API."""
+        a = self.low - 1.0 if self.is_discrete else self.low
+        la, sa = self._xp_tails(xp, a, -INF)
+        lb, sb = self._xp_tails(xp, self.high, INF)
+        self._upper = la > sa
+        self._tails = la, lb, sa, sb
+        from_sf = sa + xp.log(-xp.expm1(xp.asarray(sb - sa)))
+        from_cdf = lb + xp.log(-xp.expm1(xp.asarray(la - lb)))
+        log_z = xp.where(self._upper, from_sf, from_cdf)
+        return xp.where(xp.isnan(log_z), -INF, log_z)
+
     @property
     def support(self):
         if self.is_discrete:
@@ -146,6 +246,12 @@ class Truncated(Distribution):
             if self.low <= value <= self.high:
                 return self.base.log_prob(value) - self._log_z
             return -INF
+        if takes_foreign(self, value):
+            xp = namespace(value, self.low, self.high, self._log_z)
+            x = asfloat(xp, value)
+            lp = self.base.log_prob(x) - self._log_z
+            return finish(xp, self, xp.where((x >= self.low) & (x <= self.high), lp, -INF),
+                          masked=True)
         x = np.asarray(value)
         ok = (x >= self.low) & (x <= self.high)
         with _quiet():
@@ -189,7 +295,9 @@ class Mixture(Distribution):
     or all continuous; each has scalar parameters or parameters of the mixture's full batch
     shape.  ``domain`` is the union of the components' domains.  ``mean`` / ``variance`` come
     from the components'; ``cdf``, ``sf`` and their logs too when every component has them
-    (so a mixture can be truncated, though not sampled truncated: it has no ``icdf``).
+    (so a mixture can be truncated, though not sampled truncated: it has no ``icdf``).  The
+    weights and the components' parameters may be JAX arrays (a gradient kernel's): invalid
+    weights, or an invalid component, give ``-inf``.
 
     >>> import numpy as np
     >>> from thrifty import dist
@@ -199,6 +307,8 @@ class Mixture(Distribution):
     """
 
     _scalar = False  # weights of shape (K,), univariate components with scalar parameters
+    _xp = None  # the namespace of array-API (JAX) weights or components' parameters
+    array_api = True
 
     def __init__(self, weights: Sequence[float] | np.ndarray,
                  components: Sequence[Distribution]):
@@ -222,6 +332,9 @@ class Mixture(Distribution):
             kinds = ", ".join("discrete" if c.is_discrete else "continuous" for c in comps)
             self._fail(f"components must be all discrete or all continuous, got {kinds}")
             return
+        if is_foreign(weights) or any(type(c.batch_shape) is ArrayAPIShape or c._valid is not None
+                                      for c in comps):  # (array-API parameters)
+            return self._init_array_api(weights, comps)
         w = np.asarray(weights, dtype=float)
         if w.ndim == 0 or w.shape[-1] != len(comps):
             self._fail(
@@ -258,6 +371,40 @@ class Mixture(Distribution):
             self._log_w_list = self._log_w.tolist()
             self._cum_w = np.cumsum(w).tolist()
 
+    def _init_array_api(self, weights, comps):
+        """Weights or components' parameters of another library (JAX): where they are invalid
+        is recorded (``_valid``), not raised."""
+        xp = namespace(weights)
+        if xp is np:
+            xp = _namespace_of(*comps)
+        w = asfloat(xp, weights)
+        if w.ndim == 0 or w.shape[-1] != len(comps):
+            self._fail(f"weights must have one entry per component ({len(comps)}) on its last "
+                       f"axis, got an array of shape {tuple(w.shape)}")
+            return
+        shapes = [tuple(c.batch_shape) for c in comps]
+        try:
+            batch = np.broadcast_shapes(tuple(w.shape[:-1]), *shapes)
+        except ValueError:
+            self._fail(f"weights shape {tuple(w.shape)} and component batch shapes "
+                       f"{', '.join(map(str, shapes))} do not broadcast")
+            return
+        for j, shape in enumerate(shapes):
+            if shape and shape != batch:
+                self._fail(f"components[{j}] has batch shape {shape} but the mixture's batch "
+                           f"shape is {batch}; give each component scalar parameters or "
+                           "parameters of the full batch shape")
+                return
+        self._invalid_unless(xp.all(w >= 0, axis=-1) & (xp.abs(xp.sum(w, axis=-1) - 1.0) < 1e-6))
+        for c in comps:
+            if c._valid is not None:
+                self._invalid_unless(c._valid)
+        self.weights, self.batch_shape, self._xp = w, ArrayAPIShape(batch), xp
+        self.event_shape = tuple(comps[0].event_shape)
+        self.is_discrete = bool(comps[0].is_discrete)
+        self.domain = constraints.union(*(c.domain for c in comps))
+        self._log_w = xp.log(w)
+
     # -- density ---------------------------------------------------------------------------
     def log_prob(self, value):
         t = type(value)
@@ -270,7 +417,16 @@ class Mixture(Distribution):
             if not -INF < m < INF:
                 return m
             return m + math.log(math.fsum(math.exp(s - m) for s in terms))
+        if takes_foreign(self, value):
+            xp = self._xp or namespace(value)
+            lp = self._xp_logsumexp(xp, [c.log_prob(value) for c in self.components])
+            return finish(xp, self, lp)
         return self._logsumexp([c.log_prob(value) for c in self.components])
+
+    def _xp_logsumexp(self, xp, per_component):
+        """:meth:`_logsumexp` on the array API."""
+        terms = xp.broadcast_arrays(*(asfloat(xp, t) for t in per_component))
+        return special(xp).logsumexp(xp.stack(terms, axis=-1) + self._log_w, axis=-1)
 
     def _logsumexp(self, per_component):
         """``logsumexp_k(log w_k + t_k)`` over per-component terms (arrays or floats)."""
@@ -343,6 +499,17 @@ class Mixture(Distribution):
 
     def log_sf(self, value):
         return self._logsumexp(self._each("log_sf", value))
+
+    @property
+    def array_api_cdf(self) -> bool:
+        """Whether every component's cdf is written against the array API."""
+        return all(getattr(c, "array_api_cdf", False) for c in self.components)
+
+    def _xp_log_cdf(self, xp, x):
+        return self._xp_logsumexp(xp, [c._xp_log_cdf(xp, x) for c in self.components])
+
+    def _xp_log_sf(self, xp, x):
+        return self._xp_logsumexp(xp, [c._xp_log_sf(xp, x) for c in self.components])
 
     def _params_repr(self):
         comps = ", ".join(repr(c) for c in self.components)

@@ -82,6 +82,10 @@ class _JaxSpecial:
         self.log_expit = jax.nn.log_sigmoid
         self.logsumexp = jss.logsumexp
         self.log_ndtr = jss.log_ndtr
+        self.erf = jss.erf
+        self.gammainc = jss.gammainc
+        self.gammaincc = jss.gammaincc
+        self.betainc = jss.betainc
 
 
 _SPECIAL: dict = {}
@@ -89,7 +93,8 @@ _SPECIAL: dict = {}
 
 def special(xp):
     """The special functions for namespace ``xp`` (``gammaln``, ``betaln``, ``xlogy``,
-    ``xlog1py``, ``expit``, ``log_expit``, ``logsumexp``, ``log_ndtr``)."""
+    ``xlog1py``, ``expit``, ``log_expit``, ``logsumexp``, ``log_ndtr``, ``erf``, ``gammainc``,
+    ``gammaincc``, ``betainc``; JAX differentiates ``betainc`` in ``x`` only)."""
     if xp is np:
         return _scipy_special
     sp = _SPECIAL.get(xp.__name__)

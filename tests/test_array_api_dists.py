@@ -185,9 +185,7 @@ def test_lkj_cholesky_on_jax():
 WRAPPER_CASES = [  # (family of two parameters, the parameters, values)
     (lambda a, b: dist.Truncated(dist.Cauchy(a, b), -0.5, 2.0), (0.3, 1.7), [-1.0, 0.2, 1.9]),
     (lambda a, b: dist.Truncated(dist.Exponential(a * b), 0.0, 2.0), (1.3, 1.0), [-1.0, 0.6]),
-    (lambda a, b: dist.Mixture(jnp.stack([a, 1.0 - a]) if isinstance(a, jax.Array)
-                               else np.array([a, 1.0 - a]),
-                               [dist.Normal(-1.0, b), dist.Laplace(1.0, 2.0)]),
+    (lambda a, b: dist.Mixture([a, 1.0 - a], [dist.Normal(-1.0, b), dist.Laplace(1.0, 2.0)]),
      (0.3, 0.5), [-2.0, 0.0, 0.7, np.nan]),
 ]
 

@@ -39,7 +39,9 @@ from thrifty.distributions.discrete import (
 from thrifty.distributions.xp import (
     ArrayAPIShape,
     asfloat,
+    entries,
     finish,
+    holds_foreign,
     is_foreign,
     namespace,
     special,
@@ -314,7 +316,7 @@ class Multinomial(Distribution):
         if (probs is None) == (logits is None):
             self._fail("give exactly one of probs or logits")
             probs, logits = np.ones(1), None
-        if is_foreign(probs) or is_foreign(logits) or is_foreign(total_count):
+        if holds_foreign(probs) or holds_foreign(logits) or is_foreign(total_count):
             return self._init_array_api(total_count, probs, logits)
         name = "probs" if logits is None else "logits"
         a = np.asarray(probs if logits is None else logits, dtype=float)
@@ -348,7 +350,7 @@ class Multinomial(Distribution):
         """Parameters of another library (JAX): where they are invalid is recorded
         (``_valid``), not raised."""
         name = "probs" if logits is None else "logits"
-        xp = namespace(total_count, probs, logits)
+        xp = namespace(total_count, *entries(probs if logits is None else logits))
         a = asfloat(xp, probs if logits is None else logits)
         if a.ndim == 0:
             self._fail(f"{name} must have at least one dimension, got a 0-d array")

@@ -25,7 +25,9 @@ from thrifty.distributions.base import (
 from thrifty.distributions.xp import (
     ArrayAPIShape,
     asfloat,
+    entries,
     finish,
+    holds_foreign,
     is_foreign,
     namespace,
     special,
@@ -289,7 +291,7 @@ class Categorical(Distribution):
         if probs is not None:
             if type(probs) is np.ndarray:
                 p = probs
-            elif is_foreign(probs):
+            elif holds_foreign(probs):
                 return self._init_array_api(probs, None)
             else:
                 p = np.asarray(probs, dtype=float)
@@ -308,7 +310,7 @@ class Categorical(Distribution):
             self.probs = p
             self._logp = None  # computed on first use
         else:
-            if is_foreign(logits):
+            if holds_foreign(logits):
                 return self._init_array_api(None, logits)
             lg = np.asarray(logits, dtype=float)
             if lg.ndim == 0:
@@ -324,7 +326,7 @@ class Categorical(Distribution):
     def _init_array_api(self, probs, logits):
         """``probs`` or ``logits`` an array of another library (JAX): where they are invalid is
         recorded (``_valid``), not raised."""
-        xp = namespace(probs, logits)
+        xp = namespace(*entries(probs if logits is None else logits))
         a = asfloat(xp, probs if logits is None else logits)
         if a.ndim == 0:
             name = "probs" if logits is None else "logits"

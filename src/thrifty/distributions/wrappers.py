@@ -19,7 +19,9 @@ from thrifty.distributions.base import (
 from thrifty.distributions.xp import (
     ArrayAPIShape,
     asfloat,
+    entries,
     finish,
+    holds_foreign,
     is_foreign,
     namespace,
     special,
@@ -332,8 +334,8 @@ class Mixture(Distribution):
             kinds = ", ".join("discrete" if c.is_discrete else "continuous" for c in comps)
             self._fail(f"components must be all discrete or all continuous, got {kinds}")
             return
-        if is_foreign(weights) or any(type(c.batch_shape) is ArrayAPIShape or c._valid is not None
-                                      for c in comps):  # (array-API parameters)
+        if holds_foreign(weights) or any(type(c.batch_shape) is ArrayAPIShape
+                                         or c._valid is not None for c in comps):  # (array API)
             return self._init_array_api(weights, comps)
         w = np.asarray(weights, dtype=float)
         if w.ndim == 0 or w.shape[-1] != len(comps):
@@ -374,7 +376,7 @@ class Mixture(Distribution):
     def _init_array_api(self, weights, comps):
         """Weights or components' parameters of another library (JAX): where they are invalid
         is recorded (``_valid``), not raised."""
-        xp = namespace(weights)
+        xp = namespace(*entries(weights))
         if xp is np:
             xp = _namespace_of(*comps)
         w = asfloat(xp, weights)

@@ -50,6 +50,20 @@ class ArrayAPIShape(tuple):
         return True
 
 
+def holds_foreign(x) -> bool:
+    """Whether ``x`` is an array of another library or a list or tuple with one among its
+    entries (``[w, 1 - w]`` of a traced ``w``)."""
+    t = type(x)
+    if t is list or t is tuple:
+        return any(map(is_foreign, x))
+    return is_foreign(x)
+
+
+def entries(x) -> tuple:
+    """The entries of a list or tuple ``x`` (for :func:`namespace`), else ``(x,)``."""
+    return tuple(x) if type(x) is list or type(x) is tuple else (x,)
+
+
 def takes_foreign(d, value) -> bool:
     """Whether ``d.log_prob(value)`` must take the array-API path: ``d`` has array-API
     parameters or ``value`` is an array of another library (two type checks otherwise)."""

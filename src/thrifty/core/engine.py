@@ -55,6 +55,7 @@ from __future__ import annotations
 from thrifty.core.choices import starts_with, walk, walk_steps
 from thrifty.core.gradient import (
     GradientRun,
+    computes_values,
     key_name,
     other_values,
     structure,
@@ -176,6 +177,7 @@ __all__ = [
     "chain_length",
     "chain_references",
     "chains",
+    "computes_values",
     "conditional_step",
     "executions_since",
     "free_step",

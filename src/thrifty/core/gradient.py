@@ -35,7 +35,7 @@ import numpy as np
 
 from thrifty import _context
 from thrifty.core.address import as_name, fmt
-from thrifty.core.vocab import LATENT
+from thrifty.core.vocab import DETERMINISTIC, LATENT
 from thrifty.errors import ModelError, NotDifferentiable
 
 OBSERVED = "<observed>"  # key prefix of simulated observations in ``others``
@@ -69,6 +69,14 @@ def other_values(trace, block: set) -> dict:
     return out
 
 
+def computes_values(trace) -> bool:
+    """Whether the program records computed values (``th.deterministic``), which a gradient
+    run does not return: draws that skip the trace's write must then not be recorded."""
+    root = trace.root
+    nodes = [root, *root.plates.values(), *root.chains.values()]
+    return any(s.kind == DETERMINISTIC for n in nodes for s in n.sites.values())
+
+
 def structure(values: dict) -> tuple:
     """The addresses, shapes and dtypes of ``values``: what a compiled density depends on."""
     return tuple((k, np.shape(v), np.asarray(v).dtype.str) for k, v in values.items())
@@ -78,7 +86,8 @@ class GradientRun:
     """One execution of ``program`` with the block's values given unconstrained (see the module
     docstring).  ``block``: key → unconstrained array, keys as in :func:`other_values`;
     ``others``: the other latent choices.  After :meth:`execute`, ``lp`` is the log-density
-    (with the block's log-Jacobians) and ``values`` the block's constrained values."""
+    (with the block's log-Jacobians, also kept apart in ``jac``) and ``values`` the block's
+    constrained values."""
 
     def __init__(self, program, block: dict, others: dict, xp):
         self.program = program
@@ -86,6 +95,7 @@ class GradientRun:
         self.others = others
         self.xp = xp
         self.lp = 0.0
+        self.jac = 0.0  # the block's log-Jacobians (part of lp): lp - jac is log p(x, y)
         self.values: dict = {}
         self.frame = _Frame(self, ())
         self.mem_fns: dict = {}
@@ -134,7 +144,9 @@ class GradientRun:
                 u = u[t]
             b = biject_to(d.support)
             x = b.forward(u)
-            self.lp = self.lp + xp.sum(d.log_prob(x)) + xp.sum(b.log_abs_det_jacobian(u))
+            jac = xp.sum(b.log_abs_det_jacobian(u))
+            self.lp = self.lp + xp.sum(d.log_prob(x)) + jac
+            self.jac = self.jac + jac
             if t is None:
                 self.values[key] = x
             else:

@@ -178,6 +178,9 @@ class ChainRun:
         self.seconds = 0.0  # wall time in the sampling loop
         self.consistent = True  # False after an exception inside a step
         self._kernels = self.kernel.kernels()
+        alone = getattr(self.kernel, "run_alone", None)
+        if alone is not None:  # (a gradient kernel alone: many transitions per compiled call)
+            alone()
         for _, k in self._kernels:  # (kernels whose adaptation spans the burn-in)
             plan = getattr(k, "plan_burn_in", None)
             if plan is not None:
@@ -212,6 +215,10 @@ class ChainRun:
         step = self.kernel.step
         rng = self.rng
         record = self.recorder.record
+        # a kernel alone may record draws before it writes them into the trace; it writes the
+        # last one (flush) before anything but the recorder reads the trace
+        pending = getattr(self.kernel, "pending_draw", None)
+        flush = getattr(self.kernel, "flush", None) or (lambda trace: None)
         draw_stats = self._draw_stats if any(
             hasattr(k, "draw_stats") for _, k in self._kernels) else None
         trace = self.trace
@@ -232,17 +239,21 @@ class ChainRun:
                     trace = step(trace, rng)
                     it += 1
                     if it == check_at:  # check mode: never touches the trace or the generator
+                        flush(trace)
                         c0 = perf_counter()
                         raise_if_inconsistent(trace, f"(chain {self.chain}, after step {it})")
                         check_cost = perf_counter() - c0
                         checking += check_cost
                         check_at = cfg.next_check(it, check_cost, step_cost)
                     if it == burn_in:
+                        flush(trace)
                         tune(False)
                     if it == rec_next:
-                        record(trace, draw_stats() if draw_stats else None)
+                        record(trace, draw_stats() if draw_stats else None,
+                               pending() if pending else None)
                         self.n_recorded += 1
                         rec_next += thin
+                flush(trace)
                 self.trace, self.iteration = trace, it
                 # aim at one tick per TICK seconds whatever the cost of a step
                 dt = perf_counter() - t0

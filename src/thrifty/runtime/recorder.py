@@ -230,6 +230,7 @@ class Recorder:
         self._by_node: dict = {}
         self._generic: list = []
         self._last: dict = {}  # name → last recorded whole value of top-level sites / mem keys
+        self._dirty: set = set()  # names whose last values came from a kernel, not the trace
         self._new()
 
     def _new(self) -> None:
@@ -249,7 +250,11 @@ class Recorder:
         return s
 
     # -- one draw ---------------------------------------------------------------------------------
-    def record(self, trace, stats: dict | None = None) -> None:
+    def record(self, trace, stats: dict | None = None, pending=None) -> None:
+        """Record draw ``self.n`` from ``trace``; ``pending``: ``({name: value}, log-joint)``
+        of a draw a kernel computed but has not written into the trace yet — those names'
+        values and the log-joint are taken from it, the output is computed on demand, and
+        at the next draw read from the trace the names are read in full."""
         d = self.n
         if stats:  # the kernels' statistics of this draw (a name absent before: NaN there)
             for name, v in stats.items():
@@ -269,10 +274,16 @@ class Recorder:
         if trace.changes is None or self._trace is not trace:
             trace.changes = ChangeLog()
         self._trace = trace
-        self.lp.append(trace.known_log_joint())
+        if pending is not None:
+            self._pending(trace, d, *pending)
+        elif self._dirty:
+            self._reread(trace, d)
+        self.lp.append(trace.known_log_joint() if pending is None else pending[1])
         self.n_latent.append(trace.n_latent)
         out = trace.output
-        if not self.needs_plates:
+        if pending is not None:
+            self.outputs.append(PENDING)
+        elif not self.needs_plates:
             self.outputs.append(out)
         elif trace.output_full and _small(out):  # a copy: it may hold views of plate columns
             self.outputs.append(copy.deepcopy(out))
@@ -280,6 +291,28 @@ class Recorder:
             self.outputs.append(PENDING)
         self.n += 1
         self.count += 1
+
+    def _pending(self, trace, d, values: dict, lp) -> None:
+        for name, v in values.items():
+            src = self._sources.get(name)
+            if src is not None:
+                self._series(name).set(d, v)
+                self._dirty.add(name)
+                if src.kind == "root":  # (the trace's value, unchanged until it is written)
+                    self._last[name] = src.whole(trace)
+
+    def _reread(self, trace, d) -> None:
+        """Whole values of the names the last draws took from a kernel: whatever the trace
+        holds now (the kernel's write may have been refused)."""
+        for name in self._dirty:
+            src = self._sources.get(name)
+            if src is None:
+                continue
+            v = src.whole(trace)
+            if src.kind == "root":
+                self._last[name] = v
+            self._series(name).set(d, v)
+        self._dirty = set()
 
     def _roots(self, trace, d) -> None:
         sites = trace.root.sites

@@ -13,8 +13,19 @@ transition of the density given the rest, map the new position back and write it
 (one program run with the block's values given).  A transition is an exact MCMC kernel for the
 block's conditional, so the step leaves the posterior invariant and composes with any other
 kernel.  During the burn-in the step size and a diagonal (or dense) inverse mass matrix adapt by
-Stan's windowed scheme (BlackJAX's ``window_adaptation`` stages, stepped one transition at a
-time, over the chain's burn-in).
+Stan's windowed scheme (BlackJAX's ``window_adaptation`` stages, updated after every
+transition inside the compiled loop, over the chain's burn-in).
+
+Alone in a chain (``th.infer(program, th.nuts(...))``: nothing else writes the trace between
+its steps), the kernel computes up to ``AHEAD`` transitions in one compiled call, the i-th with
+the key ``fold_in(key(seed), i)`` of one seed drawn per call, and serves them one per step:
+each draw's values and log-joint go to the recorder (:meth:`HMC.pending_draw`), and the trace
+is written once, at the last — or when the chain reads it (:meth:`HMC.flush`: checks,
+snapshots, the end of the burn-in).  The number of transitions per call depends on the
+chain's configuration only (the end of the adaptation's schedule, the block's size), so a
+seed gives the same draws however the chain is run, and a checkpoint carries the
+transitions not yet served with the trace they start from.  The kernel is the same Markov
+chain as one transition per step; only the Python around the compiled code is skipped.
 
 Per-draw statistics go to ``result.sample_stats`` under ArviZ's names: ``diverging``,
 ``tree_depth`` (NUTS), ``n_steps``, ``energy``, ``acceptance_rate``, ``step_size``.
@@ -27,12 +38,13 @@ import warnings
 
 import numpy as np
 
-from thrifty.core.address import fmt
+from thrifty.core.address import dotted, fmt
 from thrifty.core.engine import (
     GradientRun,
     VecTarget,
     chain_column,
     chains,
+    computes_values,
     key_name,
     locate,
     other_values,
@@ -70,9 +82,16 @@ def _jax():
     return jax, blackjax
 
 
+AHEAD = 64  # transitions one compiled call may take (a chain with this kernel alone)
+AHEAD_BYTES = 2**20  # ... and at most this many bytes of draws
+CHEAP_FLOPS = 4000  # a density this cheap (XLA's estimate) compiles without LLVM's optimisations
+
+
 class _Compiled:
-    """The functions of one structure: the jitted transition (with the new position's
-    constrained values), a trace-only probe of the density, and the adaptation's stages."""
+    """The functions of one structure: ``chunk`` (up to ``length`` transitions in one compiled
+    loop, with the adaptation's updates between them, returning each new position's
+    constrained values and log-joint), a trace-only probe of the density, and the
+    adaptation's stages."""
 
     def __init__(self, kernel: HMC, program, keys, ushapes, okeys, static):
         jax, blackjax = _jax()
@@ -92,13 +111,18 @@ class _Compiled:
             others.update(static)
             return GradientRun(program, unflatten(u), others, jnp).execute()
 
+        # (jitted inside the compiled loop: the program is traced once per function, not at
+        # every place the sampler evaluates the density or its gradient)
+        @jax.jit
         def logdensity(u, ovals):
             lp = run(u, ovals).lp
             return jnp.where(jnp.isnan(lp), -jnp.inf, lp)
 
-        def constrain(u, ovals):
+        @jax.jit
+        def observe(u, ovals):
+            """The constrained values at ``u`` and log p(x, y) (no Jacobian)."""
             r = run(u, ovals)
-            return [r.values[k] for k in keys]
+            return [r.values[k] for k in keys], r.lp - r.jac
 
         if kernel.nuts:
             transition = blackjax.nuts.build_kernel()
@@ -109,30 +133,97 @@ class _Compiled:
             init = blackjax.hmc.init
             extra = {"num_integration_steps": kernel.num_steps or 10}
 
-        def step(seed, u0, ovals, step_size, imm):
-            """One transition from ``u0``: (new position, its constrained values, info)."""
-            key = jax.random.key(seed)
-            density = partial(logdensity, ovals=ovals)
-            new, info = transition(key, init(u0, density), density, step_size, imm, **extra)
-            stats = (info.is_divergent, info.energy, info.acceptance_rate,
-                     info.num_integration_steps,
-                     info.num_trajectory_expansions if kernel.nuts else 0)
-            return new.position, constrain(new.position, ovals), stats
-
         from blackjax.adaptation.window_adaptation import base
 
         with warnings.catch_warnings():  # (BlackJAX 1.7 marks the stepwise stages deprecated
             # in favour of a whole-warmup loop, which a kernel inside th.cycle cannot use)
             warnings.simplefilter("ignore", DeprecationWarning)
             a_init, a_update, a_final = base(not kernel.dense_mass, kernel.target_accept)
-        # traces the program once (no compilation): its errors surface before the step's
-        self.probe = lambda u, ovals: jax.eval_shape(logdensity, u, ovals)
-        self.step = jax.jit(step)
+        free_step = kernel.step_size is None
+
+        def chunk(seed, n, u0, ovals, a_state, stages, adapting, eps0, imm0):
+            """Transitions ``0 .. n-1`` from ``u0`` (``n`` ≤ ``self.length``), the i-th with the
+            key ``fold_in(key(seed), i)``: while ``adapting``, with the adaptation's step size
+            (unless fixed) and inverse mass matrix, updated after each by its stage
+            ``stages[i]``; otherwise with ``eps0`` and ``imm0``.  Returns the last position,
+            per transition the constrained values, log-joint, step size and statistics, and
+            the adaptation's state."""
+            key = jax.random.key(seed)
+            density = partial(logdensity, ovals=ovals)
+            length = self.length
+            out = ([jnp.zeros((length, *v.shape), v.dtype) for v in self.shapes[0]],
+                   jnp.zeros(length), jnp.zeros(length),
+                   (jnp.zeros(length, bool), jnp.zeros(length), jnp.zeros(length),
+                    jnp.zeros(length, int), jnp.zeros(length, int)))
+
+            def body(i, carry):
+                state, a, (vals, lj, eps_out, stats) = carry
+                eps = jnp.where(adapting, a.step_size, eps0) if free_step else eps0
+                imm = jnp.where(adapting, a.inverse_mass_matrix, imm0)
+                new, info = transition(jax.random.fold_in(key, i), state, density, eps, imm,
+                                       **extra)
+                a = jax.lax.cond(adapting, lambda a: a_update(a, (stages[i, 0], stages[i, 1] != 0),
+                                                               new.position,
+                                                               info.acceptance_rate),
+                                 lambda a: a, a)
+                x, lj_i = observe(new.position, ovals)
+                row = (info.is_divergent, info.energy, info.acceptance_rate,
+                       info.num_integration_steps,
+                       info.num_trajectory_expansions if kernel.nuts else 0)
+                vals = [v.at[i].set(xi) for v, xi in zip(vals, x)]
+                stats = tuple(s.at[i].set(r) for s, r in zip(stats, row))
+                return new, a, (vals, lj.at[i].set(lj_i), eps_out.at[i].set(eps), stats)
+
+            state, a_state, out = jax.lax.fori_loop(0, n, body, (init(u0, density), a_state, out))
+            return state.position, out, a_state
+
+        def probe(u, ovals):
+            """Trace the program once (nothing compiled): its errors surface before a step's,
+            the shapes of the constrained values are known, and XLA's estimate of the flops
+            of one evaluation of the density."""
+            self.shapes = jax.eval_shape(observe, u, ovals)
+            cost = observe.lower(u, ovals).cost_analysis()
+            cost = cost[0] if isinstance(cost, (list, tuple)) and cost else cost
+            self.flops = float((cost or {}).get("flops", math.inf))
+
+        def compile_loop(cheap: bool):
+            """The compiled loop; ``cheap``: without LLVM's optimisations — for a density of a
+            few thousand flops, compiling them costs more than they save in any run."""
+            options = {"xla_backend_optimization_level": 0} if cheap else None
+            self.chunk = jax.jit(chunk, compiler_options=options)
+
+        self.probe = probe
+        self.compile_loop = compile_loop
+        self.chunk = None
         self.get = jax.device_get
         self.adapt_init = a_init
-        self.adapt_update = jax.jit(a_update)
         self.adapt_final = jax.jit(a_final)
         self.size = int(offsets[-1])
+        self.length = 1  # set by the kernel once the shapes are known (see HMC._compile)
+        self.idle = None  # an adaptation state for chunks that do not adapt
+
+
+def jax_tree_map(f, tree):
+    import jax
+
+    return jax.tree.map(f, tree)
+
+
+class _Ahead:
+    """Transitions computed from the trace's state at ``clock``, served one per step while
+    nothing else writes the trace: per transition the constrained values, log-joint, step
+    size and statistics; ``moved``: whether the last position differs from the first."""
+
+    def __init__(self, trace, keys, n, values, lj, eps, stats, moved, reuse):
+        self.trace, self.clock, self.keys, self.n = trace, trace.clock, keys, n
+        self.values, self.lj, self.eps, self.stats, self.moved = values, lj, eps, stats, moved
+        self.reuse = reuse  # (compiled functions, other values): not pickled
+        self.served = 0
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["reuse"] = None
+        return state
 
 
 _CACHE: dict = {}  # (program id, settings, structure) → (program, digest, compiled functions)
@@ -171,7 +262,9 @@ def _reasonable_step_size(comp, seed, u0, ovals, imm, target: float = 0.5) -> fl
     (or halve) the step size while the transition's mean acceptance stays above (below)
     ``target``; the last step size before it crosses.  Never moves the chain."""
     def acceptance(eps):
-        a = float(comp.get(comp.step(seed, u0, ovals, np.float64(eps), imm)[2][2]))
+        _, out, _ = comp.chunk(seed, np.int64(1), u0, ovals, comp.idle, comp.no_stages,
+                               np.bool_(False), np.float64(eps), imm)
+        a = float(comp.get(out[3][2][0]))
         return a if a == a else 0.0
 
     eps = 1.0
@@ -215,6 +308,9 @@ class HMC(Selecting):
         self._last: dict = {}  # the statistics of the last transition (per-draw stats)
         self._since = None  # ((trace uid, clock, choices), what _prepare gave) after a step
         self._checked: set = set()  # compiled structures whose program this copy checked
+        self._alone = False  # the chain's only kernel (see run_alone)
+        self._ahead: _Ahead | None = None  # transitions computed ahead, being served
+        self._pending = None  # a served draw not yet written into the trace
         _check_installed()
 
     def __getstate__(self):
@@ -341,6 +437,34 @@ class HMC(Selecting):
         cs = self.choices(trace)
         if cs is None:
             return trace
+        ahead = self._ahead
+        if ahead is not None and not (ahead.trace is trace and ahead.clock == trace.clock):
+            ahead = self._ahead = None  # (another kernel wrote the trace: computed in vain)
+        if ahead is None:
+            self.flush(trace)
+            ahead = self._ahead = self._transitions(trace, rng, cs)
+        i = ahead.served
+        ahead.served += 1
+        values = [v[i] for v in ahead.values]
+        self._record(tuple(s[i] for s in ahead.stats), ahead.eps[i])
+        if ahead.served < ahead.n:  # a draw of a chain with this kernel alone: its values go
+            self._pending = (ahead.keys, values, float(ahead.lj[i]))  # to the recorder, and
+            return trace  # the trace is written at the last transition computed (or a flush)
+        self._pending = None
+        self._ahead = None
+        if ahead.moved:
+            self._write(trace, rng, ahead.keys, values)
+        # what the next step may reuse if nothing else is committed before it (the trace's
+        # clock advances with every commit): the compiled functions and the other values
+        if ahead.reuse is not None:
+            self._since = ((trace.uid, trace.clock, cs), ahead.reuse)
+        return trace
+
+    def _transitions(self, trace, rng, cs) -> _Ahead:
+        """The next transitions from the trace's state: one, or — in a chain with this kernel
+        alone, nothing else writing the trace between its steps — as many as one compiled call
+        takes (up to the end of the adaptation's schedule while it runs).  Their number
+        depends on the chain's configuration only, so a seed gives the same draws."""
         last = self._since
         if last is not None and last[0] == (trace.uid, trace.clock, cs):
             # nothing but this kernel's own write committed since its last step: the other
@@ -351,21 +475,54 @@ class HMC(Selecting):
         else:
             keys, u0, comp, ovals = self._prepare(trace, cs)
         seed = np.uint32(rng.integers(2**32))
-        step_size, imm = self._parameters(comp, u0, ovals, seed)
-        position, values, stats = comp.step(seed, u0, ovals, step_size, imm)
+        n = comp.length if self._alone and not self._chain_keys and not computes_values(
+            trace) else 1
+        eps, imm = self._parameters(comp, u0, ovals, seed)
+        adapting = False
+        stages, a_state = comp.no_stages, comp.idle
         if self.tuning and self._adapt is not None:
             a_state, schedule, i = self._adapt
             if i < len(schedule):
-                a_state = comp.adapt_update(a_state, schedule[i], position, stats[2])
-                self._adapt = (a_state, schedule, i + 1)
-        position, values, stats = comp.get((position, values, stats))
-        self._record(stats, step_size)
-        if not np.array_equal(position, u0):
-            self._write(trace, rng, keys, values)
-        # what the next step may reuse if nothing else is committed before it (the trace's
-        # clock advances with every commit): the compiled functions and the other values
-        self._since = ((trace.uid, trace.clock, cs), (comp, ovals))
-        return trace
+                adapting = True
+                n = min(n, len(schedule) - i)
+                stages = np.zeros_like(comp.no_stages)
+                stages[:n] = schedule[i:i + n]
+        position, out, a_new = comp.chunk(seed, np.int64(n), u0, ovals, a_state, stages,
+                                          np.bool_(adapting), np.float64(eps), imm)
+        if adapting:
+            self._adapt = (a_new, self._adapt[1], self._adapt[2] + n)
+        position, (values, lj, eps_out, stats) = comp.get((position, out))
+        return _Ahead(trace, keys, n, values, lj, eps_out, stats,
+                      not np.array_equal(position, u0), (comp, ovals))
+
+    def pending_draw(self):
+        """The draw not yet written into the trace (a chain with this kernel alone):
+        ``({variable name: value}, log p(x, y))``, or None."""
+        if self._pending is None:
+            return None
+        keys, values, lj = self._pending
+        out = {}
+        for k, v in zip(keys, values):
+            name = dotted(k[0] + k[1]) if k and isinstance(k[0], tuple) else dotted(k)
+            out[name] = float(v) if np.ndim(v) == 0 else np.array(v)
+        return out, lj
+
+    def flush(self, trace) -> None:
+        """Write the draw :meth:`pending_draw` holds into the trace (the chain does before
+        anything else reads it).  Its own generator: the draws never depend on when."""
+        if self._pending is None:
+            return
+        keys, values, _ = self._pending
+        self._pending = None
+        self._write(trace, np.random.default_rng(0), keys, values)
+        if self._ahead is not None and self._ahead.trace is trace:
+            self._ahead.clock = trace.clock
+
+    def run_alone(self) -> None:
+        """The chain's kernel is this one alone: transitions may be computed ahead, many per
+        compiled call, and their draws recorded before the trace is written
+        (:meth:`pending_draw`, :meth:`flush`)."""
+        self._alone = True
 
     def _compile(self, program, keys, ushapes, others):
         """The compiled functions for this structure, and the values they take.  The other
@@ -379,7 +536,7 @@ class HMC(Selecting):
         if comp is None:
             comp = _Compiled(self, program, keys, ushapes, okeys, {})
             try:
-                comp.probe(np.zeros(comp.size), tuple(others.values()))
+                self._ready(comp, tuple(others.values()))
             except NotDifferentiable as e:
                 if not e.traced:
                     raise
@@ -393,21 +550,34 @@ class HMC(Selecting):
         comp = _cached(program, ssig, self._checked)
         if comp is None:
             comp = _Compiled(self, program, keys, ushapes, rest, discrete)
-            comp.probe(np.zeros(comp.size), tuple(others[k] for k in rest))
+            self._ready(comp, tuple(others[k] for k in rest))
             _store(program, ssig, comp, self._checked)
         return comp, tuple(others[k] for k in rest)
 
+    def _ready(self, comp, ovals) -> None:
+        """Probe the density (errors before compiling) and size the compiled loop: up to
+        AHEAD transitions, and at most AHEAD_BYTES of their draws."""
+        import jax.numpy as jnp
+
+        comp.probe(np.zeros(comp.size), ovals)
+        comp.compile_loop(comp.flops <= CHEAP_FLOPS)
+        nbytes = sum(int(np.prod(v.shape)) * 8 for v in comp.shapes[0]) + 64
+        comp.length = int(max(1, min(AHEAD, AHEAD_BYTES // nbytes)))
+        comp.no_stages = np.zeros((comp.length, 2), dtype=np.int64)
+        idle = comp.adapt_init(jnp.zeros(comp.size), 1.0)
+        comp.idle = jax_tree_map(lambda x: jnp.asarray(x, dtype=jnp.result_type(x)), idle)
+
     def _settings(self) -> tuple:
         return (self.nuts, self.num_steps, self.target_accept, self.dense_mass,
-                self.max_tree_depth)
+                self.max_tree_depth, self.step_size is None)
 
     def _parameters(self, comp, u0, ovals, seed):
-        """(step size, inverse mass matrix) of this transition: the adaptation's during the
-        burn-in, its final values after it; without an adaptation (no burn-in, or a kernel
-        stepped directly), a unit mass matrix and the step size of Hoffman & Gelman's (2014)
-        Alg. 4 heuristic at the first state (:func:`_reasonable_step_size`), which also starts
-        the adaptation's dual averaging (as Stan does)."""
-        import jax
+        """(step size, inverse mass matrix) of the next transitions outside the adaptation's
+        schedule: its final values after the burn-in; without an adaptation (no burn-in, or a
+        kernel stepped directly), a unit mass matrix and the step size of Hoffman & Gelman's
+        (2014) Alg. 4 heuristic at the first state (:func:`_reasonable_step_size`), which also
+        starts the adaptation's dual averaging (as Stan does).  During the burn-in the
+        adaptation's state gives them (see :class:`_Compiled`)."""
         import jax.numpy as jnp
 
         def reasonable(imm):
@@ -423,9 +593,10 @@ class HMC(Selecting):
                 schedule = build_schedule(n) if n >= 150 else [(0, False)] * n
                 unit = jnp.eye(comp.size) if self.dense_mass else jnp.ones(comp.size)
                 a_state = comp.adapt_init(jnp.asarray(u0), reasonable(unit))
-                a_state = jax.tree.map(lambda x: jnp.asarray(x, dtype=jnp.result_type(x)), a_state)
-                self._adapt = (a_state, [(int(s), bool(e)) for s, e in np.asarray(schedule)], 0)
-            a_state = self._adapt[0]
+                a_state = jax_tree_map(lambda x: jnp.asarray(x, dtype=jnp.result_type(x)),
+                                       a_state)
+                self._adapt = (a_state, np.asarray(schedule, dtype=np.int64).reshape(-1, 2), 0)
+            a_state = self._adapt[0]  # (after the schedule: its last values, not adapting)
             step = a_state.step_size if self.step_size is None else self.step_size
             return np.float64(step), a_state.inverse_mass_matrix
         if self._tuned is None or np.shape(self._tuned[1])[0] != comp.size:
@@ -440,6 +611,7 @@ class HMC(Selecting):
     def _tune(self, on: bool) -> None:
         if not on and self.tuning:
             self._tuned = None  # the adaptation's final values are taken at the next step
+            self._ahead = None  # (transitions computed with the adaptation's values)
         self.tuning = on
 
     def _record(self, stats, step_size) -> None:

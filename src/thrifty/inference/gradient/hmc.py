@@ -154,7 +154,7 @@ class _Compiled:
             out = ([jnp.zeros((length, *v.shape), v.dtype) for v in self.shapes[0]],
                    jnp.zeros(length), jnp.zeros(length),
                    (jnp.zeros(length, bool), jnp.zeros(length), jnp.zeros(length),
-                    jnp.zeros(length, int), jnp.zeros(length, int)))
+                    jnp.zeros(length, int), jnp.zeros(length, int), jnp.zeros(length, bool)))
 
             def body(i, carry):
                 state, a, (vals, lj, eps_out, stats) = carry
@@ -169,7 +169,8 @@ class _Compiled:
                 x, lj_i = observe(new.position, ovals)
                 row = (info.is_divergent, info.energy, info.acceptance_rate,
                        info.num_integration_steps,
-                       info.num_trajectory_expansions if kernel.nuts else 0)
+                       info.num_trajectory_expansions if kernel.nuts else 0,
+                       jnp.any(new.position != state.position))  # (whether it moved)
                 vals = [v.at[i].set(xi) for v, xi in zip(vals, x)]
                 stats = tuple(s.at[i].set(r) for s, r in zip(stats, row))
                 return new, a, (vals, lj.at[i].set(lj_i), eps_out.at[i].set(eps), stats)
@@ -615,7 +616,7 @@ class HMC(Selecting):
         self.tuning = on
 
     def _record(self, stats, step_size) -> None:
-        diverging, energy, acceptance, n_steps, depth = stats
+        diverging, energy, acceptance, n_steps, depth, moved = stats
         info_d = {
             "diverging": bool(diverging),
             "energy": float(energy),
@@ -627,6 +628,7 @@ class HMC(Selecting):
             info_d["tree_depth"] = int(depth)
         self._last = info_d
         self.info.proposed += 1
+        self.info.accepted += bool(moved)  # (a transition that returns its start: rejected)
         self.info.count("divergences", info_d["diverging"])
         self.info.count("gradient_evaluations", info_d["n_steps"])
         self.info.count("mean_acceptance", info_d["acceptance_rate"])
@@ -653,7 +655,6 @@ class HMC(Selecting):
         self.info.add_run(run)
         if run.log_weight > -math.inf:
             run.commit()
-            self.info.accepted += 1
             return True
         self.info.count("refused_at_boundary")  # a constrained value rounded onto its boundary
         return False

@@ -48,9 +48,28 @@ def test_a_choice_that_decides_structure_gets_lmh():
     check_continuous(r["mu"][r["b"] == 0], mean, sd, truncnorm_mu(1.5, 1.0).cdf, "mu | b = 0")
 
 
-def test_a_chain_gets_pgas():
-    _, said = default_kernel(ssm(np.zeros(10)))
-    assert "NUTS to a, q; PGAS (20 particles) to the chain s" in said
+@th.model
+def tanh_ssm(y):
+    a = th.sample("a", dist.Uniform(-1.0, 1.0))
+
+    def step(t, prev):
+        x = th.sample("x", dist.Normal(a * np.tanh(prev), 1.0))  # (NumPy-only in the states)
+        th.observe("y", dist.Normal(x, 0.5), y[t])
+        return x
+
+    th.markov("s", step, len(y), 0.0)
+
+
+def test_a_chain_s_states_get_nuts_when_continuous_and_differentiable_else_pgas():
+    """(The posterior of the first: test_gradient_chains, through th.infer without a kernel.)"""
+    from thrifty.models import hmm
+
+    assert "NUTS to a, q, s.x (th.nuts(['a', 'q', 's.x']))" in default_kernel(
+        ssm(np.zeros(10)))[1]
+    assert "PGAS (20 particles) to the chain s" in default_kernel(hmm())[1]
+    said = default_kernel(tanh_ssm(np.zeros(10)))[1]  # (np.tanh reads the states, which
+    # a gradient run takes as arguments even when they are not in the block: no NUTS for a)
+    assert "PGAS (20 particles) to the chain s" in said and "adaptive MH (th.drift()) to a" in said
 
 
 @th.model

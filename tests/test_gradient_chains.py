@@ -90,12 +90,20 @@ def test_nuts_with_pgas_on_a_state_space_model_matches_the_kalman_grid():
 
 def test_nuts_on_a_chain_s_states_and_its_parameters_matches_the_kalman_grid():
     """One NUTS block of the parameters and every state of the chain (the states' densities
-    run step by step in the gradient run).  Two chains: q, the scale of the centred states,
-    mixes slowly, and one chain's ESS overstates what 1,000 of its draws know (over 22 seeds,
-    single chains gave |z| up to 3.9 and KS p down to 6e-5 — old and new code alike)."""
+    run step by step in the gradient run) — what th.infer assigns when no kernel is given.
+    Two chains: q, the scale of the centred states, mixes slowly, and one chain's ESS
+    overstates what 1,000 of its draws know (over 22 seeds, single chains gave |z| up to 3.9
+    and KS p down to 6e-5)."""
     y = ssm_data(20, seed=1)
-    r = th.infer(ssm(y), th.nuts(["a", "q", "s.x"]), num_samples=1000, burn_in=500, chains=2,
-                 seed=5, progress=False)
+    r = th.infer(ssm(y), chains=2, seed=5, progress=False)  # (1,000 draws after 1,000)
+    assert "assigned NUTS to a, q, s.x" in r.notes[0]
     for name, (mean, sd, cdf) in _kalman_grid(y).items():
         check_continuous(r[name], mean, sd, cdf, what=name)
     assert r["s.x"].shape == (2, 1000, 20)
+    # NUTS alone: draws computed ahead and recorded with their log-joint, here recomputed
+    a, q, x = r["a"], r["q"], r["s.x"]
+    prev = np.concatenate([np.zeros(a.shape + (1,)), x[..., :-1]], axis=-1)
+    lp = (stats.uniform(-1, 2).logpdf(a) + stats.halfnorm.logpdf(q)
+          + stats.norm(a[..., None] * prev, q[..., None]).logpdf(x).sum(-1)
+          + stats.norm(x, 0.5).logpdf(y).sum(-1))
+    np.testing.assert_allclose(r.sample_stats["lp"], lp, rtol=1e-9)

@@ -103,6 +103,7 @@ from thrifty.core.run import (
 from thrifty.core.sections import (
     chain_column,
     chain_references,
+    chain_states,
     chains,
     executions_since,
     lane_choices,
@@ -176,6 +177,7 @@ __all__ = [
     "chain_column",
     "chain_length",
     "chain_references",
+    "chain_states",
     "chains",
     "computes_values",
     "conditional_step",

@@ -36,6 +36,7 @@ import numpy as np
 from thrifty import _context
 from thrifty.core.address import as_name, fmt
 from thrifty.core.vocab import DETERMINISTIC, LATENT
+from thrifty.distributions.xp import SUMMED
 from thrifty.errors import ModelError, NotDifferentiable
 
 OBSERVED = "<observed>"  # key prefix of simulated observations in ``others``
@@ -95,6 +96,7 @@ class GradientRun:
         self.others = others
         self.xp = xp
         self.lp = 0.0
+        self.ok = True  # every site's parameters valid (see score)
         self.jac = 0.0  # the block's log-Jacobians (part of lp): lp - jac is log p(x, y)
         self.values: dict = {}
         self.frame = _Frame(self, ())
@@ -119,6 +121,8 @@ class GradientRun:
                     raise ModelError(f"the gradient run did not meet every step of the block's "
                                      f"chain site {key_name(k)}")
                 self.values[k] = self.xp.stack([v[t] for t in range(len(v))])
+        xp = self.xp  # (NaN and invalid parameters anywhere: the density is 0)
+        self.lp = xp.where(self.ok & ~xp.isnan(self.lp), self.lp, -float("inf"))
         missing = [k for k in self.block if k not in self.values]
         if missing:
             raise ModelError(f"the gradient run did not meet the block's choice "
@@ -145,7 +149,7 @@ class GradientRun:
             b = biject_to(d.support)
             x = b.forward(u)
             jac = xp.sum(b.log_abs_det_jacobian(u))
-            self.lp = self.lp + xp.sum(d.log_prob(x)) + jac
+            self.lp = self.lp + self.score(d, x) + jac
             self.jac = self.jac + jac
             if t is None:
                 self.values[key] = x
@@ -160,8 +164,21 @@ class GradientRun:
             raise ModelError(f"{fmt(addr)}: the gradient run met a choice the trace does not "
                              "have (the program's structure depends on the block's values, "
                              "which a gradient kernel needs fixed)") from None
-        self.lp = self.lp + xp.sum(d.log_prob(x))
+        self.lp = self.lp + self.score(d, x)
         return x
+
+    def score(self, d, x):
+        """``sum(d.log_prob(x))`` as the formula gives it; NaN and invalid parameters
+        (``d._valid``) are applied to the total at the end (:func:`finish`)."""
+        SUMMED.append(d)
+        try:
+            lp = d.log_prob(x)
+        finally:
+            SUMMED.pop()
+        valid = getattr(d, "_valid", None)
+        if valid is not None:
+            self.ok = self.ok & self.xp.all(valid)
+        return self.xp.sum(lp)
 
     def add(self, addr, lp) -> None:
         self.last = addr
@@ -200,7 +217,8 @@ class _Frame:
         if getattr(d, "coupled", False):
             raise ModelError(f"{fmt(addr)}: a gradient kernel cannot differentiate through a "
                              "collapsed family (its sufficient statistics are NumPy state)")
-        self.run.add(addr, d.log_prob(value))
+        self.run.last = addr
+        self.run.lp = self.run.lp + self.run.score(d, value)
         return value
 
     def factor(self, name, log_weight):

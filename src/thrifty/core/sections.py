@@ -206,6 +206,21 @@ def chain_column(trace, chain: tuple, rel: tuple, who: str) -> tuple:
     return np.asarray(site.values.array()), list(site.dists.array())
 
 
+def chain_states(trace) -> dict:
+    """The latent states of each top-level markov chain whose steps all hold the same
+    choices: chain name → (T, {site name: discrete in some step})."""
+    out = {}
+    for caddr, node in trace.root.chains.items():
+        if not node.uniform():
+            continue
+        name = ".".join(map(str, caddr))
+        out[name] = (node.T, {
+            ".".join(map(str, caddr + rel)): any(bool(getattr(d, "is_discrete", True))
+                                                for d in node.sites[rel].dists.array())
+            for rel in node.latent_sites()})
+    return out
+
+
 def chain_references(trace, chain: tuple, who: str):
     """The current trajectories of the markov chain at ``chain`` — at the top level or in a
     top-level plate — as particle Gibbs reads them: ``(plate address or None, chain address

@@ -127,15 +127,25 @@ def asfloat(xp, x):
     return xp.asarray(x, dtype=xp.float64)
 
 
+SUMMED: list = []  # the distributions whose log-densities a gradient run is summing
+
+
 def finish(xp, d, lp, masked: bool = False):
     """The end of an array path: NaN (a NaN value, off the support) becomes ``-inf`` — unless
     ``masked``: the formula already gave ``-inf`` off the support (``where(ok, lp, -inf)``) —,
     and so does every element where ``d``'s array-API parameters are invalid; a 0-d NumPy
-    result becomes a Python float (the package's convention)."""
+    result becomes a Python float (the package's convention).
+
+    A gradient run that sums ``d``'s log-density (``d`` last in ``SUMMED``) gets it as the
+    formula gave it: it applies NaN and ``d._valid`` to its total, once (a select per element
+    and site doubles what XLA compiles).  Distributions ``d`` calls (a mixture's components)
+    are finished here as always."""
     if xp is np:
         if not masked:
             lp = np.fmax(lp, -np.inf)
         return float(lp) if lp.ndim == 0 else lp
+    if SUMMED and SUMMED[-1] is d:
+        return lp
     lp = xp.where(xp.isnan(lp), -math.inf, lp)
     valid = d._valid
     if valid is not None:

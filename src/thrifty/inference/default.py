@@ -10,8 +10,11 @@ it chose.
   level or in plates) and the labels of a coupled process (``th.CRP`` tables):
   ``th.gibbs`` per site (enumeration; tables plus a new one, scored in lanes), unless
   changing one creates or drops other choices (tried on a few prior traces): LMH then;
-* **the states of each markov chain** (at the top level or in a top-level plate):
-  ``th.pgibbs(chain, 20)`` — PGAS (003), whatever the states' types;
+* **the states of each markov chain**: joined to the NUTS block when the chain is at the top
+  level, has the same length in every prior trace, and its states are continuous and
+  differentiable (the block's density is traced once to find out); otherwise — discrete or
+  non-differentiable states, a chain in a plate, a varying length —
+  ``th.pgibbs(chain, 20)``, PGAS (003);
 * **the rest** — choices whose existence varies between traces (found in prior simulations),
   discrete choices without a finite support, memoized values: ``th.lmh`` over them (001).
 
@@ -30,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from thrifty.core.engine import chains, latent_sites, memo_names, simulate_run
+from thrifty.core.engine import chain_states, chains, latent_sites, memo_names, simulate_run
 from thrifty.errors import DistributionError, ModelError, SelectionError
 
 PRIOR_SIMULATIONS = 20  # prior traces: a choice present in every trace or not
@@ -71,13 +74,19 @@ def default_kernel(program, rng=None) -> tuple:
         else:
             continuous.append(n)
     rest += memo_names(trace)
+    smooth = _smooth_chains(trace, traces)
     parts, said = [], []
-    if continuous:
-        k, why = _gradient_kernel(trace, continuous)
+    if continuous or smooth:
+        block = continuous + [s for sites in smooth.values() for s in sites]
+        k, why = _gradient_kernel(trace, block)
+        if k is None and smooth:  # (the chains' states are not differentiable: PGAS)
+            smooth = {}
+            block = continuous
+            k, why = _gradient_kernel(trace, block) if continuous else (None, why)
         if k is not None:
             parts.append(k)
-            said.append(f"NUTS to {', '.join(continuous)}")
-        else:
+            said.append(f"NUTS to {', '.join(block)}")
+        elif continuous:
             parts += [mh(n, drift()) for n in continuous]
             said.append(f"adaptive MH (th.drift()) to {', '.join(continuous)} ({why})")
     if finite:
@@ -85,6 +94,8 @@ def default_kernel(program, rng=None) -> tuple:
         said.append(f"Gibbs to {', '.join(finite)}")
     for plate, chain in chains(trace):
         name = ".".join(map(str, (plate or ()) + chain))
+        if plate is None and name in smooth:
+            continue
         parts.append(pgibbs(name, PARTICLES))
         said.append(f"PGAS ({PARTICLES} particles) to the chain {name}")
     if rest:
@@ -96,6 +107,18 @@ def default_kernel(program, rng=None) -> tuple:
     kernel = cycle(parts) if len(parts) > 1 else parts[0]
     return kernel, (f"th.infer: no kernel given; assigned {'; '.join(said)} "
                     f"({_spelled(parts)})")
+
+
+def _smooth_chains(trace, traces) -> dict:
+    """The top-level chains whose states NUTS may take: chain name → its state sites, for
+    the chains with the same length and sites in every prior trace and no discrete state."""
+    out = {}
+    others = [chain_states(t) for t in traces[1:]]
+    for name, (T, sites) in chain_states(trace).items():
+        if sites and not any(sites.values()) and all(
+                o.get(name, (None, None))[0] == T and o[name][1] == sites for o in others):
+            out[name] = list(sites)
+    return out
 
 
 def _decides_structure(name, traces, rng) -> bool:

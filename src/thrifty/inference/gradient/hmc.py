@@ -84,7 +84,8 @@ def _jax():
 
 AHEAD = 64  # transitions one compiled call may take (a chain with this kernel alone)
 AHEAD_BYTES = 2**20  # ... and at most this many bytes of draws
-CHEAP_FLOPS = 4000  # a density this cheap (XLA's estimate) compiles without LLVM's optimisations
+CHEAP_FLOPS = 4000  # a density this cheap (XLA's estimate) compiles without LLVM's optimisations,
+MANY_OPS = 1500  # ... and so does one of this many operations (lines of its lowered module)
 
 
 class _Compiled:
@@ -183,13 +184,17 @@ class _Compiled:
             the shapes of the constrained values are known, and XLA's estimate of the flops
             of one evaluation of the density."""
             self.shapes = jax.eval_shape(observe, u, ovals)
-            cost = observe.lower(u, ovals).cost_analysis()
+            lowered = observe.lower(u, ovals)
+            cost = lowered.cost_analysis()
             cost = cost[0] if isinstance(cost, (list, tuple)) and cost else cost
             self.flops = float((cost or {}).get("flops", math.inf))
+            self.ops = lowered.as_text().count("\n")
 
         def compile_loop(cheap: bool):
             """The compiled loop; ``cheap``: without LLVM's optimisations — for a density of a
-            few thousand flops, compiling them costs more than they save in any run."""
+            few thousand flops, compiling them costs more than they save in any run, and for
+            one of thousands of operations (a chain's steps, unrolled) LLVM's time grows
+            faster than the program."""
             options = {"xla_backend_optimization_level": 0} if cheap else None
             self.chunk = jax.jit(chunk, compiler_options=options)
 
@@ -476,8 +481,7 @@ class HMC(Selecting):
         else:
             keys, u0, comp, ovals = self._prepare(trace, cs)
         seed = np.uint32(rng.integers(2**32))
-        n = comp.length if self._alone and not self._chain_keys and not computes_values(
-            trace) else 1
+        n = comp.length if self._alone and not computes_values(trace) else 1
         eps, imm = self._parameters(comp, u0, ovals, seed)
         adapting = False
         stages, a_state = comp.no_stages, comp.idle
@@ -561,7 +565,7 @@ class HMC(Selecting):
         import jax.numpy as jnp
 
         comp.probe(np.zeros(comp.size), ovals)
-        comp.compile_loop(comp.flops <= CHEAP_FLOPS)
+        comp.compile_loop(comp.flops <= CHEAP_FLOPS or comp.ops >= MANY_OPS)
         nbytes = sum(int(np.prod(v.shape)) * 8 for v in comp.shapes[0]) + 64
         comp.length = int(max(1, min(AHEAD, AHEAD_BYTES // nbytes)))
         comp.no_stages = np.zeros((comp.length, 2), dtype=np.int64)

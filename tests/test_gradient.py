@@ -144,6 +144,10 @@ def test_nuts_with_gibbs_on_labels(compose):
     k = th.cycle(kernels) if compose == "cycle" else th.mixture([(0.5, kernels[0]),
                                                                  (0.5, kernels[1])])
     r = th.infer(mixture(MIXTURE_Y), k, num_samples=3000, burn_in=500, seed=3, progress=False)
+    if compose == "mixture":  # draws after Gibbs's turn: no NUTS transition, no statistics
+        idle = r.sample_stats["n_steps"][0] == 0
+        assert 0.4 < idle.mean() < 0.6 and np.isnan(r.sample_stats["energy"][0][idle]).all()
+        assert not r.sample_stats["diverging"][0][idle].any()
     check_continuous(r["mu"], *mixture_grid(MIXTURE_Y), what="mu")
 
 

@@ -114,3 +114,18 @@ def test_the_fallback_for_other_observations_is_bounded(counted, monkeypatch):
     k = th.mh("w", th.drift())
     start(bernoulli_regression(X, y), k, counted)
     assert counted["elements"] <= (2 + 25 + 2 * d * d + 1 + 2) * n, counted
+
+
+def test_a_mode_at_the_boundary_of_the_support_gives_no_start_covariance():
+    """Eight schools, seed 0: tau's conditional mode given the first state is at 0.0006, the
+    Hessian's difference step (0.03) leaves the support, and −log p = BIG there once made the
+    curvature 1e303 — a start scale of 1e-13 that the burn-in never undid (tau stuck at 0.001,
+    acceptance 0.997).  A step off the support now means no quadratic fit: the chain starts
+    where it is, with the proposal's own scale."""
+    from test_gradient import S8, Y8, schools
+
+    k = th.cycle([th.mh("mu", th.drift(1.0)), th.mh("tau", th.drift()),
+                  th.mh("school.eta", th.drift(1.0))])
+    r = th.infer(schools(Y8, S8), k, num_samples=1, burn_in=2, seed=0, progress=False,
+                 workers=1)
+    assert r.stats["mh('tau', drift())"]["proposal"][0]["tau"]["scale"] > 1e-3

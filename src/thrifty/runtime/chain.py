@@ -238,13 +238,6 @@ class ChainRun:
                 while it < end:
                     trace = step(trace, rng)
                     it += 1
-                    if it == check_at:  # check mode: never touches the trace or the generator
-                        flush(trace)
-                        c0 = perf_counter()
-                        raise_if_inconsistent(trace, f"(chain {self.chain}, after step {it})")
-                        check_cost = perf_counter() - c0
-                        checking += check_cost
-                        check_at = cfg.next_check(it, check_cost, step_cost)
                     if it == burn_in:
                         flush(trace)
                         tune(False)
@@ -253,6 +246,13 @@ class ChainRun:
                                pending() if pending else None)
                         self.n_recorded += 1
                         rec_next += thin
+                    if it == check_at:  # check mode: never touches the trace or the generator
+                        flush(trace)  # (after the record: its timing changes no recorded value)
+                        c0 = perf_counter()
+                        raise_if_inconsistent(trace, f"(chain {self.chain}, after step {it})")
+                        check_cost = perf_counter() - c0
+                        checking += check_cost
+                        check_at = cfg.next_check(it, check_cost, step_cost)
                 flush(trace)
                 self.trace, self.iteration = trace, it
                 # aim at one tick per TICK seconds whatever the cost of a step

@@ -345,8 +345,14 @@ class HMC(Selecting):
 
     def draw_stats(self) -> dict:
         """The statistics of the last transition, recorded with each draw
-        (``result.sample_stats``, ArviZ's ``sample_stats`` group)."""
-        return self._last
+        (``result.sample_stats``, ArviZ's ``sample_stats`` group) — at a draw no transition of
+        this kernel preceded since the last (another kernel's turn in a ``th.mixture``): no
+        divergence, no steps, NaN energy, acceptance and step size."""
+        last = self._last
+        if last:
+            self._last = {k: (False if k == "diverging" else 0 if k in ("n_steps", "tree_depth")
+                              else math.nan) for k in last}
+        return last
 
     def plan_burn_in(self, n: int) -> None:
         """The chain's burn-in has ``n`` iterations: the adaptation windows span them."""

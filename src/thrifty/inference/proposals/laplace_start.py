@@ -230,15 +230,28 @@ def _numeric_fit(trace, rng, locs, cost):
         with np.errstate(all="ignore"):
             H = _hessian(neg_log_joint, x, steps)
         cov = np.linalg.inv(0.5 * (H + H.T))
-    except np.linalg.LinAlgError:
+        np.linalg.cholesky(cov)  # (positive definite, or no fit)
+    except (np.linalg.LinAlgError, _OffSupport):
         return None
     return (x, cov) if np.all(np.isfinite(cov)) else None
+
+
+class _OffSupport(Exception):
+    """A difference step of the Hessian left the support (a mode at or near its boundary):
+    no quadratic approximation there."""
 
 
 def _hessian(f, x, h) -> np.ndarray:
     """Central-difference Hessian of ``f`` at ``x`` with steps ``h`` (2d² + 1 evaluations)."""
     d = len(x)
     h = np.where(h > 0, h, 1e-6 * np.maximum(np.abs(x), 1.0))
+
+    def f(x, f=f):  # a step off the support: −log p = BIG, not a curvature (_OffSupport)
+        v = f(x)
+        if not v < BIG / 2:
+            raise _OffSupport
+        return v
+
     f0 = f(x)
     H = np.empty((d, d))
     for i in range(d):

@@ -32,6 +32,7 @@ from thrifty.runtime.recorder import Recorder, Selector
 
 TICK = 0.1  # seconds between two calls of ``tick`` (progress, stop requests, checkpoints)
 AUTO_CHECK_SHARE = 0.03  # check="auto": the share of a chain's time its checks may take
+RECENT_CHECKS = 5  # ... measured by the cheapest of this many last checks
 
 
 @dataclass(frozen=True)
@@ -228,7 +229,9 @@ class ChainRun:
         tune = getattr(self.kernel, "set_tuning", None) or (lambda on: None)
         tune(it < burn_in)  # kernels adapt during the burn-in only
         check_at = cfg.next_check(it)
-        check_cost, step_cost = math.inf, 0.0  # seconds of the last check, of a step
+        check_cost, step_cost = math.inf, 0.0  # seconds of a check, of a step
+        recent: list = []  # the last checks' seconds: the cost is their minimum (one check
+        # slowed by a pause of the process must not push the next checks and decades away)
         chunk = 1
         t_start = perf_counter()
         try:
@@ -250,8 +253,10 @@ class ChainRun:
                         flush(trace)  # (after the record: its timing changes no recorded value)
                         c0 = perf_counter()
                         raise_if_inconsistent(trace, f"(chain {self.chain}, after step {it})")
-                        check_cost = perf_counter() - c0
-                        checking += check_cost
+                        took = perf_counter() - c0
+                        checking += took
+                        recent = [*recent[-(RECENT_CHECKS - 1):], took]
+                        check_cost = min(recent)
                         check_at = cfg.next_check(it, check_cost, step_cost)
                 flush(trace)
                 self.trace, self.iteration = trace, it

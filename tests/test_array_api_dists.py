@@ -64,9 +64,16 @@ def test_multivariate_on_jax():
     np.testing.assert_allclose(np.asarray(jax.jit(d.log_prob)(jnp.asarray(xs))), d.log_prob(xs))
     got = jax.jit(lambda m: dist.MvNormal(m, scale_tril=L).log_prob(xs))(jnp.array([0.1, -0.2]))
     np.testing.assert_allclose(np.asarray(got), d.log_prob(xs))
-    dd = dist.Dirichlet(np.array([1.5, 2.0, 3.0]))
+    a = np.array([1.5, 2.0, 3.0])
+    dd = dist.Dirichlet(a)
     x = np.array([0.2, 0.3, 0.5])
     assert np.isclose(float(jax.jit(dd.log_prob)(jnp.asarray(x))), dd.log_prob(x))
+    lp = jax.jit(lambda a: dist.Dirichlet(a).log_prob(x))  # traced concentration
+    assert np.isclose(float(lp(jnp.asarray(a))), dd.log_prob(x), rtol=1e-12)
+    g = jax.grad(lambda a: dist.Dirichlet(a).log_prob(x))(jnp.asarray(a))
+    fd = _central(lambda a: dist.Dirichlet(a).log_prob(x), a)
+    np.testing.assert_allclose(np.asarray(g), fd, rtol=1e-6)
+    assert float(lp(jnp.array([1.5, -2.0, 3.0]))) == -np.inf
 
 
 def test_invalid_array_parameters_give_minus_infinity():

@@ -16,7 +16,14 @@ from thrifty.distributions.base import (
     not_array_api,
     scalar_or_array,
 )
-from thrifty.distributions.xp import asfloat, finish, is_foreign, namespace, special
+from thrifty.distributions.xp import (
+    ArrayAPIShape,
+    asfloat,
+    finish,
+    is_foreign,
+    namespace,
+    special,
+)
 from thrifty.errors import DistributionError
 
 
@@ -233,8 +240,18 @@ class Dirichlet(Distribution):
     array_api = True
 
     def __init__(self, concentration):
-        if is_foreign(concentration):
-            raise not_array_api(self, namespace(concentration), "concentration")
+        if is_foreign(concentration):  # (a gradient run: validity recorded, not raised)
+            xp = namespace(concentration)
+            a = asfloat(xp, concentration)
+            if a.ndim == 0:
+                raise DistributionError(f"Dirichlet: concentration must be a vector (at least "
+                                        f"one dimension), got shape {a.shape}")
+            self.concentration = a
+            self.batch_shape = ArrayAPIShape(a.shape[:-1])
+            self.event_shape = a.shape[-1:]
+            self._valid = xp.all((a > 0) & (a < np.inf), axis=-1)
+            self._log_norm = None
+            return
         a = np.asarray(concentration, dtype=float)
         if a.ndim == 0:
             self._fail(
@@ -266,9 +283,13 @@ class Dirichlet(Distribution):
 
     def log_prob(self, value):
         a = self.concentration
+        xp = namespace(value, a)
         if self._log_norm is None:
-            self._log_norm = gammaln(a.sum(-1)) - gammaln(a).sum(-1)
-        xp = namespace(value)
+            if not is_foreign(a):  # (NumPy: kept with the distribution)
+                self._log_norm = gammaln(a.sum(-1)) - gammaln(a).sum(-1)
+            else:  # (a traced concentration: this distribution lives in one trace)
+                lg = special(xp).gammaln
+                self._log_norm = lg(xp.sum(a, axis=-1)) - xp.sum(lg(a), axis=-1)
         x = asfloat(xp, value)
         if x.ndim == 0 or x.shape[-1] != a.shape[-1]:
             raise DistributionError(

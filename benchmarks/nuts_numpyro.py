@@ -12,7 +12,10 @@ Models (both libraries write the same density; NumPyro's in its own modelling la
   q ~ HalfNormal(1), x_t ~ N(a x_{t−1}, q), y_t ~ N(x_t, 0.5).  thrifty: ``th.cycle([th.nuts(["a",
   "q"]), th.pgibbs("s", 10)])`` on the model with its states; NumPyro: NUTS on the
   marginalised model (the Kalman filter's log-likelihood in a ``lax.scan``, ``numpyro.factor``)
-  — the peer's best case, with no states to sample.
+  — the peer's best case, with no states to sample;
+* ``ssm_default`` — the same, thrifty with no kernel given: ``th.infer(model)`` assigns NUTS
+  to a, q and the 100 states as one block (the states' steps unrolled in the compiled
+  density).
 
 Each round runs, for each library, one chain of ``warmup`` + ``samples`` NUTS transitions from
 a fresh start (thrifty: ``th.infer(model, th.nuts([...]), burn_in=warmup)``, default
@@ -99,6 +102,14 @@ def ssm_data(seed=0, T=100):
 
 
 def thrifty_run(name, warmup, samples, seed):
+    if name == "ssm_default":
+        t0 = time.perf_counter()
+        r = th.infer(ssm(ssm_data()), num_samples=samples, burn_in=warmup, seed=seed,
+                     progress=False)
+        seconds = time.perf_counter() - t0
+        assert "NUTS to a, q, s.x" in r.notes[0], r.notes[0]
+        draws = {n: np.asarray(r[n])[0] for n in ("a", "q")}
+        return seconds, draws, float(r.sample_stats["diverging"].mean())
     if name == "ssm":
         t0 = time.perf_counter()
         r = th.infer(ssm(ssm_data()), th.cycle([th.nuts(["a", "q"]), th.pgibbs("s", 10)]),
@@ -135,7 +146,7 @@ def numpyro_run(name, warmup, samples, seed):
                 numpyro.sample("y", nd.Normal(mu + tau * eta, sd), obs=y)
 
         args = (jnp.asarray(Y8), jnp.asarray(S8))
-    elif name == "ssm":
+    elif name in ("ssm", "ssm_default"):
         def model(y):
             a = numpyro.sample("a", nd.Uniform(-1.0, 1.0))
             q = numpyro.sample("q", nd.HalfNormal(1.0))
@@ -206,7 +217,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--models", default="eight_schools,hier_logistic,ssm")
+    ap.add_argument("--models", default="eight_schools,hier_logistic,ssm,ssm_default")
     args = ap.parse_args()
     warmup, samples = (300, 300) if args.quick else (1000, 1000)
     out = {"warmup": warmup, "samples": samples, "models": {}}

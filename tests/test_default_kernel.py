@@ -101,3 +101,22 @@ def test_a_program_without_latent_choices_is_an_error():
 
     with pytest.raises(th.errors.SelectionError, match="no latent choice"):
         th.infer(nothing(), progress=False)
+
+
+def test_what_it_assigned_prints_once_when_logging_is_configured_after_import():
+    import subprocess
+    import sys
+
+    script = (
+        "import logging, thrifty as th\n"
+        "from thrifty import dist\n"
+        "@th.model\n"
+        "def m():\n"
+        "    th.observe('y', dist.Normal(2.0 * th.sample('z', dist.Bernoulli(probs=0.3)),"
+        " 1.0), 1.5)\n"
+        "logging.basicConfig(format='ROOT %(message)s')\n"
+        "th.infer(m(), num_samples=5, progress=False, seed=0)\n")
+    err = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=120).stderr
+    said = [line for line in err.splitlines() if "assigned Gibbs to z" in line]
+    assert len(said) == 1 and said[0].startswith("ROOT "), err

@@ -108,9 +108,19 @@ from thrifty.distributions import glm  # the GLM families, as th.glm
 
 sys.modules[__name__ + ".glm"] = glm  # ``import thrifty.glm`` names the same module
 
+class _UntilConfigured(logging.StreamHandler):
+    """stderr for thrifty's messages while the application has not configured logging: once
+    the root logger has handlers (``logging.basicConfig`` after ``import thrifty``), theirs
+    print them, and no message appears twice."""
+
+    def emit(self, record):
+        if not logging.root.handlers:
+            super().emit(record)
+
+
 # what th.infer says it chose for a program without a kernel (INFO, as PyMC's "Assigned NUTS
 # to ..."): shown on stderr unless the application configured logging itself
 _log = logging.getLogger("thrifty")
 if not logging.root.handlers and not _log.handlers:
     _log.setLevel(logging.INFO)
-    _log.addHandler(logging.StreamHandler())
+    _log.addHandler(_UntilConfigured())

@@ -296,3 +296,26 @@ def test_a_long_series_of_scalars_reads_back_every_type_across_blocks():
     got = [v for _, _, v in s.events()]
     assert [type(v) for v in got] == [type(v) for v in want] and got == want
     np.testing.assert_array_equal(s.materialize(10_000), np.array(want, dtype=float))
+
+
+def test_the_result_builds_a_variable_s_array_when_it_is_first_read():
+    """``th.infer`` returns without building the variables' dense (chains, draws, ...) arrays
+    — 3,000 draws of a 1,000-element plate are 24 MB dense, 3,000 events recorded — and builds
+    one the first time it is read (once: a second read is the same array)."""
+    program, kernel = plate_model(1000), th.mh(th.one("data.z"), th.prior())
+    th.infer(program, kernel, num_samples=10, seed=1, progress=False)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        r = th.infer(program, kernel, num_samples=3000, seed=0, progress=False)
+        gc.collect()
+        returned = tracemalloc.get_traced_memory()[0]
+        z = r["data.z"]
+        read = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    dense = z.nbytes
+    assert dense == 3000 * 1000 * 8
+    assert returned < dense / 10, f"{returned} bytes held before any variable is read"
+    assert read - returned >= dense
+    assert r["data.z"] is z

@@ -180,7 +180,11 @@ class StructureChange(Exception):
 
 def total(lp) -> float:
     """A log-density (scalar or array over value dimensions) as a Python float."""
-    return lp if type(lp) is float else float(np.sum(lp))
+    if type(lp) is float:
+        return lp
+    if type(lp) is np.ndarray:
+        return float(np.add.reduce(lp, axis=None))
+    return float(np.sum(lp))
 
 
 class InvalidParameters(ZeroProbability):

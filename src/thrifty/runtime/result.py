@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import warnings
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -54,14 +55,45 @@ def _variable(name: str, series: list[Series], n: int, dense_bytes: int):
     return out
 
 
-def stack_stores(stores: list[DrawStore], n: int, dense_bytes: int = DENSE_BYTES) -> dict:
-    """Variables of the first ``n`` draws of each chain: arrays (chains, n, ...) or sparse."""
+class Samples(Mapping):
+    """name → the variable's (chains, draws, ...) array, or its :class:`SparseDraws`.
+
+    A variable's dense array is built from the recorded events the first time it is read, and
+    kept: ``th.infer`` returns in time proportional to what the draws changed, not to
+    draws × size (a chain of T steps, recorded for every draw, costs T × draws only when read).
+    """
+
+    def __init__(self, series: dict[str, list[Series]], n: int, dense_bytes: int):
+        self._series, self._n, self._dense_bytes = series, n, dense_bytes
+        self._built: dict = {}
+
+    def __getitem__(self, name):
+        v = self._built.get(name)
+        if v is None:
+            v = self._built[name] = _variable(name, self._series[name], self._n,
+                                              self._dense_bytes)
+        return v
+
+    def __contains__(self, name) -> bool:
+        return name in self._series
+
+    def __iter__(self):
+        return iter(self._series)
+
+    def __len__(self) -> int:
+        return len(self._series)
+
+    def __repr__(self) -> str:
+        return f"Samples({list(self._series)})"
+
+
+def stack_stores(stores: list[DrawStore], n: int, dense_bytes: int = DENSE_BYTES) -> Samples:
+    """Variables of the first ``n`` draws of each chain: arrays (chains, n, ...) or sparse,
+    each built when first read."""
     names = dict.fromkeys(k for st in stores for k in st.series)
     empty = Series()
-    return {
-        name: _variable(name, [st.series.get(name, empty) for st in stores], n, dense_bytes)
-        for name in names
-    }
+    return Samples({name: [st.series.get(name, empty) for st in stores] for name in names}, n,
+                   dense_bytes)
 
 
 def build_result(records, *, program, stats, interrupted, notes, config,
@@ -79,7 +111,7 @@ def build_result(records, *, program, stats, interrupted, notes, config,
     for r in records:  # the result shares the stores' arrays: no spare capacity kept
         r.store.trim()
     stores = [records[c].store for c in ids]
-    samples = stack_stores(stores, n, dense_bytes) if ids else {}
+    samples = stack_stores(stores, n, dense_bytes) if ids else Samples({}, 0, dense_bytes)
     sample_stats = {
         "lp": np.array([st.lp[:n] for st in stores], dtype=float).reshape(len(ids), n),
         "n_latent": np.array([st.n_latent[:n] for st in stores], dtype=np.int64).reshape(
@@ -169,7 +201,7 @@ class Result:
 
     def __init__(
         self,
-        samples: dict,
+        samples: Mapping,
         output: list,
         stats: dict,
         sample_stats: dict[str, np.ndarray] | None = None,

@@ -107,3 +107,70 @@ def test_nuts_on_a_chain_s_states_and_its_parameters_matches_the_kalman_grid():
           + stats.norm(a[..., None] * prev, q[..., None]).logpdf(x).sum(-1)
           + stats.norm(x, 0.5).logpdf(y).sum(-1))
     np.testing.assert_allclose(r.sample_stats["lp"], lp, rtol=1e-9)
+
+
+@th.model
+def panel(y):
+    """The state-space model above for each row of ``y``: one chain per unit of a plate,
+    sharing a and q."""
+    a = th.sample("a", dist.Uniform(-1.0, 1.0))
+    q = th.sample("q", dist.HalfNormal(1.0))
+    with th.plate("unit", y.shape[0]) as i:
+        def step(t, prev):
+            x = th.sample("x", dist.Normal(a * prev, q))
+            th.observe("y", dist.Normal(x, 0.5), y[i, t])
+            return x
+
+        th.markov("s", step, y.shape[1], 0.0)
+
+
+def _kalman_grid_rows(y):
+    """The Kalman grid of ``_kalman_grid`` for independent rows of ``y`` sharing a and q."""
+    A = np.linspace(-0.999, 0.999, 300)
+    Q = np.linspace(0.005, 2.5, 300)
+    AA, QQ = np.meshgrid(A, Q, indexing="ij")
+    ll = np.zeros_like(AA)
+    for row in y:
+        m, P = np.zeros_like(AA), np.zeros_like(AA)
+        for yt in row:
+            mp, Pp = AA * m, AA**2 * P + QQ**2
+            S = Pp + 0.25
+            ll += stats.norm.logpdf(yt, mp, np.sqrt(S))
+            K = Pp / S
+            m, P = mp + K * (yt - mp), (1 - K) * Pp
+    lp = ll + stats.halfnorm.logpdf(QQ)
+    w = np.exp(lp - lp.max())
+    return {"a": _marginal(A, w.sum(1)), "q": _marginal(Q, w.sum(0))}
+
+
+def test_nuts_on_the_states_of_chains_in_a_plate_matches_the_kalman_grid():
+    """Chains inside a plate in the gradient run: each step runs over every element at once,
+    and the states of all of them join the NUTS block with the parameters — what th.infer
+    assigns with no kernel given.  a and q against the Kalman grid of the rows; the recorded
+    log-joint recomputed with scipy."""
+    y = np.stack([ssm_data(8, seed=s) for s in (2, 3, 4)])
+    r = th.infer(panel(y), chains=2, seed=6, progress=False)  # (1,000 draws after 1,000)
+    assert "assigned NUTS to a, q, unit.s.x" in r.notes[0]
+    for name, (mean, sd, cdf) in _kalman_grid_rows(y).items():
+        check_continuous(r[name], mean, sd, cdf, what=name)
+    assert r["unit.s.x"].shape == (2, 1000, 3, 8)
+    a, q, x = r["a"][..., None, None], r["q"][..., None, None], r["unit.s.x"]
+    prev = np.concatenate([np.zeros(x.shape[:-1] + (1,)), x[..., :-1]], axis=-1)
+    lp = (stats.uniform(-1, 2).logpdf(r["a"]) + stats.halfnorm.logpdf(r["q"])
+          + stats.norm(a * prev, q).logpdf(x).sum((-2, -1))
+          + stats.norm(x, 0.5).logpdf(y).sum((-2, -1)))
+    np.testing.assert_allclose(r.sample_stats["lp"], lp, rtol=1e-9)
+
+
+def test_the_gradient_run_of_chains_in_a_plate_reads_the_trace_and_its_simulated_data():
+    """With no block, the gradient run's density is the trace's log-joint: every state read
+    from the (elements, steps) columns, and the observations Geweke's simulator stores in
+    place of the data read from where the batched executor keeps them."""
+    from thrifty.core.gradient import GradientRun, other_values
+    from thrifty.diagnostics.geweke import _simulate_joint
+
+    y = np.stack([ssm_data(5, seed=s) for s in (2, 3)])
+    program = panel(y)
+    for trace in (th.simulate(program, seed=0), _simulate_joint(program, np.random.default_rng(1))):
+        run = GradientRun(program, {}, other_values(trace, set()), np).execute()
+        assert float(run.lp) == pytest.approx(trace.log_joint(), rel=1e-12)

@@ -15,12 +15,14 @@ executes the program once with
 * every site's log-density summed, in the namespace of the arrays (sites that do not depend on
   the block add constants, which a gradient ignores).
 
-Plates execute all their elements at once (``i = slice(0, size)``); a top-level markov chain
-runs its steps in order with each step's choices read from the stored columns.  The run never
-writes the trace.  What it cannot differentiate it refuses, naming the site: a coupled process
-or collapsed family (their log-densities are NumPy state), a memoized function, a plate inside
-a plate, a chain inside a plate, and model code that hands a block value to a NumPy-only function
-or to Python control flow (``np.exp(mu)``, ``if mu > 0``) — see :func:`explain`.
+Plates execute all their elements at once (``i = slice(0, size)``); a markov chain runs its
+steps in order with each step's choices read from the stored columns — a chain inside a plate
+runs each step over all the plate's elements at once, ``prev`` holding their states, as the
+batched executor runs it (:mod:`thrifty.core.plate_chain`).  The run never writes the trace.
+What it cannot differentiate it refuses, naming the site: a coupled process or collapsed family
+(their log-densities are NumPy state), a memoized function, a plate inside a plate or a step,
+a chain inside a step, and model code that hands a block value to a NumPy-only function or to
+Python control flow (``np.exp(mu)``, ``if mu > 0``) — see :func:`explain`.
 
 Because ``others`` is an argument, the compiled function is reused while the *structure* (the
 addresses and shapes of the block and of the other choices) holds; values of other choices
@@ -51,7 +53,8 @@ BLOCK_HINT = (
 def other_values(trace, block: set) -> dict:
     """Every latent choice of ``trace`` outside ``block``: address → value (top-level sites),
     (plate address, site) → column over the elements, (chain address, site) → column over the
-    steps.  The keys name the structure; :func:`structure` adds the shapes."""
+    steps, (plate address, chain, site) → (elements, steps, ...) columns of a chain inside a
+    plate.  The keys name the structure; :func:`structure` adds the shapes."""
     root = trace.root
     out: dict = {}
     for local, site in root.sites.items():
@@ -61,6 +64,10 @@ def other_values(trace, block: set) -> dict:
         for rel, col in node.sites.items():
             if col.kind == LATENT and (paddr, rel) not in block:
                 out[(paddr, rel)] = col.values.array()
+        for crel, cols in node.chains.items():
+            for rel, col in cols.sites.items():
+                if col.kind == LATENT and (paddr, crel, rel) not in block:
+                    out[(paddr, crel, rel)] = col.values.array()
     for caddr, node in root.chains.items():
         for rel, site in node.sites.items():
             if site.kind == LATENT and (caddr, rel) not in block:
@@ -117,10 +124,11 @@ class GradientRun:
             _context.RUNS.pop()
         for k, v in list(self.values.items()):  # a chain's steps, stacked
             if type(v) is dict:
-                if sorted(v) != list(range(self.block[k].shape[0])):
+                axis = 1 if is_plate_chain(k) else 0  # (elements, steps, ...) in a plate
+                if sorted(v) != list(range(self.block[k].shape[axis])):
                     raise ModelError(f"the gradient run did not meet every step of the block's "
                                      f"chain site {key_name(k)}")
-                self.values[k] = self.xp.stack([v[t] for t in range(len(v))])
+                self.values[k] = self.xp.stack([v[t] for t in range(len(v))], axis=axis)
         xp = self.xp  # (NaN and invalid parameters anywhere: the density is 0)
         self.lp = xp.where(self.ok & ~xp.isnan(self.lp), self.lp, -float("inf"))
         missing = [k for k in self.block if k not in self.values]
@@ -133,7 +141,7 @@ class GradientRun:
     # -- a block choice or another choice -------------------------------------------------------
     def take(self, key, addr, d, t=None):
         """The value of the latent choice ``key`` (its log-density added); ``t``: the step of
-        a chain column."""
+        a chain column (axis 0; axis 1 of a chain inside a plate)."""
         xp = self.xp
         self.last = addr
         if getattr(d, "coupled", False):
@@ -145,7 +153,7 @@ class GradientRun:
             from thrifty.transforms import biject_to
 
             if t is not None:  # a chain's column: this step's entry
-                u = u[t]
+                u = u[:, t] if is_plate_chain(key) else u[t]
             b = biject_to(d.support)
             x = b.forward(u)
             jac = xp.sum(b.log_abs_det_jacobian(u))
@@ -159,7 +167,7 @@ class GradientRun:
         try:
             x = self.others[key]
             if t is not None:
-                x = x[t]
+                x = x[:, t] if is_plate_chain(key) else x[t]
         except KeyError:
             raise ModelError(f"{fmt(addr)}: the gradient run met a choice the trace does not "
                              "have (the program's structure depends on the block's values, "
@@ -187,18 +195,23 @@ class GradientRun:
 
 class _Frame:
     """The primitives in a gradient run: top level (``plate is None``), a plate's elements all
-    at once, or one step of a top-level chain."""
+    at once, one step of a top-level chain, or one step of a plate's chains (every element's
+    at once)."""
 
     def __init__(self, run: GradientRun, prefix: tuple, plate=None, step=None):
         self.run = run
         self.prefix = prefix
         self.scope = ()
         self.plate_addr = plate  # the plate's address
-        self.step = step  # (chain address, t)
+        self.step = step  # (chain address, t); in a plate: (the chain's name in the plate, t)
 
     def _key(self, name):
         local = self.scope + as_name(name)
         if self.plate_addr is not None:
+            if self.step is not None:
+                chain, t = self.step
+                return ((self.plate_addr, chain, local),
+                        self.plate_addr + ("*",) + chain + (t,) + local)
             return (self.plate_addr, local), self.plate_addr + ("*",) + local
         if self.step is not None:
             chain, t = self.step
@@ -211,7 +224,13 @@ class _Frame:
 
     def observe(self, name, d, value):
         key, addr = self._key(name)
-        stored = self.run.others.get((OBSERVED, key if self.step is None else addr))
+        if self.step is None:
+            okey = key
+        elif self.plate_addr is None:
+            okey = addr
+        else:  # (the key the batched executor stores it under: plate, relative address)
+            okey = (self.plate_addr, addr[len(self.plate_addr) + 1:])
+        stored = self.run.others.get((OBSERVED, okey))
         if stored is not None:
             value = stored
         if getattr(d, "coupled", False):
@@ -238,14 +257,14 @@ class _Frame:
         return _PlateContext(self, self.scope + as_name(name), int(size))
 
     def markov(self, name, step, length, init, args):
-        if self.plate_addr is not None or self.step is not None:
-            raise ModelError(f"markov {name!r}: a gradient run executes chains at the top "
-                             "level only")
+        if self.step is not None:
+            raise ModelError(f"markov {name!r}: a chain inside a markov step")
         run = self.run
         addr = self.scope + as_name(name)
+        plate = self.plate_addr
         prev, states = init, []
         for t in range(int(length)):
-            run.frame = _Frame(run, addr + (t,), step=(addr, t))
+            run.frame = _Frame(run, addr + (t,), plate=plate, step=(addr, t))
             try:
                 prev = step(t, prev, *args)
             finally:
@@ -268,7 +287,14 @@ class _PlateContext:
         return False
 
 
+def is_plate_chain(key) -> bool:
+    """Whether ``key`` is ``(plate address, chain, site)``: a site of a chain inside a plate."""
+    return len(key) == 3 and all(type(p) is tuple for p in key)
+
+
 def key_name(key) -> str:
+    if is_plate_chain(key):
+        return fmt(key[0] + ("*",) + key[1] + ("*",) + key[2])
     if key and isinstance(key[0], tuple):
         return fmt(key[0] + ("*",) + key[1])
     return fmt(key)

@@ -206,11 +206,29 @@ def chain_column(trace, chain: tuple, rel: tuple, who: str) -> tuple:
     return np.asarray(site.values.array()), list(site.dists.array())
 
 
+def plate_chain_column(trace, plate: tuple, chain: tuple, rel: tuple, who: str) -> tuple:
+    """``(values, dists)`` of the latent site ``rel`` of the markov chain ``chain`` inside the
+    top-level plate ``plate``: its values over the elements and steps (an (N, T, ...) array)
+    and each step's distribution (over the elements).  SelectionError (naming ``who``) when
+    there is no such chain or site, or the site is missing from some steps."""
+    node = trace.root.plates.get(plate)
+    cols = node.chains.get(chain) if node is not None else None
+    site = cols.sites.get(rel) if cols is not None else None
+    name = ".".join(map(str, plate + chain + rel))
+    if site is None or site.kind != LATENT:
+        raise SelectionError(f"{who}: no latent site {name!r} of a markov chain in a plate")
+    if not cols.present[rel].all():
+        raise SelectionError(f"{who}: the site {name!r} is not present in every step")
+    return np.asarray(site.values.array()), list(cols.dists[rel])
+
+
 def chain_states(trace) -> dict:
-    """The latent states of each top-level markov chain whose steps all hold the same
-    choices: chain name → (T, {site name: discrete in some step})."""
+    """The latent states of each markov chain — at the top level or in a top-level plate —
+    whose steps all hold the same choices: chain name → (its length: T, or (N, T) in a plate
+    of N elements; {site name: discrete in some step})."""
     out = {}
-    for caddr, node in trace.root.chains.items():
+    root = trace.root
+    for caddr, node in root.chains.items():
         if not node.uniform():
             continue
         name = ".".join(map(str, caddr))
@@ -218,6 +236,15 @@ def chain_states(trace) -> dict:
             ".".join(map(str, caddr + rel)): any(bool(getattr(d, "is_discrete", True))
                                                 for d in node.sites[rel].dists.array())
             for rel in node.latent_sites()})
+    for paddr, pnode in root.plates.items():
+        for crel, cols in pnode.chains.items():
+            latent = [rel for rel, s in cols.sites.items() if s.kind == LATENT]
+            if not all(cols.present[rel].all() for rel in latent):
+                continue
+            out[".".join(map(str, paddr + crel))] = ((pnode.size, cols.T), {
+                ".".join(map(str, paddr + crel + rel)): any(
+                    bool(getattr(d, "is_discrete", True)) for d in cols.dists[rel])
+                for rel in latent})
     return out
 
 

@@ -10,10 +10,10 @@ it chose.
   level or in plates) and the labels of a coupled process (``th.CRP`` tables):
   ``th.gibbs`` per site (enumeration; tables plus a new one, scored in lanes), unless
   changing one creates or drops other choices (tried on a few prior traces): LMH then;
-* **the states of each markov chain**: joined to the NUTS block when the chain is at the top
-  level, has the same length in every prior trace, and its states are continuous and
-  differentiable (the block's density is traced once to find out); otherwise — discrete or
-  non-differentiable states, a chain in a plate, a varying length —
+* **the states of each markov chain** (at the top level or in a plate): joined to the NUTS
+  block when the chain has the same length (and plate size) in every prior trace and its states
+  are continuous and differentiable (the block's density is traced once to find out);
+  otherwise — discrete or non-differentiable states, a varying length —
   ``th.pgibbs(chain, 20)``, PGAS (003);
 * **the rest** — choices whose existence varies between traces (found in prior simulations),
   discrete choices without a finite support, memoized values: ``th.lmh`` over them (001).
@@ -94,7 +94,7 @@ def default_kernel(program, rng=None) -> tuple:
         said.append(f"Gibbs to {', '.join(finite)}")
     for plate, chain in chains(trace):
         name = ".".join(map(str, (plate or ()) + chain))
-        if plate is None and name in smooth:
+        if name in smooth:
             continue
         parts.append(pgibbs(name, PARTICLES))
         said.append(f"PGAS ({PARTICLES} particles) to the chain {name}")
@@ -110,8 +110,9 @@ def default_kernel(program, rng=None) -> tuple:
 
 
 def _smooth_chains(trace, traces) -> dict:
-    """The top-level chains whose states NUTS may take: chain name → its state sites, for
-    the chains with the same length and sites in every prior trace and no discrete state."""
+    """The chains whose states NUTS may take: chain name → its state sites, for the chains
+    with the same length (and plate size) and sites in every prior trace and no discrete
+    state."""
     out = {}
     others = [chain_states(t) for t in traces[1:]]
     for name, (T, sites) in chain_states(trace).items():

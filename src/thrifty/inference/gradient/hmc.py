@@ -45,11 +45,13 @@ from thrifty.core.engine import (
     chain_column,
     chains,
     computes_values,
+    is_plate_chain,
     key_name,
     locate,
     other_values,
     plan_elements,
     plan_for,
+    plate_chain_column,
     propose,
     structure,
     top_site,
@@ -362,9 +364,11 @@ class HMC(Selecting):
     def _block(self, trace, cs):
         """[(key, address for messages, current value, distribution(s), discrete)] of the
         selected choices: top-level sites, plate sites (every element), sites of a top-level
-        chain (every step; a distribution per step)."""
+        chain (every step; a distribution per step), sites of a chain inside a plate (every
+        element and step; a distribution per step, over the elements)."""
         out = []
         top_chains = {c for p, c in chains(trace) if p is None}
+        plate_chains = {(p, c) for p, c in chains(trace) if p is not None}
         steps: dict = {}  # (chain, site) → the steps selected
         for addr in cs.scalars:
             for k in range(1, len(addr) - 1):
@@ -386,7 +390,25 @@ class HMC(Selecting):
             if site is None:
                 raise SelectionError(f"{self.name}: no top-level choice at {fmt(addr)}")
             out.append((addr, fmt(addr), site.value, site.dist, site.discrete))
+        in_chains: dict = {}  # (plate, chain, site) → the steps selected
+        groups = []
         for g in cs.groups:
+            for k in range(1, len(g.rel) - 1):
+                if (g.plate_addr, g.rel[:k]) in plate_chains and isinstance(g.rel[k], int):
+                    key = (g.plate_addr, g.rel[:k], g.rel[k + 1:])
+                    in_chains.setdefault(key, []).append((g.rel[k], g))
+                    break
+            else:
+                groups.append(g)
+        for key, steps in in_chains.items():
+            values, dists = plate_chain_column(trace, *key, self.name)
+            if len({t for t, _ in steps}) != values.shape[1] or any(
+                    g.elems is not None and len(g.elems) != g.size for _, g in steps):
+                raise SelectionError(f"{self.name}: select every element and step of the "
+                                     f"chain site {key_name(key)} (a gradient kernel moves all "
+                                     "of them as one block)")
+            out.append((key, key_name(key), values, dists, any(d.is_discrete for d in dists)))
+        for g in groups:
             if g.elems is not None and len(g.elems) != g.size:
                 raise SelectionError(f"{self.name}: select every element of the plate site "
                                      f"{fmt(g.plate_addr + ('*',) + g.rel)} (a gradient kernel "
@@ -429,15 +451,16 @@ class HMC(Selecting):
         block = self._block(trace, cs)
         keys = tuple(b[0] for b in block)
         us = []
-        for _, _, value, d, _ in block:
+        for key, _, value, d, _ in block:
             value = np.asarray(value, dtype=float)
             if type(d) is list:  # a chain site's steps: one support, or one per step
                 first = d[0].support
+                axis = 1 if is_plate_chain(key) else 0  # (elements, steps, ...) in a plate
                 if all(di.support is first for di in d):
                     u = biject_to(first).inverse(value)
                 else:
-                    u = np.stack([np.asarray(biject_to(di.support).inverse(v))
-                                  for di, v in zip(d, value)])
+                    u = np.stack([np.asarray(biject_to(di.support).inverse(v)) for di, v in
+                                  zip(d, np.moveaxis(value, axis, 0))], axis=axis)
             else:
                 u = biject_to(d.support).inverse(value)
             us.append(np.asarray(u))
@@ -514,7 +537,10 @@ class HMC(Selecting):
         keys, values, lj = self._pending
         out = {}
         for k, v in zip(keys, values):
-            name = dotted(k[0] + k[1]) if k and isinstance(k[0], tuple) else dotted(k)
+            if is_plate_chain(k):
+                name = dotted(k[0] + k[1] + k[2])
+            else:
+                name = dotted(k[0] + k[1]) if k and isinstance(k[0], tuple) else dotted(k)
             out[name] = float(v) if np.ndim(v) == 0 else np.array(v)
         return out, lj
 
@@ -648,7 +674,11 @@ class HMC(Selecting):
         targets, vec, locs = {}, {}, []
         for k, v in zip(keys, values):
             v = np.asarray(v, dtype=float)
-            if k and isinstance(k[0], tuple) and k in self._chain_keys:  # a chain site's steps
+            if is_plate_chain(k):  # a plate's chains: every element at every step
+                paddr, chain, rel = k
+                for t in range(v.shape[1]):
+                    vec[(paddr, chain + (t,) + rel)] = VecTarget(np.arange(len(v)), v[:, t])
+            elif k and isinstance(k[0], tuple) and k in self._chain_keys:  # a chain's steps
                 for t in range(len(v)):
                     addr = k[0] + (t,) + k[1]
                     targets[addr] = v[t] if v[t].ndim else float(v[t])
@@ -685,8 +715,8 @@ class NUTS(HMC):
 def nuts(selection, *, target_accept: float = 0.8, dense_mass: bool = False,
          max_tree_depth: int = 10) -> NUTS:
     """The No-U-Turn sampler (BlackJAX) on the continuous choices ``selection`` names:
-    top-level sites, plate sites (all elements) and sites of a top-level markov chain (all
-    steps), moved jointly as one block in the
+    top-level sites, plate sites (all elements) and sites of a markov chain (all steps; in a
+    plate, all elements' steps), moved jointly as one block in the
     unconstrained space of their supports, with gradients from JAX.  Step size and inverse mass
     matrix (diagonal, or dense with ``dense_mass=True``) adapt during the burn-in (Stan's
     windows); usable alone or in ``th.cycle`` / ``th.mixture`` with any other kernel.  Needs

@@ -136,7 +136,7 @@ class MemTable(Node):
         if len(keys) == 0:
             return np.zeros(0, dtype=np.int64)
         clock = self.clock
-        if len(keys) <= 8:  # a few elements (one-element runs): no sort
+        if len(keys) <= 64:  # a few elements (one-element runs, small batches): no sort
             return np.array([clock.get(k, 0) for k in keys.tolist()], dtype=np.int64)
         uniq, inv = np.unique(keys, return_inverse=True)
         c = np.array([clock.get(k, 0) for k in uniq.tolist()], dtype=np.int64)
@@ -392,6 +392,9 @@ def read_scalar(frame, mem, key):
     return entry.value
 
 
+FEW_KEYS = 16  # up to this many keys, distinct keys are found in Python (no sort)
+
+
 def read_batch(frame, mem, keys):
     """A read of one key per member, from a batch (plate body)."""
     acc, run = frame.acc, frame.run
@@ -406,6 +409,8 @@ def read_batch(frame, mem, keys):
         )
     if n == 1:  # one element (Gibbs, MH on one element): no sort
         uniq, inv = keys.reshape(1), np.zeros(1, dtype=np.intp)
+    elif n <= FEW_KEYS and keys.ndim == 1 and keys.dtype.kind in "iu":
+        uniq, inv = _few_unique(keys)
     else:
         uniq, inv = np.unique(keys, return_inverse=True)
     collapsed = run.trace.collapsed_mems
@@ -478,6 +483,16 @@ def account_plate_reads(run, frame, old_node) -> None:
             j.plate_moves.append((frame.addr, elems, old_keys, None))
 
 
+def _few_unique(keys: np.ndarray) -> tuple:
+    """``np.unique(keys, return_inverse=True)`` for a few integer keys, in Python (a sort's
+    fixed cost is most of a small batch's read)."""
+    at: dict = {}
+    for k in sorted(set(keys.tolist())):
+        at[k] = len(at)
+    inv = np.fromiter((at[k] for k in keys.tolist()), dtype=np.intp, count=len(keys))
+    return np.fromiter(at, dtype=keys.dtype, count=len(at)), inv
+
+
 def _count(j, keys, sign) -> None:
     if keys is None or len(keys) == 0:
         return
@@ -485,6 +500,12 @@ def _count(j, keys, sign) -> None:
         k = keys[0]
         j.ref_delta[k.item() if isinstance(k, np.generic) else k] += sign
         return
+    if len(keys) <= FEW_KEYS:  # (no sort: a Python loop over a few keys)
+        keys = np.asarray(keys)
+        if keys.ndim == 1 and keys.dtype.kind in "iu":
+            for k in keys.tolist():
+                j.ref_delta[k] += sign
+            return
     uniq, counts = np.unique(np.asarray(keys), return_counts=True)
     for k, c in zip(uniq.tolist(), counts.tolist()):
         j.ref_delta[k] += sign * c

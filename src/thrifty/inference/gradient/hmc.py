@@ -272,7 +272,7 @@ def _reasonable_step_size(comp, seed, u0, ovals, imm, target: float = 0.5) -> fl
     def acceptance(eps):
         _, out, _ = comp.chunk(seed, np.int64(1), u0, ovals, comp.idle, comp.no_stages,
                                np.bool_(False), np.float64(eps), imm)
-        a = float(comp.get(out[3][2][0]))
+        a = float(comp.get(out[3][2])[0])  # (indexed in NumPy: no compile of a slice)
         return a if a == a else 0.0
 
     eps = 1.0

@@ -73,6 +73,29 @@ def test_a_chain_s_states_get_nuts_when_continuous_and_differentiable_else_pgas(
 
 
 @th.model
+def tanh_panel(y):
+    """Chains in a plate whose elements have a latent choice outside the chain (which the
+    particle methods refuse), with states NUTS cannot differentiate (np.tanh)."""
+    mu = th.sample("mu", dist.Normal(0.0, 0.5))
+    with th.plate("unit", y.shape[0]) as i:
+        a = th.sample("a", dist.Normal(mu, 0.3))
+
+        def step(t, prev):
+            x = th.sample("x", dist.Normal(a * np.tanh(prev), 0.4))
+            th.observe("y", dist.Normal(x, 0.5), y[i, t])
+            return x
+
+        th.markov("s", step, y.shape[1], 0.0)
+
+
+def test_a_chain_that_pgas_refuses_gets_lmh():
+    r = th.infer(tanh_panel(np.zeros((3, 4))), num_samples=20, burn_in=20, seed=0,
+                 progress=False)
+    assert "LMH to the chain unit.s (PGAS cannot run it" in r.notes[0]
+    assert r["unit.s.x"].shape == (1, 20, 3, 4)
+
+
+@th.model
 def numpy_only(y):
     mu = th.sample("mu", dist.Normal(0.0, 3.0))
     th.observe("y", dist.Normal(np.tanh(mu), 0.5), y)

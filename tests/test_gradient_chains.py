@@ -174,3 +174,24 @@ def test_the_gradient_run_of_chains_in_a_plate_reads_the_trace_and_its_simulated
     for trace in (th.simulate(program, seed=0), _simulate_joint(program, np.random.default_rng(1))):
         run = GradientRun(program, {}, other_values(trace, set()), np).execute()
         assert float(run.lp) == pytest.approx(trace.log_joint(), rel=1e-12)
+
+
+def test_values_computed_in_a_plate_s_chains_are_recorded_with_nuts_alone():
+    """A ``th.deterministic`` inside the steps of a chain in a plate: NUTS alone then writes
+    the trace at every transition (draws computed ahead would skip the values), so each draw
+    records the value its states give."""
+    @th.model
+    def with_value(y):
+        q = th.sample("q", dist.HalfNormal(1.0))
+        with th.plate("unit", y.shape[0]) as i:
+            def step(t, prev):
+                x = th.sample("x", dist.Normal(0.5 * prev, q))
+                th.deterministic("m", 2.0 * x)
+                th.observe("y", dist.Normal(x, 0.5), y[i, t])
+                return x
+
+            th.markov("s", step, y.shape[1], 0.0)
+
+    r = th.infer(with_value(np.zeros((2, 3))), th.nuts(["q", "unit.s.x"]), num_samples=50,
+                 burn_in=50, seed=0, progress=False)
+    np.testing.assert_allclose(r["unit.s.m"], 2.0 * r["unit.s.x"], rtol=1e-12)

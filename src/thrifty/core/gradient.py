@@ -81,7 +81,8 @@ def computes_values(trace) -> bool:
     """Whether the program records computed values (``th.deterministic``), which a gradient
     run does not return: draws that skip the trace's write must then not be recorded."""
     root = trace.root
-    nodes = [root, *root.plates.values(), *root.chains.values()]
+    nodes = [root, *root.plates.values(), *root.chains.values(),
+             *(cols for p in root.plates.values() for cols in p.chains.values())]
     return any(s.kind == DETERMINISTIC for n in nodes for s in n.sites.values())
 
 
@@ -319,10 +320,13 @@ def explain(run: GradientRun, e: BaseException) -> ModelError:
                                  f"{not_array_api(family, run.xp)}")
     if name in _JAX_TRACER_ERRORS:
         what = ("a NumPy function or Python control flow (if, int(), float()) was given a value "
-                "that depends on the gradient kernel's block")
+                "that depends on the gradient kernel's block or on another continuous choice "
+                "(the other choices are traced too, e.g. a chain's states in prev, so that "
+                "another kernel can move them without a recompilation)")
         if name == "TracerBoolConversionError" or name == "ConcretizationTypeError":
             what = ("Python control flow (if, while, int(), float()) depends on a value the "
-                    "gradient kernel's block changes, or a NumPy function was given one")
+                    "gradient kernel's block or another continuous choice changes (the other "
+                    "choices are traced too), or a NumPy function was given one")
         err = NotDifferentiable(f"the model's code{where}{after} cannot be differentiated: "
                                 f"{what} (block choices read so far: {block}); {BLOCK_HINT}")
         err.traced = True

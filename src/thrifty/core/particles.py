@@ -299,14 +299,19 @@ def take(state, idx: np.ndarray, n: int):
     return state
 
 
-def per_particle(init, n: int):
-    """The initial state given to step 0, with a leading particle axis (arrays and numbers)."""
+def per_particle(init, n: int, per_member: bool = False):
+    """The initial state given to step 0, with a leading particle axis (arrays and numbers).
+    ``per_member``: a chain inside a plate, where an array with a leading axis of the ``n``
+    members is already one state per member (``init[i]`` with the plate's index, which repeats
+    each element once per particle) and is kept as it is."""
     if init is None:
         return None
+    if per_member and isinstance(init, np.ndarray) and init.ndim and init.shape[0] == n:
+        return init
     if isinstance(init, (tuple, list, dict)):
         if isinstance(init, dict):
-            return {k: per_particle(v, n) for k, v in init.items()}
-        return type(init)(per_particle(s, n) for s in init)
+            return {k: per_particle(v, n, per_member) for k, v in init.items()}
+        return type(init)(per_particle(s, n, per_member) for s in init)
     a = np.asarray(init)
     if a.dtype == object:
         return init

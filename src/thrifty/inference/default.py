@@ -14,7 +14,8 @@ it chose.
   block when the chain has the same length (and plate size) in every prior trace and its states
   are continuous and differentiable (the block's density is traced once to find out);
   otherwise — discrete or non-differentiable states, a varying length —
-  ``th.pgibbs(chain, 20)``, PGAS (003);
+  ``th.pgibbs(chain, 20)``, PGAS (003), unless a sweep tried on a prior trace is refused
+  (a chain in a plate whose elements have other latent choices): LMH then;
 * **the rest** — choices whose existence varies between traces (found in prior simulations),
   discrete choices without a finite support, memoized values: ``th.lmh`` over them (001).
 
@@ -96,6 +97,11 @@ def default_kernel(program, rng=None) -> tuple:
         name = ".".join(map(str, (plate or ()) + chain))
         if name in smooth:
             continue
+        why = _particles_refuse(name, trace, rng)
+        if why is not None:  # (e.g. other latent choices in the chain's plate): LMH takes it
+            parts.append(lmh([name]))
+            said.append(f"LMH to the chain {name} (PGAS cannot run it: {why})")
+            continue
         parts.append(pgibbs(name, PARTICLES))
         said.append(f"PGAS ({PARTICLES} particles) to the chain {name}")
     if rest:
@@ -120,6 +126,18 @@ def _smooth_chains(trace, traces) -> dict:
                 o.get(name, (None, None))[0] == T and o[name][1] == sites for o in others):
             out[name] = list(sites)
     return out
+
+
+def _particles_refuse(name, trace, rng) -> str | None:
+    """Why PGAS cannot run on the chain ``name`` (one sweep tried on a fork of ``trace``), or
+    None when it can."""
+    from thrifty.inference.particles.pgibbs import pgibbs
+
+    try:
+        pgibbs(name, PARTICLES).step(trace.fork(), rng)
+    except (ModelError, SelectionError) as e:
+        return str(e)
+    return None
 
 
 def _decides_structure(name, traces, rng) -> bool:

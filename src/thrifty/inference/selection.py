@@ -313,7 +313,9 @@ class OrderedRange(Selection):
     def resolve(self, trace) -> ChoiceSet:
         out = ChoiceSet()
         if not walk_steps(trace, self.chain, self.lo, self.hi, out):
-            raise SelectionError(f"ordered_range: no markov chain at {self.chain!r}")
+            raise SelectionError(f"ordered_range: no markov chain at {self.chain!r} (ordered "
+                                 "ranges select steps of a chain at the top level, not of one "
+                                 "inside a plate)")
         return out
 
     def __repr__(self) -> str:

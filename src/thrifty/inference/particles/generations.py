@@ -175,7 +175,7 @@ class Generations:
         self.begin_chain(frame, plate)
         T = chain_length(local, length, step)
         self.weigh(frame, local)  # observations before the chain
-        prev = per_particle(init, self.members)
+        prev = per_particle(init, self.members, per_member=plate is not None)
         states = []
         for t in range(T):
             state, prev = self.generation(frame, plate, local, step, args, t, prev, t == T - 1)

@@ -88,7 +88,7 @@ class Conditional(Generations):
         self.begin_chain(frame, plate)
         m, T = self.members, len(self.refs)
         self.weigh(frame, local)
-        prev = per_particle(init, m)
+        prev = per_particle(init, m, per_member=plate is not None)
         states = []
         for s in range(self.lo):
             prev, _ = self._pinned(frame, local, step, args, s, prev)

@@ -64,6 +64,13 @@ def test_multivariate_on_jax():
     np.testing.assert_allclose(np.asarray(jax.jit(d.log_prob)(jnp.asarray(xs))), d.log_prob(xs))
     got = jax.jit(lambda m: dist.MvNormal(m, scale_tril=L).log_prob(xs))(jnp.array([0.1, -0.2]))
     np.testing.assert_allclose(np.asarray(got), d.log_prob(xs))
+    cov = L @ L.T  # traced matrices, each way of giving one
+    for name, m in (("scale_tril", L), ("cov", cov), ("precision", np.linalg.inv(cov))):
+        got = jax.jit(lambda m, name=name: dist.MvNormal(np.array([0.1, -0.2]), **{name: m})
+                      .log_prob(xs))(jnp.asarray(m))
+        np.testing.assert_allclose(np.asarray(got), d.log_prob(xs), rtol=1e-12)
+    bad = jax.jit(lambda m: dist.MvNormal(np.zeros(2), cov=m).log_prob(xs))  # not PD: density 0
+    assert np.all(np.asarray(bad(jnp.array([[1.0, 2.0], [2.0, 1.0]]))) == -np.inf)
     a = np.array([1.5, 2.0, 3.0])
     dd = dist.Dirichlet(a)
     x = np.array([0.2, 0.3, 0.5])

@@ -117,6 +117,37 @@ def test_each_transform_gives_the_conjugate_posterior():
 
 
 @th.model
+def correlations(y):
+    """Cholesky factors of correlation matrices: a 3 × 3 one with nothing observed (its prior)
+    and a 2 × 2 one behind bivariate normal data."""
+    th.sample("L3", dist.LKJCholesky(3, 2.0))
+    L2 = th.sample("L2", dist.LKJCholesky(2, 1.5))
+    with th.plate("data", len(y)) as i:
+        th.observe("y", dist.MvNormal(np.zeros(2), scale_tril=L2), y[i])
+
+
+def test_the_correlation_cholesky_transform_gives_the_exact_posterior():
+    """NUTS in the unconstrained space of LKJCholesky's support (canonical partial
+    correlations): each correlation of the 3 × 3 factor has its prior, (r + 1)/2 ~ Beta(η − 1 +
+    d/2, η − 1 + d/2); the 2 × 2 one, r given 15 points, its posterior on a grid of r."""
+    rng = np.random.default_rng(0)
+    y = rng.multivariate_normal(np.zeros(2), [[1.0, 0.6], [0.6, 1.0]], size=15)
+    r = th.infer(correlations(y), th.nuts(["L3", "L2"]), num_samples=2000, burn_in=1000,
+                 seed=3, progress=False)
+    L3 = r["L3"]
+    R3 = L3 @ np.swapaxes(L3, -1, -2)
+    b = stats.beta(2.0 - 1 + 1.5, 2.0 - 1 + 1.5, loc=-1, scale=2)
+    for i, j in ((1, 0), (2, 0), (2, 1)):
+        check_continuous(R3[..., i, j], b.mean(), b.std(), b.cdf, what=f"L3 r{i}{j}")
+    g = np.linspace(-0.999, 0.999, 4001)
+    det = 1 - g**2
+    quad = (y[:, 0, None] ** 2 - 2 * g * y[:, 0, None] * y[:, 1, None]
+            + y[:, 1, None] ** 2) / det
+    lp = 0.5 * np.log(det) - 0.5 * (len(y) * np.log(det) + quad.sum(0))  # η = 1.5
+    check_continuous(r["L2"][..., 1, 0], *_marginal(g, np.exp(lp - lp.max())), what="L2 r")
+
+
+@th.model
 def mixture(y):
     mu = th.sample("mu", dist.Normal(0.0, 3.0))
     with th.plate("data", len(y)) as i:

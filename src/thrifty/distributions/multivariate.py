@@ -13,7 +13,6 @@ from thrifty.distributions.base import (
     Distribution,
     all_true,
     describe,
-    not_array_api,
     scalar_or_array,
 )
 from thrifty.distributions.xp import (
@@ -94,9 +93,9 @@ class MvNormal(Distribution):
     array_api = True
 
     def __init__(self, loc, cov=None, precision=None, scale_tril=None):
-        for what, m in (("cov", cov), ("precision", precision), ("scale_tril", scale_tril)):
-            if is_foreign(m):
-                raise not_array_api(self, namespace(m), what)
+        mats = (("cov", cov), ("precision", precision), ("scale_tril", scale_tril))
+        if any(is_foreign(m) for _, m in mats):
+            return self._init_xp(loc, [(n, m) for n, m in mats if m is not None])
         foreign_loc = loc if is_foreign(loc) else None  # (a gradient run's array: kept as is)
         loc = np.asarray(loc, dtype=float) if foreign_loc is None else np.zeros(loc.shape)
         if loc.ndim == 0:
@@ -142,6 +141,37 @@ class MvNormal(Distribution):
                 _FACTORS.clear()
             self._L.setflags(write=False)
             _FACTORS[key] = (self._L, self._half_log_det)
+
+    def _init_xp(self, loc, given) -> None:
+        """A matrix of another array-API library (a gradient run's traced covariance, e.g. from
+        an LKJ Cholesky factor): the factor ``L`` in that namespace, nothing raised — where
+        the matrix is not a valid one (not positive definite, a factor with a non-positive
+        diagonal or entries above it) the density is 0 (``_valid``)."""
+        if len(given) != 1:
+            self._fail("give exactly one of cov, precision or scale_tril")
+            given = given[:1]
+        name, m = given[0]
+        xp = namespace(m, loc)
+        m = asfloat(xp, m)
+        loc = asfloat(xp, loc)
+        d = m.shape[-1]
+        if loc.ndim == 0 or m.ndim < 2 or m.shape[-2] != d or loc.shape[-1] != d:
+            raise DistributionError(f"MvNormal: {name} of shape {tuple(m.shape)} does not match "
+                                    f"loc of shape {tuple(loc.shape)}")
+        self.batch_shape = np.broadcast_shapes(tuple(loc.shape[:-1]), tuple(m.shape[:-2]))
+        self.event_shape = (d,)
+        self.loc = xp.broadcast_to(loc, (*self.batch_shape, d))
+        if name == "precision":
+            m = xp.linalg.inv(m)
+        if name == "scale_tril":
+            L = m
+            self._invalid_unless(xp.all(xp.triu(m, k=1) == 0, axis=(-2, -1)))
+        else:
+            L = xp.linalg.cholesky(m)  # (NaN where m is not positive definite)
+        diag = xp.linalg.diagonal(L)
+        self._invalid_unless(xp.all(diag > 0, axis=-1) & xp.all(xp.isfinite(self.loc), axis=-1))
+        self._L = L
+        self._half_log_det = xp.sum(xp.log(diag), axis=-1)
 
     def _factor(self, name, m):
         """The lower Cholesky factor of the covariance from ``m`` (identity after a failure)."""
@@ -201,7 +231,10 @@ class MvNormal(Distribution):
             if x.ndim == 0 or x.shape[-1] != d:
                 raise DistributionError(f"MvNormal: value must have shape (..., {d}), got "
                                         f"{x.shape}")
-            z = (x - self.loc) @ xp.asarray(_swap(_tril_inverse(self._L)))
+            if is_foreign(self._L):  # a traced factor: z = L⁻¹ (x − loc)
+                z = xp.sum(xp.linalg.inv(self._L) * (x - self.loc)[..., None, :], axis=-1)
+            else:
+                z = (x - self.loc) @ xp.asarray(_swap(_tril_inverse(self._L)))
             lp = -0.5 * xp.sum(z * z, axis=-1) - self._half_log_det - 0.5 * d * LOG_2PI
             return finish(xp, self, lp)
         x = np.asarray(value, dtype=float)

@@ -148,6 +148,33 @@ def test_the_correlation_cholesky_transform_gives_the_exact_posterior():
 
 
 @th.model
+def precision(y):
+    """A Wishart prior on the precision of bivariate normal data (conjugate)."""
+    lam = th.sample("lam", dist.Wishart(4.0, scale=np.array([[1.0, 0.3], [0.3, 0.5]])))
+    with th.plate("data", len(y)) as i:
+        th.observe("y", dist.MvNormal(np.zeros(2), precision=lam), y[i])
+
+
+def test_the_positive_definite_transform_gives_the_conjugate_wishart_posterior():
+    """NUTS on a positive-definite matrix (X = L Lᵀ, L's diagonal exp(u)): the posterior is
+    Wishart(4 + n, (S₀⁻¹ + Σ y yᵀ)⁻¹); its diagonal entries are Gamma(df/2, scale 2 S_ii)
+    (mean and KS), the off-diagonal one has mean df S_01 and variance df (S_01² + S_00 S_11)."""
+    rng = np.random.default_rng(1)
+    y = rng.multivariate_normal(np.zeros(2), [[1.0, -0.4], [-0.4, 2.0]], size=12)
+    r = th.infer(precision(y), th.nuts("lam"), num_samples=2000, burn_in=1000, seed=4,
+                 progress=False)
+    lam = r["lam"]
+    assert np.allclose(lam, np.swapaxes(lam, -1, -2))
+    df = 4.0 + len(y)
+    S = np.linalg.inv(np.linalg.inv(np.array([[1.0, 0.3], [0.3, 0.5]])) + y.T @ y)
+    for j in range(2):
+        g = stats.gamma(df / 2, scale=2 * S[j, j])
+        check_continuous(lam[..., j, j], g.mean(), g.std(), g.cdf, what=f"lam[{j},{j}]")
+    z = mean_z(lam[..., 0, 1], df * S[0, 1], np.sqrt(df * (S[0, 1] ** 2 + S[0, 0] * S[1, 1])))
+    assert abs(z) < Z_MAX, z
+
+
+@th.model
 def mixture(y):
     mu = th.sample("mu", dist.Normal(0.0, 3.0))
     with th.plate("data", len(y)) as i:

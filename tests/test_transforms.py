@@ -112,6 +112,7 @@ def test_every_continuous_family_has_a_transform_and_discrete_ones_refuse():
         dist.Truncated(dist.Normal(0.0, 1.0), low=0.5): ExpAbove,
         dist.Dirichlet(np.ones(3)): StickBreaking,
         dist.LKJCholesky(3, 1.0): CorrCholesky,
+        dist.Wishart(3.0, scale=np.eye(2)): PositiveDefinite,
     }
     for d, kind in expect.items():
         assert type(biject_to(d.support)) is kind, d

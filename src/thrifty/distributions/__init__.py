@@ -36,6 +36,7 @@ from thrifty.distributions.discrete import (
 from thrifty.distributions.lkj import LKJCholesky
 from thrifty.distributions.multivariate import Dirichlet, MvNormal
 from thrifty.distributions.positive import HalfCauchy, HalfNormal, HalfStudentT
+from thrifty.distributions.wishart import Wishart
 from thrifty.distributions.wrappers import Mixture, Truncated
 
 __all__ = [
@@ -68,5 +69,6 @@ __all__ = [
     "StudentT",
     "Truncated",
     "Uniform",
+    "Wishart",
     "constraints",
 ]

@@ -599,14 +599,16 @@ class HMC(Selecting):
         comp.probe(np.zeros(comp.size), ovals)
         comp.compile_loop(comp.flops <= CHEAP_FLOPS or comp.ops >= MANY_OPS)
         nbytes = sum(int(np.prod(v.shape)) * 8 for v in comp.shapes[0]) + 64
-        comp.length = int(max(1, min(AHEAD, AHEAD_BYTES // nbytes)))
+        # (a kernel with others in the chain takes one transition per call: a loop of one, its
+        # outputs not padded to AHEAD rows that would be copied out at every step)
+        comp.length = int(max(1, min(AHEAD, AHEAD_BYTES // nbytes))) if self._alone else 1
         comp.no_stages = np.zeros((comp.length, 2), dtype=np.int64)
         idle = comp.adapt_init(jnp.zeros(comp.size), 1.0)
         comp.idle = jax_tree_map(lambda x: jnp.asarray(x, dtype=jnp.result_type(x)), idle)
 
     def _settings(self) -> tuple:
         return (self.nuts, self.num_steps, self.target_accept, self.dense_mass,
-                self.max_tree_depth, self.step_size is None)
+                self.max_tree_depth, self.step_size is None, self._alone)
 
     def _parameters(self, comp, u0, ovals, seed):
         """(step size, inverse mass matrix) of the next transitions outside the adaptation's

@@ -52,17 +52,20 @@ def ssm(y):
 
 def _kalman_grid(y):
     """Marginal posterior grids of a and q: the Kalman filter's likelihood p(y | a, q) on a
-    300 × 300 grid times the prior."""
+    300 × 300 grid times the prior; ``y`` one series, or rows of independent series sharing a
+    and q."""
     A = np.linspace(-0.999, 0.999, 300)
     Q = np.linspace(0.005, 2.5, 300)
     AA, QQ = np.meshgrid(A, Q, indexing="ij")
-    m, P, ll = np.zeros_like(AA), np.zeros_like(AA), np.zeros_like(AA)
-    for yt in y:
-        mp, Pp = AA * m, AA**2 * P + QQ**2
-        S = Pp + 0.25
-        ll += stats.norm.logpdf(yt, mp, np.sqrt(S))
-        K = Pp / S
-        m, P = mp + K * (yt - mp), (1 - K) * Pp
+    ll = np.zeros_like(AA)
+    for row in np.atleast_2d(y):
+        m, P = np.zeros_like(AA), np.zeros_like(AA)
+        for yt in row:
+            mp, Pp = AA * m, AA**2 * P + QQ**2
+            S = Pp + 0.25
+            ll += stats.norm.logpdf(yt, mp, np.sqrt(S))
+            K = Pp / S
+            m, P = mp + K * (yt - mp), (1 - K) * Pp
     lp = ll + stats.halfnorm.logpdf(QQ)
     w = np.exp(lp - lp.max())
     return {"a": _marginal(A, w.sum(1)), "q": _marginal(Q, w.sum(0))}
@@ -124,25 +127,6 @@ def panel(y):
         th.markov("s", step, y.shape[1], 0.0)
 
 
-def _kalman_grid_rows(y):
-    """The Kalman grid of ``_kalman_grid`` for independent rows of ``y`` sharing a and q."""
-    A = np.linspace(-0.999, 0.999, 300)
-    Q = np.linspace(0.005, 2.5, 300)
-    AA, QQ = np.meshgrid(A, Q, indexing="ij")
-    ll = np.zeros_like(AA)
-    for row in y:
-        m, P = np.zeros_like(AA), np.zeros_like(AA)
-        for yt in row:
-            mp, Pp = AA * m, AA**2 * P + QQ**2
-            S = Pp + 0.25
-            ll += stats.norm.logpdf(yt, mp, np.sqrt(S))
-            K = Pp / S
-            m, P = mp + K * (yt - mp), (1 - K) * Pp
-    lp = ll + stats.halfnorm.logpdf(QQ)
-    w = np.exp(lp - lp.max())
-    return {"a": _marginal(A, w.sum(1)), "q": _marginal(Q, w.sum(0))}
-
-
 def test_nuts_on_the_states_of_chains_in_a_plate_matches_the_kalman_grid():
     """Chains inside a plate in the gradient run: each step runs over every element at once,
     and the states of all of them join the NUTS block with the parameters — what th.infer
@@ -151,7 +135,7 @@ def test_nuts_on_the_states_of_chains_in_a_plate_matches_the_kalman_grid():
     y = np.stack([ssm_data(8, seed=s) for s in (2, 3, 4)])
     r = th.infer(panel(y), chains=2, seed=6, progress=False)  # (1,000 draws after 1,000)
     assert "assigned NUTS to a, q, unit.s.x" in r.notes[0]
-    for name, (mean, sd, cdf) in _kalman_grid_rows(y).items():
+    for name, (mean, sd, cdf) in _kalman_grid(y).items():
         check_continuous(r[name], mean, sd, cdf, what=name)
     assert r["unit.s.x"].shape == (2, 1000, 3, 8)
     a, q, x = r["a"][..., None, None], r["q"][..., None, None], r["unit.s.x"]

@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from thrifty.core.engine import chain_states, chains, latent_sites, memo_names, simulate_run
-from thrifty.errors import DistributionError, ModelError, SelectionError
+from thrifty.errors import DistributionError, ModelError, NumericalError, SelectionError
 
 PRIOR_SIMULATIONS = 20  # prior traces: a choice present in every trace or not
 PARTICLES = 20  # PGAS particles per chain
@@ -130,13 +130,16 @@ def _smooth_chains(trace, traces) -> dict:
 
 def _particles_refuse(name, trace, rng) -> str | None:
     """Why PGAS cannot run on the chain ``name`` (one sweep tried on a fork of ``trace``), or
-    None when it can."""
+    None when it can — a numerical failure of that one sweep from a prior draw (every
+    particle impossible) says nothing about the structure, so PGAS keeps the chain."""
     from thrifty.inference.particles.pgibbs import pgibbs
 
     try:
         pgibbs(name, PARTICLES).step(trace.fork(), rng)
     except (ModelError, SelectionError) as e:
         return str(e)
+    except NumericalError:
+        return None
     return None
 
 

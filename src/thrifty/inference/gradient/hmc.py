@@ -691,8 +691,9 @@ class HMC(Selecting):
                 targets[k] = v if v.ndim else float(v)
                 locs.append(locate(trace, k))
         plan = plan_for(trace, locs)
-        for (paddr, _), t in vec.items():
-            plan_elements(trace, plan, paddr, t.elems)
+        planned = {paddr: t.elems for (paddr, _), t in vec.items()}  # (every element: once
+        for paddr, elems in planned.items():  # per plate, not once per step of its chains)
+            plan_elements(trace, plan, paddr, elems)
         run = propose(trace, rng, targets=targets, vec=vec, plan=plan)
         self.info.add_run(run)
         if run.log_weight > -math.inf:

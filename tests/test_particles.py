@@ -504,6 +504,25 @@ def test_pgibbs_on_a_plate_of_chains_started_per_element_matches_the_smoother():
             assert abs(z) < 3.5, (b, t, z, ess)
 
 
+def test_a_chain_in_a_plate_refuses_one_initial_state_shared_by_its_elements():
+    """A 2-d initial state given once for every element is refused at th.markov, naming the
+    initial state (not the first step's distribution, which its shape would break)."""
+    @th.model
+    def shared_init(Y):
+        with th.plate("series", Y.shape[0]) as i:
+
+            def step(t, prev):
+                h = th.sample("h", dist.Normal(0.8 * prev, 1.0))
+                th.observe("y", dist.Normal(h, 0.7), Y[i, t])
+                return h
+
+            th.markov("h", step, Y.shape[1], np.zeros(2))
+
+    with pytest.raises(ModelError, match=r"th\.markov .*'h'.* initial state has shape \(2,\) "
+                                         r"for 3 executed element"):
+        th.infer(shared_init(np.zeros((3, 4, 2))), th.lmh(), num_samples=2, progress=False)
+
+
 def test_stochastic_volatility_composes_particle_gibbs_with_subsampled_mh():
     """000 §4.3's inference program runs: PGAS on 200 series' states, subsampled MH (sections:
     the series) on φ, MH on σ²."""

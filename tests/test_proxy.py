@@ -185,9 +185,10 @@ def reference(X, y, mode, cov, draws=40_000, seed=0):
     L = 1.5 * np.linalg.cholesky(cov)
     W = mode + rng.standard_normal((draws, len(mode))) @ L.T
     z = np.linalg.solve(L, (W - mode).T)
-    eta = X @ W.T
-    log_w = (y @ eta - np.logaddexp(0.0, eta).sum(axis=0)) - 5.0 * np.sum(W * W, axis=1)
-    log_w += 0.5 * np.sum(z * z, axis=0)
+    log_w = W @ (X.T @ y) - 5.0 * np.sum(W * W, axis=1) + 0.5 * np.sum(z * z, axis=0)
+    for s in range(0, draws, 250):  # (blocks of draws: X @ W.T whole would be 3 GB)
+        eta = X @ W[s:s + 250].T
+        log_w[s:s + 250] -= np.logaddexp(0.0, eta, out=eta).sum(axis=0)
     wts = np.exp(log_w - log_w.max())
     wts /= wts.sum()
     mean = wts @ W

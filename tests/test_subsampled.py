@@ -42,6 +42,7 @@ def test_epsilon_zero_is_the_exact_decision():
         out = sequential_test(mu0, fixed(l), len(l), 64, 0.0, np.random.default_rng(trial))
         assert out.exact and out.n == len(l)
         assert out.accept == (l.mean() > mu0)
+        assert out.calls == 1  # (it can only decide at N: read in one call)
 
 
 def test_zero_variance_batches_do_not_stop(monkeypatch):

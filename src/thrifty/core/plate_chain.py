@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from thrifty.core.address import fmt
 from thrifty.core.batch import BatchFrame, MemberSite
 from thrifty.core.column import Column
 from thrifty.core.vocab import LATENT, chain_length
+from thrifty.errors import ModelError
 
 
 class _StepSite:
@@ -200,6 +202,13 @@ def run_batch_chain(acc, local, step, length, init, args):
     old = acc.old_chain(local)
     if old is not None and old.T != T:
         acc.require_full(f"a chain of length {T} (was {old.T})", local)
+    if isinstance(init, np.ndarray) and init.ndim and init.shape[0] != acc.n:
+        raise ModelError(
+            f"th.markov {fmt(acc.generic_all(local))} in {acc.where()}: its initial state has "
+            f"shape {init.shape} for {acc.n} executed element(s) — inside a plate a chain's "
+            "initial state is read per element, as data are: a scalar, or one row per element "
+            "indexed with the plate's index (init[i], init of shape (elements, ...))"
+        )
     states, prev = [], init
     steps = []
     for t in range(T):

@@ -15,7 +15,8 @@ their ε corresponds to 2ε here; the two-sided test is the more conservative at
 (fewer wrong decisions when the l_i are skewed, 000 §3.3).  When s_l = 0 the test
 is not run (a batch of equal values says nothing about the others) — keep drawing.  After the
 first ``k0`` batches only (Venture's k0).  When all N sections are used the decision is exact:
-with ε = 0 every decision equals exact MH's for the same u.
+with ε = 0 every decision equals exact MH's for the same u (and, since it can
+only stop at N, the test reads all N sections in one call).
 
 A budget ``max_n < N`` stops the test undecided once it has drawn ``max_n`` sections, or
 earlier — from an eighth of the budget on — once it would need twice the budget if μ̂ − μ0 and
@@ -176,6 +177,8 @@ def sequential_test(
     perm = LazyPermutation(N, rng, mask=mask)
     n, mean, m2, batches = 0, 0.0, 0.0, 0  # what the test has seen (Chan's running moments)
     chunk = float(max(k0, 1))
+    if epsilon == 0 and budget == N:  # p < 0 never holds: the test decides at N only, so
+        chunk = float(-(-N // batch_size))  # all N sections are read in one call
     evaluated = calls = 0
     while True:
         idx, order = perm.take(min(batch_size * max(int(chunk), 1), budget - perm.k))

@@ -27,6 +27,12 @@ the parameters (the slowest-mixing one); ESS/s = that over the wall time.  Repor
 and median, and the ratio thrifty / NumPyro.  Posterior agreement: per parameter, the
 difference of the two posterior means in units of their combined Monte Carlo standard error.
 
+The rounds after the first measure a *warm* process: JAX's caches of small compiled operations
+are filled by the runs before (NumPyro's first run in a process takes several times its later
+ones).  ``--cold K`` also measures what a script pays on its first run: K pairs of fresh
+processes, each running both libraries once (imports done before the clocks start), one with
+thrifty first and one with NumPyro first; reported per process and as the median ratio.
+
 Run: ``cd benchmarks && ../.venv/bin/python nuts_numpyro.py`` (``--quick``: fewer draws).
 Needs the ``bench`` extra (``pip install -e '.[jax,bench]'``).  Writes
 ``results/nuts_numpyro.json``.
@@ -213,13 +219,63 @@ def agreement(a: dict, b: dict) -> dict:
     return out
 
 
+def one_cold(name: str, first: str, warmup: int, samples: int, seed: int) -> dict:
+    """Both libraries once in this (fresh) process, ``first`` first; both imported before."""
+    import numpyro  # noqa: F401  (imports are not timed, for either library)
+
+    out = {"first": first}
+    for lib in (first, "numpyro" if first == "thrifty" else "thrifty"):
+        seconds, draws, _ = (thrifty_run if lib == "thrifty" else numpyro_run)(
+            name, warmup, samples, seed)
+        e, slowest = min_ess(draws)
+        out[lib] = {"seconds": seconds, "min_ess": e, "slowest": slowest,
+                    "ess_per_s": e / seconds}
+    out["ratio_ess_per_s"] = out["thrifty"]["ess_per_s"] / out["numpyro"]["ess_per_s"]
+    return out
+
+
+def cold(name: str, pairs: int, warmup: int, samples: int) -> dict:
+    """``pairs`` × 2 fresh processes, each running both libraries once (the first run of a
+    script: JAX's caches empty), alternating which goes first."""
+    import json
+    import subprocess
+    import sys
+
+    rounds = []
+    for k in range(pairs):
+        for first in ("thrifty", "numpyro"):
+            proc = subprocess.run(
+                [sys.executable, __file__, "--one-cold", first, "--models", name,
+                 "--seed", str(20 + k)] + (["--quick"] if warmup < 1000 else []),
+                capture_output=True, text=True, check=True)
+            row = json.loads(proc.stdout.strip().splitlines()[-1])
+            rounds.append(row)
+            print(f"{name} cold ({first} first, seed {20 + k}): thrifty "
+                  f"{row['thrifty']['seconds']:.1f} s, min ESS {row['thrifty']['min_ess']:.0f} | "
+                  f"numpyro {row['numpyro']['seconds']:.1f} s, min ESS "
+                  f"{row['numpyro']['min_ess']:.0f} | ratio {row['ratio_ess_per_s']:.2f}",
+                  flush=True)
+    return {"rounds": rounds,
+            "median_ratio_ess_per_s": statistics.median(r["ratio_ess_per_s"] for r in rounds),
+            "min_ratio_ess_per_s": min(r["ratio_ess_per_s"] for r in rounds)}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--cold", type=int, default=0,
+                    help="also this many pairs of fresh processes per model (see cold())")
     ap.add_argument("--models", default="eight_schools,hier_logistic,ssm,ssm_default")
+    ap.add_argument("--one-cold", choices=("thrifty", "numpyro"), help=argparse.SUPPRESS)
+    ap.add_argument("--seed", type=int, default=20, help=argparse.SUPPRESS)
     args = ap.parse_args()
     warmup, samples = (300, 300) if args.quick else (1000, 1000)
+    if args.one_cold:  # (a child process of cold())
+        import json
+
+        print(json.dumps(one_cold(args.models, args.one_cold, warmup, samples, args.seed)))
+        return
     out = {"warmup": warmup, "samples": samples, "models": {}}
     for name in args.models.split(","):
         rounds = []
@@ -246,6 +302,10 @@ def main() -> None:
             abs(v) for r in rounds for v in r["mean_difference_in_se"].values())
         out["models"][name] = {"rounds": rounds, "median": med}
         print(f"{name} median: {med}", flush=True)
+        if args.cold:
+            out["models"][name]["cold"] = c = cold(name, args.cold, warmup, samples)
+            print(f"{name} cold: median ratio {c['median_ratio_ess_per_s']:.2f}, "
+                  f"min {c['min_ratio_ess_per_s']:.2f}", flush=True)
     write("nuts_numpyro" if args.models == ap.get_default("models") and not args.quick
           else "nuts_numpyro_partial", out)
 

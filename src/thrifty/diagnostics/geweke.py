@@ -72,12 +72,14 @@ def _default_functions(names: list, prior: list, heavy: dict) -> dict:
 
 @dataclass
 class GewekeResult:
-    """z-scores and two-sided p-values per test function."""
+    """z-scores and two-sided p-values per test function; ``divergences``: the divergent
+    transitions the kernel (NUTS, HMC) reported during the successive-conditional chain."""
 
     z: dict
     p: dict
     prior: dict
     successive: dict
+    divergences: int = 0
 
     @property
     def min_p(self) -> float:
@@ -85,7 +87,8 @@ class GewekeResult:
 
     def __repr__(self) -> str:
         rows = ", ".join(f"{k}: z={self.z[k]:+.2f}" for k in self.z)
-        return f"GewekeResult({rows}; min p = {self.min_p:.3g})"
+        div = f"; {self.divergences} divergent transitions" if self.divergences else ""
+        return f"GewekeResult({rows}; min p = {self.min_p:.3g}{div})"
 
 
 def _simulate_joint(program, rng):
@@ -114,11 +117,15 @@ def geweke(
     steps_per_sample: int = 1,
     seed=None,
     functions: dict | None = None,
+    burn_in: int = 0,
 ) -> GewekeResult:
     """Run the test; see the module docstring.
 
     ``functions`` maps names to functions of the dict of scalar latent values (default: each
-    value and its square).
+    value and its square).  ``burn_in``: successive-conditional steps run first with the
+    kernel adapting, as in ``th.infer``'s burn-in, and not compared; the test then checks the
+    adapted kernel, frozen (NUTS and HMC: the step size and mass matrix adapted over joint
+    draws, instead of the step size their heuristic picks at the first state).
 
     >>> import thrifty as th
     >>> from thrifty import dist
@@ -138,12 +145,37 @@ def geweke(
     prior = [_scalars(simulate_run(program, rng)[0].values(False)) for _ in range(num_prior)]
     kernel = copy.deepcopy(kernel)
     trace = _simulate_joint(program, rng)
+    if burn_in:
+        for _, k in kernel.kernels():  # (kernels whose adaptation spans the burn-in)
+            plan = getattr(k, "plan_burn_in", None)
+            if plan is not None:
+                plan(burn_in)
+        kernel.set_tuning(True)
+        for _ in range(burn_in):
+            trace = kernel.step(trace, rng)
+            Run(trace, rng, mode=_SIMULATE).execute().commit()
+        kernel.set_tuning(False)
+        for _, k in kernel.kernels():  # (only the divergences of the compared steps count)
+            k.stats.extra.pop("divergences", None)
     succ = []
     for _ in range(num_samples):
         for _ in range(steps_per_sample):
             trace = kernel.step(trace, rng)
         Run(trace, rng, mode=_SIMULATE).execute().commit()
         succ.append(_scalars(trace.values(False)))
+    divergences = int(sum(k.stats.extra.get("divergences", 0) for _, k in kernel.kernels()))
+    if divergences:
+        warnings.warn(
+            f"geweke: the kernel reported {divergences} divergent transitions in "
+            f"{num_samples * steps_per_sample} steps: where the joint has regions a gradient "
+            "kernel cannot follow at its step size (a funnel: a scale near 0 with centred "
+            "choices under it), it visits them too rarely, which the test can show as a "
+            "difference even when the kernel's code is right.  "
+            + ("" if burn_in else "Give a burn_in= (the step size and mass matrix then adapt "
+               "over joint draws before the test), ")
+            + "reparameterize (non-centred), or test on a model without such regions",
+            stacklevel=2,
+        )
     names = sorted(set().union(*prior) & set().union(*succ))
     if functions is None:
         functions = _default_functions(names, prior, _heavy_tailed(trace))
@@ -159,4 +191,4 @@ def geweke(
         z[name] = float((b.mean() - a.mean()) / se) if se > 0 else 0.0
         p[name] = float(2 * stats.norm.sf(abs(z[name])))
         pv[name], sv[name] = a, b
-    return GewekeResult(z, p, pv, sv)
+    return GewekeResult(z, p, pv, sv, divergences)

@@ -179,7 +179,27 @@ class _Compiled:
                 return new, a, (vals, lj.at[i].set(lj_i), eps_out.at[i].set(eps), stats)
 
             state, a_state, out = jax.lax.fori_loop(0, n, body, (init(u0, density), a_state, out))
-            return state.position, out, a_state
+            vals, lj, eps_out, stats = out
+            # one float64 vector (read back in one transfer, not one per array: see unpack)
+            packed = jnp.concatenate([state.position] + [v.reshape(-1) for v in vals]
+                                     + [lj, eps_out] + [x.astype(float) for x in stats])
+            return packed, a_state
+
+        def unpack(packed):
+            """``chunk``'s vector in NumPy: (last position, per transition the constrained
+            values, log-joint, step size and statistics)."""
+            length, at = self.length, self.size
+            position = packed[:at]
+            vals = []
+            for v in self.shapes[0]:
+                k = length * int(np.prod(v.shape))
+                vals.append(packed[at:at + k].reshape((length, *v.shape)).astype(v.dtype))
+                at += k
+            lj, eps_out = packed[at:at + length], packed[at + length:at + 2 * length]
+            at += 2 * length
+            stats = tuple(packed[at + j * length:at + (j + 1) * length].astype(t)
+                          for j, t in enumerate((bool, float, float, int, int, bool)))
+            return position, (vals, lj, eps_out, stats)
 
         def probe(u, ovals):
             """Trace the program once (nothing compiled): its errors surface before a step's,
@@ -203,7 +223,7 @@ class _Compiled:
         self.probe = probe
         self.compile_loop = compile_loop
         self.chunk = None
-        self.get = jax.device_get
+        self.unpack = unpack
         self.adapt_init = a_init
         self.adapt_final = jax.jit(a_final)
         self.size = int(offsets[-1])
@@ -270,9 +290,9 @@ def _reasonable_step_size(comp, seed, u0, ovals, imm, target: float = 0.5) -> fl
     (or halve) the step size while the transition's mean acceptance stays above (below)
     ``target``; the last step size before it crosses.  Never moves the chain."""
     def acceptance(eps):
-        _, out, _ = comp.chunk(seed, np.int64(1), u0, ovals, comp.idle, comp.no_stages,
+        packed, _ = comp.chunk(seed, np.int64(1), u0, ovals, comp.idle, comp.no_stages,
                                np.bool_(False), np.float64(eps), imm)
-        a = float(comp.get(out[3][2])[0])  # (indexed in NumPy: no compile of a slice)
+        a = float(comp.unpack(np.asarray(packed))[1][3][2][0])  # (in NumPy: no compiled slice)
         return a if a == a else 0.0
 
     eps = 1.0
@@ -521,11 +541,11 @@ class HMC(Selecting):
                 n = min(n, len(schedule) - i)
                 stages = np.zeros_like(comp.no_stages)
                 stages[:n] = schedule[i:i + n]
-        position, out, a_new = comp.chunk(seed, np.int64(n), u0, ovals, a_state, stages,
+        packed, a_new = comp.chunk(seed, np.int64(n), u0, ovals, a_state, stages,
                                           np.bool_(adapting), np.float64(eps), imm)
         if adapting:
             self._adapt = (a_new, self._adapt[1], self._adapt[2] + n)
-        position, (values, lj, eps_out, stats) = comp.get((position, out))
+        position, (values, lj, eps_out, stats) = comp.unpack(np.asarray(packed))
         return _Ahead(trace, keys, n, values, lj, eps_out, stats,
                       not np.array_equal(position, u0), (comp, ovals))
 

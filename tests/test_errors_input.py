@@ -178,6 +178,24 @@ def test_a_plate_shorter_or_longer_than_its_data_is_an_error_naming_both_sizes()
 
 
 @th.model
+def _ar1(x, y):
+    b = th.sample("b", dist.Normal(0.0, 1.0))
+    with th.plate("t", len(x)) as i:
+        th.observe("y", dist.Normal(b * x[i], 1.0), y[i])
+
+
+def test_arguments_sharing_memory_are_each_checked_for_their_length():
+    """``ar1(y[:-1], y)`` (meant: ``y[1:]``): the observed ``y[i]`` is, by memory, also the
+    rows of ``x = y[:-1]``, whose length fits the plate — but it is ``y``'s first 49 rows of
+    50, so it is refused, naming both arguments; the intended program runs."""
+    y = np.cumsum(np.random.default_rng(0).normal(size=50))
+    with pytest.raises(ModelError, match=r"reads the first 49 rows of argument 'y', which has "
+                                         r"50.*also those of argument 'x'.*\.copy\(\)"):
+        _infer(_ar1(y[:-1], y), th.mh("b", th.drift(0.1)))
+    assert _infer(_ar1(y[:-1], y[1:]), th.mh("b", th.drift(0.1)))["b"].shape == (1, 5)
+
+
+@th.model
 def _split(y, a, b):
     """Two plates observing rows [0, a) and [b, len(y)) of one argument."""
     mu = th.sample("mu", dist.Normal(0.0, 10.0))

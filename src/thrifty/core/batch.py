@@ -236,13 +236,13 @@ class BatchFrame:
         if run.trace.clock:  # (the program's first execution sees every plate at once)
             return
         found = run.trace.program.rows_of(value)
-        if found is None:
-            return
-        name, length, start = found
-        view = (start, self.n, length, self.where(), fmt(self.generic_all(rel)))
-        if start + self.n > length:  # past the data's end: no other plate can make it right
-            check_data_rows({name: [view]})
-        run.data_rows.setdefault(name, []).append(view)
+        for name, length, start in found:  # (several: arguments sharing memory — each one
+            # must be right, since thrifty cannot tell which of them the model indexed)
+            shared = tuple(other for other, _, _ in found if other != name)
+            view = (start, self.n, length, self.where(), fmt(self.generic_all(rel)), shared)
+            if start + self.n > length:  # past the data's end: no other plate can make it right
+                check_data_rows({name: [view]})
+            run.data_rows.setdefault(name, []).append(view)
 
     def _check_observed(self, lp, rel, d, value) -> float:
         """``lp.sum()``; NaN → error naming the member; an observation outside the family's
@@ -392,13 +392,14 @@ def check_data_rows(data_rows: dict) -> None:
     rows is an error unless the plates of the run observe every row of it (``y[:10]`` and
     ``y[10:]``): else the other rows would silently not be observed; so is a plate reading
     past the data's end.  ``data_rows``: argument → (start row, plate size, length, plate,
-    observation) of each plate's first execution."""
+    observation, other arguments whose memory holds the same rows) of each plate's first
+    execution."""
     for name, views in data_rows.items():
         length = views[0][2]
         covered = np.zeros(length, dtype=bool)
-        for start, n, _, _, _ in views:
+        for start, n, *_ in views:
             covered[start : start + n] = True
-        for start, n, _, where, obs in views:
+        for start, n, _, where, obs, shared in views:
             if start + n > length:
                 what = (f"reads {name}, which has only {length} rows" if start == 0 else
                         f"reads rows {start} to {start + n - 1} of {name}, which has {length}")
@@ -407,7 +408,13 @@ def check_data_rows(data_rows: dict) -> None:
                         f"other {int((~covered).sum())} would not be observed")
             else:
                 continue
+            also = ""
+            if shared:
+                also = (f" (The observed rows are also those of {', '.join(shared)}, whose "
+                        "memory they share: data are read by position, and thrifty cannot "
+                        "tell which argument the model indexed — if it is the other one, pass "
+                        "it as a copy, e.g. y[:-1].copy().)")
             raise ModelError(
                 f"{where} has {n} element(s), but its observation {obs} {what}. Give the "
                 "plate the data's length (th.plate(name, len(data))), or pass only the rows "
-                "to observe as the argument (data[:n])")
+                f"to observe as the argument (data[:n]).{also}")

@@ -76,33 +76,35 @@ class Program:
         n = len(self.args) + len(self.kwargs)
         return f"Program({self.name}, {n} argument{'s' if n != 1 else ''})"
 
-    def rows_of(self, value: np.ndarray) -> tuple[str, int, int] | None:
-        """``(name, length, start)`` of the argument array ``a`` of which ``value`` holds the rows
-        ``start, start + 1, ...`` — ``a[start:k]``, or ``a[start:k, j]`` and the like (the same
-        memory, the same row stride, beginning at the start of a row) — or None.  Arguments are
-        the program's arrays and the arrays held in its dict, list and tuple arguments;
-        O(number of them) per call.
+    def rows_of(self, value: np.ndarray) -> list[tuple[str, int, int]]:
+        """``(name, length, start)`` of each argument array ``a`` of which ``value`` holds the
+        rows ``start, start + 1, ...`` — ``a[start:k]``, or ``a[start:k, j]`` and the like (the
+        same memory, the same row stride, beginning at the start of a row).  Several when
+        arguments share memory (``m(y[:-1], y)``): the memory cannot say which one the model
+        indexed.  Arguments are the program's arrays and the arrays held in its dict, list and
+        tuple arguments; O(number of them) per call.
 
         >>> import numpy as np, thrifty as th
         >>> y = np.arange(8.0).reshape(4, 2)
         >>> prog = th.model(lambda data: None)(y)
         >>> prog.rows_of(y[0:3, 1]), prog.rows_of(y[1:3]), prog.rows_of(np.zeros(3))
-        (("argument 'data'", 4, 0), ("argument 'data'", 4, 1), None)
+        ([("argument 'data'", 4, 0)], [("argument 'data'", 4, 1)], [])
         """
         arrays = self.__dict__.get("_arrays")
         if arrays is None:
             arrays = self._arrays = _argument_arrays(self)
         if not arrays or value.ndim == 0:
-            return None
+            return []
         ptr = value.__array_interface__["data"][0]
+        out = []
         for name, a_ptr, shape, strides in arrays:
             off = ptr - a_ptr
             if off < 0 or value.strides[0] != strides[0]:
                 continue
             at = _element_at(off, shape, strides)
             if at is not None and at[0] + value.shape[0] <= shape[0]:
-                return name, shape[0], at[0]
-        return None
+                out.append((name, shape[0], at[0]))
+        return out
 
     def __reduce__(self):
         return (Program, (self.model or self.fn, self.args, self.kwargs, self.name))

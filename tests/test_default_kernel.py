@@ -95,6 +95,39 @@ def test_a_chain_that_pgas_refuses_gets_lmh():
     assert r["unit.s.x"].shape == (1, 20, 3, 4)
 
 
+A2 = np.array([[0.9, 0.1], [0.15, 0.85]])
+
+
+@th.model
+def hmm_unknown_means(y):
+    mu = th.sample("mu", dist.Normal(np.array([-2.0, 2.0]), 1.0))
+
+    def step(t, prev):
+        z = th.sample("z", dist.Categorical(np.array([0.5, 0.5]) if t == 0 else A2[prev]))
+        th.observe("y", dist.Normal(mu[z], 1.0), y[t])
+        return z
+
+    th.markov("s", step, len(y))
+
+
+def test_nuts_is_not_assigned_where_it_would_recompile_at_every_step(monkeypatch):
+    """``A[prev]`` (a NumPy array indexed by the discrete states) cannot be traced: NUTS on mu
+    would compile the states in as constants, anew whenever PGAS changes them (~1 s a step).
+    The default kernel gives mu adaptive MH and says why; NUTS given by hand warns once it
+    has compiled that often."""
+    y = np.array([-1.2, -1.9, 1.4, 2.2])
+    _, said = default_kernel(hmm_unknown_means(y))
+    assert "adaptive MH (th.drift()) to mu" in said and "compile its density anew" in said
+    assert "A2[prev]" in said and "PGAS (" in said
+    from thrifty.inference.gradient import hmc
+
+    monkeypatch.setattr(hmc, "RECOMPILES_WARN", 2)
+    with pytest.warns(UserWarning, match=r"has compiled its density 2 times in this chain: "
+                                         r"the program reads the discrete choice"):
+        th.infer(hmm_unknown_means(y), th.cycle([th.nuts("mu"), th.pgibbs("s", 5)]),
+                 num_samples=6, burn_in=0, seed=0, progress=False)
+
+
 @th.model
 def numpy_only(y):
     mu = th.sample("mu", dist.Normal(0.0, 3.0))

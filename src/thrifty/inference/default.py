@@ -171,6 +171,8 @@ def _gradient_kernel(trace, names) -> tuple:
         k.probe(trace)
     except (ModelError, DistributionError, SelectionError) as e:
         return None, f"NUTS cannot differentiate this program: {e}"
+    if k.constants is not None:  # the other kernels change those choices at every step
+        return None, k._constants_note("would compile its density anew at most steps")
     return k, None
 
 

@@ -84,6 +84,7 @@ def _jax():
     return jax, blackjax
 
 
+RECOMPILES_WARN = 5  # compilations for new values of discrete choices before a warning
 AHEAD = 64  # transitions one compiled call may take (a chain with this kernel alone)
 AHEAD_BYTES = 2**20  # ... and at most this many bytes of draws
 CHEAP_FLOPS = 4000  # a density this cheap (XLA's estimate) compiles without LLVM's optimisations,
@@ -336,6 +337,8 @@ class HMC(Selecting):
         self._last: dict = {}  # the statistics of the last transition (per-draw stats)
         self._since = None  # ((trace uid, clock, choices), what _prepare gave) after a step
         self._checked: set = set()  # compiled structures whose program this copy checked
+        self.constants = None  # (names, why): discrete choices compiled in as constants
+        self._recompiles = 0  # compilations for new values of them (see _compile)
         self._alone = False  # the chain's only kernel (see run_alone)
         self._ahead: _Ahead | None = None  # transitions computed ahead, being served
         self._pending = None  # a served draw not yet written into the trace
@@ -597,19 +600,36 @@ class HMC(Selecting):
             except NotDifferentiable as e:
                 if not e.traced:
                     raise
-                comp = "static"  # (tried below: if the block's values are at fault, it fails)
-            _store(program, sig, comp, self._checked)
-        if comp != "static":
+                comp = ("static", str(e))  # (tried below: if the block's values are at fault,
+            _store(program, sig, comp, self._checked)  # it fails)
+        if type(comp) is not tuple:
             return comp, tuple(others.values())
         discrete = {k: v for k, v in others.items() if np.asarray(v).dtype.kind in "biu"}
         rest = tuple(k for k in okeys if k not in discrete)
+        self.constants = (tuple(key_name(k) for k in discrete), comp[1])
         ssig = (sig, tuple((k, np.asarray(v).tobytes()) for k, v in discrete.items()))
         comp = _cached(program, ssig, self._checked)
         if comp is None:
             comp = _Compiled(self, program, keys, ushapes, rest, discrete)
             self._ready(comp, tuple(others[k] for k in rest))
             _store(program, ssig, comp, self._checked)
+            self._recompiles += 1
+            if self._recompiles == RECOMPILES_WARN:
+                warnings.warn(self._constants_note(f"has compiled its density {RECOMPILES_WARN} "
+                                                   "times in this chain"), stacklevel=2)
         return comp, tuple(others[k] for k in rest)
+
+    def _constants_note(self, what: str) -> str:
+        """Why the density is compiled anew for new values of discrete choices, and the fix."""
+        names, why = self.constants
+        where = why.split(" cannot be differentiated")[0].split(" after the site")[0]
+        return (f"{self.label()} {what}: the program reads the discrete choice(s) "
+                f"{', '.join(names)} in a way JAX cannot trace ({where}), so "
+                "their values are compiled into the density as constants, and every new value "
+                "compiles it anew (about a second each). Where another kernel changes them at "
+                "every step (PGAS on a chain's states, Gibbs on labels), write that code with "
+                "arithmetic JAX can trace (two states: A[0] + (A[1] - A[0]) * prev instead of "
+                "A[prev]), or move these continuous choices with th.mh(..., th.drift())")
 
     def _ready(self, comp, ovals) -> None:
         """Probe the density (errors before compiling) and size the compiled loop: up to

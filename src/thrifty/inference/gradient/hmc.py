@@ -337,7 +337,8 @@ class HMC(Selecting):
         self._last: dict = {}  # the statistics of the last transition (per-draw stats)
         self._since = None  # ((trace uid, clock, choices), what _prepare gave) after a step
         self._checked: set = set()  # compiled structures whose program this copy checked
-        self.constants = None  # (names, why): discrete choices compiled in as constants
+        self.constants = None  # (names, why, any of them an array): discrete choices compiled
+        # in as constants (a compilation per value met)
         self._recompiles = 0  # compilations for new values of them (see _compile)
         self._alone = False  # the chain's only kernel (see run_alone)
         self._ahead: _Ahead | None = None  # transitions computed ahead, being served
@@ -606,7 +607,8 @@ class HMC(Selecting):
             return comp, tuple(others.values())
         discrete = {k: v for k, v in others.items() if np.asarray(v).dtype.kind in "biu"}
         rest = tuple(k for k in okeys if k not in discrete)
-        self.constants = (tuple(key_name(k) for k in discrete), comp[1])
+        self.constants = (tuple(key_name(k) for k in discrete), comp[1],
+                          any(np.ndim(v) for v in discrete.values()))
         ssig = (sig, tuple((k, np.asarray(v).tobytes()) for k, v in discrete.items()))
         comp = _cached(program, ssig, self._checked)
         if comp is None:
@@ -621,7 +623,7 @@ class HMC(Selecting):
 
     def _constants_note(self, what: str) -> str:
         """Why the density is compiled anew for new values of discrete choices, and the fix."""
-        names, why = self.constants
+        names, why, _ = self.constants
         where = why.split(" cannot be differentiated")[0].split(" after the site")[0]
         return (f"{self.label()} {what}: the program reads the discrete choice(s) "
                 f"{', '.join(names)} in a way JAX cannot trace ({where}), so "

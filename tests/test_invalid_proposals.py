@@ -97,6 +97,35 @@ def test_init_sets_plate_elements():
         th.initialize(schools(Y8, S8), seed=0, init={("school", 9, "eta"): 0.0})
 
 
+@th.model
+def normal_scale(y):
+    """A scale with a Normal prior (a newcomer's model): negative draws have probability 0."""
+    mu = th.sample("mu", dist.Normal(0.0, 1.0))
+    sigma = th.sample("sigma", dist.Normal(0.0, 1.0))
+    with th.plate("d", len(y)) as i:
+        th.observe("y", dist.Normal(mu, sigma), y[i])
+
+
+def test_a_prior_draw_that_makes_parameters_invalid_is_drawn_again():
+    """The initial trace and the default kernel's prior simulations leave out draws of zero
+    probability (sigma < 0 as a scale) instead of failing (seed 0 drew one first); a scale
+    invalid in every draw still fails, naming the address and the fix."""
+    y = np.random.default_rng(0).normal(0.0, 0.5, 20)
+    for kernel in (th.mh("sigma", th.drift(0.1)), None):
+        r = th.infer(normal_scale(y), kernel, num_samples=20, burn_in=20, seed=0,
+                     progress=False)
+        assert np.all(r["sigma"] > 0)
+
+    @th.model
+    def always_invalid():
+        s = th.sample("s", dist.Normal(0.0, 1.0))
+        th.observe("y", dist.Normal(0.0, -abs(s) - 1.0), 0.3)
+
+    with pytest.raises(DistributionError, match=r"address \('y',\): scale must be positive.*"
+                                                r"each of 100 prior simulations.*HalfNormal"):
+        th.infer(always_invalid(), th.lmh(), num_samples=5, seed=0, progress=False)
+
+
 def test_invalid_parameters_in_the_initial_trace_are_errors():
     with pytest.raises((DistributionError, InitializationError), match=r"\('y',\)"):
         th.infer(scale_model(0.5), th.mh("mu", th.drift(1.0)), num_samples=10, seed=0,

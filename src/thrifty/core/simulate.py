@@ -11,7 +11,7 @@ from thrifty.core.model import as_program
 from thrifty.core.run import Run
 from thrifty.core.trace import Trace
 from thrifty.core.vocab import non_numeric
-from thrifty.errors import ArgumentError, InitializationError
+from thrifty.errors import ArgumentError, DistributionError, InitializationError
 
 
 def _rng(seed) -> np.random.Generator:
@@ -88,8 +88,24 @@ def initialize(program, seed=None, init: dict | None = None, max_tries: int = 10
     failures: Counter = Counter()
     examples: dict = {}
     tries = 1 if init else max_tries
-    for _ in range(tries):
-        trace, run = simulate_run(program, rng, init)
+    invalid: list = []  # parameters made invalid by values drawn from their priors
+    k = 0
+    while k < tries:
+        k += 1
+        try:
+            trace, run = simulate_run(program, rng, init)
+        except DistributionError as e:  # (a draw of zero probability — e.g. a scale drawn
+            invalid.append(str(e))  # below 0 — unless the same every time: constants)
+            if len(invalid) >= 5 and len(set(invalid)) == 1 and k == len(invalid):
+                raise
+            if len(invalid) < max_tries:
+                tries = max(tries, k + 1)  # (with init too: the other choices are drawn)
+                continue
+            raise DistributionError(
+                f"{invalid[0]} (in each of {len(invalid)} prior simulations, choices drawn "
+                "from their priors made parameters invalid: give such a choice a prior on its "
+                "valid range, e.g. dist.HalfNormal for a scale, or an initial value, init=)"
+            ) from e
         if run.aborted is not None:
             e = run.aborted
             raise InitializationError(

@@ -53,13 +53,11 @@ def default_kernel(program, rng=None) -> tuple:
     from thrifty.inference.proposals.base import drift
 
     rng = np.random.default_rng(0) if rng is None else rng
-    trace, _ = simulate_run(program, rng)
-    traces = [trace]
+    traces = _prior_traces(program, rng, 1 + PRIOR_SIMULATIONS)
+    trace = traces[0]
     names = latent_sites(trace)
     always = set(names)
-    for _ in range(PRIOR_SIMULATIONS):
-        other, _ = simulate_run(program, rng)
-        traces.append(other)
+    for other in traces[1:]:
         present = latent_sites(other)
         always &= set(present)
         for n, v in present.items():
@@ -156,6 +154,23 @@ def _decides_structure(name, traces, rng) -> bool:
                 return True
             raise
     return False
+
+
+def _prior_traces(program, rng, n: int) -> list:
+    """``n`` prior simulations, leaving out those whose draws made parameters invalid (a scale
+    drawn below 0: probability zero); if none is left after 5n tries, the error of
+    :func:`~thrifty.core.simulate.initialize`, which names the parameters."""
+    from thrifty.core.simulate import initialize
+
+    out = []
+    for _ in range(5 * n):
+        try:
+            out.append(simulate_run(program, rng)[0])
+        except DistributionError:
+            continue
+        if len(out) == n:
+            break
+    return out or [initialize(program, rng)]
 
 
 def _gradient_kernel(trace, names) -> tuple:

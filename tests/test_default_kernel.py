@@ -9,9 +9,10 @@ import math
 
 import numpy as np
 import pytest
+from scipy import stats
 
 import thrifty as th
-from stat_helpers import Z_MAX, check_continuous, prob_z
+from stat_helpers import Z_MAX, check_continuous, ess, prob_z
 from test_gradient import MIXTURE_Y, S8, Y8, _schools_grid, mixture, mixture_grid, schools
 from test_gradient_chains import ssm
 from test_structure import fig1, fig1_exact, truncnorm_mu
@@ -126,6 +127,38 @@ def test_nuts_is_not_assigned_where_it_would_recompile_at_every_step(monkeypatch
                                          r"the program reads the discrete choice"):
         th.infer(hmm_unknown_means(y), th.cycle([th.nuts("mu"), th.pgibbs("s", 5)]),
                  num_samples=6, burn_in=0, seed=0, progress=False)
+
+
+@th.model
+def varying_sum(y):
+    k = th.sample("k", dist.Poisson(1.0))
+    s = 0.0
+    for j in range(k + 1):
+        s = s + th.sample(f"c{j}", dist.Normal(0.0, 1.0))
+    with th.plate("obs", len(y)) as i:
+        th.observe("y", dist.Normal(s, 1.0), y[i])
+
+
+def test_choices_whose_existence_varies_are_all_moved_even_those_not_seen_at_set_up():
+    """LMH takes every choice the other kernels do not (``th.lmh(exclude=[...])``, resolved
+    in each trace), not the names seen in the prior simulations: c_j of a k never drawn then
+    moves too.  P(k | y) against its exact value (k ~ Poisson(1), y | k ~ N(0, I + (k+1) J)):
+    z-test on E[k], ESS-based standard error, |z| < 4."""
+    y = np.array([2.0, 2.5, 1.5, 2.2])
+    kernel, said = default_kernel(varying_sum(y))
+    assert "th.lmh(exclude=['c0'])" in said and "any other choice that appears" in said
+    tr = th.initialize(varying_sum(y), seed=0, init={"k": 7})  # (c7: no prior trace had it)
+    lm = kernel.children[1]
+    assert ("c7",) in lm.choices(tr).scalars
+    ks = np.arange(40)
+    lw = stats.poisson.logpmf(ks, 1.0) + np.array(
+        [stats.multivariate_normal(np.zeros(4), np.eye(4) + (k + 1)).logpdf(y) for k in ks])
+    p = np.exp(lw - lw.max())
+    p /= p.sum()
+    r = th.infer(varying_sum(y), num_samples=2000, seed=3, progress=False)
+    k = np.asarray(r["k"], float).ravel()
+    z = (k.mean() - p @ ks) / (k.std() / np.sqrt(ess(k)))
+    assert abs(z) < 4, z
 
 
 @th.model

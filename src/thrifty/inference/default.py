@@ -102,9 +102,11 @@ def default_kernel(program, rng=None) -> tuple:
             continue
         parts.append(pgibbs(name, PARTICLES))
         said.append(f"PGAS ({PARTICLES} particles) to the chain {name}")
-    if rest:
-        parts.append(lmh(rest))
-        said.append(f"LMH to {', '.join(rest)}")
+    if rest:  # (every choice the other kernels do not take: also those that appear later)
+        taken = [n for n in names if n not in rest] + [
+            ".".join(map(str, (plate or ()) + chain)) for plate, chain in chains(trace)]
+        parts.append(lmh(exclude=taken) if taken else lmh())
+        said.append(f"LMH to {', '.join(rest)} and any other choice that appears")
     if not parts:
         raise SelectionError("th.infer: the program has no latent choice to sample; "
                              "th.simulate(program) runs it")

@@ -349,6 +349,36 @@ class Union(Selection):
         return " | ".join(repr(p) for p in self.parts)
 
 
+class Difference(Selection):
+    """Choices selected by ``base`` and not by ``minus`` — found anew in every trace, so a
+    choice that appears later (a varying structure) is selected too."""
+
+    def __init__(self, base, minus):
+        self.base, self.minus = select(base), select(minus)
+
+    def matches(self, addr, name) -> bool:
+        return self.base.matches(addr, name) and not self.minus.matches(addr, name)
+
+    def resolve(self, trace) -> ChoiceSet:
+        cs = self.base.resolve(trace)
+        out = ChoiceSet()
+        for a, b in zip(cs.scalars, cs.scalar_blocks):
+            if not self.minus.matches(a, _name(a)):
+                out.add(a, b)
+        for g in cs.groups:
+            if not self.minus.matches(g.plate_addr + (0,) + g.rel, g.plate_addr + g.rel):
+                out.groups.append(g)
+        return out
+
+    def __repr__(self) -> str:
+        return f"{self.base!r} - {self.minus!r}"
+
+
+def _name(addr: tuple) -> tuple:
+    """A choice's name: its address without the plate elements, chain steps and mem keys."""
+    return tuple(p for p in addr if not isinstance(p, (int, np.integer)))
+
+
 class Everything(Selection):
     """Every latent choice of the trace."""
 

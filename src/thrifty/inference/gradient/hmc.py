@@ -616,9 +616,12 @@ class HMC(Selecting):
             self._ready(comp, tuple(others[k] for k in rest))
             _store(program, ssig, comp, self._checked)
             self._recompiles += 1
-            if self._recompiles == RECOMPILES_WARN:
-                warnings.warn(self._constants_note(f"has compiled its density {RECOMPILES_WARN} "
-                                                   "times in this chain"), stacklevel=2)
+            # (arrays of states or labels: configurations without end; a top-level choice's
+            # few values: each compiled once, then reused — warned about only if many)
+            limit = RECOMPILES_WARN * (1 if self.constants[2] else 4)
+            if self._recompiles == limit:
+                warnings.warn(self._constants_note(f"has compiled its density {limit} times in "
+                                                   "this chain"), stacklevel=2)
         return comp, tuple(others[k] for k in rest)
 
     def _constants_note(self, what: str) -> str:

@@ -44,7 +44,7 @@ from thrifty.errors import SelectionError
 from thrifty.inference.kernel import Kernel
 from thrifty.inference.proposals.base import Prior, Proposal, prior
 from thrifty.inference.selecting import Selecting
-from thrifty.inference.selection import Each, One, select
+from thrifty.inference.selection import Difference, Each, Everything, One, select
 
 
 def _group_values(trace, g):
@@ -217,13 +217,20 @@ class LMH(Selecting):
 
     name = "lmh"
 
-    def __init__(self, selection=None):
+    def __init__(self, selection=None, exclude=None):
         Kernel.__init__(self)
         self.selection = None if selection is None else select(selection)
+        self.exclude = None if exclude is None else select(exclude)
+        if self.exclude is not None:
+            self.selection = Difference(self.selection or Everything(), self.exclude)
         self._cache = None
         self._matched = False
 
     def label(self) -> str:
+        if self.exclude is not None:
+            base = self.selection.base
+            head = "" if isinstance(base, Everything) else f"{base!r}, "
+            return f"lmh({head}exclude={self.exclude!r})"
         return "lmh()" if self.selection is None else f"lmh({self.selection!r})"
 
     def _step(self, trace, rng):
@@ -279,10 +286,13 @@ def mh(selection, proposal: Proposal | None = None) -> MH:
     return MH(selection, proposal)
 
 
-def lmh(selection=None) -> LMH:
+def lmh(selection=None, exclude=None) -> LMH:
     """Lightweight MH (paper 001): one latent choice chosen uniformly, resampled from its prior.
 
-    With ``selection`` the choice is drawn among the selected ones.
+    With ``selection`` the choice is drawn among the selected ones; with ``exclude``, among
+    the choices (of ``selection``, or all) that ``exclude`` does not select — found anew in
+    each trace, so choices that appear only in some traces are included when they exist
+    (``th.cycle([th.nuts("mu"), th.lmh(exclude=["mu"])])``).
 
     >>> import thrifty as th
     >>> from thrifty.models import hmm
@@ -290,7 +300,7 @@ def lmh(selection=None) -> LMH:
     >>> r["s.z"].shape
     (1, 500, 18)
     """
-    return LMH(selection)
+    return LMH(selection, exclude)
 
 
 __all__ = ["LMH", "MH", "Prior", "lmh", "mh"]

@@ -128,7 +128,7 @@ from thrifty.core.sections import (
     top_values,
     watch_rows,
 )
-from thrifty.core.simulate import simulate_run
+from thrifty.core.simulate import initialize, simulate_run
 from thrifty.core.snapshot import provisional_commit
 from thrifty.core.trace import Trace
 from thrifty.core.vocab import (
@@ -187,6 +187,7 @@ __all__ = [
     "free_step",
     "fused_step",
     "groups",
+    "initialize",
     "is_plate_chain",
     "key_name",
     "lane_choices",

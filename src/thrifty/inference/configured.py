@@ -50,7 +50,8 @@ class Configured(metaclass=_Recording):
         >>> import thrifty as th
         >>> th.mixture([(0.3, th.lmh()), (0.7, th.mh("mu", th.drift(0.5)))]).config()["args"][
         ...     "weighted"][0]
-        {'tuple': [0.3, {'class': 'thrifty.inference.mcmc.mh.LMH', 'args': {'selection': None}}]}
+        {'tuple': [0.3, {'class': 'thrifty.inference.mcmc.mh.LMH', 'args': {'selection': None, \
+'exclude': None}}]}
         """
         return self.config_and_warnings()[0]
 

@@ -34,7 +34,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from thrifty.core.engine import chain_states, chains, latent_sites, memo_names, simulate_run
+from thrifty.core.engine import (
+    chain_states,
+    chains,
+    initialize,
+    latent_sites,
+    memo_names,
+    simulate_run,
+)
 from thrifty.errors import DistributionError, ModelError, NumericalError, SelectionError
 
 PRIOR_SIMULATIONS = 20  # prior traces: a choice present in every trace or not
@@ -162,8 +169,6 @@ def _prior_traces(program, rng, n: int) -> list:
     """``n`` prior simulations, leaving out those whose draws made parameters invalid (a scale
     drawn below 0: probability zero); if none is left after 5n tries, the error of
     :func:`~thrifty.core.simulate.initialize`, which names the parameters."""
-    from thrifty.core.simulate import initialize
-
     out = []
     for _ in range(5 * n):
         try:

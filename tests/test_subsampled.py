@@ -418,14 +418,16 @@ def test_austerity_gibbs_at_epsilon_zero_decides_like_exact_gibbs():
 @pytest.mark.slow
 def test_austerity_gibbs_marginals_match_enumeration():
     """Every P(X_i = 1) within 4.5 ESS-based standard errors of enumeration, plus a stated bias
-    bound of 0.01 (the approximate kernel at ε = 0.01 is allowed that much; ε = 0 is exact)."""
+    bound of 0.01 (the approximate kernel at ε = 0.01 is allowed that much).  At ε = 0 every
+    decision is exact Gibbs's for the same u (checked decision by decision above), so one
+    chain, at ε = 0.01, runs the kernel end to end."""
     from thrifty.diagnostics._arviz import ess as az_ess
     from thrifty.models.mrf import dense_mrf, exact_marginals, random_potentials
 
     D = 8
     triples, log_psi = random_potentials(D, variance=0.3, seed=2)
     exact = exact_marginals(D, triples, log_psi)
-    for eps in (0.0, 0.01):
+    for eps in (0.01,):
         k = th.austerity_gibbs("x", batch_size=7, epsilon=eps)
         r = th.infer(
             dense_mrf(D, triples, log_psi), k, num_samples=3000, burn_in=200, seed=3, progress=False

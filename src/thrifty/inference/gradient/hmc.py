@@ -546,7 +546,7 @@ class HMC(Selecting):
                 stages = np.zeros_like(comp.no_stages)
                 stages[:n] = schedule[i:i + n]
         packed, a_new = comp.chunk(seed, np.int64(n), u0, ovals, a_state, stages,
-                                          np.bool_(adapting), np.float64(eps), imm)
+                                   np.bool_(adapting), np.float64(eps), imm)
         if adapting:
             self._adapt = (a_new, self._adapt[1], self._adapt[2] + n)
         position, (values, lj, eps_out, stats) = comp.unpack(np.asarray(packed))
@@ -633,8 +633,9 @@ class HMC(Selecting):
                 "their values are compiled into the density as constants, and every new value "
                 "compiles it anew (about a second each). Where another kernel changes them at "
                 "every step (PGAS on a chain's states, Gibbs on labels), write that code with "
-                "arithmetic JAX can trace (two states: A[0] + (A[1] - A[0]) * prev instead of "
-                "A[prev]), or move these continuous choices with th.mh(..., th.drift())")
+                "arithmetic JAX can trace (e.g. a sum over the discrete values weighted by "
+                "(prev == k) instead of A[prev]), or move these continuous choices with "
+                "th.mh(..., th.drift())")
 
     def _ready(self, comp, ovals) -> None:
         """Probe the density (errors before compiling) and size the compiled loop: up to

@@ -91,6 +91,11 @@ class GewekeResult:
         return f"GewekeResult({rows}; min p = {self.min_p:.3g}{div})"
 
 
+def _divergences(kernel) -> int:
+    """The divergent transitions the kernel and its parts (NUTS, HMC) have counted so far."""
+    return int(sum(k.stats.extra.get("divergences", 0) for _, k in kernel.kernels()))
+
+
 def _simulate_joint(program, rng):
     trace, _ = simulate_run(program, rng)
     Run(trace, rng, mode=_SIMULATE).execute().commit()
@@ -146,24 +151,20 @@ def geweke(
     kernel = copy.deepcopy(kernel)
     trace = _simulate_joint(program, rng)
     if burn_in:
-        for _, k in kernel.kernels():  # (kernels whose adaptation spans the burn-in)
-            plan = getattr(k, "plan_burn_in", None)
-            if plan is not None:
-                plan(burn_in)
+        kernel.plan_burn_in_all(burn_in)
         kernel.set_tuning(True)
         for _ in range(burn_in):
             trace = kernel.step(trace, rng)
             Run(trace, rng, mode=_SIMULATE).execute().commit()
         kernel.set_tuning(False)
-        for _, k in kernel.kernels():  # (only the divergences of the compared steps count)
-            k.stats.extra.pop("divergences", None)
+    before = _divergences(kernel)  # (only those of the compared steps count)
     succ = []
     for _ in range(num_samples):
         for _ in range(steps_per_sample):
             trace = kernel.step(trace, rng)
         Run(trace, rng, mode=_SIMULATE).execute().commit()
         succ.append(_scalars(trace.values(False)))
-    divergences = int(sum(k.stats.extra.get("divergences", 0) for _, k in kernel.kernels()))
+    divergences = _divergences(kernel) - before
     if divergences:
         warnings.warn(
             f"geweke: the kernel reported {divergences} divergent transitions in "

@@ -196,7 +196,7 @@ def _gradient_kernel(trace, names) -> tuple:
     if k.constants is not None and k.constants[2]:  # a chain's states or a plate's labels
         # compiled in: their configurations are too many to compile one each (a few values of
         # a top-level choice are compiled once each, and cached)
-        return None, k._constants_note("would compile its density anew at most steps")
+        return None, k.constants_note("would compile its density anew at most steps")
     return k, None
 
 

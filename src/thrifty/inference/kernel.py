@@ -209,6 +209,14 @@ class Kernel(Configured):
             if prepare is not None:
                 prepare(trace)
 
+    def plan_burn_in_all(self, n: int) -> None:
+        """Tell this kernel and those it is composed of that the burn-in has ``n`` steps (for
+        adaptations scheduled over the whole burn-in, as NUTS's windows)."""
+        for _, k in self.kernels():
+            plan = getattr(k, "plan_burn_in", None)
+            if plan is not None:
+                plan(n)
+
     def set_tuning(self, on: bool) -> None:
         """Burn-in (``on``) or sampling: this kernel and those it is composed of may adapt
         only while tuning; the chain turns it off when the burn-in ends, and each kernel then

@@ -362,12 +362,13 @@ class Difference(Selection):
     def resolve(self, trace) -> ChoiceSet:
         cs = self.base.resolve(trace)
         out = ChoiceSet()
-        for a, b in zip(cs.scalars, cs.scalar_blocks):
+        for a, b in zip(cs._scalars, cs._blocks):  # (chain groups kept whole: never O(T))
             if not self.minus.matches(a, _name(a)):
                 out.add(a, b)
-        for g in cs.groups:
-            if not self.minus.matches(g.plate_addr + (0,) + g.rel, g.plate_addr + g.rel):
-                out.groups.append(g)
+        out.groups = [g for g in cs.groups if not self.minus.matches(
+            g.plate_addr + (0,) + g.rel, g.plate_addr + g.rel)]
+        out.chain_groups = [g for g in cs.chain_groups if not self.minus.matches(
+            g.chain_addr + (0,) + g.rel, g.chain_addr + g.rel)]
         return out
 
     def __repr__(self) -> str:

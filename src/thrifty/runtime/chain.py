@@ -182,10 +182,9 @@ class ChainRun:
         alone = getattr(self.kernel, "run_alone", None)
         if alone is not None:  # (a gradient kernel alone: many transitions per compiled call)
             alone()
-        for _, k in self._kernels:  # (kernels whose adaptation spans the burn-in)
-            plan = getattr(k, "plan_burn_in", None)
-            if plan is not None:
-                plan(cfg.burn_in)
+        plan = getattr(self.kernel, "plan_burn_in_all", None)
+        if plan is not None:  # (kernels whose adaptation spans the burn-in)
+            plan(cfg.burn_in)
         prepare = getattr(self.kernel, "prepare_all", None)
         if prepare is not None and snapshot is None:
             prepare(self.trace)

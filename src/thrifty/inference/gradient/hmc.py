@@ -620,11 +620,11 @@ class HMC(Selecting):
             # few values: each compiled once, then reused — warned about only if many)
             limit = RECOMPILES_WARN * (1 if self.constants[2] else 4)
             if self._recompiles == limit:
-                warnings.warn(self._constants_note(f"has compiled its density {limit} times in "
+                warnings.warn(self.constants_note(f"has compiled its density {limit} times in "
                                                    "this chain"), stacklevel=2)
         return comp, tuple(others[k] for k in rest)
 
-    def _constants_note(self, what: str) -> str:
+    def constants_note(self, what: str) -> str:
         """Why the density is compiled anew for new values of discrete choices, and the fix."""
         names, why, _ = self.constants
         where = why.split(" cannot be differentiated")[0].split(" after the site")[0]

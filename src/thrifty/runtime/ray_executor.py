@@ -164,10 +164,10 @@ def run_ray(executor: RayExecutor, program, kernel, seeds, inits, cfg, records, 
 
     def check_dead() -> None:
         """A task that ended without its final message: its worker died."""
-        refs = list(active.values())
-        done, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
-        for ref in done:
-            c = next(c for c, r in active.items() if r == ref)
+        tasks = list(active.items())
+        done, _ = ray.wait([r for _, r in tasks], num_returns=len(tasks), timeout=0)
+        # (the chains matched before draining: a drain may finish other chains of ``done``)
+        for c, ref in [(c, r) for c, r in tasks if r in done]:
             drain(perf_counter() + 1.0)  # its last messages may still be queued
             if c not in active:
                 continue

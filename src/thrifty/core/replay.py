@@ -343,6 +343,11 @@ class BatchLanes:
         value = np.array(old)
         value[hit] = values
         lp = self.log_prob(d, value)
+        if self.n == 1:  # (one member: one comparison)
+            if lp.item() > NEG_INF:
+                return value, lp
+            value[0] = old[0]
+            return value, np.array([NEG_INF])
         bad = hit[~(lp[hit] > NEG_INF)]
         if len(bad):  # proposals outside the support: probability zero; the rest of the body
             value[bad] = np.asarray(old)[bad]  # sees valid values
@@ -371,8 +376,8 @@ class BatchLanes:
 
     def check_nan(self, d, value, lp) -> None:
         """NaN and +inf log-densities are errors naming the member's site."""
-        s = np.add.reduce(lp, axis=None)  # NaN if any is NaN (or +inf beside -inf), +inf if any is
-        if s == s and s != np.inf:
+        s = lp.item() if self.n == 1 else np.add.reduce(lp, axis=None)  # NaN if any is NaN (or
+        if s == s and s != INF:  # +inf beside -inf), +inf if any is
             return
         if np.isnan(lp).any():
             j = int(np.flatnonzero(np.isnan(lp))[0])

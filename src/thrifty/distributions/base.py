@@ -38,6 +38,9 @@ _SCALARS = (float, int)
 # NumPy scalars a value may arrive as (``y[t]`` of a data array): log_prob takes them as the
 # Python scalars they hold, on its fast scalar path
 NP_SCALARS = frozenset((np.float64, np.float32, np.int64, np.int32, np.bool_))
+# the shape of the values of one plate element executed alone (Gibbs or MH on an element):
+# log_prob takes them on a path of Python floats, the same operations as its array path
+ONE = (1,)
 
 
 def is_scalar(x) -> bool:
@@ -225,6 +228,11 @@ class Distribution:
         t = type(value)
         if t is not float and t is not np.ndarray and is_foreign(value):
             return self._invalid_unless((value > 0) & (value < math.inf))
+        if t is np.ndarray and value.shape == ONE and value.dtype.kind == "f":
+            if not 0 < value.item() < math.inf:  # (one element: no reductions)
+                self._fail(f"{name} must be {'finite' if value.item() > 0 else 'positive'}, "
+                           f"got {describe(value)}")
+            return
         if t is np.ndarray and value.size:  # two reductions, no temporaries
             if not _MIN(value, axis=None) > 0:
                 self._fail(f"{name} must be positive, got {describe(value)}")
@@ -250,6 +258,10 @@ class Distribution:
         t = type(value)
         if t is not float and t is not np.ndarray and is_foreign(value):
             return self._invalid_unless(abs(value) < math.inf)
+        if t is np.ndarray and value.shape == ONE and value.dtype.kind == "f":
+            if not -math.inf < value.item() < math.inf:  # (one element: no reductions)
+                self._fail(f"{name} must be finite, got {describe(value)}")
+            return
         if t is np.ndarray and value.size:  # two reductions, no temporaries
             if not (_MIN(value, axis=None) > -math.inf and _MAX(value, axis=None) < math.inf):
                 self._fail(f"{name} must be finite, got {describe(value)}")

@@ -12,6 +12,7 @@ from thrifty.distributions import constraints, cumulative
 from thrifty.distributions.base import (
     HALF_LOG_2PI,
     NP_SCALARS,
+    ONE,
     Distribution,
     all_true,
     as_params,
@@ -83,6 +84,16 @@ class Normal(cumulative.NormalCDF, Distribution):
                 return -INF
             z = (value - self.loc) / scale
             return -0.5 * z * z - math.log(scale) - HALF_LOG_2PI
+        if t is np.ndarray and value.shape == ONE and type(scale) is float:
+            loc = self.loc  # one plate element (Gibbs, MH on an element): the array path's
+            if type(loc) is np.ndarray and loc.shape == ONE:  # operations, on Python floats
+                loc = loc.item()
+            if type(loc) is float and value.dtype.kind in "biuf":
+                v = value.item()
+                if not -INF < v < INF:  # (NaN too: off the support)
+                    return np.array([-INF])
+                z = (v - loc) / scale
+                return np.array([z * z * -0.5 - (math.log(scale) + HALF_LOG_2PI)])
         if takes_foreign(self, value):  # the array API (NumPy's path below: the same in place)
             xp = namespace(value, self.loc, scale)
             z = (asfloat(xp, value) - self.loc) / scale

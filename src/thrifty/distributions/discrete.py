@@ -14,6 +14,7 @@ from thrifty.distributions import _special as sm
 from thrifty.distributions import constraints, cumulative
 from thrifty.distributions.base import (
     NP_SCALARS,
+    ONE,
     Distribution,
     all_true,
     as_params,
@@ -230,6 +231,11 @@ class Bernoulli(ProbsLogits):
                 if k:
                     return math.log(p) if p > 0 else -INF
                 return math.log1p(-p) if p < 1 else -INF
+            if type(value) is np.ndarray and value.shape == ONE and value.dtype.kind in "biuf":
+                k = value.item()  # one plate element: the array path's terms, on floats
+                if k != 0 and k != 1:
+                    return np.array([-INF])
+                return np.array([self._scalar_lp(k == 1)])
         if takes_foreign(self, value):
             xp = namespace(value, self.logits, self._probs)
             x = asfloat(xp, value)
@@ -241,16 +247,21 @@ class Bernoulli(ProbsLogits):
         if type(lg) is np.ndarray and lg.ndim and x.shape == lg.shape and x.dtype.kind in "biuf":
             return bernoulli_logits_lp(x, lg, self._finite)
         if not self.batch_shape and x.dtype.kind in "biuf":  # one p: its two terms by math
-            if lg is not None:
-                lp1, lp0 = sm.log_expit(lg), sm.log_expit(-lg)
-            else:
-                p = self._probs
-                lp1 = math.log(p) if p > 0 else -INF
-                lp0 = math.log1p(-p) if p < 1 else -INF
+            lp1, lp0 = self._scalar_lp(True), self._scalar_lp(False)
             return scalar_or_array(np.where(x == 1, lp1, np.where(x == 0, lp0, -INF)))
         ok = (x == 0) | (x == 1)
         log_p, log_q = self._log_p_q()
         return scalar_or_array(np.where(ok, np.where(x == 1, log_p, log_q), -np.inf))
+
+    def _scalar_lp(self, one: bool) -> float:
+        """log P(x = 1) (``one``) or log P(x = 0) for a scalar parameter."""
+        lg = self.logits
+        if lg is not None:
+            return sm.log_expit(lg if one else -lg)
+        p = self._probs
+        if one:
+            return math.log(p) if p > 0 else -INF
+        return math.log1p(-p) if p < 1 else -INF
 
     def enumerate_support(self):
         return np.array([0, 1])

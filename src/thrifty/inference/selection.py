@@ -169,18 +169,18 @@ class ChoiceSet:
             for chain, gs in _by_chain(self.chain_groups).items():
                 steps = _union_steps(gs)
                 chains.append((chain, gs, steps, gs[0].T if steps is None else len(steps)))
-            self._block_info = (keys, plates, chains)
+            n = len(keys) + sum(p[3] for p in plates) + sum(c[3] for c in chains)
+            self._block_info = (keys, plates, chains, n)
         return self._block_info
 
     def n_blocks(self) -> int:
-        keys, plates, chains = self._info()
-        return len(keys) + sum(p[3] for p in plates) + sum(c[3] for c in chains)
+        return self._info()[3]
 
     def pick_block(self, rng) -> ChoiceSet:
         """One block chosen uniformly (O(number of groups): no plate element or chain step is
         materialised)."""
-        keys, plates, chains = self._info()
-        r = int(rng.random() * self.n_blocks())
+        keys, plates, chains, n = self._info()
+        r = int(rng.random() * n)
         if r < len(keys):
             key = keys[r]
             sub = ChoiceSet()

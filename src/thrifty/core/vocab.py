@@ -110,6 +110,9 @@ class Plan:
 
     def add_elements(self, plate_addr, elems) -> None:
         old = self.plates.get(plate_addr)
+        if old is None and type(elems) is list and len(elems) == 1 and type(elems[0]) is int:
+            self.plates[plate_addr] = np.array(elems, dtype=np.int64)  # (one element)
+            return
         elems = np.asarray(elems, dtype=np.int64).reshape(-1)
         self.plates[plate_addr] = sorted_unique(
             elems if old is None else np.concatenate([old, elems])

@@ -152,7 +152,7 @@ def _float_arrays(params):
     return (tuple(out), shape) if shape is not None else None
 
 
-_F64 = np.dtype(np.float64)
+_F64 = F64 = np.dtype(np.float64)
 
 
 def scalar_or_array(x):

@@ -10,6 +10,7 @@ from scipy.special import poch
 from thrifty.distributions import _special as sm
 from thrifty.distributions import constraints, cumulative
 from thrifty.distributions.base import (
+    F64,
     HALF_LOG_2PI,
     NP_SCALARS,
     ONE,
@@ -60,6 +61,10 @@ class Normal(cumulative.NormalCDF, Distribution):
     def __init__(self, loc=0.0, scale=1.0):
         if type(loc) is float and type(scale) is float and -INF < loc < INF and 0 < scale < INF:
             self.loc, self.scale = loc, scale  # (valid scalars: the common case, checked here)
+            return
+        if (type(loc) is np.ndarray and loc.shape == ONE and loc.dtype is F64 and type(scale) is
+                float and -INF < loc.item() < INF and 0 < scale < INF):
+            self.loc, self.scale, self.batch_shape = loc, scale, ONE  # (one plate element)
             return
         (self.loc, self.scale), self.batch_shape = as_params(loc, scale, owner=self)
         self._check_finite("loc", self.loc)

@@ -210,6 +210,9 @@ class Bernoulli(ProbsLogits):
     array_api = True
 
     def __init__(self, probs=None, logits=None):
+        if type(probs) is float and logits is None and 0.0 <= probs <= 1.0:
+            self._probs = probs  # (a valid scalar probability: the common case, checked here)
+            return
         probs_or_logits(self, probs, logits)
         self._check_probs()
 

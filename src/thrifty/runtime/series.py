@@ -35,6 +35,7 @@ from thrifty.runtime.buffers import LARGE, Buffer, storable
 CHANGE, ROW, BOOL, INT, FLOAT, OBJECT, OBJ_CHANGE = range(7)
 _PY = {BOOL: bool, INT: int, FLOAT: float}
 _F8 = np.dtype(np.float64)
+_ONE = (1,)
 _UNKNOWN = object()
 _BLOCK = 4096  # events turned into Python objects at a time when reading
 
@@ -102,8 +103,25 @@ class Series:
         self._log = []
         self._lay = _UNKNOWN
         kinds, ats = [], []
-        row, obj = self._row, self._obj
+        row, obj, val = self._row, self._obj, self._val
+        # one-element changes with values of the stored dtype and row shape (one plate element
+        # or markov step per draw: the usual case) are gathered and pushed as one block
+        one_i: list = []
+        one_v: list = []
+        vd, vs = val.dtype, val.shape  # the value buffer's dtype and row shape (None: untyped)
         for _, e, v in log:
+            if (vd is not None and type(e) is np.ndarray and e.shape == _ONE
+                    and type(v) is np.ndarray and v.dtype is vd and v.shape[1:] == vs
+                    and v.shape[:1] == _ONE):
+                kinds.append(CHANGE)
+                ats.append(len(self._idx) + len(one_i))
+                one_i.append(e)
+                one_v.append(v)
+                continue
+            if one_i:  # (before anything else is pushed: the offsets stay in order)
+                self._idx.push_block(np.concatenate(one_i).astype(np.int64, copy=False))
+                val.push_block(np.concatenate(one_v))
+                one_i, one_v = [], []
             if e is None:
                 kind = _whole_kind(v)
                 at = None
@@ -120,15 +138,19 @@ class Series:
                 if (
                     idx.nbytes + vals.nbytes <= LARGE
                     and vals.shape[:1] == idx.shape
-                    and self._val.accepts(vals, block=True)
+                    and val.accepts(vals, block=True)
                 ):
                     kind, at = CHANGE, self._idx.push_block(idx)
-                    self._val.push_block(vals)
+                    val.push_block(vals)
+                    vd, vs = val.dtype, val.shape
                 else:
                     kind, at = OBJ_CHANGE, len(obj)
                     obj.append((idx, v))
             kinds.append(kind)
             ats.append(at)
+        if one_i:
+            self._idx.push_block(np.concatenate(one_i).astype(np.int64, copy=False))
+            val.push_block(np.concatenate(one_v))
         self._d.extend(np.fromiter((e[0] for e in log), dtype=np.int64, count=len(log)))
         self._k.extend(np.array(kinds, dtype=np.int8))
         self._at.extend(np.array(ats, dtype=np.int64))

@@ -319,3 +319,37 @@ def test_the_result_builds_a_variable_s_array_when_it_is_first_read():
     assert returned < dense / 10, f"{returned} bytes held before any variable is read"
     assert read - returned >= dense
     assert r["data.z"] is z
+
+
+def test_series_of_mixed_events_reads_back_every_draw():
+    """One-element changes (moved into the arrays as one block), changes of several elements,
+    whole values, values of another dtype (kept as objects) and seals at random points: the
+    series gives back every draw's value exactly, in order."""
+    from thrifty.runtime.series import Series
+
+    rng = np.random.default_rng(0)
+    for trial in range(200):
+        s, cur = Series(), np.zeros(6, dtype=[np.int64, np.float64][trial % 2])
+        s.set(0, cur.copy())
+        ref = [cur.copy()]
+        for d in range(1, 60):
+            r = rng.random()
+            if r < 0.6:
+                i = int(rng.integers(6))
+                v = (np.array([rng.integers(5)], dtype=cur.dtype) if rng.random() < 0.9
+                     else np.array([2.5]))
+                s.change(d, np.array([i]), v)
+                cur = cur.astype(np.result_type(cur.dtype, v.dtype))
+                cur[i] = v[0]
+            elif r < 0.8:
+                idx = np.sort(rng.choice(6, 2, replace=False))
+                v = rng.integers(5, size=2).astype(cur.dtype)
+                s.change(d, idx, v)
+                cur[idx] = v
+            else:
+                cur = rng.integers(5, size=6).astype(cur.dtype)
+                s.set(d, cur.copy())
+            ref.append(cur.copy())
+            if rng.random() < 0.1:
+                s._seal()
+        np.testing.assert_array_equal(s.materialize(60), np.array(ref))

@@ -308,3 +308,18 @@ def test_summary_of_sites_present_in_some_draws_uses_those_draws_and_says_so():
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a site present in every draw: no warning
         assert np.isfinite(r.summary(var_names=["k"]).loc["k"]).all()
+
+
+def test_summary_note_of_many_varying_sites_names_the_most_present_and_counts_the_rest():
+    """A DP mixture's table parameters: hundreds of mem keys, most in a few draws.  The note
+    names the 8 present in the most draws and counts the others; the warning's ``sites``
+    lists every one."""
+    from thrifty.runtime.summary import SHOWN, VaryingStructureWarning, partial_note
+
+    partial = [(f"mu[{k}]", 0.5 if k < 3 else 0.01 * (k % 7)) for k in range(300)]
+    note = partial_note(partial)
+    assert "300 of them" in note and "the other 292 exist in at most 6% of draws" in note
+    assert note.count("% of draws)") == SHOWN and "'mu[0]' (50% of draws)" in note
+    w = VaryingStructureWarning.of(partial)
+    assert len(w.sites) == 300 and str(w) == note
+    assert "in the most draws" not in partial_note(partial[:SHOWN])  # few: each one named

@@ -440,11 +440,7 @@ class Result:
         :class:`~thrifty.runtime.summary.VaryingStructureWarning` naming each such site and
         the fraction of draws (:mod:`thrifty.runtime.summary`)."""
         from thrifty.diagnostics._arviz import AZ1, summary
-        from thrifty.runtime.summary import (
-            VaryingStructureWarning,
-            partial_note,
-            summarise_partial,
-        )
+        from thrifty.runtime.summary import VaryingStructureWarning, summarise_partial
 
         if self.num_draws < 2:
             raise ValueError(f"summary() needs at least 2 draws per chain; the result holds "
@@ -456,9 +452,9 @@ class Result:
         table, partial = summarise_partial(
             table, {str(v): post[v].values for v in post.data_vars}, kwargs)
         if partial:
-            note = partial_note(partial)
-            self._note(note)
-            warnings.warn(note, VaryingStructureWarning, stacklevel=2)
+            w = VaryingStructureWarning.of(partial)
+            self._note(str(w))
+            warnings.warn(w, stacklevel=2)
         return table
 
     def _posterior_only(self, var_names):

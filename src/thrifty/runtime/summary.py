@@ -20,7 +20,19 @@ _NOT_FORWARDED = ("var_names", "filter_vars", "coords", "group", "sample_dims", 
 
 
 class VaryingStructureWarning(UserWarning):
-    """``summary()`` summarised sites that exist in some draws only over those draws."""
+    """``summary()`` summarised sites that exist in some draws only over those draws;
+    ``sites`` lists every such site with the fraction of draws it exists in."""
+
+    sites: tuple = ()
+
+    @classmethod
+    def of(cls, partial: list) -> VaryingStructureWarning:
+        w = cls(partial_note(partial))
+        w.sites = tuple(partial)
+        return w
+
+
+SHOWN = 8  # sites a note names (a DP mixture's tables may number hundreds)
 
 
 def _rows(table, name: str) -> np.ndarray:
@@ -93,8 +105,19 @@ def summarise_partial(table, posterior: dict, kwargs: dict) -> tuple:
 
 
 def partial_note(partial: list) -> str:
-    """The warning of :func:`summarise_partial`'s sites (label, fraction of draws)."""
-    sites = ", ".join(f"{lab!r} ({100 * f:.0f}% of draws)" for lab, f in partial)
+    """The warning of :func:`summarise_partial`'s sites (label, fraction of draws): each site
+    when there are at most :data:`SHOWN`, else the ones present in the most draws and a
+    count of the others."""
+    shown = partial
+    if len(partial) > SHOWN:
+        top = sorted(partial, key=lambda p: -p[1])[:SHOWN]
+        shown = sorted(top)
+    sites = ", ".join(f"{lab!r} ({100 * f:.0f}% of draws)" for lab, f in shown)
+    if len(partial) > SHOWN:
+        rest = [f for lab, f in partial if (lab, f) not in shown]
+        sites = (f"{len(partial)} of them; those in the most draws: {sites}; the other "
+                 f"{len(rest)} exist in at most {100 * max(rest):.0f}% of draws (the warning's "
+                 "sites attribute lists them all)")
     return (f"summary: sites that exist in some draws only (the program's structure varies): "
             f"{sites}. Their rows summarise the draws where they exist: mean, sd and interval "
             "over all of them, ESS, R-hat and MCSE over each chain's first m of them (m: the "

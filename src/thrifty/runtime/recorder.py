@@ -408,7 +408,11 @@ class Recorder:
                 if parts is None:
                     self._series(name).set(d, src.whole(trace))
                     continue
-                self._series(name).change(d, *_elements(src, parts))
+                one = _one(src, parts)
+                if one is not None:
+                    self._series(name).change_one(d, *one)
+                else:
+                    self._series(name).change(d, *_elements(src, parts))
         if generic_dirty or (self._generic and any(node in merged for _, node, _ in self._generic)):
             self._refresh_generic(trace, d)
 
@@ -468,6 +472,28 @@ def _small(x, budget: list | None = None) -> bool:
     else:
         budget[0] -= 32
     return budget[0] >= 0
+
+
+def _one(src, parts):
+    """``(element, value)`` when the logged parts of a source name one element (a plate
+    element, a markov step) of a numeric column of scalars; else None."""
+    if len(parts) != 1 or len(parts[0]) != 1:
+        return None
+    kind = src.kind
+    if kind == "plate":
+        col = src.node.sites[src.key].values
+    elif kind == "chain":
+        s = src.node.sites[src.key]
+        if s.present is not None:
+            return None
+        col = s.values
+    else:
+        return None
+    data = col.data
+    if data.ndim != 1 or data.dtype.kind not in "biuf":
+        return None
+    i = int(parts[0][0])
+    return i, col.get(i)
 
 
 def _elements(src, parts) -> tuple:

@@ -36,6 +36,7 @@ CHANGE, ROW, BOOL, INT, FLOAT, OBJECT, OBJ_CHANGE = range(7)
 _PY = {BOOL: bool, INT: int, FLOAT: float}
 _F8 = np.dtype(np.float64)
 _ONE = (1,)
+_PY_DTYPE = {float: _F8, int: np.dtype(np.int64), bool: np.dtype(np.bool_)}
 _UNKNOWN = object()
 _BLOCK = 4096  # events turned into Python objects at a time when reading
 
@@ -95,6 +96,11 @@ class Series:
         """At draw ``d`` the elements ``idx`` changed to ``values``."""
         self._log.append((d, idx, values))
 
+    def change_one(self, d: int, i: int, value) -> None:
+        """At draw ``d`` element ``i`` (an int) changed to the number ``value`` (a Python or
+        NumPy scalar of a numeric column): :meth:`change` without two arrays per event."""
+        self._log.append((d, i, value))
+
     # -- moving events into the arrays ------------------------------------------------------------
     def _seal(self) -> None:
         log = self._log
@@ -110,17 +116,26 @@ class Series:
         one_v: list = []
         vd, vs = val.dtype, val.shape  # the value buffer's dtype and row shape (None: untyped)
         for _, e, v in log:
-            if (vd is not None and type(e) is np.ndarray and e.shape == _ONE
+            te = type(e)
+            if te is int:  # change_one: a number
+                if vs == () and vd is not None and (_PY_DTYPE.get(type(v)) is vd or (
+                        isinstance(v, np.generic) and v.dtype is vd)):
+                    kinds.append(CHANGE)
+                    ats.append(len(self._idx) + len(one_i))
+                    one_i.append(e)
+                    one_v.append(v)
+                    continue
+                e, v = np.array([e], dtype=np.int64), np.array([v])  # (the general path)
+            elif (vd is not None and te is np.ndarray and e.shape == _ONE
                     and type(v) is np.ndarray and v.dtype is vd and v.shape[1:] == vs
                     and v.shape[:1] == _ONE):
                 kinds.append(CHANGE)
                 ats.append(len(self._idx) + len(one_i))
-                one_i.append(e)
-                one_v.append(v)
+                one_i.append(e[0])
+                one_v.append(v[0])
                 continue
             if one_i:  # (before anything else is pushed: the offsets stay in order)
-                self._idx.push_block(np.concatenate(one_i).astype(np.int64, copy=False))
-                val.push_block(np.concatenate(one_v))
+                self._push_ones(one_i, one_v, vd)
                 one_i, one_v = [], []
             if e is None:
                 kind = _whole_kind(v)
@@ -149,14 +164,18 @@ class Series:
             kinds.append(kind)
             ats.append(at)
         if one_i:
-            self._idx.push_block(np.concatenate(one_i).astype(np.int64, copy=False))
-            val.push_block(np.concatenate(one_v))
+            self._push_ones(one_i, one_v, vd)
         self._d.extend(np.fromiter((e[0] for e in log), dtype=np.int64, count=len(log)))
         self._k.extend(np.array(kinds, dtype=np.int8))
         self._at.extend(np.array(ats, dtype=np.int64))
         self._idx.flush()
         self._val.flush()
         self._row.flush()
+
+    def _push_ones(self, idx: list, values: list, dtype) -> None:
+        """One-element changes (elements, values of the value buffer's dtype), as one block."""
+        self._idx.push_block(np.array(idx, dtype=np.int64))
+        self._val.push_block(np.array(values, dtype=dtype))
 
     def extend(self, other: Series) -> None:
         """Append the events of ``other`` (all at or after this series' last draw)."""

@@ -105,33 +105,48 @@ class Gibbs(Selecting):
             size = plate_view(trace, loc.plate_addr).size
             g = PlateGroup(loc.plate_addr, loc.rel, size, np.array([loc.elem]))
             return self._group(trace, g, rng)
-        d = loc.dist
+        if loc.kind == "element":
+            return self._element(trace, loc.plate_addr, loc.rel, loc.elem, loc.dist, loc.value,
+                                 rng)
+        values = self._values(loc.dist, addr)
+        plan = plan_for(trace, [loc])
+
+        def run_with(v):
+            try:
+                return self.execute(trace, rng, targets={addr: v}, plan=plan, mode=STRICT)
+            except StructureChange as e:
+                raise self._structure_error(addr, v, e) from None
+
+        self._pick(values, loc.value, run_with, rng)
+
+    @staticmethod
+    def _values(d, addr) -> list:
+        """The values of one choice's finite support."""
         if d is not None and d.batch_shape:
             raise SelectionError(
                 f"gibbs: {fmt(addr)} holds {int(np.prod(d.batch_shape))} values; enumerating "
                 "their joint support is not supported — put them in a plate"
             )
-        values = _support(d, addr).tolist()
-        if loc.kind == "element" and len(values) > 2:  # one run in lanes, one to commit
-            return self._pick_lanes(trace, loc.plate_addr, loc.rel, loc.elem, values,
-                                    loc.value, rng, STRICT)
-        plan = plan_for(trace, [loc])
-        if loc.kind == "element":  # the element's value as a plate target (no address lookup)
-            key, elems = (loc.plate_addr, loc.rel), np.array([loc.elem])
+        return _support(d, addr).tolist()
 
-            def given(v):
-                return {"vec": {key: VecTarget(elems, np.array([v]))}}
-        else:
-            def given(v):
-                return {"targets": {addr: v}}
+    def _element(self, trace, plate, rel, e: int, d, cur, rng):
+        """Gibbs on the site ``rel`` of one element ``e`` of a plate, whose value is ``cur``
+        under its element-wise distribution ``d``."""
+        addr = plate + (e,) + rel
+        values = self._values(d, addr)
+        if len(values) > 2:  # one run in lanes, one to commit
+            return self._pick_lanes(trace, plate, rel, e, values, cur, rng, STRICT)
+        plan = plan_elements(trace, Plan(), plate, [e])
+        key, elems = (plate, rel), np.array([e])  # the value as a plate target
 
         def run_with(v):
             try:
-                return self.execute(trace, rng, plan=plan, mode=STRICT, **given(v))
-            except StructureChange as e:
-                raise self._structure_error(addr, v, e) from None
+                return self.execute(trace, rng, vec={key: VecTarget(elems, np.array([v]))},
+                                    plan=plan, mode=STRICT)
+            except StructureChange as err:
+                raise self._structure_error(addr, v, err) from None
 
-        self._pick(values, loc.value, run_with, rng)
+        self._pick(values, cur, run_with, rng)
 
     def _pick(self, values, cur, run_with, rng) -> None:
         """Draw from the full conditional over ``values``: one run per value other than the
@@ -158,9 +173,13 @@ class Gibbs(Selecting):
             for e in g.element_array().tolist():
                 self._coupled(trace, plate, g.rel, e, rng)
             return
-        if view.coupled or g.count == 1:
-            # other sites of the plate are coupled (the elements are not independent), or one
-            # element: a run per value other than the current one, weighed against it
+        if g.count == 1 and not view.coupled:  # one element (th.one): read from the view
+            e = int(g.element_array()[0])
+            return self._element(trace, plate, g.rel, e, view.dist(g.rel),
+                                 view.values(g.rel, [e])[0], rng)
+        if view.coupled:
+            # other sites of the plate are coupled (the elements are not independent): one
+            # element at a time, each located afresh after the last one's commit
             for e in g.element_array().tolist():
                 self._site(trace, plate + (e,) + g.rel, rng, one=True)
             return

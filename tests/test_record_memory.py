@@ -353,3 +353,26 @@ def test_series_of_mixed_events_reads_back_every_draw():
             if rng.random() < 0.1:
                 s._seal()
         np.testing.assert_array_equal(s.materialize(60), np.array(ref))
+
+
+def test_one_element_changes_keep_the_columns_dtype():
+    """Draws that change one plate element record values of float32, int32 and uint64 columns
+    (uint64 values past 2⁶³ included) with their own dtype and values, as whole columns do."""
+
+    @th.model
+    def typed(n):
+        mu = th.sample("mu", dist.Normal(0.0, 1.0))
+        with th.plate("data", n):
+            z = th.sample("z", dist.Normal(mu, 1.0))
+            th.deterministic("f32", np.asarray(z, dtype=np.float32) * np.float32(1.5))
+            th.deterministic("i32", (np.asarray(z) * 10).astype(np.int32))
+            th.deterministic("u64", (np.abs(np.asarray(z)) * 1e18 + 9.3e18).astype(np.uint64))
+
+    r = th.infer(typed(3), th.mh(th.one("data.z"), th.prior()), num_samples=200, seed=0,
+                 progress=False)
+    z = r["data.z"]
+    assert r["data.f32"].dtype == np.float32 and r["data.i32"].dtype == np.int32
+    assert r["data.u64"].dtype == np.uint64 and r["data.u64"].max() >= 2**63
+    np.testing.assert_array_equal(r["data.f32"], z.astype(np.float32) * np.float32(1.5))
+    np.testing.assert_array_equal(r["data.i32"], (z * 10).astype(np.int32))
+    np.testing.assert_array_equal(r["data.u64"], (np.abs(z) * 1e18 + 9.3e18).astype(np.uint64))

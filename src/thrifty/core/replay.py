@@ -343,7 +343,7 @@ class BatchLanes:
         value = np.array(old)
         value[hit] = values
         lp = self.log_prob(d, value)
-        if self.n == 1:  # (one member: one comparison)
+        if self.n == 1 and len(hit) == 1:  # (one member, targeted: one comparison)
             if lp.item() > NEG_INF:
                 return value, lp
             value[0] = old[0]

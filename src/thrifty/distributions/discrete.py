@@ -211,7 +211,9 @@ class Bernoulli(ProbsLogits):
 
     def __init__(self, probs=None, logits=None):
         if type(probs) is float and logits is None and 0.0 <= probs <= 1.0:
-            self._probs = probs  # (a valid scalar probability: the common case, checked here)
+            # (a valid scalar probability: the common case, checked here; the attributes the
+            # general path sets, so that the object reads and pickles the same)
+            self.batch_shape, self._probs, self.logits = (), probs, None
             return
         probs_or_logits(self, probs, logits)
         self._check_probs()

@@ -474,9 +474,13 @@ def _small(x, budget: list | None = None) -> bool:
     return budget[0] >= 0
 
 
+# column dtypes whose elements read as Python numbers (Column.get) and back without change
+_EXACT = (np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.bool_))
+
+
 def _one(src, parts):
     """``(element, value)`` when the logged parts of a source name one element (a plate
-    element, a markov step) of a numeric column of scalars; else None."""
+    element, a markov step) of a float64, int64 or bool column of scalars; else None."""
     if len(parts) != 1 or len(parts[0]) != 1:
         return None
     kind = src.kind
@@ -490,7 +494,7 @@ def _one(src, parts):
     else:
         return None
     data = col.data
-    if data.ndim != 1 or data.dtype.kind not in "biuf":
+    if data.ndim != 1 or data.dtype not in _EXACT:  # (other dtypes keep theirs as arrays)
         return None
     i = int(parts[0][0])
     return i, col.get(i)

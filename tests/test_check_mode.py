@@ -379,14 +379,16 @@ def test_the_schedule_of_checks():
 
 
 @pytest.mark.parametrize("kw, want", [
-    ({}, [1, 250]),
+    ({}, [1]),
     ({"check": True}, list(range(1, 251))),
     ({"check_every": 100}, [100, 200, 250]),
     ({"check": False}, []),
 ])
 def test_th_infer_checks_when_asked(monkeypatch, kw, want):
     """With checks that cost 20 ms (far more than the ~0.1 ms steps), check="auto" checks after
-    step 1 and the last only: a check at step 10 or 100 would take more than its share."""
+    step 1 only (estimated from the initial execution, a check looks cheap until one is timed):
+    a check at step 10 or 100 would take more than its share, and one after the last step
+    would take the chain's checks past both AUTO_CHECK_FLOOR and 3% of its time."""
     seen = []
 
     def check(trace, where):
@@ -587,3 +589,22 @@ def test_stale_elements_are_not_compared():
 def test_docstring_examples_run():
     result = doctest.testmod(check_module, verbose=False, report=False)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_auto_leaves_out_the_first_and_last_checks_a_short_run_cannot_afford(monkeypatch):
+    """A check is a full execution: on a large model in a short run, the checks after step 1
+    and the last would be most of the run.  check="auto" makes them only while the chain's
+    checks take at most AUTO_CHECK_FLOOR seconds or AUTO_CHECK_SHARE of its time — here a
+    check estimated at 10⁶ full executions is left out; check=True still checks."""
+    seen = []
+    monkeypatch.setattr("thrifty.runtime.chain.raise_if_inconsistent",
+                        lambda trace, where: seen.append(int(where.split()[-1][:-1])))
+    kw = dict(num_samples=200, seed=0, progress=False, workers=1)
+    th.infer(reads_global(), th.mh("mu", th.drift(0.5)), **kw)
+    assert seen[:1] == [1] and seen[-1] == 200  # affordable: the first and the last
+    seen.clear()
+    monkeypatch.setattr("thrifty.runtime.chain.CHECK_PER_EXECUTION", 1e6)
+    th.infer(reads_global(), th.mh("mu", th.drift(0.5)), **kw)
+    assert seen == []
+    th.infer(reads_global(), th.mh("mu", th.drift(0.5)), check=True, **kw)
+    assert seen == list(range(1, 201))

@@ -33,6 +33,11 @@ from thrifty.runtime.recorder import Recorder, Selector
 TICK = 0.1  # seconds between two calls of ``tick`` (progress, stop requests, checkpoints)
 AUTO_CHECK_SHARE = 0.03  # check="auto": the share of a chain's time its checks may take
 RECENT_CHECKS = 5  # ... measured by the cheapest of this many last checks
+# check="auto": the checks after the first and the last step are made when this chain's checks
+# then cost at most this many seconds, or AUTO_CHECK_SHARE of the whole chain's time (a check
+# is a full execution: on a large model in a short run, two would be most of the run)
+AUTO_CHECK_FLOOR = 0.01
+CHECK_PER_EXECUTION = 2.0  # a check's cost, in full executions, before one is measured
 
 
 @dataclass(frozen=True)
@@ -55,12 +60,13 @@ class RunConfig:
                    step_seconds: float = 0.0) -> int:
         """The step after which the chain next checks its trace against a full execution
         (:mod:`thrifty.core.check`), given that ``it`` steps are done; 0: never.  With check
-        mode on, the last step of the chain is always checked.  ``check_decades`` (the
-        ``"auto"`` schedule) checks after step 1 and, given what the last check and a step
-        took, once the steps since took 1/AUTO_CHECK_SHARE times that check (unless the last
-        step's check is less than that further on), and after steps 10, 100, 1000, ... whose
-        steps so far took that much (so that checks keep to their share of the chain's
-        time)."""
+        mode on, the last step of the chain is due.  ``check_decades`` (the ``"auto"``
+        schedule) checks after step 1 and, given what the last check and a step took, once the
+        steps since took 1/AUTO_CHECK_SHARE times that check (unless the last step's check is
+        less than that further on), and after steps 10, 100, 1000, ... whose steps so far took
+        that much (so that checks keep to their share of the chain's time); the chain loop
+        leaves out its checks after the first and the last step when they are not
+        :func:`_affordable`."""
         if not (self.check_every or self.check_decades):
             return 0
         due = [self.total]
@@ -80,6 +86,13 @@ class RunConfig:
                     due.append(nxt)
         due = [s for s in due if it < s <= self.total]
         return min(due) if due else 0
+
+
+def _affordable(spent: float, est: float, chain_seconds: float) -> bool:
+    """check="auto": whether the check after the first or the last step keeps this chain's
+    checks within max(AUTO_CHECK_FLOOR, AUTO_CHECK_SHARE of the chain's time), ``spent``
+    seconds of checks so far, ``est`` this one, ``chain_seconds`` the chain's expected time."""
+    return spent + est <= max(AUTO_CHECK_FLOOR, AUTO_CHECK_SHARE * chain_seconds)
 
 
 # -- pickling a chain's state without its program -------------------------------------------------
@@ -159,10 +172,12 @@ class ChainRun:
         self.program = program
         self.cfg = cfg
         t0 = perf_counter()
+        self.execution_seconds = None  # one full execution of the program (initialize's)
         if snapshot is None:
             self.rng = np.random.default_rng(seed)
             self.kernel = copy.deepcopy(kernel)
             self.trace = initialize(program, self.rng, init)
+            self.execution_seconds = perf_counter() - t0
             self.needs_plates = probe(self.trace, self.rng)
             self.iteration = 0
             self.n_recorded = 0
@@ -231,6 +246,7 @@ class ChainRun:
         check_cost, step_cost = math.inf, 0.0  # seconds of a check, of a step
         recent: list = []  # the last checks' seconds: the cost is their minimum (one check
         # slowed by a pause of the process must not push the next checks and decades away)
+        spent = 0.0  # seconds of this run's checks
         chunk = 1
         t_start = perf_counter()
         try:
@@ -249,11 +265,19 @@ class ChainRun:
                         self.n_recorded += 1
                         rec_next += thin
                     if it == check_at:  # check mode: never touches the trace or the generator
+                        if cfg.check_decades and (it == 1 or it == total):
+                            steps = (perf_counter() - t0 - checking) / (it - it0)
+                            est = self._check_estimate(check_cost)
+                            if not _affordable(spent, est, steps * total):
+                                check_cost = min(check_cost, est)  # (for the next ones)
+                                check_at = cfg.next_check(it, check_cost, step_cost or steps)
+                                continue
                         flush(trace)  # (after the record: its timing changes no recorded value)
                         c0 = perf_counter()
                         raise_if_inconsistent(trace, f"(chain {self.chain}, after step {it})")
                         took = perf_counter() - c0
                         checking += took
+                        spent += took
                         recent = [*recent[-(RECENT_CHECKS - 1):], took]
                         check_cost = min(recent)
                         check_at = cfg.next_check(it, check_cost, step_cost)
@@ -275,6 +299,15 @@ class ChainRun:
         finally:
             self.trace, self.iteration = trace, it
             self.seconds += perf_counter() - t_start
+
+    def _check_estimate(self, check_cost: float) -> float:
+        """What a check costs: the cheapest of the last ones, else CHECK_PER_EXECUTION full
+        executions (timed by ``initialize``), else 0 (unknown: a resumed chain)."""
+        if check_cost < math.inf:
+            return check_cost
+        if self.execution_seconds is None:
+            return 0.0
+        return CHECK_PER_EXECUTION * self.execution_seconds
 
     def _draw_stats(self) -> dict:
         """The per-draw statistics of the kernels that keep them (a gradient kernel's last

@@ -121,7 +121,9 @@ def infer(
         changed during the run, or an engine bug).  ``check="auto"`` (the default) checks after
         step 1 and the last, whenever the steps since the last check took about 33 times what
         it took, and after steps 10, 100, 1000, ... when the steps so far took that much
-        (checks take ~3% of the chain's time).
+        (checks take ~3% of the chain's time); the checks after step 1 and the last are left
+        out when the chain's checks would then take more than 3% of its time and 10 ms (a
+        large model in a short run: each check is a full execution).
         ``check=True`` checks after every step (for debugging and tests: a full execution per
         step), ``check_every=k`` after every k-th step and the last, ``check=False`` never.
         Checking never changes the draws.

@@ -21,7 +21,7 @@ import numpy as np
 from thrifty import _context
 from thrifty.core.address import fmt
 from thrifty.core.node import Node, Update
-from thrifty.core.replay import ScalarLanes, replay
+from thrifty.core.replay import replay
 from thrifty.core.vocab import check_dist, readonly
 from thrifty.distributions.base import Distribution
 from thrifty.errors import ModelError
@@ -204,7 +204,8 @@ class MemJournal(Update):
             created = run.created.get(maddr)
             if created is not None:
                 target = created
-        lanes = ScalarLanes(maddr, run.rng, run.mode.strict)
+        lanes = run.lanes  # (the run's one-member replay decision, named for this key)
+        lanes.addr = maddr
         n_fresh, n_stale = run.n_fresh, run.n_stale
         old_value = table.values[key] if has_old else None
         old_lp = table.lp[key] if has_old else 0.0

@@ -226,7 +226,15 @@ class Bernoulli(ProbsLogits):
 
     def log_prob(self, value):
         if not self.batch_shape:
-            k = scalar_count(value)
+            if type(value) is np.ndarray:
+                if value.shape == ONE and value.dtype.kind in "biuf":
+                    k = value.item()  # one plate element: the array path's terms, on floats
+                    if k != 0 and k != 1:
+                        return np.array([-INF])
+                    return np.array([self._scalar_lp(k == 1)])
+                k = scalar_count(value) if not value.ndim else ARRAY_PATH
+            else:
+                k = scalar_count(value)
             if k is not ARRAY_PATH:
                 if k != 0 and k != 1:
                     return -INF
@@ -236,11 +244,6 @@ class Bernoulli(ProbsLogits):
                 if k:
                     return math.log(p) if p > 0 else -INF
                 return math.log1p(-p) if p < 1 else -INF
-            if type(value) is np.ndarray and value.shape == ONE and value.dtype.kind in "biuf":
-                k = value.item()  # one plate element: the array path's terms, on floats
-                if k != 0 and k != 1:
-                    return np.array([-INF])
-                return np.array([self._scalar_lp(k == 1)])
         if takes_foreign(self, value):
             xp = namespace(value, self.logits, self._probs)
             x = asfloat(xp, value)

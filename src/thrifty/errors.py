@@ -81,3 +81,4 @@ class NotDifferentiable(ModelError):
     """
 
     traced = False
+    where = ""  # (traced) where in the model's code: "the model's code (file, line)"

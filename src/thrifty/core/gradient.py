@@ -329,7 +329,7 @@ def explain(run: GradientRun, e: BaseException) -> ModelError:
                     "choices are traced too), or a NumPy function was given one")
         err = NotDifferentiable(f"the model's code{where}{after} cannot be differentiated: "
                                 f"{what} (block choices read so far: {block}); {BLOCK_HINT}")
-        err.traced = True
+        err.traced, err.where = True, f"the model's code{where}"
         return err
     if name == "DistributionError":
         return ModelError(f"{fmt(run.last) if run.last else 'the model'}: {e}")

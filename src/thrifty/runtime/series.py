@@ -97,8 +97,9 @@ class Series:
         self._log.append((d, idx, values))
 
     def change_one(self, d: int, i: int, value) -> None:
-        """At draw ``d`` element ``i`` (an int) changed to the number ``value`` (a Python or
-        NumPy scalar of a numeric column): :meth:`change` without two arrays per event."""
+        """At draw ``d`` element ``i`` (an int) changed to ``value``, a Python float, int or
+        bool (an element of a float64, int64 or bool column): :meth:`change` without two arrays
+        per event."""
         self._log.append((d, i, value))
 
     # -- moving events into the arrays ------------------------------------------------------------
@@ -118,8 +119,7 @@ class Series:
         for _, e, v in log:
             te = type(e)
             if te is int:  # change_one: a number
-                if vs == () and vd is not None and (_PY_DTYPE.get(type(v)) is vd or (
-                        isinstance(v, np.generic) and v.dtype is vd)):
+                if vs == () and vd is not None and _PY_DTYPE.get(type(v)) is vd:
                     kinds.append(CHANGE)
                     ats.append(len(self._idx) + len(one_i))
                     one_i.append(e)

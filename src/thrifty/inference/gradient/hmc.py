@@ -337,7 +337,7 @@ class HMC(Selecting):
         self._last: dict = {}  # the statistics of the last transition (per-draw stats)
         self._since = None  # ((trace uid, clock, choices), what _prepare gave) after a step
         self._checked: set = set()  # compiled structures whose program this copy checked
-        self.constants = None  # (names, why, any of them an array): discrete choices compiled
+        self.constants = None  # (names, where, any of them an array): discrete choices compiled
         # in as constants (a compilation per value met)
         self._recompiles = 0  # compilations for new values of them (see _compile)
         self._alone = False  # the chain's only kernel (see run_alone)
@@ -601,7 +601,7 @@ class HMC(Selecting):
             except NotDifferentiable as e:
                 if not e.traced:
                     raise
-                comp = ("static", str(e))  # (tried below: if the block's values are at fault,
+                comp = ("static", e.where)  # (tried below: if the block's values are at fault,
             _store(program, sig, comp, self._checked)  # it fails)
         if type(comp) is not tuple:
             return comp, tuple(others.values())
@@ -626,8 +626,7 @@ class HMC(Selecting):
 
     def constants_note(self, what: str) -> str:
         """Why the density is compiled anew for new values of discrete choices, and the fix."""
-        names, why, _ = self.constants
-        where = why.split(" cannot be differentiated")[0].split(" after the site")[0]
+        names, where, _ = self.constants
         return (f"{self.label()} {what}: the program reads the discrete choice(s) "
                 f"{', '.join(names)} in a way JAX cannot trace ({where}), so "
                 "their values are compiled into the density as constants, and every new value "

@@ -29,6 +29,7 @@ from thrifty.core.vocab import (
     INF,
     LATENT,
     NEG_INF,
+    OBSERVED,
     check_dist,
     infinite_error,
     non_numeric,
@@ -71,6 +72,7 @@ class BatchFrame:
     coupled: dict | None = None  # rel → CoupledSite (plates only: thrifty.core.coupled)
     fresh_node = False  # a plate's first execution (every element, none stored yet)
     watch: frozenset | None = None  # a plate's watched observations (thrifty.core.exec_log)
+    keeps_observed = False  # observations are sites of ``new`` too (a chain step's members)
 
     def __init__(self, run, acc, rel: tuple, old):
         self.run = run
@@ -342,7 +344,12 @@ class BatchFrame:
             ) from None
         lp = acc.member_lp(lp, rel, "observation")
         s = acc._check_observed(lp, rel, d, value)
-        acc._add("obs_lp", lp if lp.flags.writeable and lp.base is None else lp.copy(), s, True)
+        if self.keeps_observed:  # (kept: the totals get their own copy)
+            self.new[local] = MemberSite(None, lp, OBSERVED)
+            acc._add("obs_lp", lp, s)
+        else:
+            acc._add("obs_lp", lp if lp.flags.writeable and lp.base is None else lp.copy(), s,
+                     True)
         if run.captured is not None:
             run.captured.append((acc.generic_all(rel), d, value, acc.member_indices()))
         if acc.watch and rel in acc.watch:  # a plate's watched observation

@@ -31,7 +31,9 @@ block of continuous choices given every other choice (:func:`other_values`), in 
 namespace, for the gradient kernels; :func:`structure` is what a compiled density depends on.
 
 **Particles.**  :mod:`thrifty.core.particle_steps`: run the program over particles, a step over
-the members, what they observed.
+the members, what they observed; :func:`trajectory` and :func:`writable`
+(:mod:`thrifty.core.written`): a drawn particle's trajectory as columns, which ``propose(...,
+written=...)`` writes into its chain without executing the steps.
 
 >>> import numpy as np, thrifty as th
 >>> from thrifty import dist
@@ -83,6 +85,7 @@ from thrifty.core.particle_steps import (
     replay_particle,
     run_particles,
     run_step,
+    step_record,
     step_values,
     take_member_lp,
     take_observed,
@@ -140,20 +143,25 @@ from thrifty.core.vocab import (
     chain_length,
     same_value,
 )
+from thrifty.core.written import trajectory, writable
 
 
 def propose(trace, rng, targets: dict | None = None, vec: dict | None = None,
             plan: Plan | None = None, mode: Mode = DEFAULT, fresh_reads: bool = False,
-            candidates: Candidates | None = None, created: dict | None = None) -> Run:
+            candidates: Candidates | None = None, created: dict | None = None,
+            written: dict | None = None) -> Run:
     """One execution of ``trace``'s program with the choices ``targets`` / ``vec`` given and
     the sections of ``plan`` run: the proposal (see the module docstring).  ``fresh_reads``:
     stop at the first stale section it would read (``run.stale_read``) instead of using its
     stored log-density.  ``candidates``: score alternative values of one plate element in
     lanes of one execution (:class:`~thrifty.core.vocab.Candidates`; :func:`lane_lps`,
     :func:`lane_choices`); such a run is never committed.  ``created``: values of memoized
-    keys the run creates, drawn by another run (:func:`lane_choices`), accounted as fresh."""
+    keys the run creates, drawn by another run (:func:`lane_choices`), accounted as fresh.
+    ``written``: chain address → its steps as columns, written without executing them
+    (:mod:`thrifty.core.written`)."""
     return Run(trace, rng, targets=targets, vec=vec, plan=plan, mode=mode,
-               fresh_reads=fresh_reads, candidates=candidates, created=created).execute()
+               fresh_reads=fresh_reads, candidates=candidates, created=created,
+               written=written).execute()
 
 
 __all__ = [
@@ -224,6 +232,7 @@ __all__ = [
     "stale_parts",
     "stale_plan",
     "starts_with",
+    "step_record",
     "step_values",
     "stored_lp",
     "structure",
@@ -234,8 +243,10 @@ __all__ = [
     "top_discrete",
     "top_site",
     "top_values",
+    "trajectory",
     "walk",
     "walk_steps",
     "watch",
     "watch_rows",
+    "writable",
 ]

@@ -27,6 +27,7 @@ from thrifty.core.column import Column
 from thrifty.core.frame import BlockFrame
 from thrifty.core.node import Node, Update
 from thrifty.core.vocab import LATENT, StaleRead, chain_length, frozen_state, same_value
+from thrifty.core.written import write_chain
 from thrifty.errors import ModelError
 
 _NONE: dict = {}  # no nested nodes (never written)
@@ -350,6 +351,8 @@ def run_chain(parent, local, step, length, init, args):
     addr = parent.prefix + local
     T = chain_length(addr, length, step)
     old = parent.old.chains.get(local)
+    if run.written is not None and addr in run.written:  # a drawn trajectory, as columns
+        return write_chain(parent, local, addr, old, T, run.written[addr])
     if parent.dirty and run.mode.lazy and old is not None and old.T == T:
         return _lazy_chain(parent, local, addr, old, step, init, args)
     if run.fresh_reads and old is not None and old.n_stale:

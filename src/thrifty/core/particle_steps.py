@@ -17,6 +17,8 @@ the ``frame`` it was given:
 * :func:`take_observed`, :func:`take_member_lp` — per member, the log-density of what the
   frame observed (and of its choices) since the driver last took it;
 * :func:`step_values` — the values of a step's choices, per member;
+* :func:`step_record` — a step's sites and states, kept so that the trajectory of a drawn
+  particle can be written back as columns (:mod:`thrifty.core.written`);
 * :func:`groups`, :func:`plate_of` — the groups of the members (one per element of the plate
   the chain is in) and that plate.
 
@@ -43,6 +45,7 @@ from thrifty.core.particles import (
 from thrifty.core.run import Run
 from thrifty.core.trace import Trace
 from thrifty.core.vocab import DETERMINISTIC, LATENT, frozen_state
+from thrifty.core.written import StepRecord
 from thrifty.errors import ModelError
 
 
@@ -137,6 +140,13 @@ def take_member_lp(frame) -> np.ndarray:
 def step_values(sf: StepFrame) -> dict:
     """site → the members' values of the step's latent and deterministic sites."""
     return {k: s.values for k, s in sf.new.items() if s.kind in (LATENT, DETERMINISTIC)}
+
+
+def step_record(sf, state, members: int, rows=None) -> StepRecord:
+    """Generation t's sites (every member's values, log-densities and distribution entries)
+    and its ``members`` states; ``rows[j]``: the row of ``sf``'s sites that member j took
+    (None: row j)."""
+    return StepRecord(sf.new, rows, state, members)
 
 
 def groups(frame) -> int:

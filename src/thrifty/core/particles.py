@@ -175,7 +175,10 @@ class PlateParticles(BatchFrame):
 
 
 class StepFrame(BatchFrame):
-    """One step of a chain over the particles: sites hold one value per particle."""
+    """One step of a chain over the particles: sites — observations too — hold one value
+    (and log-density) per particle."""
+
+    keeps_observed = True
 
     def __init__(self, run, root: ParticleFrame, rel: tuple):
         BatchFrame.__init__(self, run, root, rel, None)
@@ -228,6 +231,7 @@ class FusedStep(BatchFrame):
     double)."""
 
     strict = True
+    keeps_observed = True
 
     def __init__(self, run, root, rel, ref: dict, per: int):
         BatchFrame.__init__(self, run, None, rel, None)

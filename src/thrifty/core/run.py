@@ -94,6 +94,8 @@ class Run:
         steps, before executing any of them, and names them in ``stale_read`` (a
         :class:`~thrifty.core.vocab.StaleRead`) — the caller rescores exactly those and runs
         again (:meth:`thrifty.Kernel.execute`); a run stopped there cannot be committed.
+    written : chain address → :class:`~thrifty.core.written.WrittenChain`: those chains' steps
+        are written from the given columns (a trajectory particle Gibbs drew), not executed.
     """
 
     # per-run totals and results (class defaults; a run sets its own as it goes)
@@ -112,6 +114,7 @@ class Run:
     n_obs = 0
     inc = 0.0  # the log-density of the observation it paused after
     new_obs: dict | None = None  # simulated observations (simulate_observations)
+    written: dict | None = None  # chain address → its steps as columns (see ``written``)
     fresh_choices: list | None = None  # (address, count) of the choices created (see below)
     stale_choices: list | None = None  # (address, count) of the choices dropped
 
@@ -127,8 +130,11 @@ class Run:
         candidates: Candidates | None = None,
         created: dict | None = None,
         stop: int | None = None,
+        written: dict | None = None,
     ):
         self.trace = trace
+        if written:
+            self.written = written
         self.candidates = candidates
         self.created = created or None
         if stop is not None:

@@ -311,6 +311,46 @@ class Distribution:
         except (TypeError, ValueError):
             return False
 
+    # -- one entry of a batch ------------------------------------------------------------------
+    # the attributes that hold the constructor's parameters (its keywords), each a Python float
+    # or an array of the batch shape — what ``as_params`` stores: the families whose entries
+    # :meth:`member` constructs
+    _member_params: tuple[str, ...] = ()
+
+    def member(self, j: int) -> Distribution | None:
+        """The distribution of entry ``j`` of the leading batch axis — one particle's or one
+        element's own, constructed (and validated) from the entry's parameters as a run of that
+        member alone constructs it; the distribution itself when the parameters are shared by
+        the batch (batch shape ``()``); None for a family that cannot say.
+
+        >>> import numpy as np
+        >>> from thrifty import dist
+        >>> dist.Normal(np.array([0.0, 5.0]), 2.0).member(1)
+        Normal(loc=5.0, scale=2.0)
+        """
+        bs = self.batch_shape
+        if not bs:
+            return self
+        if type(bs) is not tuple:  # (array-API parameters: not a batch of NumPy entries)
+            return None
+        args = self._member_args(0 if bs[0] == 1 else j)  # (an axis of 1 broadcasts)
+        return None if args is None else type(self)(**args)
+
+    def _member_args(self, k: int) -> dict | None:
+        """The constructor's keywords for entry ``k`` of the leading batch axis."""
+        if not self._member_params:
+            return None
+        out = {}
+        for name in self._member_params:
+            p = getattr(self, name)
+            if type(p) is float:
+                out[name] = p
+            elif type(p) is np.ndarray and p.ndim == len(self.batch_shape):
+                out[name] = p[k]
+            else:
+                return None
+        return out
+
     def _params_repr(self) -> str:
         return ""
 

@@ -58,6 +58,8 @@ class Normal(cumulative.NormalCDF, Distribution):
     domain = constraints.real
     array_api = True
 
+    _member_params = ("loc", "scale")
+
     def __init__(self, loc=0.0, scale=1.0):
         if type(loc) is float and type(scale) is float and -INF < loc < INF and 0 < scale < INF:
             self.loc, self.scale = loc, scale  # (valid scalars: the common case, checked here)
@@ -138,6 +140,8 @@ class LogNormal(cumulative.LogNormalCDF, Distribution):
     domain = constraints.positive
     array_api = True
 
+    _member_params = ("loc", "scale")
+
     def __init__(self, loc, scale):
         (self.loc, self.scale), self.batch_shape = as_params(loc, scale, owner=self)
         self._check_finite("loc", self.loc)
@@ -196,6 +200,8 @@ class StudentT(cumulative.StudentTCDF, Distribution):
 
     domain = constraints.real
     array_api = True
+
+    _member_params = ("df", "loc", "scale")
 
     def __init__(self, df, loc=0.0, scale=1.0):
         (self.df, self.loc, self.scale), self.batch_shape = as_params(df, loc, scale, owner=self)
@@ -272,6 +278,8 @@ class Cauchy(cumulative.CauchyCDF, Distribution):
     domain = constraints.real
     array_api = True
 
+    _member_params = ("loc", "scale")
+
     def __init__(self, loc=0.0, scale=1.0):
         (self.loc, self.scale), self.batch_shape = as_params(loc, scale, owner=self)
         self._check_finite("loc", self.loc)
@@ -322,6 +330,8 @@ class Laplace(cumulative.LaplaceCDF, Distribution):
     domain = constraints.real
     array_api = True
 
+    _member_params = ("loc", "scale")
+
     def __init__(self, loc=0.0, scale=1.0):
         (self.loc, self.scale), self.batch_shape = as_params(loc, scale, owner=self)
         self._check_finite("loc", self.loc)
@@ -369,6 +379,8 @@ class Uniform(cumulative.UniformCDF, Distribution):
 
     domain = constraints.real
     array_api = True
+
+    _member_params = ("low", "high")
 
     def __init__(self, low=0.0, high=1.0):
         (self.low, self.high), self.batch_shape = as_params(low, high, owner=self)
@@ -430,6 +442,8 @@ class Exponential(cumulative.ExponentialCDF, Distribution):
     domain = constraints.nonnegative
     array_api = True
 
+    _member_params = ("rate",)
+
     def __init__(self, rate=1.0):
         (self.rate,), self.batch_shape = as_params(rate, owner=self)
         self._check_positive("rate", self.rate)
@@ -479,6 +493,8 @@ class Gamma(cumulative.GammaCDF, Distribution):
 
     domain = constraints.nonnegative
     array_api = True
+
+    _member_params = ("concentration", "rate")
 
     def __init__(self, concentration, rate=1.0):
         (self.concentration, self.rate), self.batch_shape = as_params(
@@ -538,6 +554,8 @@ class InverseGamma(cumulative.InverseGammaCDF, Distribution):
 
     domain = constraints.positive
     array_api = True
+
+    _member_params = ("concentration", "scale")
 
     def __init__(self, concentration, scale=1.0):
         (self.concentration, self.scale), self.batch_shape = as_params(
@@ -607,6 +625,8 @@ class Beta(cumulative.BetaCDF, Distribution):
 
     domain = constraints.unit_interval
     array_api = True
+
+    _member_params = ("alpha", "beta")
 
     def __init__(self, alpha, beta):
         (self.alpha, self.beta), self.batch_shape = as_params(alpha, beta, owner=self)

@@ -110,6 +110,25 @@ class ProbsLogits(Distribution):
 
     _finite = False  # all logits finite (lets the array log_prob skip the ±inf fix-up)
 
+    # the constructor's parameters before ``probs=None, logits=None`` (see
+    # ``Distribution._member_params``); None: :meth:`member` cannot construct an entry
+    _member_others: tuple[str, ...] | None = None
+
+    def _member_args(self, k: int) -> dict | None:
+        if self._member_others is None:
+            return None
+        nd = len(self.batch_shape)
+        key, p = ("logits", self.logits) if self.logits is not None else ("probs", self._probs)
+        out = {}
+        for name, v in [(n, getattr(self, n)) for n in self._member_others] + [(key, p)]:
+            if type(v) is float:
+                out[name] = v
+            elif type(v) is np.ndarray and v.ndim == nd:
+                out[name] = v[k]
+            else:
+                return None
+        return out
+
     def _check_probs(self, closed_at_zero=True):
         if self.logits is not None:
             lg = self.logits
@@ -208,6 +227,8 @@ class Bernoulli(ProbsLogits):
     has_enumerate_support = True
     domain = constraints.boolean
     array_api = True
+
+    _member_others = ()
 
     def __init__(self, probs=None, logits=None):
         if type(probs) is float and logits is None and 0.0 <= probs <= 1.0:
@@ -342,6 +363,11 @@ class Categorical(Distribution):
         self.batch_shape = self.probs.shape[:-1]
         self.num_categories = self.probs.shape[-1]
 
+    def _member_args(self, k: int) -> dict | None:
+        if self._logp is not None:  # (given by logits, or its log-probabilities in use)
+            return {"logits": self._logp[k]}
+        return {"probs": self.probs[k]}
+
     def _init_array_api(self, probs, logits):
         """``probs`` or ``logits`` an array of another library (JAX): where they are invalid is
         recorded (``_valid``), not raised."""
@@ -445,6 +471,8 @@ class Binomial(ProbsLogits):
     domain = constraints.nonnegative_integer
     array_api = True
 
+    _member_others = ("total_count",)
+
     def __init__(self, total_count, probs=None, logits=None):
         (self.total_count,) = probs_or_logits(self, probs, logits, total_count)
         n = self.total_count
@@ -545,6 +573,8 @@ class Poisson(cumulative.PoissonCDF, Distribution):
     domain = constraints.nonnegative_integer
     array_api = True
 
+    _member_params = ("rate",)
+
     def __init__(self, rate):
         (self.rate,), self.batch_shape = as_params(rate, owner=self)
         self._check_nonnegative("rate", self.rate)
@@ -609,6 +639,8 @@ class Geometric(ProbsLogits):
     domain = constraints.nonnegative_integer
     array_api = True
 
+    _member_others = ()
+
     def __init__(self, probs=None, logits=None):
         probs_or_logits(self, probs, logits)
         self._check_probs(closed_at_zero=False)
@@ -663,6 +695,8 @@ class DiscreteUniform(Distribution):
     has_enumerate_support = True
     domain = constraints.integer
     array_api = True
+
+    _member_params = ("low", "high")
 
     def __init__(self, low=0, high=1):
         (self.low, self.high), self.batch_shape = as_params(low, high, owner=self)

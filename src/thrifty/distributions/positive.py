@@ -83,6 +83,8 @@ class HalfNormal(Cumulative, Distribution):
     domain = constraints.nonnegative
     array_api = True
 
+    _member_params = ("scale",)
+
     def __init__(self, scale: float | np.ndarray = 1.0):
         (self.scale,), self.batch_shape = as_params(scale, owner=self)
         self._check_positive("scale", self.scale)
@@ -175,6 +177,8 @@ class HalfCauchy(Cumulative, Distribution):
     domain = constraints.nonnegative
     array_api = True
 
+    _member_params = ("scale",)
+
     def __init__(self, scale: float | np.ndarray = 1.0):
         (self.scale,), self.batch_shape = as_params(scale, owner=self)
         self._check_positive("scale", self.scale)
@@ -259,6 +263,8 @@ class HalfStudentT(Cumulative, Distribution):
 
     domain = constraints.nonnegative
     array_api = True
+
+    _member_params = ("df", "scale")
 
     def __init__(self, df: float | np.ndarray, scale: float | np.ndarray = 1.0):
         (self.df, self.scale), self.batch_shape = as_params(df, scale, owner=self)

@@ -22,6 +22,7 @@ from thrifty.core.engine import (
     per_particle,
     plate_of,
     run_step,
+    step_record,
     step_values,
     take,
     take_observed,
@@ -55,6 +56,10 @@ class Generations:
         # NEXT generation's members were drawn from (None: none resampled)
         self.sites: list[tuple] = []
         self.ancestors: list[np.ndarray | None] = []
+
+    # per generation, its sites and states (:func:`~thrifty.core.engine.step_record`) — kept
+    # when ``[]``, by the drivers whose drawn trajectory is written back into a trace
+    records: list | None = None
 
     @property
     def members(self) -> int:
@@ -190,6 +195,8 @@ class Generations:
         state = self.call_step(frame, sf, local, step, t, prev, args)
         self.weigh(frame, local + (t,))
         self.sites.append((plate, local, t, step_values(sf)))
+        if self.records is not None:
+            self.records.append(step_record(sf, state, self.members))
         a = self.choose_ancestors(frame, local, step, args, t, state,
                                   self.maybe_resample(not last))
         self.ancestors.append(a)
@@ -230,6 +237,17 @@ class Generations:
                 idx = a[idx]
             plate, chain, t, vals = self.sites[g]
             yield plate, chain, t, {k: take(v, idx, m) for k, v in vals.items()}
+
+    def ancestry(self, k: int) -> list[int]:
+        """The member of each generation (oldest first) on the ancestry of member ``k`` of the
+        last."""
+        out = [0] * len(self.sites)
+        for g in range(len(self.sites) - 1, -1, -1):
+            a = self.ancestors[g]
+            if a is not None:
+                k = int(a[k])
+            out[g] = k
+        return out
 
     def trajectories(self, ks: np.ndarray) -> dict:
         """(plate, chain, t, site) → values (len(ks), ...) along the ancestry of the members

@@ -39,10 +39,13 @@ from thrifty.core.engine import (
     plate_of,
     run_particles,
     same_value,
+    step_record,
     step_values,
     take,
     take_member_lp,
     top_choice,
+    trajectory,
+    writable,
 )
 from thrifty.errors import ModelError, SelectionError
 from thrifty.inference.kernel import Kernel
@@ -167,6 +170,8 @@ class Conditional(Generations):
         self._weigh_inc(None if obs is None else obs[idx], local + (t,))
         self.sites.append((plate, local, t, {k: take(v, idx, 2 * m)
                                              for k, v in step_values(sf).items()}))
+        if self.records is not None:
+            self.records.append(step_record(sf, state, m, idx))
         nxt = self.choose_ancestors(frame, local, step, args, t, state,
                                     self.maybe_resample(not last))
         self.ancestors.append(nxt)
@@ -237,8 +242,19 @@ def _member(state, i):
 
 def write_trajectories(kernel, trace, rng, driver, targets=None) -> None:
     """Set the chains to one trajectory per group drawn from the final weights (and the
-    choices in ``targets``), by one execution committed into ``trace``."""
+    choices in ``targets``), by one execution committed into ``trace``: a top-level chain's
+    trajectory written as columns from the generations' rows (003 §4: the particle's values,
+    log-densities and states as its run computed them; :mod:`thrifty.core.written`), else
+    executed step by step with every step's choices given."""
     ks = driver.draw_final()
+    written = _columns(trace, driver, ks)
+    if written is not None:
+        run = kernel.execute(trace, rng, targets=targets, written=written)
+        if run.aborted is not None:  # cannot happen: nothing it executes changed
+            raise ModelError(f"{kernel.name}: the drawn trajectory has probability zero: "
+                             f"{run.aborted}")
+        run.commit()
+        return
     targets = dict(targets or {})
     vec, plan = {}, Plan()
     elems = np.arange(driver.G)
@@ -300,6 +316,7 @@ class PGibbs(Kernel):
                                  f"the chain's 0..{T - 1}")
         n = self.particles
         driver = _Target(n, rng, refs, self.ancestor_sampling, plate, chain, self.steps)
+        driver.records = []  # (the drawn trajectory is written back from them)
 
         def given(local):
             vl = top_choice(trace, local)
@@ -360,6 +377,19 @@ def pgibbs(chain, particles: int = 10, ancestor_sampling: bool = True,
     (1, 50, 10, 2)
     """
     return PGibbs(chain, particles, ancestor_sampling, resample)
+
+
+def _columns(trace, driver, ks) -> dict | None:
+    """{chain: its drawn trajectory as columns}, or None when it cannot be written so (a chain
+    in a plate, several chains, a part of a chain, sites the chain's columns do not take)."""
+    if driver.plate is not None or not driver.records or len(ks) != 1:
+        return None
+    chains = {chain for _, chain, _, _ in driver.sites}
+    if len(chains) != 1 or len(driver.records) != len(driver.sites):
+        return None
+    (chain,) = chains
+    w = trajectory(driver.records, driver.ancestry(int(ks[0])))
+    return {chain: w} if w is not None and writable(trace, chain, w) else None
 
 
 __all__ = ["PGibbs", "pgibbs"]

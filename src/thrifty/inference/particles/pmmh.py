@@ -85,6 +85,7 @@ class PMMH(Kernel):
         choices outside the chains at their trace values.  Returns (log p(θ) of the choices
         outside the chains, minus those drawn from their priors; log Ẑ; driver; frame)."""
         driver = Generations(self.particles, self.resample, 0.5, rng)
+        driver.records = []  # (an accepted proposal's trajectory is written back from them)
 
         def given(local):
             if local in values:

@@ -1,0 +1,206 @@
+"""A markov chain's steps written from columns: the trajectory a particle method drew (003 §4).
+
+Conditional SMC executes each step of a chain once over its particles
+(:mod:`thrifty.core.particles`): a generation's sites hold every member's value and
+log-density — observations too — and its distributions one entry per member.  The trajectory of
+the particle that particle Gibbs draws is the rows of the generations along that particle's
+ancestry: the values, log-densities and states a run of that trajectory alone computes, and
+each step's distribution constructed from the member's own parameters
+(:meth:`~thrifty.distributions.base.Distribution.member`).  A run given these columns
+(``Run(written={chain: columns})``) writes them into the chain's node in one commit, without
+executing the T steps again; what follows the chain in the program runs as usual, from the
+new states.
+
+Only what the node stores of its steps can be written so: :func:`trajectory` returns None when a
+family cannot construct its entries, and :func:`fits` is False when the node's columns do not
+take the values as they are (another type or shape, a site present in other steps than the
+node's, nested plates or chains, mem reads).  The caller then executes the trajectory
+instead (targets for every step).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from thrifty.core.chain_site import ChainSite, States
+from thrifty.core.column import Column
+from thrifty.core.node import Update
+from thrifty.core.vocab import DETERMINISTIC, LATENT
+from thrifty.errors import ModelError
+
+
+class StepRecord:
+    """One generation of a particle run: its sites over the frame's rows (``site.values[r]``,
+    ``site.lp[r]``, ``site.dist`` with one entry per row), ``rows[j]`` the row of member j
+    (None: row j), and the members' states."""
+
+    __slots__ = ("members", "rows", "sites", "state")
+
+    def __init__(self, sites: dict, rows, state, members: int):
+        self.sites, self.rows, self.state, self.members = sites, rows, state, members
+
+
+class WrittenSite:
+    """One site of a written chain: values ``(T, ...)`` (latent and recorded sites),
+    log-densities ``(T,)``, each step's distribution (latent sites) and the steps that have the
+    site (``present``; None: every step)."""
+
+    __slots__ = ("discrete", "dists", "kind", "lp", "present", "values")
+
+    def __init__(self, kind, discrete, values, lp, dists, present):
+        self.kind, self.discrete = kind, discrete
+        self.values, self.lp, self.dists, self.present = values, lp, dists, present
+
+
+class WrittenChain:
+    """The T steps of one trajectory as columns: ``sites`` (name → :class:`WrittenSite`), the
+    steps' ``states`` and their log-densities ``totals`` (T,)."""
+
+    __slots__ = ("sites", "states", "totals")
+
+    def __init__(self, sites: dict, states: list, totals: np.ndarray):
+        self.sites, self.states, self.totals = sites, states, totals
+
+    @property
+    def T(self) -> int:
+        return len(self.states)
+
+
+def member_state(state, j: int, m: int):
+    """Member j's state of ``m`` members' states (what :func:`~thrifty.core.particles.take`
+    reindexes: arrays with a leading axis of m, and tuples / lists / dicts of them; anything
+    else is shared by the members)."""
+    if isinstance(state, np.ndarray):
+        return state[j] if state.ndim and state.shape[0] == m else state
+    if isinstance(state, (tuple, list)):
+        return type(state)(member_state(s, j, m) for s in state)
+    if isinstance(state, dict):
+        return {k: member_state(v, j, m) for k, v in state.items()}
+    return state
+
+
+def trajectory(records: list, members) -> WrittenChain | None:
+    """The chain's columns along one trajectory: member ``members[g]`` of generation g (the
+    drawn particle's ancestry), or None when the generations' sites cannot be written as
+    columns (see the module docstring)."""
+    T = len(records)
+    cols: dict = {}  # site → (kind, discrete, values, log-densities, distributions, present)
+    states = []
+    for g, (rec, j) in enumerate(zip(records, members)):
+        r = j if rec.rows is None else int(rec.rows[j])
+        for k, s in rec.sites.items():
+            c = cols.get(k)
+            if c is None:
+                c = cols[k] = (s.kind, bool(s.discrete), [None] * T, np.zeros(T), [None] * T,
+                               np.zeros(T, dtype=bool))
+            elif c[0] != s.kind:
+                return None
+            c[5][g] = True
+            if s.kind == LATENT or s.kind == DETERMINISTIC:
+                c[2][g] = s.values[r]
+            if s.lp is not None:
+                c[3][g] = s.lp[r]
+            if s.kind == LATENT:
+                d = s.dist
+                d = None if d is None or d.coupled else d.member(r)
+                if d is None:
+                    return None
+                c[4][g] = d
+        states.append(member_state(rec.state, j, rec.members))
+    sites = {}
+    totals = np.zeros(T)
+    for k, (kind, discrete, values, lp, dists, present) in cols.items():
+        totals += lp
+        if kind == LATENT or kind == DETERMINISTIC:
+            fill = np.zeros_like(values[int(np.argmax(present))])
+            values = np.stack([fill if v is None else v for v in values])
+        else:
+            values = None
+        sites[k] = WrittenSite(kind, discrete, values, lp, dists if kind == LATENT else None,
+                               None if present.all() else present)
+    return WrittenChain(sites, states, totals)
+
+
+def fits(node, w: WrittenChain) -> bool:
+    """Whether the chain ``node`` stores its steps as the columns of ``w`` (the same sites in
+    every step, values of the columns' types and shapes, no nested node or mem read)."""
+    if node.T != w.T or node.nested or node.reads or node.sites.keys() != w.sites.keys():
+        return False
+    for k, col in node.sites.items():
+        s = w.sites[k]
+        if col.kind != s.kind or (col.kind == LATENT and bool(col.discrete) != s.discrete):
+            return False
+        if (s.present is None) != (col.present is None or col.present.array().all()):
+            return False
+        if s.present is not None and not np.array_equal(col.present.array(), s.present):
+            return False
+        if col.values is not None:
+            data = col.values.data
+            if (s.values is None or data.dtype == object or s.values.dtype != data.dtype
+                    or s.values.shape != data.shape):
+                return False
+    return True
+
+
+def writable(trace, chain: tuple, w: WrittenChain) -> bool:
+    """Whether the top-level chain ``chain`` of ``trace`` takes the columns ``w`` as they are."""
+    node = trace.root.chains.get(chain)
+    return node is not None and fits(node, w)
+
+
+def write_chain(parent, local: tuple, addr: tuple, old, T: int, w: WrittenChain) -> States:
+    """``th.markov`` in a run given the chain's columns: journal them, execute no step."""
+    if old is None or old.T != T or not fits(old, w):
+        raise ModelError(
+            f"markov chain {'.'.join(map(str, addr))}: the trajectory drawn by the particles "
+            "no longer fits the chain (its length or sites changed between the particle run "
+            "and the run that writes it)"
+        )
+    run = parent.run
+    run.lp_old += old.total_lp()
+    run.lp_new += float(w.totals.sum())
+    run.updates.append(WrittenUpdate(old, parent.new, local, w))
+    parent.new.chains[local] = old
+    parent.dirty = True  # (what follows the chain reads its new states)
+    return States.of(w.states)
+
+
+class WrittenUpdate(Update):
+    """Writes a :class:`WrittenChain` into its node on commit: new columns, every step fresh."""
+
+    __slots__ = ("block", "local", "node", "written")
+
+    def __init__(self, node, block, local, written: WrittenChain):
+        self.node, self.block, self.local, self.written = node, block, local, written
+
+    def apply(self, trace, clock: int) -> None:
+        node = self.node
+        if node.owner not in trace.tokens:  # shared with a fork: a copy-on-write clone
+            node = trace.own(node)
+            self.block.chains[self.local] = node
+        w, T = self.written, node.T
+        for k, col in node.sites.items():
+            s = w.sites[k]
+            dists = None
+            if col.dists is not None:
+                dists = np.empty(T, dtype=object)
+                dists[:] = s.dists
+                dists = Column(dists)
+            node.sites[k] = ChainSite(
+                col.kind, col.discrete, None if col.values is None else Column(s.values),
+                Column(s.lp), dists, None if s.present is None else Column(s.present.copy()),
+                col.pytype)
+        node.step_total = Column(w.totals.copy())
+        node._lp = float(w.totals.sum())
+        node._updates = 0
+        node.stamp = Column(np.full(T, clock, dtype=np.int64))
+        node.counts = Column(node.counts.array().copy())
+        node._owned = True  # every column is a new array of its own
+        node.states = States.of(w.states)
+        node.valid_from = clock
+        node.n_stale = 0
+        node._shape = None
+        if trace.stale_nodes:
+            trace.stale_nodes.discard(node)
+        if trace.changes is not None:
+            trace.changes.wrote(node, None)

@@ -48,6 +48,77 @@ def mv_walk(y):
     th.markov("x", step, len(y), np.zeros(2))
 
 
+W6 = np.linspace(0.1, 0.6, 6)  # as many entries as the tests' particles
+
+
+@th.model
+def shared_array_state(y):
+    """A state holding an array shared by every particle, as long as the particle batch: not a
+    sampled value, so the trajectory is executed (a per-particle axis cannot be told from it)."""
+
+    def step(t, prev):
+        h = th.sample("h", dist.Normal(0.9 * prev[0], 1.0))
+        th.observe("y", dist.Normal(h, 1.0), y[t])
+        return (h, W6)
+
+    s = th.markov("x", step, len(y), (0.0, W6))
+    return s[-1][1]
+
+
+@th.model
+def dict_state(y):
+    """A dict state (iterated CSMC runs it; a dict is not a sampled value: executed)."""
+
+    def step(t, prev):
+        h = th.sample("h", dist.Normal(0.9 * prev["h"], 1.0))
+        th.observe("y", dist.Normal(h, 1.0), y[t])
+        return {"h": h}
+
+    s = th.markov("x", step, len(y), {"h": 0.0})
+    th.observe("last", dist.Normal(s[-1]["h"], 1.0), 0.2)
+
+
+@th.model
+def tuple_state(y):
+    """A tuple of two sampled values as the state: written from their rows."""
+
+    def step(t, prev):
+        a = th.sample("a", dist.Normal(0.9 * prev[0], 1.0))
+        b = th.sample("b", dist.Normal(0.5 * prev[1] + a, 1.0))
+        th.observe("y", dist.Normal(a + b, 1.0), y[t])
+        return (a, b)
+
+    return th.markov("x", step, len(y), (0.0, 0.0))
+
+
+@th.model
+def ragged(y):
+    """A recorded list, and a latent whose shape depends on t: rows of several shapes (an
+    object column), executed."""
+
+    def step(t, prev):
+        z = th.sample("z", dist.Normal(np.asarray(prev)[..., None] + np.zeros(1 + t % 2), 1.0))
+        th.deterministic("pair", [z.sum(-1), 2 * z.sum(-1)])
+        th.observe("y", dist.Normal(z.sum(-1), 1.0), y[t])
+        return z.sum(-1)
+
+    th.markov("x", step, len(y), 0.0)
+
+
+@th.model
+def thirds(y):
+    """Categorical rows that sum to 1 only within the families' tolerance (0.3333333 × 3): each
+    step's entry is built from the row it was given, not renormalised."""
+    A = np.array([[0.3333333, 0.3333333, 0.3333333], [0.5, 0.25, 0.25], [0.1, 0.1, 0.8]])
+
+    def step(t, prev):
+        z = th.sample("z", dist.Categorical(A[prev]))
+        th.observe("y", dist.Normal(np.array([-1.0, 0.0, 1.0])[z], 1.0), y[t])
+        return z
+
+    th.markov("x", step, len(y), 0)
+
+
 def _programs():
     y, C, _ = generate_lds(T=12, D=3, seed=0)
     rng = np.random.default_rng(1)
@@ -56,15 +127,19 @@ def _programs():
         "hmm": (hmm(), "s"),
         "sv": (sv(rng.normal(size=15)), "x"),
         "mv": (mv_walk(rng.normal(size=(8, 2))), "x"),
+        "tuple": (tuple_state(rng.normal(size=10)), "x"),
+        "thirds": (thirds(rng.normal(size=10)), "x"),
+        "shared": (shared_array_state(rng.normal(size=10)), "x"),
+        "ragged": (ragged(rng.normal(size=10)), "x"),
     }
 
 
 PROGRAMS = _programs()
 
 
-def _stepped(program, chain, columns: bool, monkeypatch, steps: int = 3):
+def _stepped(program, chain, columns: bool, monkeypatch, steps: int = 3, **kw):
     trace = th.simulate(program, seed=3)
-    kernel = th.pgibbs(chain, 6)
+    kernel = th.pgibbs(chain, 6, **kw)
     rng = np.random.default_rng(5)
     with monkeypatch.context() as m:
         if not columns:
@@ -88,19 +163,32 @@ def _same_chain(a, b) -> None:
             np.testing.assert_array_equal(va[at], vb[at])
         np.testing.assert_allclose(sa.lp.array()[at], sb.lp.array()[at], rtol=1e-12,
                                    atol=1e-12)
-        if sa.dists is not None:
+        if sa.dists is not None:  # each step's distribution scores its value as stored
             assert ([repr(d) for d in sa.dists.array()[at]]
                     == [repr(d) for d in sb.dists.array()[at]])
+            for t in np.flatnonzero(at):
+                v, lp = sa.site(t).value, sa.lp.array()[t]
+                for d in (sa.dists.array()[t], sb.dists.array()[t]):
+                    assert float(np.sum(d.log_prob(v))) == pytest.approx(lp, rel=1e-12,
+                                                                         abs=1e-12)
     np.testing.assert_allclose(a.step_total.array(), b.step_total.array(), rtol=1e-12,
                                atol=1e-12)
     assert a.total_lp() == pytest.approx(b.total_lp(), rel=1e-12, abs=1e-12)
     assert len(a.states) == len(b.states)
-    for x, y in zip(a.states, b.states):
-        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+    for x, y in zip(a.states, b.states):  # the same values, types and read-only arrays
+        assert _types(x) == _types(y)
+        for u, v in zip(x if type(x) is tuple else (x,), y if type(y) is tuple else (y,)):
+            np.testing.assert_array_equal(np.asarray(u), np.asarray(v))
+            if type(u) is np.ndarray:
+                assert not u.flags.writeable and u.base is None  # (never a column's view)
     np.testing.assert_array_equal(a.counts.array(), b.counts.array())
 
 
-@pytest.mark.parametrize("name", ["lds", "hmm", "sv"])
+def _types(x):
+    return tuple(map(type, x)) if type(x) is tuple else type(x)
+
+
+@pytest.mark.parametrize("name", ["lds", "hmm", "sv", "tuple", "thirds"])
 def test_columns_leave_the_trace_an_execution_leaves(name, monkeypatch):
     program, chain = PROGRAMS[name]
     written = []
@@ -117,14 +205,23 @@ def test_columns_leave_the_trace_an_execution_leaves(name, monkeypatch):
                                                np.asarray(list(b.output or [])))
 
 
-def test_a_family_without_entries_is_executed(monkeypatch):
-    program, chain = PROGRAMS["mv"]
+@pytest.mark.parametrize("name", ["mv", "shared", "ragged", "dict"])
+def test_what_columns_cannot_say_is_executed(name, monkeypatch):
+    """A family without entries (MvNormal), a state that is not the step's sampled values (a
+    shared array as long as the batch; a dict), rows of several shapes: executed, and right."""
+    if name == "dict":
+        program, chain, kw = dict_state(np.linspace(-1, 1, 10)), "x", {
+            "ancestor_sampling": False}
+    else:
+        (program, chain), kw = PROGRAMS[name], {}
     written = []
     real = markov.write_chain
     monkeypatch.setattr(markov, "write_chain", lambda *a: written.append(1) or real(*a))
-    a = _stepped(program, chain, True, monkeypatch)
+    a = _stepped(program, chain, True, monkeypatch, **kw)
     assert written == []
     assert check_trace(a) == []
+    if name == "shared":
+        np.testing.assert_array_equal(a.output, W6)
 
 
 def test_a_written_chain_is_not_shared_with_a_fork(monkeypatch):

@@ -45,7 +45,7 @@ from thrifty.core.particles import (
 from thrifty.core.run import Run
 from thrifty.core.trace import Trace
 from thrifty.core.vocab import DETERMINISTIC, LATENT, frozen_state
-from thrifty.core.written import StepRecord
+from thrifty.core.written import StepRecord, state_sites
 from thrifty.errors import ModelError
 
 
@@ -142,11 +142,11 @@ def step_values(sf: StepFrame) -> dict:
     return {k: s.values for k, s in sf.new.items() if s.kind in (LATENT, DETERMINISTIC)}
 
 
-def step_record(sf, state, members: int, rows=None) -> StepRecord:
-    """Generation t's sites (every member's values, log-densities and distribution entries)
-    and its ``members`` states; ``rows[j]``: the row of ``sf``'s sites that member j took
-    (None: row j)."""
-    return StepRecord(sf.new, rows, state, members)
+def step_record(sf, state, rows=None) -> StepRecord:
+    """Generation t's sites (every row's values, log-densities and distribution entries) and
+    which of them its ``state`` (over the same rows) is; ``rows[j]``: the row of ``sf``'s sites
+    that member j took (None: row j)."""
+    return StepRecord(sf.new, rows, state_sites(sf.new, state))
 
 
 def groups(frame) -> int:

@@ -32,12 +32,32 @@ from thrifty.errors import ModelError
 class StepRecord:
     """One generation of a particle run: its sites over the frame's rows (``site.values[r]``,
     ``site.lp[r]``, ``site.dist`` with one entry per row), ``rows[j]`` the row of member j
-    (None: row j), and the members' states."""
+    (None: row j), and which latent sites the step's state is: ``(False, name)`` when the step
+    returned that site's value, ``(True, names)`` for a tuple of them, None otherwise."""
 
-    __slots__ = ("members", "rows", "sites", "state")
+    __slots__ = ("rows", "sites", "state_of")
 
-    def __init__(self, sites: dict, rows, state, members: int):
-        self.sites, self.rows, self.state, self.members = sites, rows, state, members
+    def __init__(self, sites: dict, rows, state_of):
+        self.sites, self.rows, self.state_of = sites, rows, state_of
+
+
+def state_sites(sites: dict, state):
+    """The latent sites whose values the step returned as its state (see :class:`StepRecord`):
+    the state is then each member's row of those values, as a run of that member alone returns
+    it; anything else (a value computed from them, a dict) is not written from columns."""
+
+    def site_of(x):
+        if type(x) is np.ndarray:
+            for k, s in sites.items():
+                if s.kind == LATENT and s.values is x:
+                    return k
+        return None
+
+    if type(state) is tuple:
+        keys = [site_of(x) for x in state]
+        return None if any(k is None for k in keys) else (True, keys)
+    k = site_of(state)
+    return None if k is None else (False, k)
 
 
 class WrittenSite:
@@ -66,17 +86,15 @@ class WrittenChain:
         return len(self.states)
 
 
-def member_state(state, j: int, m: int):
-    """Member j's state of ``m`` members' states (what :func:`~thrifty.core.particles.take`
-    reindexes: arrays with a leading axis of m, and tuples / lists / dicts of them; anything
-    else is shared by the members)."""
-    if isinstance(state, np.ndarray):
-        return state[j] if state.ndim and state.shape[0] == m else state
-    if isinstance(state, (tuple, list)):
-        return type(state)(member_state(s, j, m) for s in state)
-    if isinstance(state, dict):
-        return {k: member_state(v, j, m) for k, v in state.items()}
-    return state
+def _row(values, t: int):
+    """Step t's value as a run of the trajectory holds it: a Python number, or a read-only
+    array of its own (never a view of a column that later steps write in place)."""
+    v = values[t]
+    if type(v) is np.ndarray and v.ndim:
+        v = v.copy()
+        v.flags.writeable = False
+        return v
+    return v.item()
 
 
 def trajectory(records: list, members) -> WrittenChain | None:
@@ -85,8 +103,9 @@ def trajectory(records: list, members) -> WrittenChain | None:
     columns (see the module docstring)."""
     T = len(records)
     cols: dict = {}  # site → (kind, discrete, values, log-densities, distributions, present)
-    states = []
     for g, (rec, j) in enumerate(zip(records, members)):
+        if rec.state_of is None:
+            return None
         r = j if rec.rows is None else int(rec.rows[j])
         for k, s in rec.sites.items():
             c = cols.get(k)
@@ -106,18 +125,27 @@ def trajectory(records: list, members) -> WrittenChain | None:
                 if d is None:
                     return None
                 c[4][g] = d
-        states.append(member_state(rec.state, j, rec.members))
     sites = {}
     totals = np.zeros(T)
     for k, (kind, discrete, values, lp, dists, present) in cols.items():
         totals += lp
         if kind == LATENT or kind == DETERMINISTIC:
-            fill = np.zeros_like(values[int(np.argmax(present))])
+            kept = [v for v in values if v is not None]
+            if len({(np.shape(v), np.asarray(v).dtype) for v in kept}) != 1:
+                return None  # (values of several shapes or types: an object column's)
+            fill = np.zeros_like(kept[0])
             values = np.stack([fill if v is None else v for v in values])
         else:
             values = None
         sites[k] = WrittenSite(kind, discrete, values, lp, dists if kind == LATENT else None,
                                None if present.all() else present)
+    states = []
+    for t, rec in enumerate(records):
+        several, of = rec.state_of
+        if several:
+            states.append(tuple(_row(sites[k].values, t) for k in of))
+        else:
+            states.append(_row(sites[of].values, t))
     return WrittenChain(sites, states, totals)
 
 

@@ -359,13 +359,16 @@ class Categorical(Distribution):
             if not all_true(~np.isnan(lg)):
                 self._fail(f"logits must not be NaN, got {describe(lg)}")
             self._logp = lg - logsumexp(lg, axis=-1, keepdims=True)
+            self._logits = lg  # (as given: the entries of a batch are built from it)
             self.probs = np.exp(self._logp)
         self.batch_shape = self.probs.shape[:-1]
         self.num_categories = self.probs.shape[-1]
 
+    _logits = None  # the logits it was given (None: given probs)
+
     def _member_args(self, k: int) -> dict | None:
-        if self._logp is not None:  # (given by logits, or its log-probabilities in use)
-            return {"logits": self._logp[k]}
+        if self._logits is not None:
+            return {"logits": self._logits[k]}
         return {"probs": self.probs[k]}
 
     def _init_array_api(self, probs, logits):

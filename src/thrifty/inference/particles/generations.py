@@ -196,7 +196,7 @@ class Generations:
         self.weigh(frame, local + (t,))
         self.sites.append((plate, local, t, step_values(sf)))
         if self.records is not None:
-            self.records.append(step_record(sf, state, self.members))
+            self.records.append(step_record(sf, state))
         a = self.choose_ancestors(frame, local, step, args, t, state,
                                   self.maybe_resample(not last))
         self.ancestors.append(a)

@@ -171,7 +171,7 @@ class Conditional(Generations):
         self.sites.append((plate, local, t, {k: take(v, idx, 2 * m)
                                              for k, v in step_values(sf).items()}))
         if self.records is not None:
-            self.records.append(step_record(sf, state, m, idx))
+            self.records.append(step_record(sf, state2, idx))
         nxt = self.choose_ancestors(frame, local, step, args, t, state,
                                     self.maybe_resample(not last))
         self.ancestors.append(nxt)

@@ -73,6 +73,9 @@ class BatchFrame:
     fresh_node = False  # a plate's first execution (every element, none stored yet)
     watch: frozenset | None = None  # a plate's watched observations (thrifty.core.exec_log)
     keeps_observed = False  # observations are sites of ``new`` too (a chain step's members)
+    # the run is an MH proposal: a resampled member's prior densities are its q terms (a
+    # particle run weighs its members by their observations instead, and keeps none)
+    proposal_terms = True
 
     def __init__(self, run, acc, rel: tuple, old):
         self.run = run

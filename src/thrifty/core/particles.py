@@ -39,6 +39,7 @@ class ParticleFrame(BatchFrame):
     """
 
     prefix = ()  # the frame's address prefix (for th.mem's address)
+    proposal_terms = False
 
     def __init__(self, run, n: int, given, driver):
         BatchFrame.__init__(self, run, None, (), None)
@@ -134,6 +135,8 @@ class ParticlePlate:
 
 class PlateParticles(BatchFrame):
     """The body of a plate in a particle run (members: element-major, n particles each)."""
+
+    proposal_terms = False
 
     def __init__(self, run, root: ParticleFrame, addr: tuple, size: int):
         BatchFrame.__init__(self, run, None, (), None)
@@ -232,6 +235,7 @@ class FusedStep(BatchFrame):
 
     strict = True
     keeps_observed = True
+    proposal_terms = False
 
     def __init__(self, run, root, rel, ref: dict, per: int):
         BatchFrame.__init__(self, run, None, rel, None)
@@ -239,7 +243,7 @@ class FusedStep(BatchFrame):
         self.init_members(2 * m)
         self.root, self.m = root, m
         self.old = _Reference(rel, ref, per, copies=2)
-        self._free = np.flatnonzero(np.arange(m) % per)  # drawn afresh: all but the references
+        self._free = _free(m, per)  # drawn afresh: all but the references
 
     def target(self, rel):
         return self._free, RESAMPLE
@@ -272,6 +276,21 @@ class FusedStep(BatchFrame):
         raise ModelError("th.mem in a particle run is not supported by the particle methods yet")
 
 
+_FREE: dict = {}
+
+
+def _free(m: int, per: int) -> np.ndarray:
+    """The members of m that are not a group's reference (member g·per), read-only: kept for
+    the runs' (m, per)."""
+    out = _FREE.get((m, per))
+    if out is None:
+        if len(_FREE) > 64:
+            _FREE.clear()
+        out = _FREE[(m, per)] = np.flatnonzero(np.arange(m) % per)
+        out.flags.writeable = False
+    return out
+
+
 class _Reference:
     """The stored values of a pinned step's members: each group's reference choices."""
 
@@ -285,7 +304,7 @@ class _Reference:
         if v is None:
             raise ModelError(
                 f"pgibbs: the reference trajectory has no choice {fmt(self.rel + local)}")
-        v = np.repeat(np.asarray(v), self.per, axis=0)
+        v = np.asarray(v).repeat(self.per, axis=0)
         if self.copies > 1:
             v = np.concatenate([v] * self.copies)
         return MemberSite(v, np.zeros(len(v)), LATENT)

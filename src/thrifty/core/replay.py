@@ -334,9 +334,10 @@ class BatchLanes:
         value = np.array(old)
         value[hit] = self.draw(d)[hit]
         lp = self.log_prob(d, value)
-        acct.q_fwd += float(lp[hit].sum())
-        acct.q_rev += float(lp_before[hit].sum())
-        self.frame.add_q(hit, lp_before[hit] - lp[hit])
+        if self.frame.proposal_terms:
+            acct.q_fwd += float(lp[hit].sum())
+            acct.q_rev += float(lp_before[hit].sum())
+            self.frame.add_q(hit, lp_before[hit] - lp[hit])
         return value, lp
 
     def propose(self, d, old, hit, values):

@@ -68,6 +68,11 @@ class Normal(cumulative.NormalCDF, Distribution):
                 float and -INF < loc.item() < INF and 0 < scale < INF):
             self.loc, self.scale, self.batch_shape = loc, scale, ONE  # (one plate element)
             return
+        if type(loc) is np.ndarray and loc.dtype is F64 and loc.ndim and type(scale) is float \
+                and 0 < scale < INF:  # (a batch of means, one valid scale: particles, elements)
+            self.loc, self.scale, self.batch_shape = loc, scale, loc.shape
+            self._check_finite("loc", loc)
+            return
         (self.loc, self.scale), self.batch_shape = as_params(loc, scale, owner=self)
         self._check_finite("loc", self.loc)
         self._check_positive("scale", self.scale)

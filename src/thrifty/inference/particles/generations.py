@@ -30,6 +30,8 @@ from thrifty.core.engine import (
 from thrifty.errors import ModelError, NumericalError
 from thrifty.inference.numerics import resampling
 
+_MAX, _SUM = np.maximum.reduce, np.add.reduce
+
 
 class NoParticleLeft(NumericalError):
     """Every particle (of some group) has weight zero: the evidence estimate is 0."""
@@ -98,6 +100,8 @@ class Generations:
                                  "the chains")
             self.log_z += float(inc[0])
             return
+        if self.G == 1:  # one group (a chain at the top level): no rows
+            return self._weigh_one(self.log_w + inc, addr)
         new = (self.log_w + inc).reshape(self.G, self.n)
         m = new.max(axis=1, keepdims=True)  # (NaN propagates)
         if not np.all(m > -np.inf):
@@ -113,6 +117,23 @@ class Generations:
         self.log_z += float((top - self._row_lse()).sum())
         self.log_w = new.ravel()
         self._lse, self._W = top, e / s
+
+    def _weigh_one(self, new: np.ndarray, addr) -> None:
+        """``_weigh_inc`` for one group: the same operations on the row, without the axis."""
+        m = _MAX(new)  # (NaN propagates)
+        if not m > -np.inf:
+            if m != m:
+                raise NumericalError(f"a particle's log-weight is NaN at {fmt(addr)}")
+            raise NoParticleLeft(
+                f"every particle has probability zero after {fmt(addr)}: the observations "
+                "cannot be explained by any particle (more particles, or check the model)"
+            )
+        e = np.exp(new - m)
+        s = _SUM(e)
+        top = m + np.log(s)
+        self.log_z += float(top - self._row_lse()[0])
+        self.log_w = new
+        self._lse, self._W = np.array([top]), (e / s)[None]
 
     def weights(self) -> np.ndarray:
         """Normalised weights per group, (G, n)."""

@@ -153,7 +153,7 @@ class Conditional(Generations):
         for part in (lat, obs):
             if part is not None:
                 log_w = log_w + part[m:]
-        after = take(state2, np.arange(m, 2 * m), 2 * m)
+        after = take(state2, slice(m, 2 * m), 2 * m)  # (the rescored references: a view)
         if not _coalesced(after, G, n):
             for s in range(t + 1, len(self.refs)):
                 after, lp = self._pinned(frame, local, step, args, s, after)
@@ -196,9 +196,9 @@ class Conditional(Generations):
             m = log_w.max()
             if not m > -np.inf:
                 raise FloatingPointError("every particle of a group has weight zero")
-            c = np.cumsum(np.exp(log_w - m))
+            c = np.exp(log_w - m).cumsum()  # (array methods: no NumPy wrappers)
             u = self.rng.random((1, 1))[0, 0]
-            return np.array([min(int(np.searchsorted(c, u * c[-1])), n - 1)])
+            return np.array([min(int(c.searchsorted(u * c[-1])), n - 1)])
         W = resampling.normalize_rows(log_w.reshape(G, n))
         u = self.rng.random((G, 1))
         j = np.minimum((u > np.cumsum(W, axis=1)).sum(axis=1), n - 1)
@@ -226,7 +226,7 @@ def _coalesced(states, G: int, n: int) -> bool:
     """Within each group, every member's state is the same."""
     if isinstance(states, np.ndarray) and states.dtype != object and states.ndim:
         s = states.reshape((G, n) + states.shape[1:])
-        return bool(np.all(s == s[:, :1]))
+        return bool((s == s[:, :1]).all())
     members = [_member(states, i) for i in range(G * n)]
     return all(same_value(members[g * n + j], members[g * n])
                for g in range(G) for j in range(1, n))

@@ -68,9 +68,10 @@ class Normal(cumulative.NormalCDF, Distribution):
                 float and -INF < loc.item() < INF and 0 < scale < INF):
             self.loc, self.scale, self.batch_shape = loc, scale, ONE  # (one plate element)
             return
-        if type(loc) is np.ndarray and loc.dtype is F64 and loc.ndim and type(scale) is float \
-                and 0 < scale < INF:  # (a batch of means, one valid scale: particles, elements)
-            self.loc, self.scale, self.batch_shape = loc, scale, loc.shape
+        if type(loc) is np.ndarray and loc.dtype is F64 and loc.ndim and (
+                type(scale) is float or type(scale) is np.float64) and 0 < scale < INF:
+            # (a batch of means, one valid scale: particles, plate elements)
+            self.loc, self.scale, self.batch_shape = loc, float(scale), loc.shape
             self._check_finite("loc", loc)
             return
         (self.loc, self.scale), self.batch_shape = as_params(loc, scale, owner=self)

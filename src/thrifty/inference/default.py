@@ -40,6 +40,7 @@ from thrifty.core.engine import (
     initialize,
     latent_sites,
     memo_names,
+    plate_sizes,
     simulate_run,
 )
 from thrifty.errors import DistributionError, ModelError, NumericalError, SelectionError
@@ -57,7 +58,7 @@ def default_kernel(program, rng=None) -> tuple:
     from thrifty.inference.mcmc.gibbs import gibbs
     from thrifty.inference.mcmc.mh import lmh, mh
     from thrifty.inference.particles.pgibbs import pgibbs
-    from thrifty.inference.proposals.base import drift
+    from thrifty.inference.proposals.base import drift, on_manifold, prior
 
     rng = np.random.default_rng(0) if rng is None else rng
     traces = _prior_traces(program, rng, 1 + PRIOR_SIMULATIONS)
@@ -93,8 +94,17 @@ def default_kernel(program, rng=None) -> tuple:
             parts.append(k)
             said.append(f"NUTS to {', '.join(block)}")
         elif continuous:
-            parts += [mh(n, drift()) for n in continuous]
-            said.append(f"adaptive MH (th.drift()) to {', '.join(continuous)} ({why})")
+            # (plate elements on a simplex, ...: a drift cannot move them — from the prior)
+            plates = tuple(".".join(map(str, p)) + "." for p in plate_sizes(trace))
+            fixed = [n for n in continuous
+                     if n.startswith(plates) and on_manifold(names[n][0]) is not None]
+            walk = [n for n in continuous if n not in fixed]
+            parts += [mh(n, drift()) for n in walk] + [mh(n, prior()) for n in fixed]
+            if walk:
+                said.append(f"adaptive MH (th.drift()) to {', '.join(walk)} ({why})")
+            if fixed:
+                said.append(f"MH from the prior (th.prior()) to {', '.join(fixed)} ({why}; "
+                            "a random walk cannot stay on their supports)")
     if finite:
         parts += [gibbs(n) for n in finite]
         said.append(f"Gibbs to {', '.join(finite)}")

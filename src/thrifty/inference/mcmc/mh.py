@@ -42,14 +42,24 @@ from thrifty.core.engine import (
 )
 from thrifty.errors import SelectionError
 from thrifty.inference.kernel import Kernel
-from thrifty.inference.proposals.base import Prior, Proposal, prior
+from thrifty.inference.proposals.base import Drift, Prior, Proposal, on_manifold, prior
 from thrifty.inference.selecting import Selecting
 from thrifty.inference.selection import Difference, Each, Everything, One, select
 
 
-def _group_values(trace, g):
+def _group_values(trace, g, proposal=None):
     view = plate_view(trace, g.plate_addr)
-    return view.values(g.rel, g.element_array()), view.discrete(g.rel)
+    values = view.values(g.rel, g.element_array())
+    if isinstance(proposal, Drift) and len(values):
+        if on_manifold(view.dist(g.rel)) is not None:
+            name = ".".join(str(p) for p in g.plate_addr + g.rel)
+            raise SelectionError(
+                f"mh: th.drift() cannot move the plate elements' {name!r}: its support has "
+                "fewer dimensions than its values (a simplex, a correlation Cholesky factor, a "
+                "positive-definite matrix), which a random walk in those values leaves; for "
+                "plate elements use th.prior() or th.nuts (a choice outside plates walks in "
+                "its unconstrained coordinates)")
+    return values, view.discrete(g.rel)
 
 
 class MH(Selecting):
@@ -99,7 +109,7 @@ class MH(Selecting):
         plan = plan_for(trace, locs)
         vec = {}
         for g in cs.groups:
-            cur, discrete = _group_values(trace, g)
+            cur, discrete = _group_values(trace, g, self.proposal)
             new = self.proposal.propose_many(g.plate_addr + ("*",) + g.rel, cur, discrete, rng)
             vec[(g.plate_addr, g.rel)] = VecTarget(g.element_array(), new)
             plan_elements(trace, plan, g.plate_addr, g.element_array())
@@ -133,7 +143,7 @@ class MH(Selecting):
         elems = np.unique(np.concatenate([g.element_array() for g in groups]))
         vec, proposed = {}, {}
         for g in groups:
-            cur, discrete = _group_values(trace, g)
+            cur, discrete = _group_values(trace, g, self.proposal)
             new = self.proposal.propose_many(plate + ("*",) + g.rel, cur, discrete, rng)
             vec[(plate, g.rel)] = VecTarget(g.element_array(), new)
             proposed[g.rel] = g

@@ -22,10 +22,10 @@ from thrifty.core.address import as_name, as_pattern, dotted, fmt
 from thrifty.core.engine import (
     ZeroProbability,
     chains,
+    locate,
     plate_sizes,
     run_particles,
     top_choice,
-    top_discrete,
 )
 from thrifty.errors import ModelError, SelectionError
 from thrifty.inference.kernel import Kernel
@@ -105,10 +105,9 @@ class PMMH(Kernel):
             prior, log_z, _, _ = self._smc(trace, rng, cur)
             self._current = (*key, prior, log_z)
         _, _, prior, log_z = self._current
-        new = {}
-        for a in self.addrs:
-            v, _ = top_choice(trace, a)
-            new[a] = self.proposal.propose(a, v, top_discrete(trace, a), rng)
+        # (a drift on a simplex walks in its unconstrained coordinates: log_q, its Jacobians)
+        new, log_q = self.proposal.propose_block(trace, [locate(trace, a) for a in self.addrs],
+                                                 rng)
         self.info.proposed += 1
         try:
             prior2, log_z2, driver, pr = self._smc(trace, rng, new)
@@ -121,7 +120,7 @@ class PMMH(Kernel):
         if isinstance(self.proposal, Prior):  # q(θ | θ') = p(θ): the priors cancel
             log_alpha = log_z2 - log_z
         else:  # symmetric drift
-            log_alpha = prior2 + log_z2 - prior - log_z
+            log_alpha = prior2 + log_z2 - prior - log_z + log_q
         if not (log_alpha >= 0 or np.log(rng.random()) < log_alpha):
             return trace
         self.info.accepted += 1

@@ -9,8 +9,9 @@ from thrifty.core.address import fmt
 from thrifty.core.engine import (
     RESAMPLE,
 )
-from thrifty.errors import SelectionError
+from thrifty.errors import DistributionError, SelectionError
 from thrifty.inference.configured import Configured
+from thrifty.transforms import biject_to
 
 
 class Proposal(Configured):
@@ -44,9 +45,31 @@ class Prior(Proposal):
         return "prior()"
 
 
+def on_manifold(d):
+    """The transform of a choice whose support has fewer dimensions than its values — a
+    simplex, a correlation Cholesky factor, a positive-definite matrix (:mod:`thrifty.transforms`)
+    — else None.  A random walk in the values' own coordinates leaves such a support with
+    probability one (and inside a tolerance of it, samples a slab around it, not the
+    distribution), so :class:`Drift` moves such a choice in its unconstrained coordinates."""
+    if d is None or getattr(d, "is_discrete", False):
+        return None
+    try:
+        t = biject_to(d.support)
+    except DistributionError:
+        return None
+    event = tuple(d.event_shape)
+    return t if tuple(t.unconstrained_shape(event)) != event else None
+
+
 class Drift(Proposal):
     """Gaussian random walk ``x' = x + scale · N(0, I)`` for continuous (vector) choices; with
-    ``scale=None`` the walk adapts during burn-in (:mod:`thrifty.inference.proposals.adapt`)."""
+    ``scale=None`` the walk adapts during burn-in (:mod:`thrifty.inference.proposals.adapt`).
+
+    A choice whose support has fewer dimensions than its values (a simplex, a correlation
+    Cholesky factor, a positive-definite matrix: :func:`on_manifold`) walks in its
+    unconstrained coordinates u (``x = t.forward(u)``, :mod:`thrifty.transforms`), and the
+    proposal's correction is the ratio of the Jacobians, log |J(u')| − log |J(u)| — the walk
+    in u is symmetric, and the density of u is p(t(u)) |J(u)|."""
 
     def __init__(self, scale=None):
         self.adapters: dict | None = None
@@ -78,23 +101,40 @@ class Drift(Proposal):
         return a
 
     def propose_block(self, trace, locs, rng):
-        if not self.adaptive:
+        ts = [on_manifold(loc.dist) for loc in locs]
+        if not self.adaptive and not any(ts):
             return super().propose_block(trace, locs, rng)
         for loc in locs:
             self._check(loc.addr, loc.discrete)
         key = tuple(loc.addr for loc in locs)
-        parts = [np.asarray(loc.value, dtype=float) for loc in locs]
+        # each choice's coordinates: its value, or its unconstrained u on a manifold
+        parts = [np.asarray(loc.value, dtype=float) if t is None
+                 else np.asarray(t.inverse(np.asarray(loc.value, dtype=float)))
+                 for loc, t in zip(locs, ts)]
         x = np.concatenate([p.ravel() for p in parts]) if parts else np.zeros(0)
-        f = self._adapter(key, len(x), covariance=True).factor()
-        z = rng.standard_normal(len(x))
-        x_new = x + (f * z if isinstance(f, float) else f @ z)
-        self._last = (key, x, x_new)
-        out, i = {}, 0
-        for loc, p in zip(locs, parts):
+        if self.adaptive:
+            f = self._adapter(key, len(x), covariance=True).factor()
+            z = rng.standard_normal(len(x))
+            x_new = x + (f * z if isinstance(f, float) else f @ z)
+            self._last = (key, x, x_new)
+        else:
+            if type(self.scale) is not float:
+                bad = [fmt(loc.addr) for loc, t in zip(locs, ts) if t is not None]
+                raise SelectionError(
+                    f"drift: a scale per coordinate does not fit {', '.join(bad)}, whose "
+                    "support has fewer dimensions than its values (a random walk moves it in "
+                    "its unconstrained coordinates); give a scalar scale")
+            x_new = x + self.scale * rng.standard_normal(len(x))
+        out, i, log_q = {}, 0, 0.0
+        for loc, p, t in zip(locs, parts, ts):
             v = x_new[i : i + p.size].reshape(p.shape)
             i += p.size
+            if t is not None:  # back onto the support; the Jacobians' ratio (class docstring)
+                log_q += float(np.sum(t.log_abs_det_jacobian(v))
+                               - np.sum(t.log_abs_det_jacobian(p)))
+                v = np.asarray(t.forward(v))
             out[loc.addr] = float(v) if p.ndim == 0 and isinstance(loc.value, float) else v
-        return out, 0.0
+        return out, log_q
 
     def init_covariance(self, key, cov) -> None:
         """Start the block ``key``'s adapter from the covariance ``cov`` (a Laplace
@@ -202,6 +242,12 @@ def drift(scale=None) -> Drift:
     (:mod:`thrifty.inference.proposals.laplace_start`: a few full-data passes for GLM weights;
     skipped when ``init`` gives the block).  Otherwise it starts at sd 0.1 per coordinate — the
     scale it keeps if there is no burn-in (``th.infer`` then warns).
+
+    A choice whose support has fewer dimensions than its values — a simplex (``Dirichlet``), a
+    correlation Cholesky factor (``LKJCholesky``), a positive-definite matrix (``Wishart``) —
+    walks in its unconstrained coordinates (:mod:`thrifty.transforms`), the MH ratio corrected
+    by the Jacobians; a scale is then one scalar.  Plate elements of such a choice cannot take
+    a drift (an error says so): use ``th.prior()`` or ``th.nuts``.
 
     >>> import numpy as np, thrifty as th
     >>> from thrifty import dist

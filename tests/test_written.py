@@ -264,3 +264,15 @@ def test_one_entry_of_each_family():
     shared = dist.Normal(0.0, 1.0)
     assert shared.member(2) is shared
     assert dist.MvNormal(np.zeros((3, 2)), np.eye(2)).member(0) is None
+
+
+def test_a_subclass_that_does_not_say_how_it_is_built_has_no_entries():
+    """A user's subclass with its own constructor inherits no ``member``: its trajectories are
+    executed."""
+
+    class UnitNormal(dist.Normal):
+        def __init__(self, mu):
+            super().__init__(mu, 1.0)
+
+    assert UnitNormal(np.zeros(3)).member(1) is None
+    assert UnitNormal(0.0).member(0) is not None  # (shared parameters: itself)

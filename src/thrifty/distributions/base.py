@@ -331,8 +331,10 @@ class Distribution:
         bs = self.batch_shape
         if not bs:
             return self
-        if type(bs) is not tuple:  # (array-API parameters: not a batch of NumPy entries)
-            return None
+        own = type(self).__dict__  # (a subclass may construct itself otherwise: it says so)
+        if type(bs) is not tuple or not ("_member_params" in own or "_member_others" in own
+                                         or "_member_args" in own):
+            return None  # (array-API parameters: not a batch of NumPy entries)
         args = self._member_args(0 if bs[0] == 1 else j)  # (an axis of 1 broadcasts)
         return None if args is None else type(self)(**args)
 

@@ -316,7 +316,8 @@ class PGibbs(Kernel):
                                  f"the chain's 0..{T - 1}")
         n = self.particles
         driver = _Target(n, rng, refs, self.ancestor_sampling, plate, chain, self.steps)
-        driver.records = []  # (the drawn trajectory is written back from them)
+        if plate is None and self.steps is None:  # (a whole top-level chain: written back
+            driver.records = []  # from the generations' rows)
 
         def given(local):
             vl = top_choice(trace, local)

@@ -323,3 +323,17 @@ def test_summary_note_of_many_varying_sites_names_the_most_present_and_counts_th
     w = VaryingStructureWarning.of(partial)
     assert len(w.sites) == 300 and str(w) == note
     assert "in the most draws" not in partial_note(partial[:SHOWN])  # few: each one named
+
+
+def test_a_memoized_function_that_draws_is_named():
+    """th.mem's function returns a distribution; one that calls th.sample gets an error naming
+    the memoized function, not a repeated address."""
+
+    @th.model
+    def m(y):
+        mu = th.mem("mu", lambda k: th.sample("mu", dist.Normal(0.0, 1.0)))
+        with th.plate("data", len(y)) as i:
+            th.observe("y", dist.Normal(mu(0), 1.0), y[i])
+
+    with pytest.raises(ModelError, match=r"th\.mem \('mu',\): its function called th\.sample"):
+        th.infer(m(np.zeros(3)), num_samples=5, seed=0, progress=False)

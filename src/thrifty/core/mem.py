@@ -177,7 +177,7 @@ class MemJournal(Update):
         if entry is not None:
             return entry
         maddr = self.addr + (key,)
-        d = mem.fn(key)
+        d = call_fn(run, mem, key)
         if getattr(d, "coupled", False) and not isinstance(d, Distribution):
             raise ModelError(
                 f"th.mem {fmt(self.addr)} returns {d!r}, a collapsed family or exchangeable "
@@ -417,7 +417,7 @@ def read_batch(frame, mem, keys):
     collapsed = run.trace.collapsed_mems
     if mem.addr in collapsed or (
         mem.addr not in run.mem_journals and mem.addr not in run.trace.mems
-        and _collapsed(mem, uniq)
+        and _collapsed(frame.run, mem, uniq)
     ):  # one collapsed family per key: a coupled observation (thrifty.core.coupled)
         collapsed.add(mem.addr)
         return CollapsedView(mem.addr, mem.fn, keys)
@@ -433,16 +433,68 @@ def read_batch(frame, mem, keys):
     return np.asarray(vals)[inv.reshape(keys.shape)]
 
 
-def _collapsed(mem, uniq) -> bool:
+def _collapsed(run, mem, uniq) -> bool:
     """Whether ``mem``'s function returns collapsed families (asked of its first key; with no
     key executed, of key 0 — a function that cannot take it is not a collapsed one)."""
     if len(uniq):
         k = uniq[0]
-        return isinstance(mem.fn(k.item() if isinstance(k, np.generic) else k), Collapsed)
+        return isinstance(call_fn(run, mem, k.item() if isinstance(k, np.generic) else k),
+                          Collapsed)
     try:
-        return isinstance(mem.fn(0), Collapsed)
+        return isinstance(call_fn(run, mem, 0), Collapsed)
+    except ModelError:
+        raise
     except Exception:
         return False
+
+
+def call_fn(run, mem, key):
+    """``mem.fn(key)``: the distribution of the key's value, which thrifty draws — the
+    function itself draws nothing (a th.sample or th.observe inside it is an error naming the
+    memoized function, not a repeated address)."""
+    frame = run.frame
+    run.frame = _MemBody(mem.addr, frame)
+    try:
+        return mem.fn(key)
+    finally:
+        run.frame = frame
+
+
+class _MemBody:
+    """``run.frame`` while a memoized function runs: reading other memoized functions is
+    fine; drawing, observing or opening a plate or chain is refused."""
+
+    __slots__ = ("addr", "frame")
+
+    def __init__(self, addr, frame):
+        self.addr, self.frame = addr, frame
+
+    def __getattr__(self, name):
+        return getattr(self.frame, name)
+
+    def _refuse(self, what, name):
+        raise ModelError(
+            f"th.mem {fmt(self.addr)}: its function called th.{what}({name!r}); it must return "
+            "a distribution (e.g. lambda k: dist.Normal(0.0, 1.0)), whose value thrifty draws "
+            "once per key")
+
+    def sample(self, name, d):
+        self._refuse("sample", name)
+
+    def observe(self, name, d, value):
+        self._refuse("observe", name)
+
+    def factor(self, name, log_weight):
+        self._refuse("factor", name)
+
+    def deterministic(self, name, value):
+        self._refuse("deterministic", name)
+
+    def plate(self, name, size):
+        self._refuse("plate", name)
+
+    def markov(self, name, step, length, init, args):
+        self._refuse("markov", name)
 
 
 def account_block_reads(run, old_block, new_block, step_of=None) -> None:

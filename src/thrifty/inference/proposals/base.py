@@ -51,8 +51,8 @@ def on_manifold(d):
     — else None.  A random walk in the values' own coordinates leaves such a support with
     probability one (and inside a tolerance of it, samples a slab around it, not the
     distribution), so :class:`Drift` moves such a choice in its unconstrained coordinates."""
-    if d is None or getattr(d, "is_discrete", False):
-        return None
+    if d is None or not d.event_shape or d.is_discrete:  # (scalar values: their support
+        return None  # has their dimension)
     try:
         t = biject_to(d.support)
     except DistributionError:

@@ -243,7 +243,7 @@ class FusedStep(BatchFrame):
         self.init_members(2 * m)
         self.root, self.m = root, m
         self.old = _Reference(rel, ref, per, copies=2)
-        self._free = _free(m, per)  # drawn afresh: all but the references
+        self._free = np.flatnonzero(np.arange(m) % per)  # drawn afresh: all but the references
 
     def target(self, rel):
         return self._free, RESAMPLE
@@ -274,21 +274,6 @@ class FusedStep(BatchFrame):
 
     def mem_read(self, mem, keys):
         raise ModelError("th.mem in a particle run is not supported by the particle methods yet")
-
-
-_FREE: dict = {}
-
-
-def _free(m: int, per: int) -> np.ndarray:
-    """The members of m that are not a group's reference (member g·per), read-only: kept for
-    the runs' (m, per)."""
-    out = _FREE.get((m, per))
-    if out is None:
-        if len(_FREE) > 64:
-            _FREE.clear()
-        out = _FREE[(m, per)] = np.flatnonzero(np.arange(m) % per)
-        out.flags.writeable = False
-    return out
 
 
 class _Reference:

@@ -158,9 +158,9 @@ def fits(node, w: WrittenChain) -> bool:
         s = w.sites[k]
         if col.kind != s.kind or (col.kind == LATENT and bool(col.discrete) != s.discrete):
             return False
-        if (s.present is None) != (col.present is None or col.present.array().all()):
-            return False
-        if s.present is not None and not np.array_equal(col.present.array(), s.present):
+        every = np.ones(node.T, dtype=bool)
+        if not np.array_equal(every if col.present is None else col.present.array(),
+                              every if s.present is None else s.present):
             return False
         if col.values is not None:
             data = col.values.data

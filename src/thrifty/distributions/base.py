@@ -342,9 +342,13 @@ class Distribution:
         """The constructor's keywords for entry ``k`` of the leading batch axis."""
         if not self._member_params:
             return None
+        return self._entry([(n, getattr(self, n)) for n in self._member_params], k)
+
+    def _entry(self, params: list, k: int) -> dict | None:
+        """``{keyword: entry k}`` of ``(keyword, parameter)`` pairs, each parameter a Python
+        float (shared) or an array of the batch shape; None for anything else."""
         out = {}
-        for name in self._member_params:
-            p = getattr(self, name)
+        for name, p in params:
             if type(p) is float:
                 out[name] = p
             elif type(p) is np.ndarray and p.ndim == len(self.batch_shape):

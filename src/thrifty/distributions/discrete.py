@@ -117,17 +117,8 @@ class ProbsLogits(Distribution):
     def _member_args(self, k: int) -> dict | None:
         if self._member_others is None:
             return None
-        nd = len(self.batch_shape)
-        key, p = ("logits", self.logits) if self.logits is not None else ("probs", self._probs)
-        out = {}
-        for name, v in [(n, getattr(self, n)) for n in self._member_others] + [(key, p)]:
-            if type(v) is float:
-                out[name] = v
-            elif type(v) is np.ndarray and v.ndim == nd:
-                out[name] = v[k]
-            else:
-                return None
-        return out
+        given = ("logits", self.logits) if self.logits is not None else ("probs", self._probs)
+        return self._entry([(n, getattr(self, n)) for n in self._member_others] + [given], k)
 
     def _check_probs(self, closed_at_zero=True):
         if self.logits is not None:

@@ -252,22 +252,19 @@ class Generations:
         """Per generation (newest first): (plate, chain, t, {site: values at the ancestors of
         the members ``idx``})."""
         m = self.members
+        for g, at in reversed(list(enumerate(self.ancestry(idx)))):
+            plate, chain, t, vals = self.sites[g]
+            yield plate, chain, t, {k: take(v, at, m) for k, v in vals.items()}
+
+    def ancestry(self, idx) -> list:
+        """The members of each generation (oldest first) on the ancestry of the members
+        ``idx`` of the last (an int or an index array)."""
+        out = [idx] * len(self.sites)
         for g in range(len(self.sites) - 1, -1, -1):
             a = self.ancestors[g]
             if a is not None:
                 idx = a[idx]
-            plate, chain, t, vals = self.sites[g]
-            yield plate, chain, t, {k: take(v, idx, m) for k, v in vals.items()}
-
-    def ancestry(self, k: int) -> list[int]:
-        """The member of each generation (oldest first) on the ancestry of member ``k`` of the
-        last."""
-        out = [0] * len(self.sites)
-        for g in range(len(self.sites) - 1, -1, -1):
-            a = self.ancestors[g]
-            if a is not None:
-                k = int(a[k])
-            out[g] = k
+            out[g] = idx
         return out
 
     def trajectories(self, ks: np.ndarray) -> dict:

@@ -389,7 +389,7 @@ def _columns(trace, driver, ks) -> dict | None:
     if len(chains) != 1 or len(driver.records) != len(driver.sites):
         return None
     (chain,) = chains
-    w = trajectory(driver.records, driver.ancestry(int(ks[0])))
+    w = trajectory(driver.records, [int(j) for j in driver.ancestry(int(ks[0]))])
     return {chain: w} if w is not None and writable(trace, chain, w) else None
 
 

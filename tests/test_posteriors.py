@@ -376,8 +376,7 @@ def cat_posterior(sd=1.0) -> dict:
     return discrete_posterior(dict(enumerate(lw)))
 
 
-CAT_KERNELS = {
-    "gibbs": lambda: th.gibbs("k"),
+CAT_KERNELS = {  # (gibbs: its exact transition matrix, in test_exact_kernels.py)
     "mh-prior": lambda: th.mh("k", th.prior()),
     "lmh": lambda: th.lmh(),
 }

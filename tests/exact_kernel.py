@@ -1,0 +1,119 @@
+"""Exact transition matrices of Gibbs kernels on small finite models, built from the engine's
+own runs.
+
+An enumerative Gibbs step (:mod:`thrifty.inference.mcmc.gibbs`) draws each new value from the
+weights its scoring runs computed, with a Gumbel-max draw (``_gumbel_pick`` for one set of
+weights, ``_gumbel_choice`` for a plate's elements at once).  Replacing those two draws by a
+script turns one step into a tree: at each draw the script takes one of the values of positive
+weight and multiplies the path's probability by that value's normalised weight.  Walking every
+path from a state (each path re-runs the step on a fork of the state's trace: the scoring runs
+and the commits are the kernel's own) gives that state's row of the step's transition matrix
+P, exactly up to rounding.  A stationary π then satisfies πP = π to ~1e-15 — a check with no
+Monte Carlo error, of the weights *and* of what the commits leave in the trace, which a
+chain's χ² can only see through its sampling noise.  What the script replaces — the
+Gumbel-max draw itself — is checked against its probabilities in
+``test_exact_kernels.py``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+import thrifty as th
+from thrifty.inference.mcmc import gibbs as gibbs_module
+
+
+def _normalised(logw) -> np.ndarray:
+    w = np.asarray(logw, dtype=float)
+    m = np.max(w)
+    p = np.exp(w - m)
+    p[np.isneginf(w)] = 0.0
+    return p / p.sum()
+
+
+class _Script:
+    """Stands in for the kernel's Gumbel-max draws along one path: the ``prefix`` of choices
+    first, then the first value of positive weight at every later draw, recording each
+    draw's options and probabilities."""
+
+    def __init__(self, prefix: tuple):
+        self.prefix = prefix
+        self.draws: list[tuple[list, list]] = []  # (options, their probabilities)
+
+    def _take(self, options: list, probs: list):
+        d = len(self.draws)
+        self.draws.append((options, probs))
+        return options[self.prefix[d] if d < len(self.prefix) else 0]
+
+    def pick(self, logw, rng) -> int:
+        p = _normalised(logw)
+        options = [j for j in range(len(p)) if p[j] > 0]
+        return self._take(options, [p[j] for j in options])
+
+    def choice(self, logw, rng) -> np.ndarray:
+        logw = np.asarray(logw, dtype=float)
+        cols = logw.reshape(len(logw), -1)
+        per = [_normalised(cols[:, c]) for c in range(cols.shape[1])]
+        options = list(itertools.product(*[np.flatnonzero(p > 0).tolist() for p in per]))
+        probs = [math.prod(per[c][k] for c, k in enumerate(o)) for o in options]
+        return np.array(self._take(options, probs)).reshape(logw.shape[1:])
+
+    def probability(self, chosen: tuple) -> float:
+        return math.prod(probs[k] for (_, probs), k in zip(self.draws, chosen))
+
+
+def transition_row(trace, kernel, state_of) -> dict:
+    """{state: probability} of one ``kernel`` step from ``trace`` (left unchanged): every path
+    of the step's draws, each run on a fork of ``trace``."""
+    row: dict = {}
+    stack = [()]
+    while stack:
+        prefix = stack.pop()
+        script = _Script(prefix)
+        fork = trace.fork()
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(gibbs_module, "_gumbel_pick", script.pick)
+            mp.setattr(gibbs_module, "_gumbel_choice", script.choice)
+            kernel.step(fork, np.random.default_rng(0))
+        chosen = prefix + (0,) * (len(script.draws) - len(prefix))
+        s = state_of(fork)
+        row[s] = row.get(s, 0.0) + script.probability(chosen)
+        for d in range(len(prefix), len(script.draws)):
+            for k in range(1, len(script.draws[d][0])):
+                stack.append(chosen[:d] + (k,))
+    return row
+
+
+def transition_matrix(program, kernel, states: list, init_of, state_of) -> np.ndarray:
+    """P[a, b]: probability that one ``kernel`` step takes ``states[a]`` to ``states[b]``;
+    ``init_of(state)`` is the ``init=`` of :func:`thrifty.initialize` giving that state,
+    ``state_of(trace)`` reads a trace's state (an element of ``states``)."""
+    index = {s: a for a, s in enumerate(states)}
+    P = np.zeros((len(states), len(states)))
+    for a, s in enumerate(states):
+        trace = th.initialize(program, 0, init=init_of(s))
+        assert state_of(trace) == s, (state_of(trace), s)
+        for t, p in transition_row(trace, kernel, state_of).items():
+            P[a, index[t]] += p
+        assert state_of(trace) == s, "a step changed the trace it forked"
+    return P
+
+
+def assert_stationary(pi: np.ndarray, P: np.ndarray, tol: float = 1e-10,
+                      connected: bool = True) -> None:
+    """Rows of P sum to one, πP = π to ``tol``, and (``connected``) P is irreducible on π's
+    support: its powers reach every state of positive probability from every other."""
+    np.testing.assert_allclose(P.sum(axis=1), 1.0, atol=1e-12)
+    err = np.max(np.abs(pi @ P - pi))
+    assert err < tol, f"max |πP − π| = {err:.3g} (tolerance {tol:g})"
+    if not connected:
+        return
+    on = pi > 0
+    closure = np.minimum(np.eye(on.sum()) + (P[np.ix_(on, on)] > 0), 1.0)
+    for _ in range(int(np.ceil(np.log2(max(on.sum(), 2))))):  # paths of length 2, 4, 8, ...
+        closure = np.minimum(closure @ closure, 1.0)
+    assert closure.min() > 0, "the kernel does not connect every state of positive probability"

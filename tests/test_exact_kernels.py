@@ -1,0 +1,109 @@
+"""Gibbs kernels on small finite models by their exact transition matrices (see
+:mod:`exact_kernel`): πP = π to 1e-10 for the exact posterior π, each chain's states connected,
+and a wrong π (a negative control) far from stationary.  Plus the one part of a Gibbs step the
+matrices script rather than run: the Gumbel-max draw, against its probabilities."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats
+
+import thrifty as th
+from exact_kernel import assert_stationary, transition_matrix, transition_row
+from test_exchangeable import NG, X2, X6, dpm, exact_dpm, log_ewens, niw_dpm
+from test_pitman_yor import eppf, py_mixture
+from test_posteriors import CAT_Y, cat_posterior, categorical_means
+from test_processes import canonical
+from thrifty.inference.mcmc.gibbs import _gumbel_choice, _gumbel_pick
+from thrifty.processes.collapsed import NormalGamma, NormalInverseWishart
+
+
+def test_gumbel_max_draws_have_the_normalised_weights():
+    """20,000 draws of each Gumbel-max function against softmax(logw): χ² p > 1e-4; against the
+    weights at temperature 1.2 (negative control): p < 1e-4."""
+    logw = np.array([0.3, -np.inf, -1.0, 1.2, 0.0])
+    p = np.exp(logw - np.logaddexp.reduce(logw))
+    rng = np.random.default_rng(5)
+    picks = np.array([_gumbel_pick(logw.tolist(), rng) for _ in range(20000)])
+    choices = _gumbel_choice(np.repeat(logw[:, None], 20000, axis=1), rng)
+    wrong = np.exp(logw / 1.2 - np.logaddexp.reduce(logw / 1.2))
+    for draws in (picks, choices):
+        counts = np.bincount(draws, minlength=len(p))
+        assert counts[1] == 0  # a value of weight −∞ is never drawn
+        on = p > 0
+        assert stats.chisquare(counts[on], p[on] * len(draws)).pvalue > 1e-4
+        assert stats.chisquare(counts[on], wrong[on] * len(draws)).pvalue < 1e-4
+
+
+def _labels(trace, site="data.z"):
+    return canonical(trace.values()[site].tolist())
+
+
+
+
+def _each_label_and_the_sweep(program, parts, probs, wrong) -> np.ndarray:
+    """Each label's Gibbs update leaves ``probs`` invariant and moves ``wrong`` (a negative
+    control); a sweep, the labels' updates in turn, connects every partition.  Returns the
+    sweep's matrix."""
+    P = np.eye(len(parts))
+    for i in range(len(parts[0])):
+        Pi = transition_matrix(program, th.gibbs(("data", i, "z")), parts, _init, _labels)
+        assert_stationary(probs, Pi, connected=False)  # (one label cannot reach all)
+        assert np.max(np.abs(wrong @ Pi - wrong)) > 1e-4
+        P = P @ Pi
+    assert_stationary(probs, P)
+    return P
+
+
+def _init(labels):
+    return {"data.z": np.array(labels)}
+
+
+def test_gibbs_on_crp_labels_leaves_the_partition_posterior_invariant():
+    """Collapsed DP mixture of six points (Neal 2000 Alg. 3, the CRP's candidates scored in
+    lanes), over the 203 partitions; negative control: the posterior for α = 2."""
+    parts, probs = exact_dpm(X6, lambda p: log_ewens(p, 1.0), lambda: NormalGamma(*NG))
+    _, wrong = exact_dpm(X6, lambda p: log_ewens(p, 2.0), lambda: NormalGamma(*NG))
+    _each_label_and_the_sweep(dpm(X6, 1.0), parts, probs, wrong)
+
+
+def test_gibbs_on_pitman_yor_labels_leaves_the_partition_posterior_invariant():
+    """The same for a Pitman–Yor process (d = 0.5, a = 0.5) on five points; negative control:
+    the posterior for d = 0.4."""
+    x = X6[:5]
+    parts, probs = exact_dpm(x, lambda p: math.log(eppf(p, 0.5, 0.5)), lambda: NormalGamma(*NG))
+    _, wrong = exact_dpm(x, lambda p: math.log(eppf(p, 0.4, 0.5)), lambda: NormalGamma(*NG))
+    program = py_mixture(x, 0.5, 0.5)
+    P = _each_label_and_the_sweep(program, parts, probs, wrong)
+    # th.gibbs over all the labels is that sweep: its row from one table (720 paths)
+    one_table = parts.index((0,) * len(x))
+    trace = th.initialize(program, 0, init=_init(parts[one_table]))
+    row = transition_row(trace, th.gibbs("data.z"), _labels)
+    assert len(row) == len(parts)
+    got = np.array([row.get(p, 0.0) for p in parts])
+    np.testing.assert_allclose(got, P[one_table], rtol=1e-10, atol=1e-15)
+
+
+def test_gibbs_on_niw_mixture_labels_leaves_the_partition_posterior_invariant():
+    """Bivariate points, a collapsed Normal–inverse-Wishart per table, over the 52 partitions
+    of five points; negative control: the posterior for a prior scale matrix of 2 I."""
+    def family(scale):
+        return lambda: NormalInverseWishart(np.zeros(2), 0.2, 4.0, scale * np.eye(2))
+
+    parts, probs = exact_dpm(X2, lambda p: log_ewens(p, 0.8), family(1.0))
+    _, wrong = exact_dpm(X2, lambda p: log_ewens(p, 0.8), family(2.0))
+    _each_label_and_the_sweep(niw_dpm(X2), parts, probs, wrong)
+
+
+def test_gibbs_on_a_top_level_categorical_leaves_its_posterior_invariant():
+    """One Categorical choice, each value scored by its own run and the drawn one's run
+    committed; negative control: the posterior for observation sd 1.2."""
+    states = [0, 1, 2]
+    pi = np.array([cat_posterior()[k] for k in states])
+    wrong = np.array([cat_posterior(sd=1.2)[k] for k in states])
+    P = transition_matrix(categorical_means(CAT_Y), th.gibbs("k"), states,
+                          lambda k: {"k": k}, lambda t: int(t["k"]))
+    assert_stationary(pi, P)
+    assert np.max(np.abs(wrong @ P - wrong)) > 1e-4

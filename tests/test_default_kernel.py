@@ -17,6 +17,7 @@ from test_gradient import MIXTURE_Y, S8, Y8, _schools_grid, mixture, mixture_gri
 from test_gradient_chains import ssm
 from test_structure import fig1, fig1_exact, truncnorm_mu
 from thrifty import dist
+from thrifty.errors import SelectionError
 from thrifty.inference.default import default_kernel
 
 
@@ -47,6 +48,36 @@ def test_a_choice_that_decides_structure_gets_lmh():
     z = prob_z(r["b"], 1, math.exp(log_b1))
     assert abs(z) < Z_MAX, z
     check_continuous(r["mu"][r["b"] == 0], mean, sd, truncnorm_mu(1.5, 1.0).cdf, "mu | b = 0")
+
+
+@th.model
+def joint_switch(y):
+    """e exists only when k1 = k2 = 1: neither switch creates it alone."""
+    k1 = th.sample("k1", dist.Bernoulli(0.5))
+    k2 = th.sample("k2", dist.Bernoulli(0.5))
+    if k1 == 1 and k2 == 1:
+        e = th.sample("e", dist.Normal(2.0, 1.0))
+        th.observe("y", dist.Normal(e, 0.5), y)
+    else:
+        th.observe("y", dist.Normal(0.0, 0.5), y)
+
+
+def test_choices_that_decide_structure_only_together_get_lmh():
+    """The switches are probed in traces where the other one takes each of its values (the
+    first prior traces may all have k1 = 0): both go to LMH, and P(k1 = k2 = 1 | y) is exact.
+    A hand-given th.gibbs refuses k2 in either direction: a value that would leave e out
+    changes the structure as much as one that would create it."""
+    y = 1.2
+    both = 0.25 * stats.norm.pdf(y, 2.0, math.sqrt(1.25))
+    p = both / (both + 0.75 * stats.norm.pdf(y, 0.0, 0.5))
+    r = th.infer(joint_switch(y), num_samples=20_000, burn_in=1000, seed=2, progress=False)
+    assert "assigned LMH to k1, k2, e" in r.notes[0]
+    z = prob_z(r["k1"] * r["k2"], 1, p)
+    assert abs(z) < Z_MAX, z
+    for k2 in (0, 1):
+        trace = th.initialize(joint_switch(y), 0, init={"k1": 1, "k2": k2})
+        with pytest.raises(SelectionError, match=r"changes the program's structure"):
+            th.gibbs("k2").step(trace, np.random.default_rng(0))
 
 
 @th.model
@@ -209,3 +240,20 @@ def test_what_it_assigned_prints_once_when_logging_is_configured_after_import():
                          timeout=120).stderr
     said = [line for line in err.splitlines() if "assigned Gibbs to z" in line]
     assert len(said) == 1 and said[0].startswith("ROOT "), err
+
+
+@th.model
+def rare_switch(y):
+    k = th.sample("k", dist.Bernoulli(0.5))
+    mu = th.sample("mu", dist.Normal(0.0, 1.0))
+    if k == 1 and mu > 3.0:
+        th.sample("e", dist.Normal(0.0, 1.0))
+    th.observe("y", dist.Normal(mu, 0.1), y)
+
+
+def test_a_structure_change_the_set_up_did_not_see_names_the_default_kernel():
+    """k = 1 creates e when mu > 3 (prior probability 0.0013, certain given y = 5): no trace
+    tried at set-up shows it, so the default gives k to Gibbs, which refuses the value when
+    it meets it — and says that the default kernel chose Gibbs and what to give instead."""
+    with pytest.raises(SelectionError, match=r"default kernel assigned th\.gibbs to it"):
+        th.infer(rare_switch(5.0), num_samples=200, burn_in=0, seed=0, progress=False)

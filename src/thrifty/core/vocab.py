@@ -174,10 +174,12 @@ class StaleRead(Exception):
 
 
 class StructureChange(Exception):
-    """Raised in strict runs when a choice would have to be created (Gibbs, PGAS rescoring)."""
+    """Raised in strict runs when a choice would have to be created (Gibbs, PGAS rescoring),
+    or (``dropped``) when a strict run left out a choice of the trace (Gibbs)."""
 
-    def __init__(self, addr):
-        super().__init__(f"re-execution would create the new choice {fmt(addr)}")
+    def __init__(self, addr, dropped: bool = False):
+        what = "leave out the choice" if dropped else "create the new choice"
+        super().__init__(f"re-execution would {what} {fmt(addr)}")
         self.addr = addr
 
 

@@ -9,7 +9,8 @@ it chose.
 * **finite discrete choices** (``Bernoulli``, ``Categorical``, ``Binomial``, ... at the top
   level or in plates) and the labels of a coupled process (``th.CRP`` tables):
   ``th.gibbs`` per site (enumeration; tables plus a new one, scored in lanes), unless
-  changing one creates or drops other choices (tried on a few prior traces): LMH then;
+  changing one creates or drops other choices (tried on a few prior traces, and on traces
+  with each top-level finite choice at each of its values): LMH then;
 * **the states of each markov chain** (at the top level or in a plate): joined to the NUTS
   block when the chain has the same length (and plate size) in every prior trace and its states
   are continuous and differentiable (the block's density is traced once to find out);
@@ -48,6 +49,7 @@ from thrifty.errors import DistributionError, ModelError, NumericalError, Select
 PRIOR_SIMULATIONS = 20  # prior traces: a choice present in every trace or not
 PARTICLES = 20  # PGAS particles per chain
 STRUCTURE_PROBES = 5  # traces on which a finite choice is tried for structure change
+VALUE_PROBES = 10  # and traces with each top-level finite choice at each of its first values
 
 
 def default_kernel(program, rng=None) -> tuple:
@@ -71,11 +73,14 @@ def default_kernel(program, rng=None) -> tuple:
         for n, v in present.items():
             names.setdefault(n, v)
     continuous, finite, rest = [], [], []
+    probes = None
     for n, (d, discrete) in names.items():
         if n not in always:
             rest.append(n)
         elif getattr(d, "coupled", False) or (discrete and d.has_enumerate_support):
-            (rest if _decides_structure(n, traces[:STRUCTURE_PROBES], rng) else finite).append(n)
+            if probes is None:
+                probes = traces[:STRUCTURE_PROBES] + _value_probes(program, names, always, rng)
+            (rest if _decides_structure(n, probes, rng) else finite).append(n)
         elif discrete:
             rest.append(n)
         else:
@@ -106,7 +111,9 @@ def default_kernel(program, rng=None) -> tuple:
                 said.append(f"MH from the prior (th.prior()) to {', '.join(fixed)} ({why}; "
                             "a random walk cannot stay on their supports)")
     if finite:
-        parts += [gibbs(n) for n in finite]
+        for n in finite:
+            parts.append(gibbs(n))
+            parts[-1].by_default = True  # (its refusals say who chose it)
         said.append(f"Gibbs to {', '.join(finite)}")
     for plate, chain in chains(trace):
         name = ".".join(map(str, (plate or ()) + chain))
@@ -173,6 +180,25 @@ def _decides_structure(name, traces, rng) -> bool:
                 return True
             raise
     return False
+
+
+def _value_probes(program, names: dict, always: set, rng) -> list:
+    """Traces in which each top-level finite choice takes each of its values (up to
+    ``VALUE_PROBES`` values per choice): a choice that creates or drops another only
+    together with a value of a third (``if k1 == 1 and k2 == 1``) shows in them even where
+    the prior traces all missed that value."""
+    out = []
+    for n, (d, discrete) in names.items():
+        if "." in n or n not in always or not discrete or not d.has_enumerate_support:
+            continue  # (plate elements: their values vary across the prior traces' elements)
+        if d.batch_shape:
+            continue
+        for v in np.asarray(d.enumerate_support()).tolist()[:VALUE_PROBES]:
+            try:
+                out.append(initialize(program, rng, init={n: v}))
+            except (DistributionError, ModelError, NumericalError):
+                continue  # (an impossible value given the data: no state to probe)
+    return out
 
 
 def _prior_traces(program, rng, n: int) -> list:

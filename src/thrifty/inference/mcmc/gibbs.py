@@ -74,6 +74,7 @@ class Gibbs(Selecting):
     """Enumerative Gibbs over the selected choices; see :func:`thrifty.gibbs`."""
 
     name = "gibbs"
+    by_default = False  # assigned by th.infer's default kernel, not by the user
 
     def _step(self, trace, rng):
         cs = self.choices(trace)
@@ -93,7 +94,21 @@ class Gibbs(Selecting):
             + (f"a value among {value!r}" if isinstance(value, list) else f"the value {value!r}")
             + f" changes the program's structure ({e}); "
             "use th.lmh or th.mh for choices that decide which other choices exist"
+            + (" (th.infer's default kernel assigned th.gibbs to it: no trace it tried at set-up "
+               "showed such a change; give th.infer a kernel with th.lmh for it)"
+               if self.by_default else "")
         )
+
+    @staticmethod
+    def _same_choices(run):
+        """``run``, a strict scoring run, if it dropped no choice: a value under which another
+        choice would no longer exist changes the structure as much as one that would create
+        one (the step back would be refused), so both are refused (LMH takes such choices).
+        Raises :class:`StructureChange` naming the dropped choices."""
+        if run.n_stale:
+            raise StructureChange(run.stale_choices[0][0] if run.stale_choices else (),
+                                  dropped=True)
+        return run
 
     def _site(self, trace, addr, rng, one=False):
         loc = locate(trace, addr)
@@ -113,7 +128,8 @@ class Gibbs(Selecting):
 
         def run_with(v):
             try:
-                return self.execute(trace, rng, targets={addr: v}, plan=plan, mode=STRICT)
+                return self._same_choices(
+                    self.execute(trace, rng, targets={addr: v}, plan=plan, mode=STRICT))
             except StructureChange as e:
                 raise self._structure_error(addr, v, e) from None
 
@@ -141,8 +157,9 @@ class Gibbs(Selecting):
 
         def run_with(v):
             try:
-                return self.execute(trace, rng, vec={key: VecTarget(elems, np.array([v]))},
-                                    plan=plan, mode=STRICT)
+                return self._same_choices(self.execute(
+                    trace, rng, vec={key: VecTarget(elems, np.array([v]))}, plan=plan,
+                    mode=STRICT))
             except StructureChange as err:
                 raise self._structure_error(addr, v, err) from None
 
@@ -191,7 +208,8 @@ class Gibbs(Selecting):
         for k, v in enumerate(values):
             vec = {(plate, g.rel): VecTarget(elems, np.full(n, v, dtype=values.dtype))}
             try:
-                run = self.execute(trace, rng, vec=vec, plan=plan, mode=STRICT)
+                run = self._same_choices(self.execute(trace, rng, vec=vec, plan=plan,
+                                                      mode=STRICT))
             except StructureChange as e:
                 raise self._structure_error(addr, v, e) from None
             logw[k] = run_lp(run, "plate", plate, elems)
@@ -241,6 +259,8 @@ class Gibbs(Selecting):
             lanes = self.execute(
                 trace, rng, vec={(plate, rel): VecTarget(np.full(k, e), np.array(values))},
                 plan=plan, mode=mode, candidates=Candidates(plate, e, k))
+            if mode is STRICT:
+                self._same_choices(lanes)
         except StructureChange as ex:
             raise self._structure_error(plate + (e,) + rel, values, ex) from None
         lp = lane_lps(lanes, plate)
@@ -262,6 +282,9 @@ def gibbs(selection) -> Gibbs:
     per-table models, Alg. 8 with m = 1 when a memoized per-table choice is not collapsed):
     O(K) runs of one element each.
     ``th.gibbs(th.one("data.z"))`` updates a single element chosen uniformly, in O(1).
+    A value under which another choice would be created or left out is refused with a
+    :class:`~thrifty.errors.SelectionError` (``th.lmh`` takes choices that decide which others
+    exist).
 
     >>> import numpy as np, thrifty as th
     >>> from thrifty import dist

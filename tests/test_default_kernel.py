@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 import thrifty as th
-from stat_helpers import Z_MAX, check_continuous, ess, prob_z
+from stat_helpers import Z_MAX, check_continuous, ess, mean_z, prob_z
 from test_gradient import MIXTURE_Y, S8, Y8, _schools_grid, mixture, mixture_grid, schools
 from test_gradient_chains import ssm
 from test_structure import fig1, fig1_exact, truncnorm_mu
@@ -257,3 +257,21 @@ def test_a_structure_change_the_set_up_did_not_see_names_the_default_kernel():
     it meets it — and says that the default kernel chose Gibbs and what to give instead."""
     with pytest.raises(SelectionError, match=r"default kernel assigned th\.gibbs to it"):
         th.infer(rare_switch(5.0), num_samples=200, burn_in=0, seed=0, progress=False)
+
+
+def test_a_choice_of_many_values_gets_lmh_not_a_run_per_value():
+    """Gibbs would run the program 10⁴ times a step for k ∈ {0, …, 10⁴}; LMH takes it, and its
+    posterior (uniform prior, y ~ N(k / 1000, 1)) is right: E k against quadrature."""
+    @th.model
+    def many(y):
+        k = th.sample("k", dist.DiscreteUniform(0, 10_000))
+        th.observe("y", dist.Normal(k / 1000.0, 1.0), y)
+
+    r = th.infer(many(4.0), num_samples=4000, burn_in=500, seed=3, progress=False)
+    assert "assigned LMH to k" in r.notes[0]
+    ks = np.arange(10_001)
+    w = stats.norm.pdf(4.0, ks / 1000.0, 1.0)
+    mean = (ks * w).sum() / w.sum()
+    sd = math.sqrt((ks**2 * w).sum() / w.sum() - mean**2)
+    z = mean_z(r["k"].astype(float), mean, sd)
+    assert abs(z) < Z_MAX, z

@@ -7,7 +7,8 @@ it chose.
   program's density of them can be differentiated (a gradient run is traced once to find out);
   otherwise ``th.mh(site, th.drift())`` per site, adapted during the burn-in;
 * **finite discrete choices** (``Bernoulli``, ``Categorical``, ``Binomial``, ... at the top
-  level or in plates) and the labels of a coupled process (``th.CRP`` tables):
+  level or in plates, of at most 64 values) and the labels of a coupled process (``th.CRP``
+  tables):
   ``th.gibbs`` per site (enumeration; tables plus a new one, scored in lanes), unless
   changing one creates or drops other choices (tried on a few prior traces, and on traces
   with each top-level finite choice at each of its values): LMH then;
@@ -18,7 +19,8 @@ it chose.
   ``th.pgibbs(chain, 20)``, PGAS (003), unless a sweep tried on a prior trace is refused
   (a chain in a plate whose elements have other latent choices): LMH then;
 * **the rest** — choices whose existence varies between traces (found in prior simulations),
-  discrete choices without a finite support, memoized values: ``th.lmh`` over them (001).
+  discrete choices without a finite support or with more than 64 values, memoized values:
+  ``th.lmh`` over them (001).
 
 >>> import thrifty as th
 >>> from thrifty import dist
@@ -49,6 +51,7 @@ from thrifty.errors import DistributionError, ModelError, NumericalError, Select
 PRIOR_SIMULATIONS = 20  # prior traces: a choice present in every trace or not
 PARTICLES = 20  # PGAS particles per chain
 STRUCTURE_PROBES = 5  # traces on which a finite choice is tried for structure change
+GIBBS_VALUES = 64  # finite supports larger than this go to LMH, not Gibbs
 VALUE_PROBES = 10  # and traces with each top-level finite choice at each of its first values
 
 
@@ -77,7 +80,7 @@ def default_kernel(program, rng=None) -> tuple:
     for n, (d, discrete) in names.items():
         if n not in always:
             rest.append(n)
-        elif getattr(d, "coupled", False) or (discrete and d.has_enumerate_support):
+        elif getattr(d, "coupled", False) or (discrete and _few_values(d)):
             if probes is None:
                 probes = traces[:STRUCTURE_PROBES] + _value_probes(program, names, always, rng)
             (rest if _decides_structure(n, probes, rng) else finite).append(n)
@@ -180,6 +183,14 @@ def _decides_structure(name, traces, rng) -> bool:
                 return True
             raise
     return False
+
+
+def _few_values(d) -> bool:
+    """A finite support of at most ``GIBBS_VALUES`` values: Gibbs runs the program once per
+    value (a DiscreteUniform(0, 10⁴) would cost 10⁴ runs a step); larger ones go to LMH."""
+    if not d.has_enumerate_support:
+        return False
+    return len(np.asarray(d.enumerate_support())) <= GIBBS_VALUES
 
 
 def _value_probes(program, names: dict, always: set, rng) -> list:

@@ -206,8 +206,8 @@ class _Compiled:
             """Trace the program once (nothing compiled): its errors surface before a step's,
             the shapes of the constrained values are known, and XLA's estimate of the flops
             of one evaluation of the density."""
-            self.shapes = jax.eval_shape(observe, u, ovals)
-            lowered = observe.lower(u, ovals)
+            lowered = observe.lower(u, ovals)  # (traced once: the shapes are its outputs')
+            self.shapes = lowered.out_info
             cost = lowered.cost_analysis()
             cost = cost[0] if isinstance(cost, (list, tuple)) and cost else cost
             self.flops = float((cost or {}).get("flops", math.inf))
@@ -226,7 +226,8 @@ class _Compiled:
         self.chunk = None
         self.unpack = unpack
         self.adapt_init = a_init
-        self.adapt_final = jax.jit(a_final)
+        self.adapt_final = a_final  # (two operations, run once a chain: not compiled for
+        # each program)
         self.size = int(offsets[-1])
         self.length = 1  # set by the kernel once the shapes are known (see HMC._compile)
         self.idle = None  # an adaptation state for chunks that do not adapt

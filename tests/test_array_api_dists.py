@@ -57,6 +57,31 @@ def test_bernoulli_and_binomial_on_jax(kw):
     np.testing.assert_allclose(np.asarray(got), ref)
 
 
+def test_binomial_total_count_as_data_or_traced():
+    """An array total_count (data beside a traced p, as in ``Binomial(n[i], p)`` of a plate) is
+    checked as the NumPy array it is; a traced total_count (another choice of the gradient run)
+    gives -inf where it is not a non-negative integer, as Multinomial's does."""
+    n, k, p = np.array([10.0, 3.0, 1.0]), np.array([4, 2, 0]), np.array([0.3, 0.6, 0.2])
+    ref = dist.Binomial(n, p).log_prob(k)
+    for make in (lambda n_, p_: dist.Binomial(n, p_), lambda n_, p_: dist.Binomial(n_, p),
+                 lambda n_, p_: dist.Binomial(n_, p_),
+                 lambda n_, p_: dist.Binomial(n, logits=jnp.log(p_) - jnp.log1p(-p_))):
+        got = jax.jit(lambda n_, p_, make=make: make(n_, p_).log_prob(k))(n, p)
+        np.testing.assert_allclose(np.asarray(got), ref, rtol=1e-12)
+    g = jax.grad(lambda p_: jnp.sum(dist.Binomial(n, p_).log_prob(k)))(jnp.asarray(p))
+    np.testing.assert_allclose(np.asarray(g), k / p - (n - k) / (1 - p), rtol=1e-12)
+    # a 0-d traced total_count with a Python float probability
+    got = jax.jit(lambda n_: dist.Binomial(n_, 0.3).log_prob(2))(7.0)
+    assert np.isclose(float(got), dist.Binomial(7, 0.3).log_prob(2))
+    bad = jax.jit(lambda n_: dist.Binomial(n_, jnp.asarray(p)).log_prob(k))
+    assert np.array_equal(np.isneginf(np.asarray(bad(np.array([2.5, 3.0, 1.0])))),
+                          [True, False, False])
+    assert float(jax.jit(lambda n_: dist.Binomial(n_, 0.3).log_prob(0))(-1.0)) == -np.inf
+    # NumPy data that is not a count is refused at once, even beside a traced p
+    with pytest.raises(DistributionError, match="total_count must be a non-negative integer"):
+        jax.jit(lambda p_: dist.Binomial(np.array([2.5, 3.0]), p_).log_prob(1))(0.3)
+
+
 def test_multivariate_on_jax():
     L = np.array([[1.0, 0.0], [0.5, 2.0]])
     d = dist.MvNormal(np.array([0.1, -0.2]), scale_tril=L)

@@ -13,7 +13,18 @@ from scipy import stats
 
 import thrifty as th
 from stat_helpers import Z_MAX, check_continuous, ess, mean_z, prob_z
-from test_gradient import MIXTURE_Y, S8, Y8, _schools_grid, mixture, mixture_grid, schools
+from test_gradient import (
+    MIXTURE_Y,
+    RATS_K,
+    RATS_N,
+    S8,
+    Y8,
+    _schools_grid,
+    mixture,
+    mixture_grid,
+    rats,
+    schools,
+)
 from test_gradient_chains import ssm
 from test_structure import fig1, fig1_exact, truncnorm_mu
 from thrifty import dist
@@ -37,6 +48,11 @@ def test_labels_get_gibbs_and_the_mean_gets_nuts():
     r = th.infer(mixture(MIXTURE_Y), num_samples=3000, burn_in=500, seed=3, progress=False)
     assert "assigned NUTS to mu; Gibbs to data.z" in r.notes[0]
     check_continuous(r["mu"], *mixture_grid(MIXTURE_Y), what="mu")
+
+
+def test_binomial_counts_per_element_get_nuts():
+    """``Binomial(n[i], p)``: an array total_count (data) does not keep NUTS from p."""
+    assert "assigned NUTS to g.p" in default_kernel(rats(RATS_N, RATS_K))[1]
 
 
 def test_a_choice_that_decides_structure_gets_lmh():

@@ -117,6 +117,53 @@ def test_each_transform_gives_the_conjugate_posterior():
 
 
 @th.model
+def rats(n, k):
+    """Beta–Binomial with a count per group: ``Binomial(n[i], p)``, an array total_count."""
+    with th.plate("g", len(n)) as i:
+        p = th.sample("p", dist.Beta(1.0, 1.0))
+        th.observe("k", dist.Binomial(n[i], p), k[i])
+
+
+RATS_N, RATS_K = np.array([10, 3, 25, 1]), np.array([9, 0, 5, 1])
+
+
+def test_binomial_with_a_count_per_element_gives_the_conjugate_posterior():
+    r = th.infer(rats(RATS_N, RATS_K), th.nuts("g.p"), num_samples=2000, burn_in=500, seed=4,
+                 progress=False)
+    for j, (n, k) in enumerate(zip(RATS_N, RATS_K)):
+        d = stats.beta(1.0 + k, 1.0 + n - k)
+        check_continuous(r["g.p"][..., j], d.mean(), d.std(), d.cdf, what=f"g.p[{j}]")
+
+
+@th.model
+def latent_count(y):
+    n = th.sample("n", dist.Poisson(4.0))
+    p = th.sample("p", dist.Beta(2.0, 2.0))
+    th.observe("y", dist.Binomial(n, p), y)
+
+
+def test_nuts_beside_a_latent_total_count():
+    """The count is another (discrete) choice, traced in the gradient run: NUTS takes p, LMH
+    takes n.  p's exact marginal: a mixture over n of Beta(2 + y, 2 + n - y), weights
+    Poisson(n; 4) C(n, y) B(2 + y, 2 + n - y)."""
+    from scipy.special import betaln, gammaln
+
+    y = 3
+    r = th.infer(latent_count(y), th.cycle([th.nuts("p"), th.lmh("n")]), num_samples=4000,
+                 burn_in=500, seed=1, progress=False)
+    ns = np.arange(y, 120)
+    lw = (ns * np.log(4.0) - gammaln(ns + 1) + gammaln(ns + 1) - gammaln(ns - y + 1)
+          + betaln(2.0 + y, 2.0 + ns - y))
+    w = np.exp(lw - lw.max())
+    w /= w.sum()
+    parts = [stats.beta(2.0 + y, 2.0 + n - y) for n in ns]
+    mean = sum(wi * d.mean() for wi, d in zip(w, parts))
+    sd = np.sqrt(sum(wi * (d.var() + d.mean() ** 2) for wi, d in zip(w, parts)) - mean**2)
+    check_continuous(r["p"], mean, sd, lambda x: sum(wi * d.cdf(x) for wi, d in zip(w, parts)),
+                     what="p")
+
+
+@th.model
 def correlations(y):
     """Cholesky factors of correlation matrices: a 3 × 3 one with nothing observed (its prior)
     and a 2 × 2 one behind bivariate normal data."""
@@ -260,6 +307,22 @@ class Wedge(dist.Exponential):
 def own_family_obs(y):
     mu = th.sample("mu", dist.Normal(0.0, 1.0))
     th.observe("y", Wedge(1.0 + mu * mu), y)
+
+
+@th.model
+def poisson_obs(y):
+    lam = th.sample("lam", dist.Gamma(2.0, 1.0))
+    th.observe("y", dist.Poisson(lam), y)
+
+
+def test_a_family_failing_on_traced_values_is_not_called_numpy_only(monkeypatch):
+    """A family that takes the array API but whose code hands a traced value to NumPy (here a
+    parameter check made to convert its argument): the error says what failed."""
+    monkeypatch.setattr(dist.Poisson, "_check_nonnegative", lambda self, name, v: np.asarray(v))
+    with pytest.raises(ModelError, match=r"Poisson failed on the traced values.*"
+                                         r"TracerArrayConversionError: The numpy") as e:
+        th.infer(poisson_obs(2), th.nuts("lam"), num_samples=5, progress=False)
+    assert "NumPy only" not in str(e.value)
 
 
 @th.model

@@ -313,11 +313,18 @@ def explain(run: GradientRun, e: BaseException) -> ModelError:
     block = ", ".join(key_name(k) for k in run.values) or "none yet"
     name = type(e).__name__
     family = _family_of(e)
-    if family is not None and name in _JAX_TRACER_ERRORS:  # inside a NumPy-only family
-        from thrifty.distributions.base import not_array_api
+    if family is not None and name in _JAX_TRACER_ERRORS:  # inside a family's own code
+        site = f"{fmt(run.last) if run.last else 'the model'}{where}"
+        if not getattr(type(family), "array_api", False):  # a NumPy-only family
+            from thrifty.distributions.base import not_array_api
 
-        return NotDifferentiable(f"{fmt(run.last) if run.last else 'the model'}{where}: "
-                                 f"{not_array_api(family, run.xp)}")
+            return NotDifferentiable(f"{site}: {not_array_api(family, run.xp)}")
+        # a family that takes the array API failed on a traced value: say what failed
+        text = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        return NotDifferentiable(
+            f"{site}: {type(family).__name__} failed on the traced values of a gradient run "
+            f"({name}: {text}), so a gradient kernel cannot differentiate through it here; "
+            "update the choices it depends on with another kernel (th.mh, th.gibbs)")
     if name in _JAX_TRACER_ERRORS:
         what = ("a NumPy function or Python control flow (if, int(), float()) was given a value "
                 "that depends on the gradient kernel's block or on another continuous choice "

@@ -470,8 +470,15 @@ class Binomial(ProbsLogits):
     def __init__(self, total_count, probs=None, logits=None):
         (self.total_count,) = probs_or_logits(self, probs, logits, total_count)
         n = self.total_count
-        if not all_true(is_integral(n) & (n >= 0)):
-            self._fail(f"total_count must be a non-negative integer, got {describe(n)}")
+        if type(self.batch_shape) is ArrayAPIShape and type(n) is not float:
+            if is_foreign(total_count):  # (a traced count: where it is invalid is recorded)
+                xp = namespace(n)
+                self._invalid_unless((n == xp.floor(n)) & (n >= 0) & (n < INF))
+            else:  # NumPy data beside parameters of another library: checked as given
+                n = np.asarray(total_count, dtype=float)
+        if type(n) is float or type(n) is np.ndarray:
+            if not all_true(is_integral(n) & (n >= 0)):
+                self._fail(f"total_count must be a non-negative integer, got {describe(n)}")
         self._check_probs()
 
     @property
@@ -498,7 +505,7 @@ class Binomial(ProbsLogits):
                     return lp + sm.xlogy(k, self._probs) + sm.xlog1my(n - k, self._probs)
                 lg = self.logits
                 return lp + sm.xmul(k, sm.log_expit(lg)) + sm.xmul(n - k, sm.log_expit(-lg))
-        xp = namespace(value, self.logits, self._probs)
+        xp = namespace(value, n, self.logits, self._probs)
         if xp is not np:  # (no saddle-point form: counts beyond 1e7 lose digits)
             sp = special(xp)
             x = asfloat(xp, value)

@@ -271,3 +271,20 @@ def dpm_owned_handle(x):
     with th.plate("data", len(x)):
         th.sample("z", crp)
     return crp
+
+
+def test_gradient_kernels_name_the_reason_they_do_not_take_an_owned_alpha():
+    """The process is created in the body (where it may draw α); what keeps α from NUTS is that
+    its density given the seating is the process's (NumPy state): the note of the default
+    kernel and the error of a th.nuts given by hand say so, not "inside a plate"."""
+    from thrifty.inference.default import default_kernel
+
+    x, _ = clusters(8)
+    why = r"CRP: the hyperparameter \('alpha',\) is drawn by the process, a coupled process"
+    with pytest.raises(ModelError, match=why) as e:
+        th.infer(dpm_owned(x), th.cycle([th.nuts("alpha"), th.gibbs("data.z")]), num_samples=2,
+                 seed=0, progress=False)
+    assert "inside a plate" not in str(e.value)
+    said = default_kernel(dpm_owned(x))[1]
+    assert "adaptive MH (th.drift()) to alpha (NUTS cannot differentiate" in said
+    assert "drawn by the process, a coupled process" in said and "inside a plate" not in said

@@ -241,6 +241,17 @@ class _Frame:
         self.run.lp = self.run.lp + self.run.score(d, value)
         return value
 
+    def sample_owned(self, name, d):
+        """A hyperparameter drawn by a coupled process (``th.CRP(alpha=dist.Gamma(1.0, 1.0),
+        name="alpha")``): its density given the process's draws is the process's, computed on
+        NumPy state, so a gradient run neither differentiates with respect to it nor runs the
+        process.  (The process adds its name to the message.)"""
+        raise NotDifferentiable(
+            f"the hyperparameter {fmt(self._key(name)[1])} is drawn by the process, a coupled "
+            "process whose density is computed on NumPy state: a gradient kernel (th.nuts, "
+            "th.hmc) takes neither it nor the process's draws; update it with th.mh "
+            "(th.infer's default kernel gives it adaptive MH) and the draws with th.gibbs")
+
     def factor(self, name, log_weight):
         self.run.add(self._key(name)[1], log_weight)
 

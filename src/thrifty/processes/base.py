@@ -51,7 +51,12 @@ from abc import ABC, abstractmethod
 from thrifty import _context
 from thrifty.core.address import as_name, fmt
 from thrifty.distributions.base import Distribution
-from thrifty.errors import DistributionError, ModelError, OwnedParameterError
+from thrifty.errors import (
+    DistributionError,
+    ModelError,
+    NotDifferentiable,
+    OwnedParameterError,
+)
 
 
 class Owned:
@@ -176,7 +181,10 @@ def _own(process, name: tuple, d) -> Owned:
             f"{type(process).__name__}: a hyperparameter drawn by the process ({fmt(name)}) "
             f"cannot be drawn {where}; create the process in the model's body, outside plates"
         )
-    return Owned(own(name, d), run.serial)
+    try:
+        return Owned(own(name, d), run.serial)
+    except NotDifferentiable as e:  # (a gradient run: it takes no owned hyperparameter)
+        raise NotDifferentiable(f"{type(process).__name__}: {e}") from None
 
 
 class State(ABC):

@@ -201,7 +201,11 @@ def test_workers_share_the_cores_of_blas_thread_pools():
     assert all(n <= limit for chain in r.output for n in chain)
 
 
-def test_unpicklable_output_with_workers():
+def test_unpicklable_output_with_workers(monkeypatch):
+    """(Forked workers, as where JAX has not started: once it has, this local model would not
+    be spawned, and its chains would run here.)"""
+    monkeypatch.setattr(parallel, "START_METHOD", "fork")
+
     @th.model
     def returns_a_closure():
         mu = th.sample("mu", dist.Normal(0.0, 1.0))

@@ -129,6 +129,17 @@ def test_workers_exit_when_the_main_process_is_killed(tmp_path):
     assert not any(_alive(k) for k in kids), [k for k in kids if _alive(k)]
 
 
+def test_no_worker_is_forked_once_jax_has_started(tmp_path):
+    """Once a gradient kernel has started JAX's runtime (threads: a fork could deadlock),
+    chains of any kernel are spawned when workers is given, else run in the process, with the
+    same draws and no warning about forking a multi-threaded process."""
+    pytest.importorskip("jax")
+    out = subprocess.run([sys.executable, str(SCRIPT), "after_jax", str(tmp_path / "flag")],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[-4:] == ["spawn", "in-process", "True", "0"], out.stdout
+
+
 def test_draws_do_not_depend_on_workers_for_blas_heavy_kernels():
     """Issue 12, defect 4: th.smh's set-up and steps use BLAS; with more threads in the main
     process than in a worker, sums differed (max |Δw| = 0.06).  Every chain now gets the same

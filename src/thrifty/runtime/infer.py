@@ -90,8 +90,10 @@ def infer(
     workers : processes running chains in parallel (default ``min(chains, os.cpu_count())``);
         ``1`` runs the chains one after the other in this process.  Worker processes are
         forked where possible (closures work); with ``spawn`` the program must be picklable.
-        The chains of a JAX kernel (``th.nuts``, ``th.hmc``) run in this process once JAX has
-        started here, unless ``workers`` is given (see :mod:`thrifty.runtime.parallel`).
+        Once JAX's runtime has started in this process (a gradient kernel ran here), whatever
+        the kernel, workers are not forked (a fork of a multi-threaded process may deadlock)
+        but spawned, and only if ``workers`` is given; otherwise the chains run in this process
+        (see :mod:`thrifty.runtime.parallel`).
     checkpoint : a file path.  The state of every chain (draws, trace, generator state, kernel)
         is written there every ``checkpoint_every`` seconds, when interrupted and at the end;
         calling ``th.infer`` again with the same path and settings resumes each chain where it
@@ -264,7 +266,7 @@ def infer(
         "steps_per_second": None,
         "chains": chains,
         "workers": n_workers,
-        "start_method": "ray" if executor is not None else start_method(kernel) if parallel
+        "start_method": "ray" if executor is not None else start_method() if parallel
         else "in-process",
         "init_seconds": [r.init_seconds for r in records],
         "chain_seconds": [r.seconds for r in records],

@@ -1,11 +1,14 @@
 """Chains in worker processes: one process per chain, at most ``workers`` at a time.
 
-Processes start with the ``fork`` method where it exists (Linux; not macOS), unless the kernel
-uses JAX and JAX's runtime has started in this process (its threads do not survive a fork;
-see :func:`start_method`): the program, kernel and any closures they hold are inherited, nothing is
-pickled on the way in.  Otherwise ``spawn`` is used; the program and kernel are then pickled (a
-``@th.model`` function defined at the top level of a module pickles by reference to its
-module), and an unpicklable program raises a clear error.
+Processes start with the ``fork`` method where it exists (Linux; not macOS), unless JAX's
+runtime has started in this process, whatever the kernel (its threads make the process
+multi-threaded, and a forked child may deadlock; see :func:`start_method`): the program, kernel
+and any closures they hold are inherited, nothing is pickled on the way in.  Otherwise ``spawn``
+is used; the program and kernel are then pickled (a ``@th.model`` function defined at the top
+level of a module pickles by reference to its module), and an unpicklable program raises a
+clear error.  Spawned workers are started only when ``workers`` is given (see
+:func:`unspawnable`); a spawned worker imports thrifty and the model's module afresh (about 2 s
+of CPU), a forked one starts at once.
 
 Workers ignore SIGINT and, at each tick (about ten times per second), send their new draws,
 iteration and kernel statistics to the main process through a queue and poll a shared stop
@@ -59,44 +62,46 @@ def blas_threads(chains: int) -> int:
     return max(1, cpus // max(1, min(chains, cpus)))
 
 
-def start_method(kernel=None) -> str:
-    """``fork`` where it exists (not on macOS, whose system libraries it breaks) unless
-    ``kernel`` uses JAX and this process has started JAX's runtime, whose threads a forked
-    child could not use (``spawn`` then); a kernel that does not use JAX forks safely, its
-    children never calling into JAX."""
+def start_method() -> str:
+    """``fork`` where it exists (not on macOS, whose system libraries it breaks) unless this
+    process has started JAX's runtime (``spawn`` then), whatever the kernel: JAX's threads make
+    the process multi-threaded, and a child forked from it inherits the locks those threads
+    held at the fork (in JAX, the allocator, any library) with no thread to release them — a
+    child that takes one (the model calling jax.numpy, say) waits for ever."""
     if START_METHOD is not None:
         return START_METHOD
-    if "fork" in mp.get_all_start_methods() and sys.platform != "darwin" and not (
-            uses_jax(kernel) and _jax_started()):
+    if "fork" in mp.get_all_start_methods() and sys.platform != "darwin" and not _jax_started():
         return "fork"
     return "spawn"
 
 
 def unspawnable(program, kernel, asked: bool = False) -> str | None:
-    """Why the chains of a JAX kernel run in this process rather than in worker processes, or
-    None.  Only when JAX's runtime has started here, so that workers would be spawned (see
+    """Why the chains run in this process rather than in worker processes, or None.  Only
+    when JAX's runtime has started here, so that workers would be spawned (see
     :func:`start_method`), which re-imports the main module: a script without an ``if
     __name__ == "__main__":`` guard would run again in every worker.  So workers are spawned
     only when ``workers`` was ``asked`` for, and then only for a program a spawned process can
     import (not one defined in a notebook, in ``python -`` or inside a function)."""
-    if START_METHOD is not None or not (uses_jax(kernel) and _jax_started()):
+    if START_METHOD is not None or not _jax_started():
         return None
+    spawned = ("JAX's runtime has started in this process, so worker processes must be "
+               "spawned (a fork of its threads may deadlock)")
     if not asked:
-        return ("a JAX kernel's worker processes would be spawned, re-importing the main "
-                "module; here the chains share the compiled code. Give workers=k (and guard "
-                "the script with if __name__ == '__main__':) to run them in processes")
+        shared = "; here the chains share the compiled code" if uses_jax(kernel) else ""
+        return (f"{spawned}, which re-imports the main module{shared}. Give workers=k (and "
+                "guard the script with if __name__ == '__main__':) to run them in processes")
     fn = getattr(program, "fn", None)
     main = sys.modules.get("__main__")
     if getattr(fn, "__module__", None) == "__main__" and not getattr(main, "__file__", None):
-        return ("the model is defined interactively (a notebook or python -), and a JAX "
-                "kernel's worker processes must be spawned, which re-imports the model")
+        return (f"the model is defined interactively (a notebook or python -), and {spawned}, "
+                "which re-imports the model")
     try:  # (a model pickles by reference: loading it here finds a local one missing)
         pickle.loads(dumps_job((program, kernel)))
     except Exception as e:
         cause = e.__cause__ or e
-        return (f"a JAX kernel's worker processes must be spawned, and the program or kernel "
-                f"cannot be handed to them ({type(cause).__name__}: {cause}; define the model "
-                "at the top level of a module to run chains in parallel)")
+        return (f"{spawned}, and the program or kernel cannot be handed to them "
+                f"({type(cause).__name__}: {cause}; define the model at the top level of a "
+                "module to run chains in parallel)")
     return None
 
 
@@ -315,7 +320,7 @@ def run_parallel(
 ) -> bool:
     """Run the chains of ``records`` that are not done; returns False if the run was aborted
     (second Ctrl-C: the workers are terminated; draws sent before are kept)."""
-    method = start_method(kernel)
+    method = start_method()
     ctx = mp.get_context(method)
     q = ctx.Queue()
     event = ctx.Event()
@@ -374,8 +379,8 @@ def run_parallel(
                     name=f"thrifty-chain-{c}",
                     daemon=True,
                 )
-                with warnings.catch_warnings():  # (JAX warns at every fork once it started;
-                    # a kernel that forks here never calls into JAX: see start_method)
+                with warnings.catch_warnings():  # (JAX warns at a fork once it started:
+                    # only with START_METHOD forced, see start_method)
                     warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called")
                     p.start()
                 active[c] = p

@@ -77,7 +77,7 @@ def test_gibbs_on_pitman_yor_labels_leaves_the_partition_posterior_invariant():
     _, wrong = exact_dpm(x, lambda p: math.log(eppf(p, 0.4, 0.5)), lambda: NormalGamma(*NG))
     program = py_mixture(x, 0.5, 0.5)
     P = _each_label_and_the_sweep(program, parts, probs, wrong)
-    # th.gibbs over all the labels is that sweep: its row from one table (720 paths)
+    # th.gibbs over all the labels is that sweep: its row from one table (188 paths)
     one_table = parts.index((0,) * len(x))
     trace = th.initialize(program, 0, init=_init(parts[one_table]))
     row = transition_row(trace, th.gibbs("data.z"), _labels)

@@ -217,6 +217,10 @@ class Run:
             self.frame = None
         for journal in self.mem_journals.values():
             journal.finish(self)
+        if self.n_stale and mode.strict:  # a choice left out: as much a change of structure
+            # as one created (the step back would have to create it)
+            raise StructureChange(self.stale_choices[0][0] if self.stale_choices else (),
+                                  dropped=True)
         return self
 
     def _resolve_unread_mem_targets(self) -> None:

@@ -47,8 +47,9 @@ RESAMPLE = _Resample()
 class Mode:
     """How a run executes (one object instead of a flag per behaviour).
 
-    strict : never create or redraw a choice — a missing one raises :class:`StructureChange`
-        and a replayed value outside its support scores ``-inf`` (enumerative Gibbs, PGAS).
+    strict : never create, redraw or leave out a choice — a missing one, or one the run no
+        longer reaches, raises :class:`StructureChange`, and a replayed value outside its
+        support scores ``-inf`` (enumerative Gibbs, element-wise MH, PGAS).
     rescore : re-execute every plate element and markov step (a full rescoring; stale elements
         are usually rescored by a run planned on exactly them, ``thrifty.Kernel.rescore``).
     lazy : when something before a plate or chain changed, run only its planned elements or
@@ -68,7 +69,7 @@ class Mode:
 
 # the kinds of run, by name (every run is one of these)
 DEFAULT = Mode()  # replay, propose, rescore what changed (MH, LMH, Gibbs's commits)
-STRICT = Mode(strict=True)  # no choice created or redrawn (enumerative Gibbs, particle Gibbs)
+STRICT = Mode(strict=True)  # no choice created, redrawn or dropped (enumerative Gibbs, MH)
 RESCORE = Mode(rescore=True)  # every section re-executed
 LAZY = Mode(lazy=True)  # skipped sections left stale (subsampling, 000 §3.5)
 CAPTURE = Mode(capture=True)  # observations recorded (check mode, predictive)
@@ -175,7 +176,7 @@ class StaleRead(Exception):
 
 class StructureChange(Exception):
     """Raised in strict runs when a choice would have to be created (Gibbs, PGAS rescoring),
-    or (``dropped``) when a strict run left out a choice of the trace (Gibbs)."""
+    or (``dropped``) when a strict run left out a choice of the trace."""
 
     def __init__(self, addr, dropped: bool = False):
         what = "leave out the choice" if dropped else "create the new choice"

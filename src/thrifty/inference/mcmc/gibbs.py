@@ -99,17 +99,6 @@ class Gibbs(Selecting):
                if self.by_default else "")
         )
 
-    @staticmethod
-    def _same_choices(run):
-        """``run``, a strict scoring run, if it dropped no choice: a value under which another
-        choice would no longer exist changes the structure as much as one that would create
-        one (the step back would be refused), so both are refused (LMH takes such choices).
-        Raises :class:`StructureChange` naming the dropped choices."""
-        if run.n_stale:
-            raise StructureChange(run.stale_choices[0][0] if run.stale_choices else (),
-                                  dropped=True)
-        return run
-
     def _site(self, trace, addr, rng, one=False):
         loc = locate(trace, addr)
         if loc is None:
@@ -128,8 +117,7 @@ class Gibbs(Selecting):
 
         def run_with(v):
             try:
-                return self._same_choices(
-                    self.execute(trace, rng, targets={addr: v}, plan=plan, mode=STRICT))
+                return self.execute(trace, rng, targets={addr: v}, plan=plan, mode=STRICT)
             except StructureChange as e:
                 raise self._structure_error(addr, v, e) from None
 
@@ -157,9 +145,8 @@ class Gibbs(Selecting):
 
         def run_with(v):
             try:
-                return self._same_choices(self.execute(
-                    trace, rng, vec={key: VecTarget(elems, np.array([v]))}, plan=plan,
-                    mode=STRICT))
+                return self.execute(trace, rng, vec={key: VecTarget(elems, np.array([v]))},
+                                    plan=plan, mode=STRICT)
             except StructureChange as err:
                 raise self._structure_error(addr, v, err) from None
 
@@ -208,8 +195,7 @@ class Gibbs(Selecting):
         for k, v in enumerate(values):
             vec = {(plate, g.rel): VecTarget(elems, np.full(n, v, dtype=values.dtype))}
             try:
-                run = self._same_choices(self.execute(trace, rng, vec=vec, plan=plan,
-                                                      mode=STRICT))
+                run = self.execute(trace, rng, vec=vec, plan=plan, mode=STRICT)
             except StructureChange as e:
                 raise self._structure_error(addr, v, e) from None
             logw[k] = run_lp(run, "plate", plate, elems)
@@ -259,8 +245,6 @@ class Gibbs(Selecting):
             lanes = self.execute(
                 trace, rng, vec={(plate, rel): VecTarget(np.full(k, e), np.array(values))},
                 plan=plan, mode=mode, candidates=Candidates(plate, e, k))
-            if mode is STRICT:
-                self._same_choices(lanes)
         except StructureChange as ex:
             raise self._structure_error(plate + (e,) + rel, values, ex) from None
         lp = lane_lps(lanes, plate)

@@ -97,6 +97,29 @@ def test_choices_that_decide_structure_only_together_get_lmh():
 
 
 @th.model
+def triple_switch(y):
+    """e exists only when k1 = k2 = k3 = 1."""
+    ks = [th.sample(f"k{j}", dist.Bernoulli(0.5)) for j in (1, 2, 3)]
+    if sum(ks) == 3:
+        e = th.sample("e", dist.Normal(2.0, 1.0))
+        th.observe("y", dist.Normal(e, 0.5), y)
+    else:
+        th.observe("y", dist.Normal(0.0, 0.5), y)
+
+
+def test_a_switch_of_three_choices_gets_lmh():
+    """Probes at every combination of the top-level switches' values find a choice that
+    creates another only together with two more; P(k1 = k2 = k3 = 1 | y) is exact."""
+    y = 1.2
+    all3 = 0.125 * stats.norm.pdf(y, 2.0, math.sqrt(1.25))
+    p = all3 / (all3 + 0.875 * stats.norm.pdf(y, 0.0, 0.5))
+    r = th.infer(triple_switch(y), num_samples=20_000, burn_in=1000, seed=4, progress=False)
+    assert "assigned LMH to k1, k2, k3, e" in r.notes[0]
+    z = prob_z(r["k1"] * r["k2"] * r["k3"], 1, p)
+    assert abs(z) < Z_MAX, z
+
+
+@th.model
 def tanh_ssm(y):
     a = th.sample("a", dist.Uniform(-1.0, 1.0))
 

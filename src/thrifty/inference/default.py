@@ -11,7 +11,8 @@ it chose.
   tables):
   ``th.gibbs`` per site (enumeration; tables plus a new one, scored in lanes), unless
   changing one creates or drops other choices (tried on a few prior traces, and on traces
-  with each top-level finite choice at each of its values): LMH then;
+  with the top-level finite choices at every combination of their values, or each at each of
+  its values when the combinations are more than 64): LMH then;
 * **the states of each markov chain** (at the top level or in a plate): joined to the NUTS
   block when the chain has the same length (and plate size) in every prior trace and its states
   are continuous and differentiable (the block's density is traced once to find out);
@@ -35,6 +36,9 @@ it chose.
 
 from __future__ import annotations
 
+import itertools
+import math
+
 import numpy as np
 
 from thrifty.core.engine import (
@@ -53,6 +57,7 @@ PARTICLES = 20  # PGAS particles per chain
 STRUCTURE_PROBES = 5  # traces on which a finite choice is tried for structure change
 GIBBS_VALUES = 64  # finite supports larger than this go to LMH, not Gibbs
 VALUE_PROBES = 10  # and traces with each top-level finite choice at each of its first values
+JOINT_PROBES = 64  # or at every combination of their values, when there are at most this many
 
 
 def default_kernel(program, rng=None) -> tuple:
@@ -194,21 +199,25 @@ def _few_values(d) -> bool:
 
 
 def _value_probes(program, names: dict, always: set, rng) -> list:
-    """Traces in which each top-level finite choice takes each of its values (up to
-    ``VALUE_PROBES`` values per choice): a choice that creates or drops another only
-    together with a value of a third (``if k1 == 1 and k2 == 1``) shows in them even where
-    the prior traces all missed that value."""
-    out = []
+    """Traces in which the top-level finite choices take their values together: every
+    combination when there are at most ``JOINT_PROBES`` (a choice that creates or drops
+    another only jointly with others, ``if k1 + k2 + k3 == 3``, shows in them whatever the
+    prior traces drew), else each choice at each of its first ``VALUE_PROBES`` values alone."""
+    values = {}
     for n, (d, discrete) in names.items():
-        if "." in n or n not in always or not discrete or not d.has_enumerate_support:
+        if "." in n or n not in always or not discrete or d.batch_shape or not _few_values(d):
             continue  # (plate elements: their values vary across the prior traces' elements)
-        if d.batch_shape:
-            continue
-        for v in np.asarray(d.enumerate_support()).tolist()[:VALUE_PROBES]:
-            try:
-                out.append(initialize(program, rng, init={n: v}))
-            except (DistributionError, ModelError, NumericalError):
-                continue  # (an impossible value given the data: no state to probe)
+        values[n] = np.asarray(d.enumerate_support()).tolist()[:VALUE_PROBES]
+    if math.prod(len(v) for v in values.values()) <= JOINT_PROBES:
+        inits = [dict(zip(values, c)) for c in itertools.product(*values.values())]
+    else:
+        inits = [{n: v} for n, vs in values.items() for v in vs]
+    out = []
+    for init in inits:
+        try:
+            out.append(initialize(program, rng, init=init))
+        except (DistributionError, ModelError, NumericalError):
+            continue  # (an impossible value given the data: no state to probe)
     return out
 
 

@@ -146,11 +146,25 @@ def test_checkpoint_resume_mid_burn_in_gives_the_same_draws(tmp_path, monkeypatc
     np.testing.assert_array_equal(resumed["w"], straight["w"])
 
 
-def test_no_burn_in_warns_and_other_kernels_need_a_scale():
+def test_an_adapting_kernel_gets_a_burn_in_by_default_and_burn_in_0_warns():
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
-        th.infer(regression(XR, YR), th.mh("w", th.drift()), num_samples=10, progress=False)
+        r = th.infer(regression(XR, YR), th.mh("w", th.drift()), num_samples=10, seed=0,
+                     progress=False)
+    assert not any("burn_in=0" in str(x.message) for x in w)
+    assert any(n.startswith("burn_in=1000 by default: mh") for n in r.notes), r.notes
+    (stats,) = [v for k, v in r.stats.items() if k != "run"]
+    assert stats["steps"] == 1010 and stats["proposal"][0]["w"]["steps"] == 1000  # adapted
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        r0 = th.infer(regression(XR, YR), th.mh("w", th.drift()), num_samples=10, burn_in=0,
+                      seed=0, progress=False)
     assert any("burn_in=0" in str(x.message) for x in w)
+    assert not any(n.startswith("burn_in=") for n in r0.notes)
+    # the default burn-in is the one given explicitly: the same draws
+    r1 = th.infer(regression(XR, YR), th.mh("w", th.drift()), num_samples=10, burn_in=1000,
+                  seed=0, progress=False)
+    np.testing.assert_array_equal(r["w"], r1["w"])
     # th.subsampled_mh adapts it too (its default proposal); th.smh does not
     assert th.subsampled_mh("w", 10, 0.01, th.drift()).proposal.adaptive
     with pytest.raises(ValueError, match="without a scale"):

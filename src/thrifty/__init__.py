@@ -36,6 +36,7 @@ from thrifty.inference.subsampling.subsampled import subsampled_mh
 from thrifty.processes.crp import CRP
 from thrifty.processes.pitman_yor import PitmanYor
 from thrifty.runtime import InterruptedWarning, load_checkpoint
+from thrifty.runtime.convergence import ConvergenceWarning
 from thrifty.runtime.infer import infer
 from thrifty.runtime.predictive import Predictive, predictive
 from thrifty.runtime.ray_executor import RayExecutor
@@ -45,6 +46,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CRP",
+    "ConvergenceWarning",
     "InterruptedWarning",
     "Kernel",
     "Model",

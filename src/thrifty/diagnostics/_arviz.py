@@ -72,3 +72,19 @@ def trace_figure(data, var_names=None, **kwargs):
             fig = np.ravel(az.plot_trace(data, var_names=var_names, **kwargs))[0].figure
     fig.set_layout_engine("constrained")  # titles and tick labels without overlaps
     return fig
+
+
+def rhat_ess(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rank-normalised split R-hat and bulk ESS of each column of draws ``(chains, draws, k)``
+    (ESS over all the chains; R-hat NaN for one chain)."""
+    x = np.moveaxis(values, 2, 0)  # (k, chains, draws)
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        if AZ1:
+            from arviz_stats.base import array_stats
+
+            rhat = array_stats.rhat(x) if x.shape[1] > 1 else np.full(len(x), np.nan)
+            return np.asarray(rhat, float), np.asarray(array_stats.ess(x, method="bulk"), float)
+        rhat = [az.rhat(c) if c.shape[0] > 1 else np.nan for c in x]
+        ess = [az.ess(c, method="bulk") for c in x]
+        return np.asarray(rhat, float), np.asarray(ess, float)

@@ -22,6 +22,7 @@ from thrifty.runtime.checkpoint import (
     seed_from_key,
     seed_key,
 )
+from thrifty.runtime.convergence import check_convergence
 from thrifty.runtime.interrupt import StopRequest
 from thrifty.runtime.parallel import run_parallel, start_method, unspawnable
 from thrifty.runtime.progress import Progress
@@ -30,7 +31,9 @@ from thrifty.runtime.recorder import Selector
 from thrifty.runtime.result import DENSE_BYTES, Result, build_result
 
 log = logging.getLogger("thrifty")
-#: burn-in of ``th.infer`` with the default kernel (NUTS adapts its step size and mass matrix)
+#: burn-in of ``th.infer`` when none is given and a kernel adapts during it — NUTS's or HMC's
+#: step size and mass matrix, ``th.drift()``'s scale — as the default kernel's NUTS does (Stan's
+#: and PyMC's default warm-up is 1,000 iterations too)
 DEFAULT_KERNEL_BURN_IN = 1000
 
 
@@ -79,8 +82,9 @@ def infer(
         table labels, PGAS for markov chains, LMH for the rest
         (:mod:`thrifty.inference.default`) — and a sentence saying what it assigned (logged
         and in ``result.notes``).
-    burn_in : kernel steps before the first recorded draw, in which kernels adapt (default 0,
-        or 1000 for the default kernel).
+    burn_in : kernel steps before the first recorded draw, in which kernels adapt (default 1000
+        with the default kernel or a kernel that adapts — ``th.nuts``, ``th.hmc`` without a step
+        size, ``th.drift()`` without a scale — said in ``result.notes``; else 0).
     seed : an int, None (fresh entropy) or a :class:`numpy.random.SeedSequence`.  Chain ``c``
         uses ``default_rng(SeedSequence(seed).spawn(chains)[c])`` for its initialisation and all
         its steps, so the draws do not depend on ``workers``.  (A Generator is not accepted.)
@@ -132,6 +136,9 @@ def infer(
 
     Notes
     -----
+    After the draws, a :class:`~thrifty.ConvergenceWarning` names the variables whose split
+    R-hat exceeds 1.01 or whose bulk ESS is below 100 per chain (small variables only:
+    :mod:`thrifty.runtime.convergence`).
     Ctrl-C stops the chains after their current step (a second Ctrl-C aborts at once) and returns
     the draws so far with ``result.interrupted = True``; chains of unequal lengths are truncated
     to the shortest (chains without draws are left out) and ``result.chain_draws`` keeps them all.
@@ -158,9 +165,17 @@ def infer(
 
         kernel, assigned = default_kernel(program)
         log.info(assigned)
-        if burn_in is None:
-            burn_in = DEFAULT_KERNEL_BURN_IN
     kernel = _check_kernel(kernel)
+    notes: list[str] = [assigned] if assigned else []
+    adapting = _adapting(kernel)
+    if burn_in is None and (assigned or adapting["gradient"] or adapting["drift"]):
+        burn_in = DEFAULT_KERNEL_BURN_IN  # a kernel that needs tuning gets it by default
+        if not assigned:
+            labels = adapting["gradient"] + adapting["drift"]
+            notes.append(f"burn_in={burn_in} by default: {', '.join(labels)} "
+                         f"adapt{'s' if len(labels) == 1 else ''} during the burn-in "
+                         "(burn_in= sets another)")
+            log.info(notes[-1])
     num_samples = _int_arg("num_samples", num_samples, 0)
     burn_in = _int_arg("burn_in", 0 if burn_in is None else burn_in, 0)
     thin = _int_arg("thin", thin, 1)
@@ -181,7 +196,7 @@ def infer(
     ss = _seed_sequence(seed)
     executor = _executor(executor)
     if burn_in == 0:
-        _warn_unadapted(kernel)
+        _warn_unadapted(adapting)
     if isinstance(dense_bytes, bool) or not isinstance(dense_bytes, numbers.Real):
         raise TypeError(f"dense_bytes must be a number of bytes, got {dense_bytes!r}")
     if not dense_bytes >= 0:  # NaN included; inf: every variable dense
@@ -200,7 +215,6 @@ def infer(
     if checkpoint is not None:  # a checkpoint never resumes a different run
         config.update(run_identity(program, kernel, keep, inits))
     records = [ChainRecord() for _ in range(chains)]
-    notes: list[str] = [assigned] if assigned else []
     ckpt = None
     if checkpoint is not None:
         ckpt = Checkpoint(checkpoint, checkpoint_every, chains)
@@ -287,6 +301,8 @@ def infer(
     )
     result.failed_chains = {c: r.error for c, r in enumerate(records) if r.error is not None}
     _warn_divergences(result)
+    if not interrupted:
+        check_convergence(result)
     wall = perf_counter() - t_start
     run_stats["wall_time"] = wall
     run_stats["draws_per_second"] = new_draws / wall if wall > 0 else float("nan")
@@ -297,9 +313,20 @@ def infer(
     return result
 
 
-def _warn_unadapted(kernel) -> None:
-    gradient = [label for label, k in kernel.kernels()
-                if getattr(k, "uses_jax", False) and getattr(k, "step_size", 0) is None]
+def _adapting(kernel) -> dict:
+    """The labels of the kernels that adapt during the burn-in: gradient kernels without a step
+    size, proposals that adapt (``th.drift()`` without a scale)."""
+    return {
+        "gradient": [label for label, k in kernel.kernels()
+                     if getattr(k, "uses_jax", False) and getattr(k, "step_size", 0) is None],
+        "drift": [label for label, k in kernel.kernels()
+                  if getattr(getattr(k, "proposal", None), "adaptive", False)],
+    }
+
+
+def _warn_unadapted(adapting: dict) -> None:
+    """``burn_in=0`` given with kernels that adapt during the burn-in."""
+    gradient, labels = adapting["gradient"], adapting["drift"]
     if gradient:
         warnings.warn(
             f"{', '.join(gradient)}: the step size and mass matrix adapt during the burn-in, "
@@ -308,8 +335,6 @@ def _warn_unadapted(kernel) -> None:
             UserWarning,
             stacklevel=3,
         )
-    labels = [label for label, k in kernel.kernels()
-              if getattr(getattr(k, "proposal", None), "adaptive", False)]
     if labels:
         warnings.warn(
             f"{', '.join(labels)}: th.drift() without a scale adapts during the burn-in, and "

@@ -1,0 +1,118 @@
+"""The convergence check at the end of ``th.infer``, as PyMC's and Stan's samplers do it.
+
+Chains that have not mixed give draws that are not from the posterior, and nothing else in a run
+says so: two chains of a bimodal mixture each stuck in its own mode look fine one at a time.
+After the draws, the rank-normalised split R-hat (Vehtari et al. 2021) of every small variable is
+computed over the chains (two or more), and its bulk ESS per chain; a :class:`ConvergenceWarning`
+names the variables with R-hat above 1.01 or fewer than 100 effective draws per chain (the
+thresholds of Vehtari et al. and PyMC's).
+
+The check reads at most :data:`CHECKED_ELEMENTS` elements: every element of variables of at most
+:data:`MAX_ELEMENTS` per draw kept dense (top-level parameters, a few tables), none of a plate's
+or a chain's columns — so its cost is bounded whatever the size of the data (a run over 10⁵ plate
+elements checks its global parameters only).  Elements that do not exist in every draw (NaN:
+a branch, a CRP table) and elements that never change (R-hat undefined) are left out.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+#: R-hat above this says the chains disagree (Vehtari et al. 2021, §4)
+RHAT_MAX = 1.01
+#: bulk effective draws per chain below this make R-hat and ESS unreliable (PyMC's threshold)
+ESS_PER_CHAIN_MIN = 100
+#: elements per draw of a variable the check reads; larger variables are not checked
+MAX_ELEMENTS = 64
+#: elements the check reads in all
+CHECKED_ELEMENTS = 1024
+SHOWN = 6  # elements a warning names
+
+
+class ConvergenceWarning(UserWarning):
+    """The chains of a ``th.infer`` run have not mixed, or have too few effective draws to tell:
+    ``rhat`` and ``ess`` map each element named (``"mu"``, ``"w[1]"``) to its value.
+
+    >>> import thrifty as th
+    >>> issubclass(th.ConvergenceWarning, UserWarning)
+    True
+    """
+
+    def __init__(self, message: str, rhat: dict | None = None, ess: dict | None = None):
+        super().__init__(message)
+        self.rhat = rhat or {}
+        self.ess = ess or {}
+
+
+def _elements(samples, num_draws: int):
+    """(name, (chains, draws, k) array) of the variables the check reads, at most
+    ``CHECKED_ELEMENTS`` elements in all, in name order."""
+    left = CHECKED_ELEMENTS
+    for name in sorted(samples):
+        v = samples[name]
+        if not isinstance(v, np.ndarray) or v.ndim < 2 or v.shape[1] != num_draws:
+            continue  # kept as events (a large variable), or not per draw
+        if v.dtype.kind not in "fiub":
+            continue
+        k = int(np.prod(v.shape[2:], dtype=np.int64))
+        if k > MAX_ELEMENTS or k > left:
+            continue
+        left -= k
+        yield name, v.reshape(v.shape[0], v.shape[1], k).astype(float)
+
+
+def _label(name: str, shape: tuple, j: int) -> str:
+    if not shape:
+        return name
+    return f"{name}[{','.join(str(int(i)) for i in np.unravel_index(j, shape))}]"
+
+
+def check_convergence(result, stacklevel: int = 3) -> None:
+    """Warn (:class:`ConvergenceWarning`) when some checked element has R-hat above
+    :data:`RHAT_MAX` (two or more chains) or a bulk ESS below :data:`ESS_PER_CHAIN_MIN` per
+    chain."""
+    from thrifty.diagnostics._arviz import rhat_ess
+
+    chains, draws = result.num_chains, result.num_draws
+    if chains == 0 or draws < 4:
+        return
+    rhat: dict = {}
+    ess: dict = {}
+    for name, values in _elements(result.samples, draws):
+        shape = result.samples[name].shape[2:]
+        ok = ~np.isnan(values).any(axis=(0, 1)) & (np.ptp(values, axis=(0, 1)) > 0)
+        if not ok.any():
+            continue
+        cols = np.flatnonzero(ok)
+        r, e = rhat_ess(values[:, :, cols])
+        for j, rj, ej in zip(cols, r, e):
+            label = _label(name, shape, int(j))
+            if chains > 1 and rj > RHAT_MAX:
+                rhat[label] = float(rj)
+            if ej < ESS_PER_CHAIN_MIN * chains:
+                ess[label] = float(ej)
+    if not rhat and not ess:
+        return
+    parts = []
+    if rhat:
+        worst = sorted(rhat, key=rhat.get, reverse=True)
+        parts.append(
+            f"R-hat above {RHAT_MAX} for {_names(worst)} (largest {rhat[worst[0]]:.3g}): the "
+            f"{chains} chains disagree, so they have not mixed (a chain stuck in one mode, or "
+            "still moving from its start); the draws are not yet from the posterior")
+    if ess:
+        worst = sorted(ess, key=ess.get)
+        parts.append(
+            f"bulk ESS below {ESS_PER_CHAIN_MIN} per chain for {_names(worst)} (smallest "
+            f"{ess[worst[0]]:.0f} in {'all ' if chains > 1 else ''}{chains} chain"
+            f"{'s' if chains > 1 else ''}): too few effective draws for reliable estimates")
+    warnings.warn(ConvergenceWarning(
+        "; ".join(parts) + ". Run longer (num_samples, burn_in), run more chains, or use a "
+        "kernel that moves these choices better", rhat, ess), stacklevel=stacklevel)
+
+
+def _names(labels: list) -> str:
+    shown = ", ".join(labels[:SHOWN])
+    return shown if len(labels) <= SHOWN else f"{shown} and {len(labels) - SHOWN} more"

@@ -1,0 +1,92 @@
+"""The convergence check at the end of ``th.infer`` (:mod:`thrifty.runtime.convergence`):
+chains stuck in different modes are named, chains that mix are not, and the check reads the
+small variables only."""
+
+from __future__ import annotations
+
+import warnings
+from types import SimpleNamespace
+
+import numpy as np
+
+import thrifty as th
+from thrifty import dist
+from thrifty.runtime.convergence import CHECKED_ELEMENTS, MAX_ELEMENTS, check_convergence
+
+
+@th.model
+def two_modes():
+    """mu² ≈ 4: modes at ±2, 40 prior sds apart for a walk of scale 0.1."""
+    mu = th.sample("mu", dist.Normal(0.0, 10.0))
+    sd = th.sample("sd", dist.HalfNormal(1.0))
+    th.observe("y", dist.Normal(mu * mu, 0.1), 4.0)
+    th.observe("z", dist.Normal(0.0, sd), 0.5)
+
+
+def _convergence(fn):
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        out = fn()
+    return out, [x.message for x in w if issubclass(x.category, th.ConvergenceWarning)]
+
+
+def test_chains_in_different_modes_are_named_and_chains_that_mix_are_not():
+    r, found = _convergence(lambda: th.infer(
+        two_modes(), th.cycle([th.mh("mu", th.drift(0.1)), th.mh("sd", th.drift(0.5))]),
+        num_samples=2000, burn_in=500, chains=4, seed=0, progress=False))
+    signs = np.sign(r["mu"].mean(axis=1))
+    assert 0 < (signs > 0).sum() < 4  # (this seed's chains end in both modes)
+    (w,) = found
+    assert set(w.rhat) == {"mu"} and w.rhat["mu"] > 1.2, w.rhat
+    assert "mu" in str(w) and "R-hat" in str(w)
+    # sd mixes: the same run with mu's sign folded has no R-hat problem
+    folded = {"mu": np.abs(r["mu"]), "sd": r["sd"]}
+    _, quiet = _convergence(lambda: check_convergence(
+        SimpleNamespace(samples=folded, num_chains=4, num_draws=2000)))
+    assert all("R-hat" not in str(m) for m in quiet), quiet
+
+
+def test_a_conjugate_model_that_mixes_gives_no_warning():
+    @th.model
+    def normal(y):
+        mu = th.sample("mu", dist.Normal(0.0, 10.0))
+        with th.plate("data", len(y)) as i:
+            th.observe("y", dist.Normal(mu, 1.0), y[i])
+
+    y = np.random.default_rng(1).normal(1.0, 1.0, size=20)
+    _, found = _convergence(lambda: th.infer(normal(y), th.mh("mu", th.drift(0.5)),
+                                             num_samples=2000, burn_in=500, chains=2, seed=0,
+                                             progress=False))
+    assert found == []
+
+
+def test_few_effective_draws_warn_with_one_chain():
+    rng = np.random.default_rng(0)
+    walk = np.cumsum(rng.normal(size=(1, 500)), axis=1)  # a random walk: ESS of a few
+    _, found = _convergence(lambda: check_convergence(
+        SimpleNamespace(samples={"x": walk}, num_chains=1, num_draws=500)))
+    (w,) = found
+    assert w.rhat == {} and set(w.ess) == {"x"} and w.ess["x"] < 100
+
+
+def test_the_check_reads_small_dense_variables_only():
+    """Variables over MAX_ELEMENTS elements per draw (a plate's columns) are not read, at most
+    CHECKED_ELEMENTS elements in all; elements missing from some draws (NaN) or constant are
+    left out — so stuck elements there do not warn."""
+    rng = np.random.default_rng(0)
+    stuck = np.repeat(np.arange(2.0)[:, None, None], 400, axis=1)  # each chain its own value
+    big = stuck + np.zeros((2, 400, MAX_ELEMENTS + 1))
+    many = [stuck + rng.normal(size=(2, 400, MAX_ELEMENTS)) * 1e-3
+            for _ in range(CHECKED_ELEMENTS // MAX_ELEMENTS + 1)]
+    partial = np.where(rng.random((2, 400, 1)) < 0.5, np.nan, stuck)
+    samples = {"big": big, **{f"m{k:02d}": a for k, a in enumerate(many)}}
+    _, found = _convergence(lambda: check_convergence(
+        SimpleNamespace(samples=samples, num_chains=2, num_draws=400)))
+    (w,) = found
+    named = {label.split("[")[0] for label in w.rhat}
+    assert named == {f"m{k:02d}" for k in range(CHECKED_ELEMENTS // MAX_ELEMENTS)}
+    assert len(w.rhat) == CHECKED_ELEMENTS
+    samples = {"partial": partial, "constant": np.ones((2, 400))}
+    _, found = _convergence(lambda: check_convergence(
+        SimpleNamespace(samples=samples, num_chains=2, num_draws=400)))
+    assert found == []

@@ -69,6 +69,26 @@ def test_few_effective_draws_warn_with_one_chain():
     assert w.rhat == {} and set(w.ess) == {"x"} and w.ess["x"] < 100
 
 
+def test_labels_and_memoized_values_are_not_read():
+    """A DP mixture's labels are names (label switching permutes them) and its table means are
+    keyed by them: neither is read, though their 'R-hat' would be large."""
+
+    @th.model
+    def dpm(y):
+        crp = th.CRP(1.0)
+        mu = th.mem("mu", lambda k: dist.Normal(0.0, 5.0))
+        with th.plate("data", len(y)) as i:
+            th.observe("y", dist.Normal(mu(th.sample("z", crp)), 1.0), y[i])
+
+    y = np.concatenate([np.full(10, -3.0), np.full(10, 3.0)])
+    r, found = _convergence(lambda: th.infer(dpm(y), th.cycle([th.gibbs("data.z"),
+                                                               th.mh("mu", th.prior())]),
+                                             num_samples=300, chains=2, seed=0,
+                                             progress=False))
+    assert r["data.z"].shape == (2, 300, 20)
+    assert found == []
+
+
 def test_the_check_reads_small_dense_variables_only():
     """Variables over MAX_ELEMENTS elements per draw (a plate's columns) are not read, at most
     CHECKED_ELEMENTS elements in all; elements missing from some draws (NaN) or constant are

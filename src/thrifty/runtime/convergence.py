@@ -7,11 +7,13 @@ computed over the chains (two or more), and its bulk ESS per chain; a :class:`Co
 names the variables with R-hat above 1.01 or fewer than 100 effective draws per chain (the
 thresholds of Vehtari et al. and PyMC's).
 
-The check reads at most :data:`CHECKED_ELEMENTS` elements: every element of variables of at most
-:data:`MAX_ELEMENTS` per draw kept dense (top-level parameters, a few tables), none of a plate's
-or a chain's columns — so its cost is bounded whatever the size of the data (a run over 10⁵ plate
-elements checks its global parameters only).  Elements that do not exist in every draw (NaN:
-a branch, a CRP table) and elements that never change (R-hat undefined) are left out.
+The check reads at most :data:`CHECKED_ELEMENTS` elements, of variables of at most
+:data:`MAX_ELEMENTS` elements per draw kept dense: top-level choices and values, and the
+continuous columns of small plates and chains (eight schools' ``theta``) — so its cost is bounded
+whatever the size of the data (a run over 10⁵ plate elements checks its global parameters
+only).  Left out: discrete plate and chain columns (a mixture's labels, a CRP's tables: their
+values are names, which label switching permutes), memoized values (keyed by those names), and
+elements that do not exist in every draw (NaN: a branch) or never change (R-hat undefined).
 """
 
 from __future__ import annotations
@@ -46,15 +48,17 @@ class ConvergenceWarning(UserWarning):
         self.ess = ess or {}
 
 
-def _elements(samples, num_draws: int):
+def _elements(samples, num_draws: int, meta: dict):
     """(name, (chains, draws, k) array) of the variables the check reads, at most
-    ``CHECKED_ELEMENTS`` elements in all, in name order."""
+    ``CHECKED_ELEMENTS`` elements in all, in name order.  ``meta``: where each variable lives
+    (``Result._meta``; a variable not in it is taken for a top-level one)."""
     left = CHECKED_ELEMENTS
     for name in sorted(samples):
         v = samples[name]
         if not isinstance(v, np.ndarray) or v.ndim < 2 or v.shape[1] != num_draws:
             continue  # kept as events (a large variable), or not per draw
-        if v.dtype.kind not in "fiub":
+        where = (meta.get(name) or ("root",))[0]
+        if where == "mem" or v.dtype.kind not in ("fiub" if where == "root" else "f"):
             continue
         k = int(np.prod(v.shape[2:], dtype=np.int64))
         if k > MAX_ELEMENTS or k > left:
@@ -80,7 +84,8 @@ def check_convergence(result, stacklevel: int = 3) -> None:
         return
     rhat: dict = {}
     ess: dict = {}
-    for name, values in _elements(result.samples, draws):
+    meta = result._meta() if hasattr(result, "_meta") else {}
+    for name, values in _elements(result.samples, draws, meta):
         shape = result.samples[name].shape[2:]
         ok = ~np.isnan(values).any(axis=(0, 1)) & (np.ptp(values, axis=(0, 1)) > 0)
         if not ok.any():

@@ -11,8 +11,9 @@ The check reads at most :data:`CHECKED_ELEMENTS` elements, of variables of at mo
 :data:`MAX_ELEMENTS` elements per draw kept dense: top-level choices and values, and the
 continuous columns of small plates and chains (eight schools' ``theta``) — so its cost is bounded
 whatever the size of the data (a run over 10⁵ plate elements checks its global parameters
-only).  Left out: discrete plate and chain columns (a mixture's labels, a CRP's tables: their
-values are names, which label switching permutes), memoized values (keyed by those names), and
+only).  Left out: discrete plate and chain columns (a mixture's labels, a CRP's tables, an HMM's
+states: values that are names, which label switching permutes), memoized values (keyed by those
+names), and
 elements that do not exist in every draw (NaN: a branch) or never change (R-hat undefined).
 """
 
@@ -35,7 +36,8 @@ SHOWN = 6  # elements a warning names
 
 class ConvergenceWarning(UserWarning):
     """The chains of a ``th.infer`` run have not mixed, or have too few effective draws to tell:
-    ``rhat`` and ``ess`` map each element named (``"mu"``, ``"w[1]"``) to its value.
+    ``rhat`` and ``ess`` (bulk, per chain) map each element named (``"mu"``, ``"w[1]"``) to its
+    value.
 
     >>> import thrifty as th
     >>> issubclass(th.ConvergenceWarning, UserWarning)
@@ -58,13 +60,14 @@ def _elements(samples, num_draws: int, meta: dict):
         if not isinstance(v, np.ndarray) or v.ndim < 2 or v.shape[1] != num_draws:
             continue  # kept as events (a large variable), or not per draw
         where = (meta.get(name) or ("root",))[0]
-        if where == "mem" or v.dtype.kind not in ("fiub" if where == "root" else "f"):
-            continue
         k = int(np.prod(v.shape[2:], dtype=np.int64))
-        if k > MAX_ELEMENTS or k > left:
+        if where == "mem" or v.dtype.kind not in "fiub" or k > MAX_ELEMENTS or k > left:
             continue
+        x = v.reshape(v.shape[0], v.shape[1], k).astype(float)
+        if where != "root" and np.all(np.isnan(x) | (x == np.round(x))):
+            continue  # labels or discrete states (stored as floats where NaN marks absence)
         left -= k
-        yield name, v.reshape(v.shape[0], v.shape[1], k).astype(float)
+        yield name, x
 
 
 def _label(name: str, shape: tuple, j: int) -> str:
@@ -97,7 +100,7 @@ def check_convergence(result, stacklevel: int = 3) -> None:
             if chains > 1 and rj > RHAT_MAX:
                 rhat[label] = float(rj)
             if ej < ESS_PER_CHAIN_MIN * chains:
-                ess[label] = float(ej)
+                ess[label] = float(ej) / chains
     if not rhat and not ess:
         return
     parts = []
@@ -111,8 +114,7 @@ def check_convergence(result, stacklevel: int = 3) -> None:
         worst = sorted(ess, key=ess.get)
         parts.append(
             f"bulk ESS below {ESS_PER_CHAIN_MIN} per chain for {_names(worst)} (smallest "
-            f"{ess[worst[0]]:.0f} in {'all ' if chains > 1 else ''}{chains} chain"
-            f"{'s' if chains > 1 else ''}): too few effective draws for reliable estimates")
+            f"{ess[worst[0]]:.0f} per chain): too few effective draws for reliable estimates")
     warnings.warn(ConvergenceWarning(
         "; ".join(parts) + ". Run longer (num_samples, burn_in), run more chains, or use a "
         "kernel that moves these choices better", rhat, ess), stacklevel=stacklevel)

@@ -110,3 +110,26 @@ def test_the_check_reads_small_dense_variables_only():
     _, found = _convergence(lambda: check_convergence(
         SimpleNamespace(samples=samples, num_chains=2, num_draws=400)))
     assert found == []
+
+
+def test_the_check_reads_a_bounded_number_of_draws(monkeypatch):
+    """Work, not time: whatever the run's length, the check reads at most CHECKED_DRAWS draws
+    (200 a chain at least) of at most CHECKED_ELEMENTS elements."""
+    from thrifty.diagnostics import _arviz
+    from thrifty.runtime.convergence import CHECKED_DRAWS
+
+    seen = []
+    real = _arviz.rhat_ess
+
+    def spy(values):
+        seen.append(values.shape)
+        return real(values)
+
+    monkeypatch.setattr(_arviz, "rhat_ess", spy)
+    rng = np.random.default_rng(0)
+    for chains, draws in ((4, 100_000), (40, 1_000)):
+        samples = {"x": rng.normal(size=(chains, draws, 8))}
+        check_convergence(SimpleNamespace(samples=samples, num_chains=chains, num_draws=draws))
+    (c0, n0, k0), (c1, n1, _) = seen
+    assert c0 * n0 <= CHECKED_DRAWS and n0 >= 200 and k0 == 8
+    assert n1 == 200 and c1 == 40  # at least 200 a chain

@@ -74,17 +74,49 @@ def trace_figure(data, var_names=None, **kwargs):
     return fig
 
 
+
+def _z_scale(x: np.ndarray) -> np.ndarray:
+    """Rank-normalised draws (Vehtari et al. 2021, Eq. 14; Blom's offsets): the pooled ranks of
+    each row of ``x`` (k, chains, draws) mapped through the normal quantile function."""
+    from scipy import special
+
+    flat = x.reshape(len(x), -1)
+    m = flat.shape[1]
+    order = np.argsort(flat, axis=1)
+    s = np.take_along_axis(flat, order, axis=1)
+    step = s[:, 1:] != s[:, :-1]  # ties share the mean of their ranks (scipy's "average")
+    pos = np.broadcast_to(np.arange(m), s.shape)
+    first = np.maximum.accumulate(np.where(np.pad(step, ((0, 0), (1, 0)), constant_values=True),
+                                           pos, 0), axis=1)
+    last = np.minimum.accumulate(np.where(np.pad(step, ((0, 0), (0, 1)), constant_values=True),
+                                          pos, m - 1)[:, ::-1], axis=1)[:, ::-1]
+    ranks = np.empty_like(flat)
+    np.put_along_axis(ranks, order, (first + last) / 2.0 + 1.0, axis=1)
+    return special.ndtri((ranks - 0.375) / (m + 0.25)).reshape(x.shape)
+
+
 def rhat_ess(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Rank-normalised split R-hat and bulk ESS of each column of draws ``(chains, draws, k)``
-    (ESS over all the chains; R-hat NaN for one chain)."""
-    x = np.moveaxis(values, 2, 0)  # (k, chains, draws)
+    """Rank-normalised split R-hat (the larger of the bulk's and the folded draws') and bulk
+    ESS of each column of draws ``(chains, draws, k)`` (ESS over all the chains; R-hat NaN
+    for one chain), as ArviZ's ``rhat(method="rank")`` and ``ess(method="bulk")`` define them
+    (Vehtari et al. 2021, §4.2–4.3).  The rank normalisation is done here, for every column in
+    one vectorised pass, and ArviZ's split R-hat and ESS are applied to it: ArviZ's own rank
+    methods cost ~5 ms per column of 4,000 draws, 30× this."""
+    x = np.moveaxis(np.asarray(values, dtype=float), 2, 0)  # (k, chains, draws)
+    z = _z_scale(x)
+    folded = _z_scale(np.abs(x - np.median(x.reshape(len(x), -1), axis=1)[:, None, None]))
     with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         if AZ1:
             from arviz_stats.base import array_stats
 
-            rhat = array_stats.rhat(x) if x.shape[1] > 1 else np.full(len(x), np.nan)
-            return np.asarray(rhat, float), np.asarray(array_stats.ess(x, method="bulk"), float)
-        rhat = [az.rhat(c) if c.shape[0] > 1 else np.nan for c in x]
-        ess = [az.ess(c, method="bulk") for c in x]
+            if x.shape[1] > 1:
+                rhat = np.maximum(array_stats.rhat(z, method="split"),
+                                  array_stats.rhat(folded, method="split"))
+            else:
+                rhat = np.full(len(x), np.nan)
+            return np.asarray(rhat, float), np.asarray(array_stats.ess(z, method="mean"), float)
+        rhat = [max(az.rhat(a, method="split"), az.rhat(b, method="split"))
+                if a.shape[0] > 1 else np.nan for a, b in zip(z, folded)]
+        ess = [az.ess(a, method="mean") for a in z]
         return np.asarray(rhat, float), np.asarray(ess, float)

@@ -7,14 +7,15 @@ computed over the chains (two or more), and its bulk ESS per chain; a :class:`Co
 names the variables with R-hat above 1.01 or fewer than 100 effective draws per chain (the
 thresholds of Vehtari et al. and PyMC's).
 
-The check reads at most :data:`CHECKED_ELEMENTS` elements, of variables of at most
+The check reads at most :data:`CHECKED_DRAWS` draws in all (evenly spaced; 200 a chain at
+least) of at most :data:`CHECKED_ELEMENTS` elements, of variables of at most
 :data:`MAX_ELEMENTS` elements per draw kept dense: top-level choices and values, and the
-continuous columns of small plates and chains (eight schools' ``theta``) — so its cost is bounded
-whatever the size of the data (a run over 10⁵ plate elements checks its global parameters
-only).  Left out: discrete plate and chain columns (a mixture's labels, a CRP's tables, an HMM's
-states: values that are names, which label switching permutes), memoized values (keyed by those
-names), and
-elements that do not exist in every draw (NaN: a branch) or never change (R-hat undefined).
+continuous columns of small plates and chains (eight schools' ``theta``) — so its cost is
+bounded whatever the size of the data and the length of the run (a run over 10⁵ plate elements
+checks its global parameters only).  Left out: discrete plate and chain columns (a mixture's
+labels, a CRP's tables, an HMM's states: values that are names, which label switching
+permutes), memoized values (keyed by those names), and elements that do not exist in every draw
+(NaN: a branch) or never change (R-hat undefined).
 """
 
 from __future__ import annotations
@@ -30,7 +31,11 @@ ESS_PER_CHAIN_MIN = 100
 #: elements per draw of a variable the check reads; larger variables are not checked
 MAX_ELEMENTS = 64
 #: elements the check reads in all
-CHECKED_ELEMENTS = 1024
+CHECKED_ELEMENTS = 64
+#: draws the check reads over all the chains (every k-th of a chain beyond its share, at least
+#: 200 a chain: thinning keeps R-hat's comparison of the chains, and a thinned chain's ESS is
+#: about min(its draws, the whole chain's ESS), so the ESS threshold holds)
+CHECKED_DRAWS = 4000
 SHOWN = 6  # elements a warning names
 
 
@@ -63,7 +68,8 @@ def _elements(samples, num_draws: int, meta: dict):
         k = int(np.prod(v.shape[2:], dtype=np.int64))
         if where == "mem" or v.dtype.kind not in "fiub" or k > MAX_ELEMENTS or k > left:
             continue
-        x = v.reshape(v.shape[0], v.shape[1], k).astype(float)
+        every = -(-num_draws // max(CHECKED_DRAWS // v.shape[0], 200))
+        x = v[:, ::every].reshape(v.shape[0], -1, k).astype(float)
         if where != "root" and np.all(np.isnan(x) | (x == np.round(x))):
             continue  # labels or discrete states (stored as floats where NaN marks absence)
         left -= k

@@ -133,3 +133,22 @@ def test_the_check_reads_a_bounded_number_of_draws(monkeypatch):
     (c0, n0, k0), (c1, n1, _) = seen
     assert c0 * n0 <= CHECKED_DRAWS and n0 >= 200 and k0 == 8
     assert n1 == 200 and c1 == 40  # at least 200 a chain
+
+
+def test_rhat_and_ess_are_arviz_rank_methods():
+    """The vectorised rank normalisation gives ArviZ's rank R-hat and bulk ESS (ties
+    included: discrete draws)."""
+    from thrifty.diagnostics._arviz import AZ1, rhat_ess
+
+    if not AZ1:
+        return  # (ArviZ 0.2x: the same formulas, through its per-array functions)
+    from arviz_stats.base import array_stats
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(6, 4, 500))
+    x[1, 1] += 0.5  # a shifted chain
+    x[2] = np.cumsum(x[2], axis=-1)  # a random walk
+    x[3] = rng.integers(0, 3, size=(4, 500))  # ties
+    r, e = rhat_ess(np.moveaxis(x, 0, 2))
+    np.testing.assert_allclose(r, array_stats.rhat(x), rtol=1e-12)
+    np.testing.assert_allclose(e, array_stats.ess(x, method="bulk"), rtol=1e-12)

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import integrate, stats
 
 import thrifty as th
 from stat_helpers import Z_MAX, check_continuous, ess, mean_z, prob_z
@@ -314,3 +314,42 @@ def test_a_choice_of_many_values_gets_lmh_not_a_run_per_value():
     sd = math.sqrt((ks**2 * w).sum() / w.sum() - mean**2)
     z = mean_z(r["k"].astype(float), mean, sd)
     assert abs(z) < Z_MAX, z
+
+
+@th.model
+def uniform_scale(y, discrete_bound=False):
+    """y_i ~ Uniform(0, θ): p(θ | y) ∝ e^{−θ/10} θ^{−n} on θ > max y (a support that moves
+    with θ); ``discrete_bound``: the bound moves with a discrete choice k instead, which the
+    gradient run holds fixed (θ is then observed through z)."""
+    theta = th.sample("theta", dist.Exponential(0.1))
+    s = th.sample("s", dist.Normal(0.0, 1.0))
+    th.observe("z", dist.Normal(s, 1.0), 0.5)
+    with th.plate("data", len(y)) as i:
+        if discrete_bound:
+            k = th.sample("k", dist.Bernoulli(0.5))
+            th.observe("t", dist.Normal(theta, 1.0), 1.0)
+            th.observe("y", dist.Uniform(0.0, 6.0 + k), y[i])
+        else:
+            th.observe("y", dist.Uniform(0.0, theta), y[i])
+
+
+def test_a_support_that_moves_with_a_choice_gets_a_random_walk_not_nuts():
+    """NUTS's trajectories diverge at the wall where θ crosses max y (about half of its
+    transitions did); the default kernel gives θ adaptive MH, with the reason, and the
+    posterior mean agrees with the exact one (z-test, ESS-based error)."""
+    y = np.random.default_rng(0).uniform(0.0, 5.0, size=20)
+    trace = th.initialize(uniform_scale(y), 0)
+    assert th.nuts(["theta", "s"]).moving_supports(trace) == ["data.y"]
+    assert th.nuts(["s"]).moving_supports(trace) == []  # (θ held fixed: no wall for s)
+    r = th.infer(uniform_scale(y), num_samples=2000, chains=2, seed=0, progress=False)
+    assert "adaptive MH (th.drift()) to theta, s (the support of data.y moves" in r.notes[0]
+    grid = np.linspace(y.max(), 4 * y.max(), 200_001)  # (the density at 4 max y: 4⁻²⁰ of it)
+    dens = np.exp(-0.1 * grid - 20 * np.log(grid / y.max()))
+    cdf = integrate.cumulative_trapezoid(dens, grid, initial=0.0)
+    dens, cdf = dens / cdf[-1], cdf / cdf[-1]
+    mean = integrate.trapezoid(grid * dens, grid)
+    sd = math.sqrt(integrate.trapezoid((grid - mean) ** 2 * dens, grid))
+    check_continuous(r["theta"], mean, sd, lambda t: np.interp(t, grid, cdf), "theta")
+    # a bound that moves with a choice outside the block (Gibbs moves k): NUTS
+    _, said = default_kernel(uniform_scale(y, discrete_bound=True))
+    assert "assigned NUTS to theta, s; Gibbs to data.k" in said, said

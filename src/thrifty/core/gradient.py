@@ -38,7 +38,7 @@ import numpy as np
 from thrifty import _context
 from thrifty.core.address import as_name, fmt
 from thrifty.core.vocab import DETERMINISTIC, LATENT
-from thrifty.distributions.xp import SUMMED
+from thrifty.distributions.xp import SUMMED, is_foreign
 from thrifty.errors import ModelError, NotDifferentiable
 
 OBSERVED = "<observed>"  # key prefix of simulated observations in ``others``
@@ -111,6 +111,7 @@ class GradientRun:
         self.mem_fns: dict = {}
         self.last = None  # the address of the last site executed (for error messages)
         self.new_obs = None
+        self.bounds: list = []  # (address, bound) of fixed values on supports with array bounds
 
     def execute(self):
         program = self.program
@@ -173,8 +174,23 @@ class GradientRun:
             raise ModelError(f"{fmt(addr)}: the gradient run met a choice the trace does not "
                              "have (the program's structure depends on the block's values, "
                              "which a gradient kernel needs fixed)") from None
+        self.note_bounds(addr, d)
         self.lp = self.lp + self.score(d, x)
         return x
+
+    def note_bounds(self, addr, d) -> None:
+        """A value held fixed (an observation, a choice outside the block) whose family's
+        support has bounds of the array library: where they move with the block (``y ~
+        Uniform(0, θ)``), the density jumps to 0 as a bound crosses the value, a wall a
+        gradient kernel's trajectories cannot follow (:meth:`HMC.moving_supports` finds which
+        do)."""
+        try:
+            support = d.support
+        except (AttributeError, NotImplementedError, TypeError, ValueError):
+            return
+        for bound in (getattr(support, "lower", None), getattr(support, "upper", None)):
+            if bound is not None and is_foreign(bound):
+                self.bounds.append((addr, bound))
 
     def score(self, d, x):
         """``sum(d.log_prob(x))`` as the formula gives it; NaN and invalid parameters
@@ -238,6 +254,7 @@ class _Frame:
             raise ModelError(f"{fmt(addr)}: a gradient kernel cannot differentiate through a "
                              "collapsed family (its sufficient statistics are NumPy state)")
         self.run.last = addr
+        self.run.note_bounds(addr, d)
         self.run.lp = self.run.lp + self.run.score(d, value)
         return value
 

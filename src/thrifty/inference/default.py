@@ -3,8 +3,10 @@
 it chose.
 
 * **continuous choices present in every trace** (top-level sites and plate sites):
-  ``th.nuts`` on all of them as one block when JAX and BlackJAX are installed and the
-  program's density of them can be differentiated (a gradient run is traced once to find out);
+  ``th.nuts`` on all of them as one block when JAX and BlackJAX are installed, the
+  program's density of them can be differentiated (a gradient run is traced once to find out)
+  and no observation's support moves with them (``y ~ Uniform(0, θ)``: the density drops to 0
+  where θ crosses the data, a wall NUTS diverges at; :meth:`HMC.moving_supports`);
   otherwise ``th.mh(site, th.drift())`` per site, adapted during the burn-in;
 * **finite discrete choices** (``Bernoulli``, ``Categorical``, ``Binomial``, ... at the top
   level or in plates, of at most 64 values) and the labels of a coupled process (``th.CRP``
@@ -253,6 +255,13 @@ def _gradient_kernel(trace, names) -> tuple:
         # compiled in: their configurations are too many to compile one each (a few values of
         # a top-level choice are compiled once each, and cached)
         return None, k.constants_note("would compile its density anew at most steps")
+    walls = k.moving_supports(trace)
+    if walls:
+        shown = ", ".join(walls[:3]) + (f" and {len(walls) - 3} more" if len(walls) > 3 else "")
+        return None, (f"the support of {shown} moves with these choices (as y ~ Uniform(0, θ)): "
+                      "the density drops to 0 where a bound crosses an observation, a wall "
+                      "NUTS's trajectories diverge at, while a random walk's proposals there "
+                      "are only rejected")
     return k, None
 
 

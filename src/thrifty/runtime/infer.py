@@ -356,7 +356,10 @@ def _warn_divergences(result) -> None:
             f"{n} of {div.size} draws ({n / div.size:.1%}) followed a divergent transition: "
             "the sampler could not follow the posterior's curvature there, and the draws may "
             "be biased. Reparameterize (e.g. a non-centred hierarchy) or raise target_accept "
-            "(th.nuts(..., target_accept=0.95))",
+            "(th.nuts(..., target_accept=0.95)); where an observation's support moves with "
+            "the parameters (y ~ Uniform(0, θ)), the density drops to 0 at the data, a wall "
+            "no step size follows: move those parameters with th.mh(..., th.drift()) (the "
+            "default kernel does)",
             UserWarning,
             stacklevel=3,
         )

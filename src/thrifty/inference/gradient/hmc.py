@@ -221,7 +221,25 @@ class _Compiled:
             options = {"xla_backend_optimization_level": 0} if cheap else None
             self.chunk = jax.jit(chunk, compiler_options=options)
 
+        def moving_supports(u, ovals) -> list:
+            """The addresses of the fixed values (observations, choices outside the block)
+            whose support's bounds move with the block at ``u``: the bounds' derivative in a
+            random direction of ``u`` (``jax.jvp``, executed eagerly, the other values
+            constants) is not zero."""
+            found: list = []
+
+            def bounds(v):
+                r = run(v, ovals)
+                found[:] = [a for a, _ in r.bounds]
+                return [b * 1.0 for _, b in r.bounds]
+
+            direction = jnp.asarray(np.random.default_rng(0).standard_normal(np.shape(u)))
+            _, tangents = jax.jvp(bounds, (u,), (direction,))
+            return list(dict.fromkeys(a for a, t in zip(found, tangents)
+                                      if bool(jnp.any(t != 0))))
+
         self.probe = probe
+        self.moving_supports = moving_supports
         self.compile_loop = compile_loop
         self.chunk = None
         self.unpack = unpack
@@ -461,6 +479,20 @@ class HMC(Selecting):
         if cs is None:
             raise SelectionError(f"{self.name}: {self.selection!r} selects no choice")
         self._prepare(trace, cs)
+
+    def moving_supports(self, trace) -> list[str]:
+        """The observations and other fixed values whose support has a bound that moves with
+        the block (``y ~ Uniform(0, θ)`` for θ in it) at ``trace``'s values: the density
+        drops to 0 where a bound crosses such a value, and trajectories that reach it diverge
+        — a random walk (``th.mh(..., th.drift())``) only has its proposals there rejected."""
+        import jax.numpy as jnp
+
+        cs = self.choices(trace)
+        if cs is None:
+            return []
+        _, u0, comp, ovals = self._prepare(trace, cs)
+        return [".".join(str(p) for p in a if p != "*")
+                for a in comp.moving_supports(jnp.asarray(u0, dtype=float), ovals)]
 
     def _prepare(self, trace, cs):
         """(block keys, unconstrained start, compiled functions, their other values)."""

@@ -115,13 +115,18 @@ class Conditional(Generations):
             return None
         # the N − 1 free particles need N − 1 iid ancestors: the draws come unsorted
         # (``ordered = False``; sorted ones would lose their smallest to the reference's)
-        ref = np.arange(self.G) * self.n
+        ref = self.ref_members
         a[ref] = ref  # with ancestor sampling, drawn by the next generation (``_fused``)
         if self.ancestor_sampling:
             self._pending = (state, a, self.weighed.copy())
         return a
 
     _pending = None  # (states at t, ancestors of t + 1, w_t) until generation t + 1 draws
+
+    def begin_chain(self, frame, plate) -> None:
+        super().begin_chain(frame, plate)
+        self.ref_members = np.arange(self.G) * self.n  # the references: each group's first
+        self.ref_members.flags.writeable = False
 
     def generation(self, frame, plate, local, step, args, t, prev, last: bool):
         pend, self._pending = self._pending, None
@@ -134,7 +139,7 @@ class Conditional(Generations):
         fuse = plate is None and self.members <= FUSE_MAX_MEMBERS
         both = _stack(prev, before, self.members) if fuse else None
         if both is None:  # the reference's ancestor first, by a step of its own
-            ref = np.arange(self.G) * self.n
+            ref = self.ref_members
             a[ref] = self._ancestors(frame, local, step, args, t - 1, before, log_w)
             self.ancestor_changes += int((a[ref] != ref).sum())
             prev = take(before, a, self.members)
@@ -160,15 +165,17 @@ class Conditional(Generations):
                 log_w = log_w + lp
                 if _coalesced(after, G, n):
                     break
-        ref = np.arange(G) * n
+        ref = self.ref_members
         j = self._draw_ancestor(log_w)
         a[ref] = j
-        self.ancestor_changes += int((j != ref).sum())
+        self.ancestor_changes += int(np.count_nonzero(j != ref))
         idx = np.arange(m)
         idx[ref] = m + j
         state = take(state2, idx, 2 * m)
+        if type(state) is np.ndarray:  # read-only, as run_step keeps a state (and the site
+            state.flags.writeable = False  # whose values the state is holds the same rows)
         self._weigh_inc(None if obs is None else obs[idx], local + (t,))
-        self.sites.append((plate, local, t, {k: take(v, idx, 2 * m)
+        self.sites.append((plate, local, t, {k: state if v is state2 else take(v, idx, 2 * m)
                                              for k, v in step_values(sf).items()}))
         if self.records is not None:
             self.records.append(step_record(sf, state2, idx))

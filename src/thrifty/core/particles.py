@@ -26,6 +26,7 @@ from thrifty.core.vocab import (
     RESAMPLE,
     check_dist,
     readonly,
+    take_rows,
 )
 from thrifty.errors import ModelError
 
@@ -292,7 +293,7 @@ class _Reference:
             raise ModelError(
                 f"pgibbs: the reference trajectory has no choice {fmt(self.rel + local)}")
         v = np.asarray(v)
-        v = v[_group_rows(len(v), self.per, self.copies)]  # (a copy of its own)
+        v = take_rows(v, _group_rows(len(v), self.per, self.copies))  # (a copy of its own)
         return MemberSite(v, np.zeros(len(v)), LATENT)
 
 
@@ -317,7 +318,7 @@ def take(state, idx: np.ndarray, n: int):
     """A particle state reindexed by ancestors ``idx``: arrays with a leading particle axis,
     and tuples / lists / dicts of them; anything else is shared by the particles."""
     if isinstance(state, np.ndarray):
-        return state[idx] if state.ndim and state.shape[0] == n else state
+        return take_rows(state, idx) if state.ndim and state.shape[0] == n else state
     if isinstance(state, (tuple, list)):
         return type(state)(take(s, idx, n) for s in state)
     if isinstance(state, dict):

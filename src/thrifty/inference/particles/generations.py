@@ -52,6 +52,9 @@ class Generations:
         self.log_w = np.zeros(n)  # per member, since its group's last resampling
         self.log_z = 0.0
         self.weighed = self.log_w
+        # log Σ of a resampled group's weights (all 1): read, never written in place
+        self._log_n = np.array([np.log(n)])
+        self._log_n.flags.writeable = False
         self.ess: list[float] = []  # per generation: the mean ESS over the groups
         self.resampled: list[int] = []  # per generation: the number of groups resampled
         # per generation: (plate, chain, t, {site: values (G·n, ...)}) and the ancestors the
@@ -156,7 +159,7 @@ class Generations:
                 return None
             a = resampling.grouped(self.resample, W, self.rng, self.ordered)
             self.log_w = np.zeros(self.n)
-            self._lse = np.array([np.log(self.n)])
+            self._lse = self._log_n
             return a
         ess = 1.0 / np.add.reduce(W * W, axis=1)
         self.ess.append(float(np.add.reduce(ess)) / self.G)

@@ -118,7 +118,7 @@ class Conditional(Generations):
         ref = self.ref_members
         a[ref] = ref  # with ancestor sampling, drawn by the next generation (``_fused``)
         if self.ancestor_sampling:
-            self._pending = (state, a, self.weighed.copy())
+            self._pending = (state, a, self.weighed)  # (log-weights are never changed in place)
         return a
 
     _pending = None  # (states at t, ancestors of t + 1, w_t) until generation t + 1 draws

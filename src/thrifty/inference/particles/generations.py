@@ -41,6 +41,7 @@ class Generations:
     """Weighs, resamples and remembers the generations of a particle run (module docstring)."""
 
     ordered = True  # resampling returns each group's ancestors sorted (see resampling.grouped)
+    evidence = True  # keeps log_z, the evidence estimate (False: a driver that never reads it)
 
     def __init__(self, n, resample, ess_threshold, rng):
         self.n, self.rng = n, rng
@@ -133,10 +134,14 @@ class Generations:
             )
         e = np.exp(new - m)
         s = _SUM(e)
-        top = m + np.log(s)
-        self.log_z += float(top - self._row_lse()[0])
-        self.log_w = new
-        self._lse, self._W = np.array([top]), (e / s)[None]
+        if self.evidence:
+            top = m + np.log(s)
+            self.log_z += float(top - self._row_lse()[0])
+            self.log_w = new
+            self._lse = np.array([top])
+        else:
+            self.log_w = new
+        self._W = (e / s)[None]
 
     def weights(self) -> np.ndarray:
         """Normalised weights per group, (G, n)."""

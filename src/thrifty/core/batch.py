@@ -79,13 +79,19 @@ class BatchFrame:
 
     def __init__(self, run, acc, rel: tuple, old):
         self.run = run
-        self.acc = acc if acc is not None else self
+        self._acc = acc  # (None: this frame accumulates — not held as itself: a reference
+        # cycle would keep a dropped frame, its sites and arrays until the garbage collector)
         self.rel = rel
         self.old = old
         self.new: dict[tuple, MemberSite] = {}
         self.changed: set = set()
 
     # -- the accumulating frame ---------------------------------------------------------------
+    @property
+    def acc(self) -> BatchFrame:
+        acc = self._acc
+        return self if acc is None else acc
+
     def init_members(self, n: int) -> None:
         """Make this frame the accumulating frame of ``n`` members."""
         self.n = n

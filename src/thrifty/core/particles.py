@@ -14,6 +14,8 @@ particle kernel updates (``th.pgibbs``: the current global parameters), or by ``
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from thrifty.core.address import as_name, fmt
@@ -24,6 +26,7 @@ from thrifty.core.vocab import (
     RESAMPLE,
     check_dist,
     readonly,
+    take_rows,
 )
 from thrifty.errors import ModelError
 
@@ -243,7 +246,7 @@ class FusedStep(BatchFrame):
         self.init_members(2 * m)
         self.root, self.m = root, m
         self.old = _Reference(rel, ref, per, copies=2)
-        self._free = np.flatnonzero(np.arange(m) % per)  # drawn afresh: all but the references
+        self._free = _free_members(m, per)  # drawn afresh: all but the references
 
     def target(self, rel):
         return self._free, RESAMPLE
@@ -289,17 +292,33 @@ class _Reference:
         if v is None:
             raise ModelError(
                 f"pgibbs: the reference trajectory has no choice {fmt(self.rel + local)}")
-        v = np.asarray(v).repeat(self.per, axis=0)
-        if self.copies > 1:
-            v = np.concatenate([v] * self.copies)
+        v = np.asarray(v)
+        v = take_rows(v, _group_rows(len(v), self.per, self.copies))  # (a copy of its own)
         return MemberSite(v, np.zeros(len(v)), LATENT)
+
+
+# (index arrays a step frame reads, never writes: made once per shape of the batch)
+@lru_cache(maxsize=64)
+def _free_members(m: int, per: int) -> np.ndarray:
+    """The members 0..m−1 that are not their group's first (the references)."""
+    free = np.flatnonzero(np.arange(m) % per)
+    free.flags.writeable = False
+    return free
+
+
+@lru_cache(maxsize=64)
+def _group_rows(G: int, per: int, copies: int) -> np.ndarray:
+    """Per member of ``copies`` × G groups of ``per``, the row of its group."""
+    rows = np.tile(np.arange(G).repeat(per), copies)
+    rows.flags.writeable = False
+    return rows
 
 
 def take(state, idx: np.ndarray, n: int):
     """A particle state reindexed by ancestors ``idx``: arrays with a leading particle axis,
     and tuples / lists / dicts of them; anything else is shared by the particles."""
     if isinstance(state, np.ndarray):
-        return state[idx] if state.ndim and state.shape[0] == n else state
+        return take_rows(state, idx) if state.ndim and state.shape[0] == n else state
     if isinstance(state, (tuple, list)):
         return type(state)(take(s, idx, n) for s in state)
     if isinstance(state, dict):

@@ -45,6 +45,7 @@ from thrifty.core.vocab import (
     infinite_error,
     nan_error,
     sample_error,
+    take_rows,
     total,
 )
 from thrifty.errors import ModelError, ThriftyError
@@ -332,7 +333,7 @@ class BatchLanes:
     def resample(self, d, old, old_lp, hit, acct):
         lp_before = old_lp  # the old values under their old parents (see ScalarLanes)
         value = np.array(old)
-        value[hit] = self.draw(d)[hit]
+        value[hit] = take_rows(self.draw(d), hit)
         lp = self.log_prob(d, value)
         if self.frame.proposal_terms:
             acct.q_fwd += float(lp[hit].sum())

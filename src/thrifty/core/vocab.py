@@ -235,6 +235,15 @@ def outside_support(addr, d, value) -> DistributionError:
     )
 
 
+def take_rows(x: np.ndarray, idx):
+    """``x[idx]`` for ``idx`` indexing the leading axis: an integer array is taken by
+    ``ndarray.take`` when ``x`` has two or more axes (the same rows, a new C-ordered array; NumPy's
+    fancy indexing of such an array costs several times as much)."""
+    if type(idx) is np.ndarray and idx.dtype.kind in "iu" and type(x) is np.ndarray and x.ndim > 1:
+        return x.take(idx, axis=0)
+    return x[idx]
+
+
 def readonly(value):
     """``value`` as the model may see it: an array the engine keeps (a choice's value, a
     memoized value) is handed out read-only, so the model cannot change the trace behind the

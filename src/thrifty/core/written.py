@@ -86,15 +86,21 @@ class WrittenChain:
         return len(self.states)
 
 
-def _row(values, t: int):
-    """Step t's value as a run of the trajectory holds it: a Python number, or a read-only
-    array of its own (never a view of a column that later steps write in place)."""
-    v = values[t]
-    if type(v) is np.ndarray and v.ndim:
-        v = v.copy()
+def _rows(values) -> list:
+    """Each step's value as a run of the trajectory holds it: Python numbers, or read-only
+    arrays of their own (never views of a column that later steps write in place)."""
+    if values.ndim == 1:
+        return values.tolist()
+    rows = [v.copy() for v in values]
+    for v in rows:
         v.flags.writeable = False
-        return v
-    return v.item()
+    return rows
+
+
+def _shape_type(v) -> tuple:
+    if isinstance(v, (np.ndarray, np.generic)):
+        return v.shape, v.dtype
+    return np.shape(v), np.asarray(v).dtype
 
 
 def trajectory(records: list, members) -> WrittenChain | None:
@@ -131,7 +137,7 @@ def trajectory(records: list, members) -> WrittenChain | None:
         totals += lp
         if kind == LATENT or kind == DETERMINISTIC:
             kept = [v for v in values if v is not None]
-            if len({(np.shape(v), np.asarray(v).dtype) for v in kept}) != 1:
+            if len({_shape_type(v) for v in kept}) != 1:
                 return None  # (values of several shapes or types: an object column's)
             fill = np.zeros_like(kept[0])
             values = np.stack([fill if v is None else v for v in values])
@@ -139,13 +145,14 @@ def trajectory(records: list, members) -> WrittenChain | None:
             values = None
         sites[k] = WrittenSite(kind, discrete, values, lp, dists if kind == LATENT else None,
                                None if present.all() else present)
+    rows: dict = {}  # site → its rows (made once)
     states = []
     for t, rec in enumerate(records):
         several, of = rec.state_of
-        if several:
-            states.append(tuple(_row(sites[k].values, t) for k in of))
-        else:
-            states.append(_row(sites[of].values, t))
+        for k in of if several else (of,):
+            if k not in rows:
+                rows[k] = _rows(sites[k].values)
+        states.append(tuple(rows[k][t] for k in of) if several else rows[of][t])
     return WrittenChain(sites, states, totals)
 
 

@@ -204,6 +204,9 @@ class Distribution:
     array_api: bool = False
     # array-API parameters: where they are valid (None: everywhere); see thrifty.distributions.xp
     _valid = None
+    # set while :meth:`member` constructs an entry of a batch whose parameters passed the
+    # checks: each check holds entry by entry, so the checks below that compute are skipped
+    _entry_of_valid = False
 
     # -- validation ---------------------------------------------------------------------------
     def _fail(self, message: str) -> None:
@@ -225,6 +228,8 @@ class Distribution:
 
     def _check_positive(self, name: str, value) -> None:
         """``value > 0`` and finite (NaN fails), elementwise."""
+        if self._entry_of_valid:
+            return
         t = type(value)
         if t is not float and t is not np.ndarray and is_foreign(value):
             return self._invalid_unless((value > 0) & (value < math.inf))
@@ -246,6 +251,8 @@ class Distribution:
 
     def _check_nonnegative(self, name: str, value) -> None:
         """``value >= 0`` and finite (NaN fails), elementwise."""
+        if self._entry_of_valid:
+            return
         if type(value) is not float and is_foreign(value):
             return self._invalid_unless((value >= 0) & (value < math.inf))
         if not all_true(value >= 0):
@@ -255,6 +262,8 @@ class Distribution:
 
     def _check_finite(self, name: str, value) -> None:
         """``value`` finite (not NaN, not ±inf), elementwise."""
+        if self._entry_of_valid:
+            return
         t = type(value)
         if t is not float and t is not np.ndarray and is_foreign(value):
             return self._invalid_unless(abs(value) < math.inf)
@@ -319,9 +328,10 @@ class Distribution:
 
     def member(self, j: int) -> Distribution | None:
         """The distribution of entry ``j`` of the leading batch axis — one particle's or one
-        element's own, constructed (and validated) from the entry's parameters as a run of that
-        member alone constructs it; the distribution itself when the parameters are shared by
-        the batch (batch shape ``()``); None for a family that cannot say.
+        element's own, constructed from the entry's parameters as a run of that member alone
+        constructs it (their checks skipped when the batch passed them: each holds entry by
+        entry); the distribution itself when the parameters are shared by the batch (batch
+        shape ``()``); None for a family that cannot say.
 
         >>> import numpy as np
         >>> from thrifty import dist
@@ -336,7 +346,13 @@ class Distribution:
                                          or "_member_args" in own):
             return None  # (array-API parameters: not a batch of NumPy entries)
         args = self._member_args(0 if bs[0] == 1 else j)  # (an axis of 1 broadcasts)
-        return None if args is None else type(self)(**args)
+        if args is None or self._error is not None:
+            return None if args is None else type(self)(**args)
+        d = type(self).__new__(type(self))
+        d._entry_of_valid = True
+        d.__init__(**args)
+        del d._entry_of_valid
+        return d
 
     def _member_args(self, k: int) -> dict | None:
         """The constructor's keywords for entry ``k`` of the leading batch axis."""

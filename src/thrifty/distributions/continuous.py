@@ -119,7 +119,8 @@ class Normal(cumulative.NormalCDF, Distribution):
         z *= z
         z *= -0.5
         z -= (math.log(scale) if type(scale) is float else np.log(scale)) + HALF_LOG_2PI
-        return scalar_or_array(np.fmax(z, -np.inf, out=z))  # a NaN value is off the support
+        np.fmax(z, -np.inf, out=z)  # a NaN value is off the support
+        return z if z.ndim else float(z)  # (z is an array: see scalar_or_array)
 
     @property
     def mean(self):

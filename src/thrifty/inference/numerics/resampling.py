@@ -80,10 +80,12 @@ def grouped(fn: Scheme, W: np.ndarray, rng: np.random.Generator,
         u = (np.arange(n) + rng.random((G, 1))) / n
     else:
         return np.concatenate([g * n + fn(W[g], n, rng) for g in range(G)])
+    if G == 1:  # one row (a chain at the top level): no row offsets, no axis
+        cdf = W[0].cumsum()
+        cdf[-1] = 1.0
+        return np.minimum(cdf.searchsorted(u[0], side="right"), n - 1)
     cdf = W.cumsum(axis=1)
     cdf[:, -1] = 1.0
-    if G == 1:  # one row (a chain at the top level): no row offsets
-        return np.minimum(cdf[0].searchsorted(u[0], side="right"), n - 1)
     rows = np.arange(G)[:, None]
     idx = np.searchsorted((cdf + rows).ravel(), (u + rows).ravel(), side="right")
     return np.minimum(idx, (rows * n + n - 1).repeat(n, axis=1).ravel())

@@ -41,6 +41,7 @@ class Generations:
     """Weighs, resamples and remembers the generations of a particle run (module docstring)."""
 
     ordered = True  # resampling returns each group's ancestors sorted (see resampling.grouped)
+    evidence = True  # keeps log_z, the evidence estimate (False: a driver that never reads it)
 
     def __init__(self, n, resample, ess_threshold, rng):
         self.n, self.rng = n, rng
@@ -52,6 +53,9 @@ class Generations:
         self.log_w = np.zeros(n)  # per member, since its group's last resampling
         self.log_z = 0.0
         self.weighed = self.log_w
+        # log Σ of a resampled group's weights (all 1): read, never written in place
+        self._log_n = np.array([np.log(n)])
+        self._log_n.flags.writeable = False
         self.ess: list[float] = []  # per generation: the mean ESS over the groups
         self.resampled: list[int] = []  # per generation: the number of groups resampled
         # per generation: (plate, chain, t, {site: values (G·n, ...)}) and the ancestors the
@@ -130,10 +134,14 @@ class Generations:
             )
         e = np.exp(new - m)
         s = _SUM(e)
-        top = m + np.log(s)
-        self.log_z += float(top - self._row_lse()[0])
-        self.log_w = new
-        self._lse, self._W = np.array([top]), (e / s)[None]
+        if self.evidence:
+            top = m + np.log(s)
+            self.log_z += float(top - self._row_lse()[0])
+            self.log_w = new
+            self._lse = np.array([top])
+        else:
+            self.log_w = new
+        self._W = (e / s)[None]
 
     def weights(self) -> np.ndarray:
         """Normalised weights per group, (G, n)."""
@@ -156,7 +164,7 @@ class Generations:
                 return None
             a = resampling.grouped(self.resample, W, self.rng, self.ordered)
             self.log_w = np.zeros(self.n)
-            self._lse = np.array([np.log(self.n)])
+            self._lse = self._log_n
             return a
         ess = 1.0 / np.add.reduce(W * W, axis=1)
         self.ess.append(float(np.add.reduce(ess)) / self.G)

@@ -53,6 +53,8 @@ from thrifty.inference.numerics import resampling
 from thrifty.inference.particles.generations import Generations
 from thrifty.inference.selection import OrderedRange
 
+_MAX, _ALL = np.maximum.reduce, np.logical_and.reduce
+
 # PGAS runs a generation and the references' rescoring as one execution up to this many
 # members (LDS of 003 §5, T = 100: a sweep 9% faster at N = 10, 18% slower at N = 1,000)
 FUSE_MAX_MEMBERS = 256
@@ -63,6 +65,7 @@ class Conditional(Generations):
     (``refs[t][site]``: the G references' values at step t); always resamples, multinomially."""
 
     ordered = False  # the ancestors in the order drawn: iid, so one may be overwritten
+    evidence = False  # (a conditional run's weights estimate no evidence)
 
     def __init__(self, n, rng, refs, ancestor_sampling, steps=None):
         super().__init__(n, resampling.multinomial, 1.0, rng)
@@ -115,13 +118,18 @@ class Conditional(Generations):
             return None
         # the N − 1 free particles need N − 1 iid ancestors: the draws come unsorted
         # (``ordered = False``; sorted ones would lose their smallest to the reference's)
-        ref = np.arange(self.G) * self.n
+        ref = self.ref_members
         a[ref] = ref  # with ancestor sampling, drawn by the next generation (``_fused``)
         if self.ancestor_sampling:
-            self._pending = (state, a, self.weighed.copy())
+            self._pending = (state, a, self.weighed)  # (log-weights are never changed in place)
         return a
 
     _pending = None  # (states at t, ancestors of t + 1, w_t) until generation t + 1 draws
+
+    def begin_chain(self, frame, plate) -> None:
+        super().begin_chain(frame, plate)
+        self.ref_members = np.arange(self.G) * self.n  # the references: each group's first
+        self.ref_members.flags.writeable = False
 
     def generation(self, frame, plate, local, step, args, t, prev, last: bool):
         pend, self._pending = self._pending, None
@@ -134,7 +142,7 @@ class Conditional(Generations):
         fuse = plate is None and self.members <= FUSE_MAX_MEMBERS
         both = _stack(prev, before, self.members) if fuse else None
         if both is None:  # the reference's ancestor first, by a step of its own
-            ref = np.arange(self.G) * self.n
+            ref = self.ref_members
             a[ref] = self._ancestors(frame, local, step, args, t - 1, before, log_w)
             self.ancestor_changes += int((a[ref] != ref).sum())
             prev = take(before, a, self.members)
@@ -160,15 +168,17 @@ class Conditional(Generations):
                 log_w = log_w + lp
                 if _coalesced(after, G, n):
                     break
-        ref = np.arange(G) * n
+        ref = self.ref_members
         j = self._draw_ancestor(log_w)
         a[ref] = j
-        self.ancestor_changes += int((j != ref).sum())
+        self.ancestor_changes += int(np.count_nonzero(j != ref))
         idx = np.arange(m)
         idx[ref] = m + j
         state = take(state2, idx, 2 * m)
+        if type(state) is np.ndarray:  # read-only, as run_step keeps a state (and the site
+            state.flags.writeable = False  # whose values the state is holds the same rows)
         self._weigh_inc(None if obs is None else obs[idx], local + (t,))
-        self.sites.append((plate, local, t, {k: take(v, idx, 2 * m)
+        self.sites.append((plate, local, t, {k: state if v is state2 else take(v, idx, 2 * m)
                                              for k, v in step_values(sf).items()}))
         if self.records is not None:
             self.records.append(step_record(sf, state2, idx))
@@ -193,7 +203,7 @@ class Conditional(Generations):
         """Per group, a member drawn with weights ∝ exp(log_w) (flat indices)."""
         n, G = self.n, self.G
         if G == 1:  # one reference: its ancestor by one search of the unnormalised weights
-            m = log_w.max()
+            m = _MAX(log_w)
             if not m > -np.inf:
                 raise FloatingPointError("every particle of a group has weight zero")
             c = np.exp(log_w - m).cumsum()  # (array methods: no NumPy wrappers)
@@ -226,7 +236,7 @@ def _coalesced(states, G: int, n: int) -> bool:
     """Within each group, every member's state is the same."""
     if isinstance(states, np.ndarray) and states.dtype != object and states.ndim:
         s = states.reshape((G, n) + states.shape[1:])
-        return bool((s == s[:, :1]).all())
+        return bool(_ALL(s == s[:, :1], axis=None))
     members = [_member(states, i) for i in range(G * n)]
     return all(same_value(members[g * n + j], members[g * n])
                for g in range(G) for j in range(1, n))

@@ -60,7 +60,12 @@ def _elements(samples, num_draws: int, meta: dict):
     ``CHECKED_ELEMENTS`` elements in all, in name order.  ``meta``: where each variable lives
     (``Result._meta``; a variable not in it is taken for a top-level one)."""
     left = CHECKED_ELEMENTS
+    shape_of = getattr(samples, "value_shape", None)  # (a Result's: without building arrays)
     for name in sorted(samples):
+        if shape_of is not None:
+            shape = shape_of(name)
+            if shape is None or int(np.prod(shape, dtype=np.int64)) > min(MAX_ELEMENTS, left):
+                continue  # (a plate's 10⁵ columns are never built here)
         v = samples[name]
         if not isinstance(v, np.ndarray) or v.ndim < 2 or v.shape[1] != num_draws:
             continue  # kept as events (a large variable), or not per draw

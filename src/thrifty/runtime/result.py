@@ -74,6 +74,15 @@ class Samples(Mapping):
                                               self._dense_bytes)
         return v
 
+    def value_shape(self, name) -> tuple | None:
+        """The shape of one draw of ``name`` (None for values of no common array layout),
+        read from its events without building its array."""
+        v = self._built.get(name)
+        if v is not None:
+            return v.shape[2:] if v.dtype != object else None
+        lay = _common_layout(self._series[name])
+        return None if lay is None else lay[0]
+
     def __contains__(self, name) -> bool:
         return name in self._series
 

@@ -13,6 +13,7 @@ from thrifty.distributions import _saddle as saddle
 from thrifty.distributions import _special as sm
 from thrifty.distributions import constraints, cumulative
 from thrifty.distributions.base import (
+    F64,
     NP_SCALARS,
     ONE,
     Distribution,
@@ -326,7 +327,7 @@ class Categorical(Distribution):
                 return self._init_array_api(probs, None)
             else:
                 p = np.asarray(probs, dtype=float)
-            if p.dtype != np.float64:
+            if p.dtype is not F64 and p.dtype != np.float64:  # (identity: the usual dtype)
                 p = p.astype(float)
             if p.ndim == 0:
                 self._fail(f"probs must have at least one dimension, got {describe(p)}")

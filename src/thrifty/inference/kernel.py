@@ -163,6 +163,7 @@ class Kernel(Configured):
 
     name = "kernel"
     tuning = False  # True during burn-in (set by the chain): kernels may adapt their proposals
+    _info: Info | None = None  # (a class default: subclasses that skip __init__ have it too)
 
     def __init__(self):
         self.stats = Stats()
@@ -172,7 +173,7 @@ class Kernel(Configured):
     def info(self) -> Info | Stats:
         """Where the kernel's code counts its work: the :class:`Info` of the step under way
         — outside a step (a chain's start, a diagnostic's trial) the totals in ``stats``."""
-        info = getattr(self, "_info", None)
+        info = self._info
         return self.stats if info is None else info
 
     def update(self, trace, rng) -> tuple:

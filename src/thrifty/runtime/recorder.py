@@ -227,6 +227,7 @@ class Recorder:
         self.n = start  # index of the next draw in the chain
         self._trace = None
         self._sources: dict = {}
+        self._roots_of: list = []  # (name, source) of the top-level sites among _sources
         self._by_node: dict = {}
         self._generic: list = []
         self._last: dict = {}  # name → last recorded whole value of top-level sites / mem keys
@@ -266,10 +267,13 @@ class Recorder:
         if trace is not self._trace or log is None:
             self._walk(trace, d, full=True)
         else:
-            if log.nodes_changed or any(e[0] not in self._by_node for e in log.entries):
+            by_node = self._by_node
+            if log.nodes_changed or any(e[0] not in by_node for e in log.entries):
                 self._walk(trace, d, full=False)
-            self._entries(trace, log, d)
-            self._roots(trace, d)
+            if log.entries:  # (a rejected proposal wrote nothing)
+                self._entries(trace, log, d)
+            if self._roots_of:
+                self._roots(trace, d)
             log.clear()
         if trace.changes is None or self._trace is not trace:
             trace.changes = ChangeLog()
@@ -317,9 +321,7 @@ class Recorder:
     def _roots(self, trace, d) -> None:
         sites = trace.root.sites
         last = self._last
-        for name, src in self._sources.items():
-            if src.kind != "root":
-                continue
+        for name, src in self._roots_of:
             s = sites.get(src.key)
             v = None if s is None else s.value
             prev = last.get(name, _NOTHING)
@@ -373,6 +375,7 @@ class Recorder:
             if prev is None or prev.kind != src.kind or prev.node is not src.node:
                 self.meta[name] = src.meta()
         self._sources, self._by_node, self._generic = new, by_node, generic
+        self._roots_of = [(name, src) for name, src in new.items() if src.kind == "root"]
         if full:
             self._trace = None  # entries logged before this walk are already included
 

@@ -16,22 +16,22 @@ from thrifty.errors import ModelError
 Address = tuple
 # str name → its address part (name,): a model names the same sites at every execution, so each
 # name is checked once; bounded, for names a model makes up anew (f"x{i}") in long runs
-_ONE_PART: dict = {}
-_ONE_PART_MAX = 4096
+ONE_PART: dict = {}
+ONE_PART_MAX = 4096
 
 
 def as_name(name) -> tuple:
     """Normalise a user-given name (str, int or tuple of those) to a tuple."""
     t = type(name)
     if t is str:
-        out = _ONE_PART.get(name)
+        out = ONE_PART.get(name)
         if out is not None:
             return out
         if "." in name:
             raise ModelError(f"name {name!r}: '.' separates address parts and cannot be in a name")
         out = (name,)
-        if len(_ONE_PART) < _ONE_PART_MAX:
-            _ONE_PART[name] = out
+        if len(ONE_PART) < ONE_PART_MAX:
+            ONE_PART[name] = out
         return out
     if t is tuple:
         for part in name:

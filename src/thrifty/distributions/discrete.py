@@ -334,7 +334,11 @@ class Categorical(Distribution):
                 p = p.reshape(1)
             if p.ndim == 1 and p.shape[0] <= 16:  # the common small case: Python is faster
                 q = p.tolist()
-                ok = min(q) >= 0 and abs(sum(q) - 1.0) < 1e-6
+                if min(q) >= 0 and abs(sum(q) - 1.0) < 1e-6:
+                    self.probs, self._logp = p, None  # (valid: the rest of the shape is known)
+                    self.num_categories = len(q)
+                    return
+                ok = False
             else:
                 ok = all_true(p >= 0) and all_true(np.abs(p.sum(-1) - 1.0) < 1e-6)
             if not ok:

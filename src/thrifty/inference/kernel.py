@@ -264,7 +264,7 @@ class Kernel(Configured):
         that reaches no stale plate or chain rescores nothing.
         """
         mode = kw.get("mode", DEFAULT)
-        if not trace.maybe_stale or mode.lazy or mode.rescore:
+        if not trace.stale_nodes or mode.lazy or mode.rescore:  # (trace.maybe_stale)
             run = propose(trace, rng, **kw)
             self.info.add_run(run)
             return run

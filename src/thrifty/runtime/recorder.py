@@ -267,8 +267,14 @@ class Recorder:
         if trace is not self._trace or log is None:
             self._walk(trace, d, full=True)
         else:
-            by_node = self._by_node
-            if log.nodes_changed or any(e[0] not in by_node for e in log.entries):
+            walk = log.nodes_changed
+            if not walk:
+                by_node = self._by_node
+                for e in log.entries:
+                    if e[0] not in by_node:  # a node the last walk did not see
+                        walk = True
+                        break
+            if walk:
                 self._walk(trace, d, full=False)
             if log.entries:  # (a rejected proposal wrote nothing)
                 self._entries(trace, log, d)
@@ -479,6 +485,7 @@ def _small(x, budget: list | None = None) -> bool:
 
 # column dtypes whose elements read as Python numbers (Column.get) and back without change
 _EXACT = (np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.bool_))
+_F8 = _EXACT[0]
 
 
 def _one(src, parts):
@@ -497,8 +504,9 @@ def _one(src, parts):
     else:
         return None
     data = col.data
-    if data.ndim != 1 or data.dtype not in _EXACT:  # (other dtypes keep theirs as arrays)
-        return None
+    dt = data.dtype
+    if data.ndim != 1 or (dt is not _F8 and dt not in _EXACT):  # (other dtypes keep theirs as
+        return None  # arrays)
     i = int(parts[0][0])
     return i, col.get(i)
 

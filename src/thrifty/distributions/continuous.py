@@ -91,7 +91,7 @@ class Normal(cumulative.NormalCDF, Distribution):
 
     def log_prob(self, value):
         t = type(value)
-        if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
+        if t is not float and t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
             value = value.item()
             t = type(value)
         scale = self.scale

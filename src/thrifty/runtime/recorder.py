@@ -519,4 +519,5 @@ def _elements(src, parts) -> tuple:
             idx = np.array(sorted(set(idx)) if len(idx) > 1 else idx, dtype=np.int64)
     else:
         idx = np.unique(np.concatenate([np.asarray(p, dtype=np.int64) for p in parts]))
-    return idx, np.array(src.part(idx))
+    values = src.part(idx)  # (an index array takes a copy of the column's values already)
+    return idx, values if type(idx) is np.ndarray else np.array(values)

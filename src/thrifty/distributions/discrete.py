@@ -418,10 +418,11 @@ class Categorical(Distribution):
 
     def log_prob(self, value):
         K = self.num_categories
-        if not self.batch_shape and _is_int_scalar(value):
+        if not self.batch_shape and (type(value) is int or _is_int_scalar(value)):
             if not 0 <= value < K:
                 return -INF
-            p = float(self.probs[int(value)])
+            probs = self.probs  # (NumPy's item: the Python float that float(probs[k]) is)
+            p = probs.item(int(value)) if type(probs) is np.ndarray else float(probs[int(value)])
             return math.log(p) if p > 0 else -INF
         if takes_foreign(self, value):  # the array API: the log-probability picked by a one-hot
             logp = self.logits

@@ -201,8 +201,8 @@ def _block_choice(block, prefix: tuple, r: int, steps: list):
         n = chain.n_latent
         if r < n:
             caddr = prefix + local
-            sites, uniform = chain._shape or chain._shape_info()
-            if uniform:  # the same latent sites in every step: O(1)
+            if chain.uniform():  # the same latent sites in every step: O(1)
+                sites = chain.latent_sites()
                 t, j = divmod(r, len(sites))
                 s = chain.sites[sites[j]].site(t)
                 addr = caddr + (t,) + sites[j]

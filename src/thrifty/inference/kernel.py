@@ -118,8 +118,9 @@ class Stats(Info):
         self.chain_steps += info.chain_steps
         self.runs += info.runs
         self.seconds += info.seconds
-        for k, v in info.extra.items():
-            self.extra[k] = self.extra.get(k, 0) + v
+        if info.extra:  # (kernel-specific counters: most kernels have none)
+            for k, v in info.extra.items():
+                self.extra[k] = self.extra.get(k, 0) + v
 
     def merge(self, other: Stats) -> Stats:
         extra = dict(self.extra)

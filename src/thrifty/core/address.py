@@ -14,15 +14,25 @@ import numpy as np
 from thrifty.errors import ModelError
 
 Address = tuple
+# str name → its address part (name,): a model names the same sites at every execution, so each
+# name is checked once; bounded, for names a model makes up anew (f"x{i}") in long runs
+ONE_PART: dict = {}
+ONE_PART_MAX = 4096
 
 
 def as_name(name) -> tuple:
     """Normalise a user-given name (str, int or tuple of those) to a tuple."""
     t = type(name)
     if t is str:
+        out = ONE_PART.get(name)
+        if out is not None:
+            return out
         if "." in name:
             raise ModelError(f"name {name!r}: '.' separates address parts and cannot be in a name")
-        return (name,)
+        out = (name,)
+        if len(ONE_PART) < ONE_PART_MAX:
+            ONE_PART[name] = out
+        return out
     if t is tuple:
         for part in name:
             if type(part) is str and "." in part:

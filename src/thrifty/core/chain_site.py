@@ -206,6 +206,14 @@ class States(Sequence):
         if not new:
             return self
         chunks = self._chunks
+        if len(new) == 1:  # one step (a one-site update that left the next state alone)
+            ((t, state),) = new.items()
+            c, j = t >> 6, t & (_CHUNK - 1)
+            chunk = chunks[c]
+            if chunk[j] is state:
+                return self
+            return States(chunks[:c] + (chunk[:j] + (state,) + chunk[j + 1 :],) + chunks[c + 1 :],
+                          self._n)
         by_chunk: dict = {}
         for t, state in new.items():
             c, j = t >> 6, t & (_CHUNK - 1)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from thrifty.core.address import as_name, fmt
+from thrifty.core.address import ONE_PART, as_name, fmt
 from thrifty.core.code_errors import not_numeric_observation
 from thrifty.core.replay import SAMPLER_ERRORS, replay, sampler_error
 from thrifty.core.trace import EMPTY_BLOCK, Block, Site
@@ -67,7 +67,11 @@ class BlockFrame:
 
     # -- names ----------------------------------------------------------------------------------
     def _local(self, name) -> tuple:
-        local = self.scope + as_name(name) if self.scope else as_name(name)
+        local = ONE_PART.get(name) if type(name) is str else None  # (a name met before)
+        if local is None:
+            local = as_name(name)
+        if self.scope:
+            local = self.scope + local
         new = self.new
         if local in new.sites or local in new.plates or local in new.chains:
             raise ModelError(f"address {fmt(self.prefix + local)} is used twice in one execution")

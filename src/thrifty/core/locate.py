@@ -91,12 +91,8 @@ def _in_block(block, prefix: tuple, addr: tuple, steps: list) -> Location | None
             t = rel[k]
             if not isinstance(t, (int, np.integer)) or not 0 <= t < chain.T:
                 return None
-            return _in_block(
-                chain.step_view(int(t)),
-                prefix + head + (int(t),),
-                addr,
-                [*steps, (prefix + head, int(t))],
-            )
+            t, caddr = int(t), prefix + head
+            return _in_block(chain.step_view(t), caddr + (t,), addr, [*steps, (caddr, t)])
     return None
 
 

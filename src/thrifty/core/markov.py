@@ -396,7 +396,7 @@ def run_chain(parent, local, step, length, init, args):
                 if prev is _NOTHING:
                     prev = chunks[(t - 1) >> 6][(t - 1) & 63]
             blocks[t], state = _exec_step(
-                run, addr, t, step, prev, args, old.step_view(t), prev_changed
+                run, addr, t, step, prev, args, StepView(old, t), prev_changed
             )
             new_states[t] = state
             old_state = chunks[t >> 6][t & 63]

@@ -388,7 +388,10 @@ def read_scalar(frame, mem, key):
     run = frame.run
     j = journal(run, mem.addr)
     entry = j.resolve(run, mem, key)
-    frame.new.mem_reads.append((mem.addr, key))
+    new = frame.new
+    if type(new.mem_reads) is tuple:  # (a block without reads shares the empty tuple)
+        new.mem_reads = []
+    new.mem_reads.append((mem.addr, key))
     if entry.changed:
         frame.dirty = True
     return entry.value

@@ -18,6 +18,7 @@ from thrifty.distributions.xp import is_foreign
 from thrifty.errors import ModelError
 
 RUNS = _context.RUNS
+NP_F64 = np.float64  # (a data array's entry, ``y[t]``: never complex)
 
 
 def _frame(what: str):
@@ -86,7 +87,7 @@ def observe(name, d, value) -> Any:
                          "data (a number or an array), or use th.sample for a latent value "
                          "(None is accepted only by th.predictive)")
     t = type(value)
-    if t is not float and t is not int and _is_complex(value):
+    if t is not float and t is not int and t is not NP_F64 and _is_complex(value):
         raise ModelError(f"th.observe({name!r}, ...): the observed value is complex "
                          f"({_describe_complex(value)}); thrifty's distributions are real, so "
                          "observe the real and imaginary parts (value.real, value.imag) as "

@@ -69,7 +69,7 @@ class Block:
         self.sites: dict[tuple, Site] = {}
         self.plates: dict[tuple, Any] = {}
         self.chains: dict[tuple, Any] = {}
-        self.mem_reads: list = []
+        self.mem_reads: list | tuple = ()  # a list from the block's first mem read on
         self.lp = 0.0
         self.n_latent = 0
         self._latent: list | None = None

@@ -120,7 +120,11 @@ class Plan:
         )
 
     def add_step(self, chain_addr, t) -> None:
-        self.steps.setdefault(chain_addr, set()).add(int(t))
+        steps = self.steps.get(chain_addr)
+        if steps is None:
+            self.steps[chain_addr] = {int(t)}
+        else:
+            steps.add(int(t))
 
 
 EMPTY_PLAN = Plan()
@@ -272,6 +276,8 @@ def frozen_state(state, addr):
     with frozen entries (a dict as a read-only mapping).  Any other object could change in
     place unseen: an error naming the chain."""
     t = type(state)
+    if t is int or t is float:  # (the usual state: a sampled number)
+        return state
     if isinstance(state, _IMMUTABLE) and (t in _IMMUTABLE or not _carries_attributes(state)):
         return state
     if t is np.ndarray:
@@ -338,6 +344,8 @@ def same_value(a, b) -> bool:
             return bool(a == b)
         except (TypeError, ValueError):
             return False
+    if ta is float or ta is int:  # (two numbers: what a state usually is)
+        return a == b
     if ta is np.ndarray:
         return a.shape == b.shape and bool(np.array_equal(a, b))
     if ta is tuple or ta is list:

@@ -30,6 +30,7 @@ from thrifty.distributions.xp import (
 )
 
 INF = math.inf
+NP_F64 = np.float64
 TINY = 5e-324  # the smallest positive double: draws on an open boundary are moved inside
 ONE_BELOW = float(np.nextafter(1.0, 0.0))
 BIG = float(np.finfo(float).max)
@@ -61,6 +62,8 @@ class Normal(cumulative.NormalCDF, Distribution):
     _member_params = ("loc", "scale")
 
     def __init__(self, loc=0.0, scale=1.0):
+        if type(loc) is NP_F64:  # an entry of a data array (``means[z]``): as_params would
+            loc = float(loc)  # make it this float, so the fast path below takes it
         if type(loc) is float and type(scale) is float and -INF < loc < INF and 0 < scale < INF:
             self.loc, self.scale = loc, scale  # (valid scalars: the common case, checked here)
             return
@@ -88,7 +91,7 @@ class Normal(cumulative.NormalCDF, Distribution):
 
     def log_prob(self, value):
         t = type(value)
-        if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
+        if t is not float and t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
             value = value.item()
             t = type(value)
         scale = self.scale

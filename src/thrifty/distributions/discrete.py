@@ -13,6 +13,7 @@ from thrifty.distributions import _saddle as saddle
 from thrifty.distributions import _special as sm
 from thrifty.distributions import constraints, cumulative
 from thrifty.distributions.base import (
+    F64,
     NP_SCALARS,
     ONE,
     Distribution,
@@ -326,14 +327,18 @@ class Categorical(Distribution):
                 return self._init_array_api(probs, None)
             else:
                 p = np.asarray(probs, dtype=float)
-            if p.dtype != np.float64:
+            if p.dtype is not F64 and p.dtype != np.float64:  # (identity: the usual dtype)
                 p = p.astype(float)
             if p.ndim == 0:
                 self._fail(f"probs must have at least one dimension, got {describe(p)}")
                 p = p.reshape(1)
             if p.ndim == 1 and p.shape[0] <= 16:  # the common small case: Python is faster
                 q = p.tolist()
-                ok = min(q) >= 0 and abs(sum(q) - 1.0) < 1e-6
+                if min(q) >= 0 and abs(sum(q) - 1.0) < 1e-6:
+                    self.probs, self._logp = p, None  # (valid: the rest of the shape is known)
+                    self.num_categories = len(q)
+                    return
+                ok = False
             else:
                 ok = all_true(p >= 0) and all_true(np.abs(p.sum(-1) - 1.0) < 1e-6)
             if not ok:
@@ -413,10 +418,11 @@ class Categorical(Distribution):
 
     def log_prob(self, value):
         K = self.num_categories
-        if not self.batch_shape and _is_int_scalar(value):
+        if not self.batch_shape and (type(value) is int or _is_int_scalar(value)):
             if not 0 <= value < K:
                 return -INF
-            p = float(self.probs[int(value)])
+            probs = self.probs  # (NumPy's item: the Python float that float(probs[k]) is)
+            p = probs.item(int(value)) if type(probs) is np.ndarray else float(probs[int(value)])
             return math.log(p) if p > 0 else -INF
         if takes_foreign(self, value):  # the array API: the log-probability picked by a one-hot
             logp = self.logits

@@ -28,7 +28,7 @@ from thrifty.core.engine import (
 from thrifty.inference.configured import Configured
 
 
-@dataclass
+@dataclass(slots=True)  # (one is made and summed at every step: slots halve that)
 class Info:
     """What one kernel step did (see the module docstring)."""
 
@@ -118,8 +118,9 @@ class Stats(Info):
         self.chain_steps += info.chain_steps
         self.runs += info.runs
         self.seconds += info.seconds
-        for k, v in info.extra.items():
-            self.extra[k] = self.extra.get(k, 0) + v
+        if info.extra:  # (kernel-specific counters: most kernels have none)
+            for k, v in info.extra.items():
+                self.extra[k] = self.extra.get(k, 0) + v
 
     def merge(self, other: Stats) -> Stats:
         extra = dict(self.extra)
@@ -163,6 +164,7 @@ class Kernel(Configured):
 
     name = "kernel"
     tuning = False  # True during burn-in (set by the chain): kernels may adapt their proposals
+    _info: Info | None = None  # (a class default: subclasses that skip __init__ have it too)
 
     def __init__(self):
         self.stats = Stats()
@@ -172,7 +174,7 @@ class Kernel(Configured):
     def info(self) -> Info | Stats:
         """Where the kernel's code counts its work: the :class:`Info` of the step under way
         — outside a step (a chain's start, a diagnostic's trial) the totals in ``stats``."""
-        info = getattr(self, "_info", None)
+        info = self._info
         return self.stats if info is None else info
 
     def update(self, trace, rng) -> tuple:
@@ -263,7 +265,7 @@ class Kernel(Configured):
         that reaches no stale plate or chain rescores nothing.
         """
         mode = kw.get("mode", DEFAULT)
-        if not trace.maybe_stale or mode.lazy or mode.rescore:
+        if not trace.stale_nodes or mode.lazy or mode.rescore:  # (trace.maybe_stale)
             run = propose(trace, rng, **kw)
             self.info.add_run(run)
             return run

@@ -77,10 +77,10 @@ class ChoiceSet:
     """
 
     def __init__(self, scalars=None, groups=None, scalar_blocks=None, chain_groups=None):
-        self._scalars: list = list(scalars or [])
-        self._blocks: list = list(scalar_blocks or [])
-        self.groups: list = list(groups or [])
-        self.chain_groups: list = list(chain_groups or [])
+        self._scalars: list = list(scalars) if scalars else []
+        self._blocks: list = list(scalar_blocks) if scalar_blocks else []
+        self.groups: list = list(groups) if groups else []
+        self.chain_groups: list = list(chain_groups) if chain_groups else []
         self._expanded = None
         self._block_info = None
 

@@ -227,6 +227,7 @@ class Recorder:
         self.n = start  # index of the next draw in the chain
         self._trace = None
         self._sources: dict = {}
+        self._roots_of: list = []  # (name, source) of the top-level sites among _sources
         self._by_node: dict = {}
         self._generic: list = []
         self._last: dict = {}  # name → last recorded whole value of top-level sites / mem keys
@@ -266,10 +267,19 @@ class Recorder:
         if trace is not self._trace or log is None:
             self._walk(trace, d, full=True)
         else:
-            if log.nodes_changed or any(e[0] not in self._by_node for e in log.entries):
+            walk = log.nodes_changed
+            if not walk:
+                by_node = self._by_node
+                for e in log.entries:
+                    if e[0] not in by_node:  # a node the last walk did not see
+                        walk = True
+                        break
+            if walk:
                 self._walk(trace, d, full=False)
-            self._entries(trace, log, d)
-            self._roots(trace, d)
+            if log.entries:  # (a rejected proposal wrote nothing)
+                self._entries(trace, log, d)
+            if self._roots_of:
+                self._roots(trace, d)
             log.clear()
         if trace.changes is None or self._trace is not trace:
             trace.changes = ChangeLog()
@@ -317,9 +327,7 @@ class Recorder:
     def _roots(self, trace, d) -> None:
         sites = trace.root.sites
         last = self._last
-        for name, src in self._sources.items():
-            if src.kind != "root":
-                continue
+        for name, src in self._roots_of:
             s = sites.get(src.key)
             v = None if s is None else s.value
             prev = last.get(name, _NOTHING)
@@ -373,6 +381,7 @@ class Recorder:
             if prev is None or prev.kind != src.kind or prev.node is not src.node:
                 self.meta[name] = src.meta()
         self._sources, self._by_node, self._generic = new, by_node, generic
+        self._roots_of = [(name, src) for name, src in new.items() if src.kind == "root"]
         if full:
             self._trace = None  # entries logged before this walk are already included
 
@@ -476,6 +485,7 @@ def _small(x, budget: list | None = None) -> bool:
 
 # column dtypes whose elements read as Python numbers (Column.get) and back without change
 _EXACT = (np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.bool_))
+_F8 = _EXACT[0]
 
 
 def _one(src, parts):
@@ -494,8 +504,9 @@ def _one(src, parts):
     else:
         return None
     data = col.data
-    if data.ndim != 1 or data.dtype not in _EXACT:  # (other dtypes keep theirs as arrays)
-        return None
+    dt = data.dtype
+    if data.ndim != 1 or (dt is not _F8 and dt not in _EXACT):  # (other dtypes keep theirs as
+        return None  # arrays)
     i = int(parts[0][0])
     return i, col.get(i)
 
@@ -508,4 +519,5 @@ def _elements(src, parts) -> tuple:
             idx = np.array(sorted(set(idx)) if len(idx) > 1 else idx, dtype=np.int64)
     else:
         idx = np.unique(np.concatenate([np.asarray(p, dtype=np.int64) for p in parts]))
-    return idx, np.array(src.part(idx))
+    values = src.part(idx)  # (an index array takes a copy of the column's values already)
+    return idx, values if type(idx) is np.ndarray else np.array(values)

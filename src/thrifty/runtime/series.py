@@ -39,6 +39,7 @@ _ONE = (1,)
 _PY_DTYPE = {float: _F8, int: np.dtype(np.int64), bool: np.dtype(np.bool_)}
 _UNKNOWN = object()
 _BLOCK = 4096  # events turned into Python objects at a time when reading
+_FEW = 16  # element changes of at most this many elements are gathered into one block
 
 
 def _numeric(v) -> bool:
@@ -133,6 +134,17 @@ class Series:
                 ats.append(len(self._idx) + len(one_i))
                 one_i.append(e[0])
                 one_v.append(v[0])
+                continue
+            elif (vd is not None and te is np.ndarray and e.ndim == 1 and len(e) <= _FEW
+                    and e.dtype.kind == "i" and type(v) is np.ndarray and v.dtype is vd
+                    and v.shape[1:] == vs and v.shape[:1] == e.shape
+                    and 8 * len(e) + v.nbytes <= LARGE):
+                # a few elements (a markov step and the next): gathered too (the general path
+                # below would push the same rows as a block of their own)
+                kinds.append(CHANGE)
+                ats.append(len(self._idx) + len(one_i))
+                one_i.extend(e.tolist())
+                one_v.extend(v)
                 continue
             if one_i:  # (before anything else is pushed: the offsets stay in order)
                 self._push_ones(one_i, one_v, vd)

@@ -101,8 +101,9 @@ class MH(Selecting):
 
     # -- one joint proposal ------------------------------------------------------------------
     def _joint(self, trace, cs, rng, n_blocks):
-        locs = [locate(trace, a) for a in cs.scalars]
-        for a, loc in zip(cs.scalars, locs):
+        scalars = cs.scalars
+        locs = [locate(trace, a) for a in scalars]
+        for a, loc in zip(scalars, locs):
             if loc is None:
                 raise SelectionError(f"mh: no latent choice at {fmt(a)}")
         targets, log_q = self.proposal.propose_block(trace, locs, rng)

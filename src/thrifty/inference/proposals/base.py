@@ -176,7 +176,8 @@ class Drift(Proposal):
 
     # -- one choice, and many plate elements ----------------------------------------------------
     def propose(self, addr, value, discrete, rng):
-        self._check(addr, discrete)
+        if discrete:
+            self._check(addr, discrete)
         scale = self.scale
         if scale is None:
             scale = self._adapter(addr, int(np.size(value)), covariance=False).factor()

@@ -11,9 +11,10 @@ clear error.  Spawned workers are started only when ``workers`` is given (see
 of CPU), a forked one starts at once.
 
 Workers ignore SIGINT and, at each tick (about ten times per second), send their new draws,
-iteration and kernel statistics to the main process through a queue and poll a shared stop
-Event; every ``checkpoint_every`` seconds they also send a snapshot.  When the Event is set
-(Ctrl-C in the main process) they stop after their current step and send what is left.
+iteration and kernel statistics to the main process through a pipe of its own (see
+:class:`_Channel`) and poll a shared stop Event; every ``checkpoint_every`` seconds they also
+send a snapshot.  When the Event is set (Ctrl-C in the main process) they stop after their
+current step and send what is left.
 
 Each worker limits the thread pools of the BLAS / OpenMP libraries it has loaded
 (``threadpoolctl``) to its share of the CPUs, ``cpu_count // chains`` (at least 1; chains run in
@@ -31,7 +32,6 @@ import math
 import multiprocessing as mp
 import os
 import pickle
-import queue as queue_mod
 import signal
 import sys
 import threading
@@ -39,6 +39,7 @@ import time
 import traceback
 import types
 import warnings
+from multiprocessing import connection as mp_connection
 from time import perf_counter
 
 from thrifty.core.model import Model
@@ -154,7 +155,7 @@ def dumps_job(job) -> bytes:
 
 # -- the worker process ---------------------------------------------------------------------------
 def _send(q, msg, dumps=pickle.dumps) -> None:
-    """Pickle here (not in the queue's feeder thread, where errors would be lost)."""
+    """Pickle here (errors name the value that cannot be sent)."""
     try:
         data = dumps(msg, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as e:
@@ -230,6 +231,21 @@ def _worker(chain, job, q, stop, checkpoint_every, threads, parent, dumps=pickle
         except Exception:
             exc = None
         q.put(pickle.dumps(("error", chain, exc, tb)))
+
+
+class _Channel:
+    """A worker's end of its own pipe to the main process (``put``: one message).  Each worker
+    has a pipe of its own, not a share of one queue: a queue's writers share a lock, which a
+    worker that dies while its feeder thread holds it (``os._exit``, a kill, out of memory)
+    never releases — and every other worker then blocks at its next message, for ever.  A
+    message is written by the worker's main thread, so a worker that exits has sent its last
+    message whole or not at all (a broken message on a dead worker's pipe is its end)."""
+
+    def __init__(self, conn):
+        self.conn = conn
+
+    def put(self, data: bytes) -> None:
+        self.conn.send_bytes(data)
 
 
 def _receive(data):
@@ -322,7 +338,7 @@ def run_parallel(
     (second Ctrl-C: the workers are terminated; draws sent before are kept)."""
     method = start_method()
     ctx = mp.get_context(method)
-    q = ctx.Queue()
+    pipes: dict = {}  # chain → the main process's end of its worker's pipe
     event = ctx.Event()
     stop.event = event
     if stop.requested:
@@ -340,17 +356,23 @@ def run_parallel(
         if collect.handle(msg):
             active.pop(msg[1]).join()
 
+    def receive(c) -> bool:
+        """Take one message of chain ``c``'s worker; False at the end of its pipe (its worker
+        exited: closed, or a message it was writing cut short)."""
+        try:
+            data = pipes[c].recv_bytes()
+        except (EOFError, OSError):
+            return False
+        handle(_receive(data))
+        return True
+
     def check_dead():
         """A worker that exited without its final message (killed, out of memory, ...)."""
         for c, p in list(active.items()):
             if p.is_alive() or c not in active:
                 continue
-            deadline = perf_counter() + 1.0  # its last messages may still be in the pipe
-            while c in active and perf_counter() < deadline:
-                try:
-                    handle(_receive(q.get(timeout=0.1)))
-                except queue_mod.Empty:
-                    pass
+            while c in active and pipes[c].poll() and receive(c):
+                pass  # (its last messages, still in the pipe)
             if c in active:
                 active.pop(c)
                 collect.fail(c, None, f"the worker process of chain {c} exited with code "
@@ -373,9 +395,10 @@ def run_parallel(
                     hung = True
             while pending and len(active) < workers and not stop.requested:
                 c = pending.pop(0)
+                pipes[c], end = ctx.Pipe(duplex=False)
                 p = ctx.Process(
                     target=_worker,
-                    args=(c, jobs.pop(c), q, event, every, threads, os.getpid()),
+                    args=(c, jobs.pop(c), _Channel(end), event, every, threads, os.getpid()),
                     name=f"thrifty-chain-{c}",
                     daemon=True,
                 )
@@ -383,17 +406,25 @@ def run_parallel(
                     # only with START_METHOD forced, see start_method)
                     warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called")
                     p.start()
+                end.close()  # (the worker's: its pipe ends when the worker does)
                 active[c] = p
                 records[c].status = "running"
             if not active:
                 break
-            try:
-                msg = _receive(q.get(timeout=0.1))
-            except queue_mod.Empty:
+            chain_of = {pipes[c]: c for c in active}
+            ready = mp_connection.wait(list(chain_of), timeout=0.1)
+            if not ready:
                 check_dead()
                 last_check = perf_counter()
                 continue
-            handle(msg)
+            for conn in ready:
+                c = chain_of[conn]
+                if c in active and not receive(c):  # its pipe ended before its last message
+                    p = active.pop(c)
+                    p.join(1.0)
+                    collect.fail(c, None, f"the worker process of chain {c} exited with code "
+                                 f"{p.exitcode} without returning its draws (killed? out of "
+                                 "memory?)")
             if perf_counter() - last_check > 1.0:
                 check_dead()
                 last_check = perf_counter()
@@ -406,5 +437,7 @@ def run_parallel(
         return False
     finally:
         stop.event = None
+        for conn in pipes.values():
+            conn.close()
     collect.finish()
     return not hung

@@ -21,13 +21,12 @@ chain per element, vectorized over the elements; :mod:`thrifty.core.plate_chain`
 from __future__ import annotations
 
 import math
-import weakref
 
 import numpy as np
 
 from thrifty.core import coupled
 from thrifty.core.address import fmt
-from thrifty.core.batch import BatchFrame, MemberSite
+from thrifty.core.batch import BatchFrame, MemberSite, WeakRun
 from thrifty.core.code_errors import leave_with_error
 from thrifty.core.column import Column, ColumnSite, write_sites
 from thrifty.core.exec_log import ExecLog
@@ -236,13 +235,8 @@ class _OldElements:
         if s is None:
             return None
         idx = self.idx
-        return MemberSite(
-            None if s.values is None else s.values.take(idx),
-            None if s.lp is None else s.lp.take(idx),
-            s.kind,
-            s.discrete,
-            s.dist,
-        )
+        return MemberSite(None if s.values is None else s.values.take(idx),
+                          None if s.lp is None else s.lp.take(idx), s.kind, s.discrete, s.dist)
 
 
 def _stop_before_stale(run, addr, old, idx) -> None:
@@ -252,21 +246,9 @@ def _stop_before_stale(run, addr, old, idx) -> None:
 
 
 class PlateFrame(BatchFrame):
-    """The frame of a plate body: executes element indices ``idx`` and journals the result.
+    """The frame of a plate body: executes element indices ``idx`` and journals the result."""
 
-    The run holds its plate frames (``run.plate_frames``: kernels read their sections after
-    the execution), so a frame holds its run weakly and its enclosing block's sites, not the
-    enclosing frame: a dropped run is then freed at once, with its frames and their arrays,
-    not by the garbage collector (whose passes over such cycles took ~12% of a one-element
-    Gibbs step)."""
-
-    @property
-    def run(self):
-        return self._run()
-
-    @run.setter
-    def run(self, run) -> None:
-        self._run = weakref.ref(run)
+    run = WeakRun()  # (and the enclosing block's sites, not its frame: no reference cycle)
 
     def __init__(self, run, parent, addr, local, old, idx, N, fresh_node, dirty):
         self.fresh_node = fresh_node

@@ -331,6 +331,13 @@ def memo_names(trace) -> list:
     return [".".join(map(str, m)) for m in trace.mems]
 
 
+def memo_families(trace) -> dict:
+    """Name → (the distribution one of its values was scored under, or None when it holds no
+    value, and whether its values are discrete) of each of the trace's memoized functions."""
+    return {".".join(map(str, m)): (next(iter(t.dist.values()), None), t.discrete)
+            for m, t in trace.mems.items()}
+
+
 def top_values(trace, kind) -> list:
     """The values of the top-level sites of ``kind`` (e.g. deterministic values)."""
     return [s.value for s in trace.root.sites.values() if s.kind == kind]

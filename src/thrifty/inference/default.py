@@ -21,9 +21,11 @@ it chose.
   otherwise — discrete or non-differentiable states, a varying length —
   ``th.pgibbs(chain, 20)``, PGAS (003), unless a sweep tried on a prior trace is refused
   (a chain in a plate whose elements have other latent choices): LMH then;
+* **continuous memoized values** (a DP mixture's table parameters): ``th.mh(name,
+  th.drift())`` on the keys each trace holds;
 * **the rest** — choices whose existence varies between traces (found in prior simulations),
-  discrete choices without a finite support or with more than 64 values, memoized values:
-  ``th.lmh`` over them (001).
+  discrete choices without a finite support or with more than 64 values, discrete memoized
+  values: ``th.lmh`` over them (001).
 
 >>> import thrifty as th
 >>> from thrifty import dist
@@ -48,7 +50,7 @@ from thrifty.core.engine import (
     chains,
     initialize,
     latent_sites,
-    memo_names,
+    memo_families,
     plate_sizes,
     simulate_run,
 )
@@ -95,7 +97,8 @@ def default_kernel(program, rng=None) -> tuple:
             rest.append(n)
         else:
             continuous.append(n)
-    rest += memo_names(trace)
+    walked = _walkable_memos(traces, on_manifold)  # (continuous memoized values: a walk)
+    rest += [n for n in memo_families(trace) if n not in walked]
     smooth = _smooth_chains(trace, traces)
     parts, said = [], []
     if continuous or smooth:
@@ -120,6 +123,9 @@ def default_kernel(program, rng=None) -> tuple:
             if fixed:
                 said.append(f"MH from the prior (th.prior()) to {', '.join(fixed)} ({why}; "
                             "a random walk cannot stay on their supports)")
+    if walked:  # (a table's parameters, a function's values: only the existing keys move)
+        parts += [mh(n, drift()) for n in walked]
+        said.append(f"adaptive MH (th.drift()) to the memoized values of {', '.join(walked)}")
     if finite:
         for n in finite:
             parts.append(gibbs(n))
@@ -137,7 +143,7 @@ def default_kernel(program, rng=None) -> tuple:
         parts.append(pgibbs(name, PARTICLES))
         said.append(f"PGAS ({PARTICLES} particles) to the chain {name}")
     if rest:  # (every choice the other kernels do not take: also those that appear later)
-        taken = [n for n in names if n not in rest] + [
+        taken = [n for n in names if n not in rest] + walked + [
             ".".join(map(str, (plate or ()) + chain)) for plate, chain in chains(trace)]
         parts.append(lmh(exclude=taken) if taken else lmh())
         said.append(f"LMH to {', '.join(rest)} and any other choice that appears")
@@ -147,6 +153,20 @@ def default_kernel(program, rng=None) -> tuple:
     kernel = cycle(parts) if len(parts) > 1 else parts[0]
     return kernel, (f"th.infer: no kernel given; assigned {'; '.join(said)} "
                     f"({_spelled(parts)})")
+
+
+def _walkable_memos(traces, on_manifold) -> list:
+    """The memoized functions whose values are continuous, off a manifold, in every prior
+    trace that holds some: ``th.mh(name, th.drift())`` moves the keys a trace holds — keys
+    come and go with the choices that read them, which the other kernels move (LMH's draws
+    from the prior, their alternative, take ~3× fewer effective draws of a DP mixture's table
+    means)."""
+    seen: dict = {}
+    for t in traces:
+        for n, (d, discrete) in memo_families(t).items():
+            if d is not None:
+                seen[n] = seen.get(n, True) and not discrete and on_manifold(d) is None
+    return [n for n, ok in seen.items() if ok]
 
 
 def _smooth_chains(trace, traces) -> dict:

@@ -13,6 +13,10 @@ Monte Carlo error, of the weights *and* of what the commits leave in the trace, 
 chain's χ² can only see through its sampling noise.  What the script replaces — the
 Gumbel-max draw itself — is checked against its probabilities in
 ``test_exact_kernels.py``.
+
+An LMH step (paper 001) is scripted the same way at its three draws (:func:`lmh_draws`): the
+site pick, each scalar Bernoulli or Categorical draw from the prior, and the accept test, whose
+outcomes have probabilities α and 1 − α for the α the kernel computed.
 """
 
 from __future__ import annotations
@@ -66,9 +70,75 @@ class _Script:
         return math.prod(probs[k] for (_, probs), k in zip(self.draws, chosen))
 
 
-def transition_row(trace, kernel, state_of) -> dict:
+def gibbs_draws(mp, script):
+    """A Gibbs step's draws, scripted: its Gumbel-max draws (the generator is not used)."""
+    mp.setattr(gibbs_module, "_gumbel_pick", script.pick)
+    mp.setattr(gibbs_module, "_gumbel_choice", script.choice)
+    return np.random.default_rng(0)
+
+
+class _AcceptDraw:
+    """The generator an LMH step is given, once the site pick and the prior draws are
+    scripted: its uses left are the pick's uniform (ignored by the scripted pick) and the
+    accept test ``log u < log α`` (α < 1), whose two outcomes the script takes with
+    probabilities α and 1 − α (``script.alpha``, set by a spy on the kernel's accept as it is
+    called).  Any other use fails (no ``alpha`` yet, or a method it does not have)."""
+
+    def __init__(self, script):
+        self.script = script
+
+    def random(self) -> float:
+        if self.script.pick_pending:  # the site pick's uniform (unused: the pick is scripted)
+            self.script.pick_pending = False
+            return 0.0
+        a = self.script.alpha
+        p = math.exp(a)  # (only called for a < 0)
+        options = [(math.exp(a) / 2, p), (1.0, 1.0 - p)]  # log u < a: accept; log 1 = 0: not
+        options = [(u, q) for u, q in options if q > 0]
+        return self.script._take([u for u, _ in options], [q for _, q in options])
+
+
+def lmh_draws(mp, script):
+    """The draws of a ``th.lmh()`` step (paper 001 §2; every latent choice, top-level sites),
+    scripted: the site pick (each of the trace's n latent choices with probability 1/n),
+    each scalar Bernoulli or Categorical prior draw (each value of its support with its
+    probability) and the accept test."""
+    from thrifty.distributions import discrete
+    from thrifty.inference import kernel as kernel_module
+    from thrifty.inference.mcmc import mh as mh_module
+
+    locate = mh_module.locate_choice
+    script.pick_pending = True
+
+    def pick(trace, _i):
+        assert not script.pick_pending, "the pick's uniform was drawn"
+        n = trace.n_latent
+        return locate(trace, script._take(list(range(n)), [1.0 / n] * n))
+
+    def prior_draw(d, rng, shape=()):
+        assert shape == () and not d.batch_shape, "scripted prior draws are scalar"
+        values = np.asarray(d.enumerate_support()).tolist()
+        p = [math.exp(d.log_prob(v)) for v in values]
+        keep = [j for j in range(len(values)) if p[j] > 0]
+        return script._take([values[j] for j in keep], [p[j] for j in keep])
+
+    mp.setattr(mh_module, "locate_choice", pick)
+    for family in (discrete.Bernoulli, discrete.Categorical):
+        mp.setattr(family, "sample", prior_draw)
+    for name in ("accept", "accept_fork"):
+        real = getattr(kernel_module.Kernel, name)
+
+        def spy(self, *args, _real=real):
+            script.alpha = args[-2]  # (…, log_alpha, rng)
+            return _real(self, *args)
+
+        mp.setattr(kernel_module.Kernel, name, spy)
+    return _AcceptDraw(script)
+
+
+def transition_row(trace, kernel, state_of, draws=gibbs_draws) -> dict:
     """{state: probability} of one ``kernel`` step from ``trace`` (left unchanged): every path
-    of the step's draws, each run on a fork of ``trace``."""
+    of the step's draws (scripted by ``draws``), each run on a fork of ``trace``."""
     row: dict = {}
     stack = [()]
     while stack:
@@ -76,9 +146,7 @@ def transition_row(trace, kernel, state_of) -> dict:
         script = _Script(prefix)
         fork = trace.fork()
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(gibbs_module, "_gumbel_pick", script.pick)
-            mp.setattr(gibbs_module, "_gumbel_choice", script.choice)
-            kernel.step(fork, np.random.default_rng(0))
+            kernel.step(fork, draws(mp, script))
         chosen = prefix + (0,) * (len(script.draws) - len(prefix))
         s = state_of(fork)
         row[s] = row.get(s, 0.0) + script.probability(chosen)
@@ -88,7 +156,8 @@ def transition_row(trace, kernel, state_of) -> dict:
     return row
 
 
-def transition_matrix(program, kernel, states: list, init_of, state_of) -> np.ndarray:
+def transition_matrix(program, kernel, states: list, init_of, state_of,
+                      draws=gibbs_draws) -> np.ndarray:
     """P[a, b]: probability that one ``kernel`` step takes ``states[a]`` to ``states[b]``;
     ``init_of(state)`` is the ``init=`` of :func:`thrifty.initialize` giving that state,
     ``state_of(trace)`` reads a trace's state (an element of ``states``)."""
@@ -97,7 +166,7 @@ def transition_matrix(program, kernel, states: list, init_of, state_of) -> np.nd
     for a, s in enumerate(states):
         trace = th.initialize(program, 0, init=init_of(s))
         assert state_of(trace) == s, (state_of(trace), s)
-        for t, p in transition_row(trace, kernel, state_of).items():
+        for t, p in transition_row(trace, kernel, state_of, draws).items():
             P[a, index[t]] += p
         assert state_of(trace) == s, "a step changed the trace it forked"
     return P

@@ -11,11 +11,12 @@ import numpy as np
 from scipy import stats
 
 import thrifty as th
-from exact_kernel import assert_stationary, transition_matrix, transition_row
+from exact_kernel import assert_stationary, lmh_draws, transition_matrix, transition_row
 from test_exchangeable import NG, X2, X6, dpm, exact_dpm, log_ewens, niw_dpm
 from test_pitman_yor import eppf, py_mixture
 from test_posteriors import CAT_Y, cat_posterior, categorical_means
 from test_processes import canonical
+from thrifty import dist
 from thrifty.inference.mcmc.gibbs import _gumbel_choice, _gumbel_pick
 from thrifty.processes.collapsed import NormalGamma, NormalInverseWishart
 
@@ -107,3 +108,58 @@ def test_gibbs_on_a_top_level_categorical_leaves_its_posterior_invariant():
                           lambda k: {"k": k}, lambda t: int(t["k"]))
     assert_stationary(pi, P)
     assert np.max(np.abs(wrong @ P - wrong)) > 1e-4
+
+
+# -- LMH (paper 001): site pick, prior draws and accept scripted ---------------------------------
+CS = np.array([0.2, 0.3, 0.5])
+
+
+@th.model
+def switched():
+    """b decides whether c exists: |x| is 2 or 3 latent choices, so LMH's ratio needs the size
+    factor |x| / |x'| and the fresh and stale terms of paper 001 Eq. 4."""
+    b = th.sample("b", dist.Bernoulli(0.4))
+    c = th.sample("c", dist.Categorical(CS)) if b else -2
+    d = th.sample("d", dist.Bernoulli(0.7))
+    th.observe("y", dist.Normal(c + 1.0 + d, 1.0), 0.8)
+
+
+SWITCHED = [(0, None, 0), (0, None, 1)] + [(1, c, d) for c in range(3) for d in range(2)]
+
+
+def _switched_posterior(size_factor: bool = True) -> np.ndarray:
+    """p(b, c, d | y) by enumeration; without the size factor, ∝ |x| · p(x, y) (the law an LMH
+    without it samples)."""
+    lw = []
+    for b, c, d in SWITCHED:
+        lp = math.log(0.4 if b else 0.6) + math.log(0.7 if d else 0.3)
+        lp += math.log(CS[c]) if b else 0.0
+        lp += stats.norm.logpdf(0.8, (c if b else -2) + 1.0 + d, 1.0)
+        lw.append(lp + (0.0 if size_factor else math.log(3 if b else 2)))
+    lw = np.array(lw)
+    return np.exp(lw - np.logaddexp.reduce(lw))
+
+
+def _switched_state(trace):
+    b = int(trace["b"])
+    return (b, int(trace["c"]) if b else None, int(trace["d"]))
+
+
+def test_lmh_with_a_choice_that_comes_and_goes_leaves_the_posterior_invariant():
+    """LMH's transition matrix on the 8 states of ``switched`` (every site pick, prior draw and
+    accept outcome, each run on a fork): πP = π to 1e-10 and irreducible.  Negative control:
+    LMH without the size factor is invariant for ∝ |x| p(x, y) instead, not for π."""
+    from stat_helpers import LMHWithoutSizeCorrection
+
+    def init_of(s):
+        b, c, d = s
+        return {"b": b, "d": d, **({"c": c} if b else {})}
+
+    pi, wrong = _switched_posterior(), _switched_posterior(size_factor=False)
+    P = transition_matrix(switched(), th.lmh(), SWITCHED, init_of, _switched_state,
+                          draws=lmh_draws)
+    assert_stationary(pi, P)
+    Q = transition_matrix(switched(), LMHWithoutSizeCorrection(), SWITCHED, init_of,
+                          _switched_state, draws=lmh_draws)
+    assert_stationary(wrong, Q)
+    assert np.max(np.abs(pi @ Q - pi)) > 1e-4

@@ -98,6 +98,14 @@ class _AcceptDraw:
         return self.script._take([u for u, _ in options], [q for _, q in options])
 
 
+def mh_draws(mp, script):
+    """The draws of a ``th.mh(sel, th.prior())`` step on top-level finite choices: as
+    :func:`lmh_draws`, with no site pick (the selection is the block)."""
+    rng = lmh_draws(mp, script)
+    script.pick_pending = False
+    return rng
+
+
 def lmh_draws(mp, script):
     """The draws of a ``th.lmh()`` step (paper 001 §2; every latent choice, top-level sites),
     scripted: the site pick (each of the trace's n latent choices with probability 1/n),

@@ -11,7 +11,13 @@ import numpy as np
 from scipy import stats
 
 import thrifty as th
-from exact_kernel import assert_stationary, lmh_draws, transition_matrix, transition_row
+from exact_kernel import (
+    assert_stationary,
+    lmh_draws,
+    mh_draws,
+    transition_matrix,
+    transition_row,
+)
 from test_exchangeable import NG, X2, X6, dpm, exact_dpm, log_ewens, niw_dpm
 from test_pitman_yor import eppf, py_mixture
 from test_posteriors import CAT_Y, cat_posterior, categorical_means
@@ -163,3 +169,23 @@ def test_lmh_with_a_choice_that_comes_and_goes_leaves_the_posterior_invariant():
                           _switched_state, draws=lmh_draws)
     assert_stationary(wrong, Q)
     assert np.max(np.abs(pi @ Q - pi)) > 1e-4
+
+
+def test_mh_from_the_prior_leaves_the_posterior_invariant():
+    """th.mh from the prior on the block (b, d) of ``switched`` — c, drawn afresh when b
+    becomes 1, is part of the proposal (its prior is its q term) — and on d alone: every
+    prior draw and accept outcome.  The block's P is irreducible with πP = π; d's leaves π
+    invariant; negative control: the block's P is not invariant for ∝ |x| p(x, y)."""
+
+    def init_of(s):
+        b, c, d = s
+        return {"b": b, "d": d, **({"c": c} if b else {})}
+
+    pi, wrong = _switched_posterior(), _switched_posterior(size_factor=False)
+    P = transition_matrix(switched(), th.mh(["b", "d"], th.prior()), SWITCHED, init_of,
+                          _switched_state, draws=mh_draws)
+    assert_stationary(pi, P)
+    assert np.max(np.abs(wrong @ P - wrong)) > 1e-4
+    P = transition_matrix(switched(), th.mh("d", th.prior()), SWITCHED, init_of,
+                          _switched_state, draws=mh_draws)
+    assert_stationary(pi, P, connected=False)

@@ -107,10 +107,10 @@ def mh_draws(mp, script):
 
 
 def lmh_draws(mp, script):
-    """The draws of a ``th.lmh()`` step (paper 001 §2; every latent choice, top-level sites),
-    scripted: the site pick (each of the trace's n latent choices with probability 1/n),
-    each scalar Bernoulli or Categorical prior draw (each value of its support with its
-    probability) and the accept test."""
+    """The draws of a ``th.lmh()`` step (paper 001 §2; every latent choice: top-level sites and
+    plate elements), scripted: the site pick (each of the trace's n latent choices with
+    probability 1/n), each Bernoulli or Categorical prior draw of one value (each value of
+    its support with its probability) and the accept test."""
     from thrifty.distributions import discrete
     from thrifty.inference import kernel as kernel_module
     from thrifty.inference.mcmc import mh as mh_module
@@ -124,11 +124,15 @@ def lmh_draws(mp, script):
         return locate(trace, script._take(list(range(n)), [1.0 / n] * n))
 
     def prior_draw(d, rng, shape=()):
-        assert shape == () and not d.batch_shape, "scripted prior draws are scalar"
-        values = np.asarray(d.enumerate_support()).tolist()
-        p = [math.exp(d.log_prob(v)) for v in values]
+        # one value: a top-level site's (shape ()), or one plate element's (shape (1,))
+        assert tuple(shape) in ((), (1,)) and tuple(d.batch_shape) in ((), (1,)), \
+            "scripted prior draws are of one value"
+        one = tuple(shape) + tuple(d.batch_shape)[len(shape):]
+        values = list(range(2 if isinstance(d, discrete.Bernoulli) else d.num_categories))
+        p = [math.exp(float(np.sum(d.log_prob(np.full(one, v))))) for v in values]
         keep = [j for j in range(len(values)) if p[j] > 0]
-        return script._take([values[j] for j in keep], [p[j] for j in keep])
+        v = script._take([values[j] for j in keep], [p[j] for j in keep])
+        return np.full(one, v) if one else v
 
     mp.setattr(mh_module, "locate_choice", pick)
     for family in (discrete.Bernoulli, discrete.Categorical):

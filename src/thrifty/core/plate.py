@@ -304,13 +304,14 @@ class PlateFrame(BatchFrame):
         return stored[self.idx]
 
     def target_for(self, rel):
-        vec = self.run.vec
+        run = self.run
+        vec = run.vec
         if vec:
             tgt = vec.get((self.addr, rel))
             if tgt is not None:
-                self.run.vec_seen.add((self.addr, rel))
+                run.vec_seen.add((self.addr, rel))
                 return self.positions(tgt.elems), tgt.values
-        if self.run.targets is not None:  # targets by address (init=)
+        if run.targets is not None:  # targets by address (init=)
             return addressed_target(self, rel)
         return None
 

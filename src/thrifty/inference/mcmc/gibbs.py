@@ -156,14 +156,14 @@ class Gibbs(Selecting):
         """Draw from the full conditional over ``values``: one run per value other than the
         current one (``run_with(v)``), weights ``run.log_weight`` relative to it; commit the
         chosen value's run."""
-        logw = np.zeros(len(values))
+        logw = [0.0] * len(values)
         runs = []
         for k, v in enumerate(values):
             run = None if v == cur else run_with(v)
             if run is not None:
-                logw[k] = run.log_weight if run.aborted is None else -np.inf
+                logw[k] = float(run.log_weight) if run.aborted is None else -math.inf
             runs.append(run)
-        k = _gumbel_pick(logw.tolist(), rng)
+        k = _gumbel_pick(logw, rng)
         self.info.proposed += 1
         self.info.accepted += 1
         if runs[k] is not None:

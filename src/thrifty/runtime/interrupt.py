@@ -21,7 +21,7 @@ class StopRequest:
     def __init__(self):
         self.requested = False
         self.count = 0
-        self.event = None  # a multiprocessing Event, when chains run in worker processes
+        self.event = None  # the workers' stop flag (set, is_set), when they run in processes
 
     def request(self) -> None:
         self.requested = True

@@ -12,9 +12,9 @@ of CPU), a forked one starts at once.
 
 Workers ignore SIGINT and, at each tick (about ten times per second), send their new draws,
 iteration and kernel statistics to the main process through a pipe of its own (see
-:class:`_Channel`) and poll a shared stop Event; every ``checkpoint_every`` seconds they also
-send a snapshot.  When the Event is set (Ctrl-C in the main process) they stop after their
-current step and send what is left.
+:class:`_Channel`) and poll a shared stop flag (:class:`_StopFlag`); every
+``checkpoint_every`` seconds they also send a snapshot.  When the flag is set (Ctrl-C in the
+main process) they stop after their current step and send what is left.
 
 Each worker limits the thread pools of the BLAS / OpenMP libraries it has loaded
 (``threadpoolctl``) to its share of the CPUs, ``cpu_count // chains`` (at least 1; chains run in
@@ -233,6 +233,22 @@ def _worker(chain, job, q, stop, checkpoint_every, threads, parent, dumps=pickle
         q.put(pickle.dumps(("error", chain, exc, tb)))
 
 
+class _StopFlag:
+    """The stop request the workers poll (``is_set``) and the main process raises (``set``):
+    one byte of shared memory, read and written without a lock.  A ``multiprocessing.Event``
+    takes a lock shared by every process at each poll, and a worker killed while holding it
+    would leave every other worker blocked at its next poll."""
+
+    def __init__(self, ctx):
+        self._flag = ctx.RawValue("b", 0)
+
+    def set(self) -> None:
+        self._flag.value = 1
+
+    def is_set(self) -> bool:
+        return bool(self._flag.value)
+
+
 class _Channel:
     """A worker's end of its own pipe to the main process (``put``: one message).  Each worker
     has a pipe of its own, not a share of one queue: a queue's writers share a lock, which a
@@ -339,7 +355,7 @@ def run_parallel(
     method = start_method()
     ctx = mp.get_context(method)
     pipes: dict = {}  # chain → the main process's end of its worker's pipe
-    event = ctx.Event()
+    event = _StopFlag(ctx)
     stop.event = event
     if stop.requested:
         event.set()

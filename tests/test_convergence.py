@@ -11,7 +11,9 @@ import numpy as np
 import pytest
 
 import thrifty as th
+from test_zero_acceptance import Y, normal_mean
 from thrifty import dist
+from thrifty.models import dp_means
 from thrifty.runtime.convergence import CHECKED_ELEMENTS, MAX_ELEMENTS, check_convergence
 
 
@@ -48,14 +50,7 @@ def test_chains_in_different_modes_are_named_and_chains_that_mix_are_not():
 
 
 def test_a_conjugate_model_that_mixes_gives_no_warning():
-    @th.model
-    def normal(y):
-        mu = th.sample("mu", dist.Normal(0.0, 10.0))
-        with th.plate("data", len(y)) as i:
-            th.observe("y", dist.Normal(mu, 1.0), y[i])
-
-    y = np.random.default_rng(1).normal(1.0, 1.0, size=20)
-    _, found = _convergence(lambda: th.infer(normal(y), th.mh("mu", th.drift(0.5)),
+    _, found = _convergence(lambda: th.infer(normal_mean(Y), th.mh("x", th.drift(0.5)),
                                              num_samples=2000, burn_in=500, chains=2, seed=0,
                                              progress=False))
     assert found == []
@@ -73,19 +68,10 @@ def test_few_effective_draws_warn_with_one_chain():
 def test_labels_and_memoized_values_are_not_read():
     """A DP mixture's labels are names (label switching permutes them) and its table means are
     keyed by them: neither is read, though their 'R-hat' would be large."""
-
-    @th.model
-    def dpm(y):
-        crp = th.CRP(1.0)
-        mu = th.mem("mu", lambda k: dist.Normal(0.0, 5.0))
-        with th.plate("data", len(y)) as i:
-            th.observe("y", dist.Normal(mu(th.sample("z", crp)), 1.0), y[i])
-
     y = np.concatenate([np.full(10, -3.0), np.full(10, 3.0)])
-    r, found = _convergence(lambda: th.infer(dpm(y), th.cycle([th.gibbs("data.z"),
-                                                               th.mh("mu", th.prior())]),
-                                             num_samples=300, chains=2, seed=0,
-                                             progress=False))
+    kernel = th.cycle([th.gibbs("data.z"), th.mh("mu", th.prior())])
+    r, found = _convergence(lambda: th.infer(dp_means(y), kernel, num_samples=300, chains=2,
+                                             seed=0, progress=False))
     assert r["data.z"].shape == (2, 300, 20)
     assert found == []
 

@@ -367,7 +367,7 @@ def memo_switch(y):
 
 def test_memoized_continuous_values_get_a_random_walk():
     """A memoized function's continuous values get adaptive MH on the keys a trace holds (LMH
-    from the prior took ~3× fewer effective draws of a DP mixture's table means), and the
+    from the prior took about half the effective draws of a DP mixture's table means), and the
     switch that decides which key exists gets LMH: P(k = 1 | y) and the law of the output
     mu(k) against their exact values (z-tests with ESS-based errors, KS)."""
     y = 2.0

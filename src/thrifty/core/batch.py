@@ -57,8 +57,8 @@ class MemberSite:
 class WeakRun:
     """A frame's run, held weakly: the run holds the frames kernels read after its execution
     (``run.plate_frames``), and a strong reference back would make each run a reference
-    cycle — freed by the garbage collector, whose passes over them took ~12% of a
-    one-element Gibbs step, not at once when the kernel drops the run."""
+    cycle — freed by the garbage collector's passes (a share of every plate update's time:
+    ``benchmarks/runtime_overheads.py`` measures it), not at once when the kernel drops it."""
 
     def __get__(self, frame, owner=None):
         return self if frame is None else frame._run()

@@ -159,8 +159,8 @@ def _walkable_memos(traces, on_manifold) -> list:
     """The memoized functions whose values are continuous, off a manifold, in every prior
     trace that holds some: ``th.mh(name, th.drift())`` moves the keys a trace holds — keys
     come and go with the choices that read them, which the other kernels move (LMH's draws
-    from the prior, their alternative, take ~3× fewer effective draws of a DP mixture's table
-    means)."""
+    from the prior, their alternative, took about half the effective draws of a DP mixture's
+    table means in the same time: ``benchmarks/default_choices.py``)."""
     seen: dict = {}
     for t in traces:
         for n, (d, discrete) in memo_families(t).items():

@@ -1,6 +1,6 @@
 """Ready-made models from the papers."""
 
-from thrifty.models.dpm import dp_mixture, joint_dpm
+from thrifty.models.dpm import dp_means, dp_mixture, joint_dpm
 from thrifty.models.gp import gp_hyperparameters
 from thrifty.models.hmm import forward_backward, hmm
 from thrifty.models.lds import generate_lds, lds, lds_matrices
@@ -10,6 +10,7 @@ from thrifty.models.sv import generate_sv, sv
 
 __all__ = [
     "dense_mrf",
+    "dp_means",
     "dp_mixture",
     "exact_marginals",
     "forward_backward",

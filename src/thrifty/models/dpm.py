@@ -33,6 +33,22 @@ def dp_mixture(x, m0, k0, v0, S0, alpha=None):
 
 
 @th.model
+def dp_means(y, alpha=1.0, prior_sd=5.0, sd=1.0):
+    """A DP mixture of 1-d Gaussians of known sd whose table means are memoized choices, not
+    collapsed: ``mu(k) ~ N(0, prior_sd²)`` for each table ``k`` a label reaches.
+
+    >>> import numpy as np, thrifty as th
+    >>> from thrifty.models import dp_means
+    >>> th.simulate(dp_means(np.array([-3.0, -2.5, 3.1])), seed=0).values()["data.z"].shape
+    (3,)
+    """
+    crp = th.CRP(alpha)
+    mu = th.mem("mu", lambda k: dist.Normal(0.0, prior_sd))
+    with th.plate("data", len(y)) as i:
+        th.observe("y", dist.Normal(mu(th.sample("z", crp)), sd), y[i])
+
+
+@th.model
 def joint_dpm(X, y, m0, k0, v0, S0, sig_w):
     """The JointDPM of paper 000 Fig. 7 (top): a DP mixture whose clusters each have a
     collapsed Normal–Inverse-Wishart model of the features and their own logistic regression

@@ -382,17 +382,21 @@ def run_parallel(
         handle(_receive(data))
         return True
 
+    def lost(c) -> None:
+        """Chain ``c``'s worker exited without its final message (killed, out of memory)."""
+        p = active.pop(c)
+        p.join(1.0)
+        collect.fail(c, None, f"the worker process of chain {c} exited with code "
+                     f"{p.exitcode} without returning its draws (killed? out of memory?)")
+
     def check_dead():
-        """A worker that exited without its final message (killed, out of memory, ...)."""
         for c, p in list(active.items()):
             if p.is_alive() or c not in active:
                 continue
             while c in active and pipes[c].poll() and receive(c):
                 pass  # (its last messages, still in the pipe)
             if c in active:
-                active.pop(c)
-                collect.fail(c, None, f"the worker process of chain {c} exited with code "
-                             f"{p.exitcode} without returning its draws (killed? out of memory?)")
+                lost(c)
 
     threads = blas_threads(len(records)) if LIMIT_BLAS_THREADS else None
     last_check = perf_counter()
@@ -436,11 +440,7 @@ def run_parallel(
             for conn in ready:
                 c = chain_of[conn]
                 if c in active and not receive(c):  # its pipe ended before its last message
-                    p = active.pop(c)
-                    p.join(1.0)
-                    collect.fail(c, None, f"the worker process of chain {c} exited with code "
-                                 f"{p.exitcode} without returning its draws (killed? out of "
-                                 "memory?)")
+                    lost(c)
             if perf_counter() - last_check > 1.0:
                 check_dead()
                 last_check = perf_counter()

@@ -491,7 +491,7 @@ class HMC(Selecting):
         if cs is None:
             return []
         _, u0, comp, ovals = self._prepare(trace, cs)
-        return [".".join(str(p) for p in a if p != "*")
+        return [dotted(p for p in a if p != "*")
                 for a in comp.moving_supports(jnp.asarray(u0, dtype=float), ovals)]
 
     def _prepare(self, trace, cs):

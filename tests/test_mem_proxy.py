@@ -116,6 +116,33 @@ def test_resume_from_a_checkpoint_gives_the_same_draws(tmp_path, monkeypatch):
     assert_same(resumed, straight)
 
 
+def test_a_resume_records_the_end_of_a_key_dropped_after_the_snapshot(tmp_path, monkeypatch):
+    """A checkpoint at every step (a tick per step), the run stopped after step 90: a table —
+    and its memoized weights ``w.29`` — vanishes at the first draw the resumed chain records.
+    The resumed chain's recorder, new, must know which variables the draws before it hold, or
+    it never records that one's end (its last value carried on, unlike the straight run)."""
+    from test_runtime import ARMED, Interrupting, assert_same
+    from thrifty.runtime import chain
+
+    monkeypatch.setenv(ARMED, "1")
+    monkeypatch.setattr(chain, "TICK", 0.0)
+    model = small_jdpm(300)
+
+    def kernel():
+        sub = th.subsampled_mh(th.one("w"), 30, 0.2, th.drift(0.3), proxy="taylor")
+        return th.cycle([th.cycle([th.gibbs(th.one("data.z"))], repeats=5), sub])
+
+    kw = dict(num_samples=120, burn_in=10, seed=4, progress=False)
+    straight = th.infer(model, kernel(), **kw)
+    path = tmp_path / "proxy.ckpt"
+    with pytest.warns(th.InterruptedWarning):
+        th.infer(model, Interrupting(kernel(), after=90, how="raise"), checkpoint=path,
+                 checkpoint_every=0.0, **kw)
+    resumed = th.infer(model, Interrupting(kernel(), after=90, how="raise"), checkpoint=path,
+                       **kw)
+    assert_same(resumed, straight)
+
+
 def test_work_per_step_does_not_grow_with_n():
     """The proxy step executes no plate element (the remainders are read from the data) and
     builds a table's sums about once per half-turnover of its readers, at either N."""

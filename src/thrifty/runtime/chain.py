@@ -214,7 +214,8 @@ class ChainRun:
 
             found, _, generic, _ = sources(self.trace, lambda name: True)
             keep.check([*found, *(n for _, _, values in generic for n in values)])
-        self.recorder = Recorder(keep, self.needs_plates, start=self.n_recorded)
+        self.recorder = Recorder(keep, self.needs_plates, start=self.n_recorded,
+                                 live=() if snapshot is None else snapshot.get("recorded", ()))
 
     # -- the loop ----------------------------------------------------------------------------------
     def run(self, tick) -> bool:
@@ -352,6 +353,7 @@ class ChainRun:
             "needs_plates": self.needs_plates,
             "iteration": self.iteration,
             "n_recorded": self.n_recorded,
+            "recorded": sorted(self.recorder.live_names()),  # (what a resume must see go)
             "stats": self.stats(),
         }
 

@@ -26,6 +26,7 @@ left by a kill is removed).  The main file holds::
                                                 program>,
                                      "rng_state": <bit_generator.state>, "needs_plates": bool,
                                      "iteration": int, "n_recorded": int,
+                                     "recorded": [names present at the last draw],
                                      "stats": [[label, <Stats fields>]]}}, ...],
      "draws_size": int}
 
@@ -373,7 +374,7 @@ class Checkpoint:
                 "ranges": [list(r) for r in self.ranges[c]],
                 "snapshot": None if snap is None else {
                     **{k: snap[k] for k in ("state", "rng_state", "needs_plates", "iteration",
-                                            "n_recorded")},
+                                            "n_recorded", "recorded")},
                     "stats": [[label, dataclasses.asdict(s)] for label, s in snap["stats"]],
                 },
             })

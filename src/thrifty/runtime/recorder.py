@@ -221,8 +221,12 @@ class _ChainAsBlock:
 class Recorder:
     """The draws of one chain since the last :meth:`take` (see the module docstring)."""
 
-    def __init__(self, keep: Selector | None = None, needs_plates: bool = False, start: int = 0):
+    def __init__(self, keep: Selector | None = None, needs_plates: bool = False, start: int = 0,
+                 live=()):
         self.keep = keep if keep is not None else Selector()
+        # the variables present at draw ``start - 1``, recorded by the recorder of a run this
+        # one resumes: those absent from the first draw it records end there
+        self._live = set(live)
         self.needs_plates = needs_plates
         self.n = start  # index of the next draw in the chain
         self._trace = None
@@ -376,6 +380,10 @@ class Recorder:
             for name in values:
                 if name not in gen_names and name not in new:
                     self._series(name).set(d, None)
+        if self._live:  # (the first walk of a resumed chain)
+            for name in self._live - gen_names - new.keys():
+                self._series(name).set(d, None)
+            self._live = set()
         for name, src in new.items():
             prev = old.get(name)
             if prev is None or prev.kind != src.kind or prev.node is not src.node:
@@ -455,6 +463,10 @@ class Recorder:
         }
         self._new()
         return out
+
+    def live_names(self) -> set:
+        """The variables present at the last recorded draw."""
+        return set(self._sources) | {n for _, _, values in self._generic for n in values}
 
     def __getstate__(self):
         raise TypeError("a Recorder is not pickled; the chain's draws are in its DrawStore")

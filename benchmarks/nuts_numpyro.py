@@ -21,17 +21,23 @@ Each round runs, for each library, one chain of ``warmup`` + ``samples`` NUTS tr
 a fresh start (thrifty: ``th.infer(model, th.nuts([...]), burn_in=warmup)``, default
 recording; NumPyro: ``MCMC(NUTS(model), num_warmup=warmup, num_samples=samples,
 progress_bar=False)``, whose whole chain is one compiled ``lax.scan``), interleaved, with the
-wall time of the call (compilation included; each round builds a new program / model closure,
-so nothing compiled in a previous round is reused).  ESS is ArviZ's bulk ESS, the minimum over
-the parameters (the slowest-mixing one); ESS/s = that over the wall time.  Reported: per round
+wall time of the call (compilation included; each round builds a new program / model
+closure).  ESS is ArviZ's bulk ESS, the minimum over the parameters (the slowest-mixing one);
+ESS/s = that over the wall time.  Reported: per round
 and median, and the ratio thrifty / NumPyro.  Posterior agreement: per parameter, the
 difference of the two posterior means in units of their combined Monte Carlo standard error.
 
 The rounds after the first measure a *warm* process: JAX's caches of small compiled operations
 are filled by the runs before (NumPyro's first run in a process takes several times its later
-ones).  ``--cold K`` also measures what a script pays on its first run: K pairs of fresh
-processes, each running both libraries once (imports done before the clocks start), one with
-thrifty first and one with NumPyro first; reported per process and as the median ratio.
+ones).  They alternate between two kinds (``ROUND_KINDS``): the *same data again* — a new
+program of the same model on the same data, as a notebook cell run twice: thrifty's compiled
+density is keyed by the digest of the model's code and data, so it compiles nothing, while
+NumPyro's ``MCMC`` compiles its chain anew — and *new data* of the same shapes (both libraries
+compile).  Medians are reported per kind.
+
+``--cold K`` also measures what a script pays on its first run: K pairs of fresh processes,
+each running both libraries once (imports done before the clocks start), one with thrifty
+first and one with NumPyro first; reported per process and as the median ratio.
 
 Run: ``cd benchmarks && ../.venv/bin/python nuts_numpyro.py`` (``--quick``: fewer draws).
 Needs the ``bench`` extra (``pip install -e '.[jax,bench]'``).  Writes
@@ -107,10 +113,21 @@ def ssm_data(seed=0, T=100):
     return x + 0.5 * rng.standard_normal(T)
 
 
-def thrifty_run(name, warmup, samples, seed):
+def data(name, variant: int):
+    """The data set ``variant`` of model ``name`` (0: the one described above; others: eight
+    schools' effects shifted by ``variant``, the other models' data drawn from seed
+    ``variant``) — the same shapes, other values."""
+    if name == "eight_schools":
+        return Y8 + variant, S8
+    if name in ("ssm", "ssm_default"):
+        return (ssm_data(seed=variant),)
+    return logistic_data(seed=variant)
+
+
+def thrifty_run(name, warmup, samples, seed, variant=0):
     if name == "ssm_default":
         t0 = time.perf_counter()
-        r = th.infer(ssm(ssm_data()), num_samples=samples, burn_in=warmup, seed=seed,
+        r = th.infer(ssm(*data(name, variant)), num_samples=samples, burn_in=warmup, seed=seed,
                      progress=False)
         seconds = time.perf_counter() - t0
         assert "NUTS to a, q, s.x" in r.notes[0], r.notes[0]
@@ -118,15 +135,16 @@ def thrifty_run(name, warmup, samples, seed):
         return seconds, draws, float(r.sample_stats["diverging"].mean())
     if name == "ssm":
         t0 = time.perf_counter()
-        r = th.infer(ssm(ssm_data()), th.cycle([th.nuts(["a", "q"]), th.pgibbs("s", 10)]),
+        r = th.infer(ssm(*data(name, variant)), th.cycle([th.nuts(["a", "q"]), th.pgibbs("s", 10)]),
                      num_samples=samples, burn_in=warmup, seed=seed, progress=False)
         seconds = time.perf_counter() - t0
         draws = {n: np.asarray(r[n])[0] for n in ("a", "q")}
         return seconds, draws, float(r.sample_stats["diverging"].mean())
     if name == "eight_schools":
-        prog, sel, names = schools(Y8, S8), ["mu", "tau", "school.eta"], ["mu", "tau"]
+        prog, sel = schools(*data(name, variant)), ["mu", "tau", "school.eta"]
+        names = ["mu", "tau"]
     else:
-        prog = hier_logistic(*logistic_data())
+        prog = hier_logistic(*data(name, variant))
         sel, names = ["mu_a", "sigma_a", "w", "group.a"], ["mu_a", "sigma_a", "w"]
     t0 = time.perf_counter()
     r = th.infer(prog, th.nuts(sel), num_samples=samples, burn_in=warmup, seed=seed,
@@ -136,7 +154,7 @@ def thrifty_run(name, warmup, samples, seed):
     return seconds, draws, float(r.sample_stats["diverging"].mean())
 
 
-def numpyro_run(name, warmup, samples, seed):
+def numpyro_run(name, warmup, samples, seed, variant=0):
     import jax
     import jax.numpy as jnp
     import numpyro
@@ -151,7 +169,7 @@ def numpyro_run(name, warmup, samples, seed):
                 eta = numpyro.sample("school.eta", nd.Normal(0.0, 1.0))
                 numpyro.sample("y", nd.Normal(mu + tau * eta, sd), obs=y)
 
-        args = (jnp.asarray(Y8), jnp.asarray(S8))
+        args = tuple(jnp.asarray(a) for a in data(name, variant))
     elif name in ("ssm", "ssm_default"):
         def model(y):
             a = numpyro.sample("a", nd.Uniform(-1.0, 1.0))
@@ -168,9 +186,9 @@ def numpyro_run(name, warmup, samples, seed):
             _, ll = jax.lax.scan(kalman, (0.0, 0.0), y)
             numpyro.factor("loglik", ll.sum())
 
-        args = (jnp.asarray(ssm_data()),)
+        args = (jnp.asarray(data(name, variant)[0]),)
     else:
-        g, X, y, J = logistic_data()
+        g, X, y, J = data(name, variant)
 
         def model(g, X, y):
             mu_a = numpyro.sample("mu_a", nd.Normal(0.0, 2.0))
@@ -192,6 +210,11 @@ def numpyro_run(name, warmup, samples, seed):
     draws = {k: np.asarray(v) for k, v in s.items()}
     div = float(np.asarray(mcmc.get_extra_fields()["diverging"]).mean())
     return seconds, draws, div
+
+
+ROUND_KINDS = ("first", "same data again", "new data")
+"""Round 0 is the process's first run of the model; then rounds alternate between the data of
+the round before (``same data again``) and a new data set of the same shapes (``new data``)."""
 
 
 def min_ess(draws: dict) -> tuple[float, str]:
@@ -263,7 +286,7 @@ def cold(name: str, pairs: int, warmup: int, samples: int) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--cold", type=int, default=0,
                     help="also this many pairs of fresh processes per model (see cold())")
     ap.add_argument("--models", default="eight_schools,hier_logistic,ssm,ssm_default")
@@ -276,22 +299,28 @@ def main() -> None:
 
         print(json.dumps(one_cold(args.models, args.one_cold, warmup, samples, args.seed)))
         return
+    # (imported before any round: importing NumPyro defines JAX options of its own, which
+    # changes the tracing context of every jitted function and so retraces thrifty's)
+    import numpyro  # noqa: F401
+
     out = {"warmup": warmup, "samples": samples, "models": {}}
     for name in args.models.split(","):
         rounds = []
         for k in range(args.rounds):
-            ts, td, tdiv = thrifty_run(name, warmup, samples, seed=10 + k)
-            ns, nd_, ndiv = numpyro_run(name, warmup, samples, seed=10 + k)
+            variant, kind = k // 2, ROUND_KINDS[min(k, 1) if k < 2 else 2 - k % 2]
+            ts, td, tdiv = thrifty_run(name, warmup, samples, seed=10 + k, variant=variant)
+            ns, nd_, ndiv = numpyro_run(name, warmup, samples, seed=10 + k, variant=variant)
             te, tn = min_ess(td)
             ne, nn = min_ess(nd_)
-            row = {"thrifty": {"seconds": ts, "min_ess": te, "slowest": tn,
+            row = {"kind": kind, "data_variant": variant,
+                   "thrifty": {"seconds": ts, "min_ess": te, "slowest": tn,
                                "ess_per_s": te / ts, "divergent": tdiv},
                    "numpyro": {"seconds": ns, "min_ess": ne, "slowest": nn,
                                "ess_per_s": ne / ns, "divergent": ndiv},
                    "mean_difference_in_se": agreement(td, nd_)}
             row["ratio_ess_per_s"] = row["thrifty"]["ess_per_s"] / row["numpyro"]["ess_per_s"]
             rounds.append(row)
-            print(f"{name} round {k}: thrifty {ts:.1f} s, min ESS {te:.0f} ({tn}), "
+            print(f"{name} round {k} ({kind}): thrifty {ts:.1f} s, min ESS {te:.0f} ({tn}), "
                   f"{te / ts:.1f}/s | numpyro {ns:.1f} s, min ESS {ne:.0f} ({nn}), "
                   f"{ne / ns:.1f}/s | ratio {row['ratio_ess_per_s']:.2f}", flush=True)
         med = {lib: {k: statistics.median(r[lib][k] for r in rounds)
@@ -300,6 +329,9 @@ def main() -> None:
         med["ratio_ess_per_s"] = statistics.median(r["ratio_ess_per_s"] for r in rounds)
         med["max_abs_mean_difference_in_se"] = max(
             abs(v) for r in rounds for v in r["mean_difference_in_se"].values())
+        med["ratio_ess_per_s_by_kind"] = {
+            kind: statistics.median(r["ratio_ess_per_s"] for r in rounds if r["kind"] == kind)
+            for kind in ROUND_KINDS if any(r["kind"] == kind for r in rounds)}
         out["models"][name] = {"rounds": rounds, "median": med}
         print(f"{name} median: {med}", flush=True)
         if args.cold:

@@ -274,35 +274,34 @@ class _Ahead:
         return state
 
 
-_CACHE: dict = {}  # (program id, settings, structure) → (program, digest, compiled functions)
+_CACHE: dict = {}  # (program key, settings, structure) → compiled functions
 _CACHE_SIZE = 64  # discrete values compiled in that keep changing: a bounded cache
 
 
-def _digest(program) -> str:
-    """What a compiled density took as constants: the model's code, everything it reaches
-    (closures, globals, buffers) and its arguments (:mod:`thrifty.fingerprint`)."""
-    return value_digest((program.fn, program.args, program.kwargs), "program")[0]
+def program_key(program) -> tuple:
+    """What a compiled density took as constants: the digest of the model's code, everything
+    it reaches (closures, globals, buffers) and its arguments (:mod:`thrifty.fingerprint`).
+    Two programs with the same digest execute the same code on the same values, so their
+    compiled functions are one (a model applied again to the same data — a notebook cell run
+    twice — compiles nothing); data changed in place changes the digest and compiles anew.
+    Where the walker met something it cannot hash (a lock, an open file), the key is also the
+    program object itself: reused by that program only."""
+    digest, unhashable = value_digest((program.fn, program.args, program.kwargs), "program")
+    return (digest, id(program)) if unhashable else (digest, None)
 
 
-def _cached(program, sig, checked: set):
-    """The compiled functions of ``sig``, or None.  The first use by a kernel (each chain's
-    copy) checks that the program's code and data are those they were compiled with: data
-    changed in place since a previous ``th.infer`` compiles anew, never reuses stale ones."""
+def _cached(sig):
+    """The compiled functions of ``sig`` (its first entry a :func:`program_key`), or None."""
     hit = _CACHE.get(sig)
-    if hit is None or hit[0] is not program:  # (an id reused by another program)
-        if len(_CACHE) >= _CACHE_SIZE:
-            _CACHE.clear()
-        return None
-    if sig not in checked:
-        if _digest(program) != hit[1]:
-            return None
-        checked.add(sig)
-    return hit[2]
+    if hit is None and len(_CACHE) >= _CACHE_SIZE:
+        _CACHE.clear()
+    return hit
 
 
-def _store(program, sig, comp, checked: set):
-    _CACHE[sig] = (program, _digest(program), comp)
-    checked.add(sig)
+def _store(sig, comp):
+    """Keep ``comp`` (whose functions hold their program: a key naming the program object
+    keeps its id from being reused while the entry lives)."""
+    _CACHE[sig] = comp
 
 
 def _reasonable_step_size(comp, seed, u0, ovals, imm, target: float = 0.5) -> float:
@@ -355,7 +354,7 @@ class HMC(Selecting):
         self.burn_in_steps = 0
         self._last: dict = {}  # the statistics of the last transition (per-draw stats)
         self._since = None  # ((trace uid, clock, choices), what _prepare gave) after a step
-        self._checked: set = set()  # compiled structures whose program this copy checked
+        self._keys: dict = {}  # id(program) → (program, program_key): computed once a copy
         self.constants = None  # (names, where, any of them an array): discrete choices compiled
         # in as constants (a compilation per value met)
         self._recompiles = 0  # compilations for new values of them (see _compile)
@@ -370,7 +369,7 @@ class HMC(Selecting):
         turns on JAX's float64 would come back as float32, and a resumed chain would differ)."""
         state = self.__dict__.copy()
         state["_since"] = None
-        state["_checked"] = set()
+        state["_keys"] = {}
         if self._adapt is not None or self._tuned is not None:
             import jax
 
@@ -625,8 +624,11 @@ class HMC(Selecting):
         Compiled functions are shared by the chains of one process (same program, settings
         and structure)."""
         okeys = tuple(others)
-        sig = (id(program), self._settings(), keys, ushapes, structure(others))
-        comp = _cached(program, sig, self._checked)
+        known = self._keys.get(id(program))
+        if known is None or known[0] is not program:
+            known = self._keys[id(program)] = (program, program_key(program))
+        sig = (known[1], self._settings(), keys, ushapes, structure(others))
+        comp = _cached(sig)
         if comp is None:
             comp = _Compiled(self, program, keys, ushapes, okeys, {})
             try:
@@ -635,7 +637,7 @@ class HMC(Selecting):
                 if not e.traced:
                     raise
                 comp = ("static", e.where)  # (tried below: if the block's values are at fault,
-            _store(program, sig, comp, self._checked)  # it fails)
+            _store(sig, comp)  # it fails)
         if type(comp) is not tuple:
             return comp, tuple(others.values())
         discrete = {k: v for k, v in others.items() if np.asarray(v).dtype.kind in "biu"}
@@ -643,11 +645,11 @@ class HMC(Selecting):
         self.constants = (tuple(key_name(k) for k in discrete), comp[1],
                           any(np.ndim(v) for v in discrete.values()))
         ssig = (sig, tuple((k, np.asarray(v).tobytes()) for k, v in discrete.items()))
-        comp = _cached(program, ssig, self._checked)
+        comp = _cached(ssig)
         if comp is None:
             comp = _Compiled(self, program, keys, ushapes, rest, discrete)
             self._ready(comp, tuple(others[k] for k in rest))
-            _store(program, ssig, comp, self._checked)
+            _store(ssig, comp)
             self._recompiles += 1
             # (arrays of states or labels: configurations without end; a top-level choice's
             # few values: each compiled once, then reused — warned about only if many)

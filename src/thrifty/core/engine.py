@@ -56,8 +56,10 @@ from __future__ import annotations
 
 from thrifty.core.choices import starts_with, walk, walk_steps
 from thrifty.core.gradient import (
+    ARGUMENT,
     GradientRun,
     computes_values,
+    data_arguments,
     is_plate_chain,
     key_name,
     other_values,
@@ -166,6 +168,7 @@ def propose(trace, rng, targets: dict | None = None, vec: dict | None = None,
 
 
 __all__ = [
+    "ARGUMENT",
     "CAPTURE",
     "DEFAULT",
     "DETERMINISTIC",
@@ -192,6 +195,7 @@ __all__ = [
     "chains",
     "computes_values",
     "conditional_step",
+    "data_arguments",
     "executions_since",
     "free_step",
     "fused_step",

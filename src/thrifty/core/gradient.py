@@ -42,6 +42,7 @@ from thrifty.distributions.xp import SUMMED, is_foreign
 from thrifty.errors import ModelError, NotDifferentiable
 
 OBSERVED = "<observed>"  # key prefix of simulated observations in ``others``
+ARGUMENT = "<argument>"  # key prefix of the program's array arguments in ``others``
 
 BLOCK_HINT = (
     "write that code with arithmetic and indexing (mu + tau * eta[i], X[i] @ w) or with "
@@ -77,6 +78,22 @@ def other_values(trace, block: set) -> dict:
     return out
 
 
+def data_arguments(program) -> dict:
+    """The program's arguments a compiled density may take as inputs rather than constants:
+    ``(ARGUMENT, position or keyword) → array`` for each top-level argument that is a numeric
+    NumPy array (float or integer; boolean masks select by value, which JAX cannot trace).
+    Given in ``others``, :meth:`GradientRun.execute` passes them to the model in place of the
+    program's own, so that one compiled density serves every data set of the same shapes; a
+    model whose code needs their values (``np.log(y)``, ``if y[0] > 0``) cannot be traced so,
+    and the caller compiles the data in as constants instead."""
+    out = {}
+    items = [*enumerate(program.args), *program.kwargs.items()]
+    for k, a in items:
+        if type(a) is np.ndarray and a.dtype.kind in "fiu":
+            out[(ARGUMENT, k)] = a
+    return out
+
+
 def computes_values(trace) -> bool:
     """Whether the program records computed values (``th.deterministic``), which a gradient
     run does not return: draws that skip the trace's write must then not be recorded."""
@@ -88,7 +105,12 @@ def computes_values(trace) -> bool:
 
 def structure(values: dict) -> tuple:
     """The addresses, shapes and dtypes of ``values``: what a compiled density depends on."""
-    return tuple((k, np.shape(v), np.asarray(v).dtype.str) for k, v in values.items())
+    return tuple((k, np.shape(v), _dtype(v)) for k, v in values.items())
+
+
+def _dtype(v) -> str:
+    dt = getattr(v, "dtype", None)  # (an array of JAX: read without a copy to the host)
+    return np.dtype(dt).str if dt is not None else np.asarray(v).dtype.str
 
 
 class GradientRun:
@@ -115,9 +137,14 @@ class GradientRun:
 
     def execute(self):
         program = self.program
+        args, kwargs = program.args, program.kwargs
+        if any(type(k) is tuple and k[:1] == (ARGUMENT,) for k in self.others):  # (data
+            # given as inputs: data_arguments)
+            args = tuple(self.others.get((ARGUMENT, j), a) for j, a in enumerate(args))
+            kwargs = {k: self.others.get((ARGUMENT, k), a) for k, a in kwargs.items()}
         _context.RUNS.append(self)
         try:
-            program.fn(*program.args, **program.kwargs)
+            program.fn(*args, **kwargs)
         except ModelError:
             raise
         except Exception as e:

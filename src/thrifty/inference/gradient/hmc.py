@@ -40,11 +40,13 @@ import numpy as np
 
 from thrifty.core.address import dotted, fmt
 from thrifty.core.engine import (
+    ARGUMENT,
     GradientRun,
     VecTarget,
     chain_column,
     chains,
     computes_values,
+    data_arguments,
     is_plate_chain,
     key_name,
     locate,
@@ -57,7 +59,7 @@ from thrifty.core.engine import (
     top_site,
 )
 from thrifty.core.engine import plate as plate_view
-from thrifty.errors import NotDifferentiable, SelectionError
+from thrifty.errors import ModelError, NotDifferentiable, SelectionError
 from thrifty.fingerprint import value_digest
 from thrifty.inference.selecting import Selecting
 
@@ -278,16 +280,28 @@ _CACHE: dict = {}  # (program key, settings, structure) → compiled functions
 _CACHE_SIZE = 64  # discrete values compiled in that keep changing: a bounded cache
 
 
-def program_key(program) -> tuple:
+def program_key(program, data: dict | None = None) -> tuple:
     """What a compiled density took as constants: the digest of the model's code, everything
-    it reaches (closures, globals, buffers) and its arguments (:mod:`thrifty.fingerprint`).
-    Two programs with the same digest execute the same code on the same values, so their
-    compiled functions are one (a model applied again to the same data — a notebook cell run
-    twice — compiles nothing); data changed in place changes the digest and compiles anew.
-    Where the walker met something it cannot hash (a lock, an open file), the key is also the
-    program object itself: reused by that program only."""
-    digest, unhashable = value_digest((program.fn, program.args, program.kwargs), "program")
+    it reaches (closures, globals, buffers) and its arguments (:mod:`thrifty.fingerprint`) —
+    of the arguments in ``data`` (:func:`~thrifty.core.gradient.data_arguments`, taken as
+    inputs) only the shape and dtype.  Two programs with the same key execute the same code on
+    the same constants, so their compiled functions are one: a model applied again to the
+    same data (a notebook cell run twice), or to new data of the same shapes, compiles
+    nothing; data changed in place changes the key of a density that took them as constants.
+    Where the walker met something it cannot hash (a lock, an open file), the key also names
+    the program object itself: reused by that program only."""
+    data = data or {}
+
+    def arg(k, a):
+        return ("<input>", a.shape, a.dtype.str) if (ARGUMENT, k) in data else a
+
+    args = tuple(arg(k, a) for k, a in enumerate(program.args))
+    kwargs = {k: arg(k, a) for k, a in program.kwargs.items()}
+    digest, unhashable = value_digest((program.fn, args, kwargs), "program")
     return (digest, id(program)) if unhashable else (digest, None)
+
+
+DATA_AS_CONSTANTS = "data as constants"  # (cached: the program's data cannot be inputs)
 
 
 def _cached(sig):
@@ -302,6 +316,21 @@ def _store(sig, comp):
     """Keep ``comp`` (whose functions hold their program: a key naming the program object
     keeps its id from being reused while the entry lives)."""
     _CACHE[sig] = comp
+
+
+def _reads_data_alike(program, keys, ushapes, others: dict, full: dict) -> bool:
+    """Whether the program's density is the same with its data given as arrays of JAX (as the
+    compiled density takes them) as with its own NumPy arrays: one eager execution of each at
+    the origin of the unconstrained space.  Tracing already refuses code that needs the data's
+    values (``np.log(y)``, ``if y[0] > 0``); code that reads their *type* (``isinstance(y,
+    np.ndarray)``) traces, and is caught here instead."""
+    import jax.numpy as jnp
+
+    block = {k: jnp.zeros(shape) for k, shape in zip(keys, ushapes)}
+    a = GradientRun(program, block, dict(full), jnp).execute().lp
+    b = GradientRun(program, block, dict(others), jnp).execute().lp
+    a, b = float(a), float(b)
+    return a == b or bool(np.isclose(a, b, rtol=1e-9, atol=1e-9))
 
 
 def _reasonable_step_size(comp, seed, u0, ovals, imm, target: float = 0.5) -> float:
@@ -354,7 +383,8 @@ class HMC(Selecting):
         self.burn_in_steps = 0
         self._last: dict = {}  # the statistics of the last transition (per-draw stats)
         self._since = None  # ((trace uid, clock, choices), what _prepare gave) after a step
-        self._keys: dict = {}  # id(program) → (program, program_key): computed once a copy
+        self._keys: dict = {}  # id(program) → [program, its data as arrays of JAX, program_key
+        # with the data as inputs, program_key with them as constants]: computed once a copy
         self.constants = None  # (names, where, any of them an array): discrete choices compiled
         # in as constants (a compilation per value met)
         self._recompiles = 0  # compilations for new values of them (see _compile)
@@ -619,15 +649,41 @@ class HMC(Selecting):
 
     def _compile(self, program, keys, ushapes, others):
         """The compiled functions for this structure, and the values they take.  The other
-        choices are arguments; where the program's control flow reads a discrete one (``if z ==
-        1``), those are compiled in as constants instead (recompiled when they change).
-        Compiled functions are shared by the chains of one process (same program, settings
-        and structure)."""
-        okeys = tuple(others)
+        choices are arguments, and so are the program's numeric array arguments (its data:
+        :func:`~thrifty.core.gradient.data_arguments`) unless the model's code needs their
+        values, which then are constants; where the program's control flow reads a discrete
+        choice (``if z == 1``), those are compiled in as constants too (recompiled when they
+        change).  Compiled functions are shared within a process by the programs of one
+        :func:`program_key` (with the same settings and structure)."""
         known = self._keys.get(id(program))
         if known is None or known[0] is not program:
-            known = self._keys[id(program)] = (program, program_key(program))
-        sig = (known[1], self._settings(), keys, ushapes, structure(others))
+            jax, _ = _jax()  # (float64 on before the data become arrays of JAX)
+            data = {k: jax.numpy.asarray(v)  # (moved once, not at every call)
+                    for k, v in data_arguments(program).items()}
+            known = self._keys[id(program)] = [program, data, program_key(program, data), None]
+        _, data, key, _ = known
+        if data:
+            sig = (key, self._settings(), keys, ushapes, structure(others), DATA_AS_CONSTANTS)
+            if _cached(sig) is None:
+                full = {**others, **data}
+                try:
+                    if (_cached((key, self._settings(), keys, ushapes, structure(full))) is None
+                            and not _reads_data_alike(program, keys, ushapes, others, full)):
+                        raise ModelError("the model's code reads its data's type")
+                    return self._compile_for(program, key, keys, ushapes, full)
+                except Exception:  # (the model's code needs the data's values: a tracing
+                    # error, or thrifty's explanation of one) — tried once per key
+                    self.constants = None
+                    _store(sig, DATA_AS_CONSTANTS)
+            if known[3] is None:  # (the data's values, hashed: O(their size), once a chain)
+                known[3] = program_key(program)
+            key = known[3]
+        return self._compile_for(program, key, keys, ushapes, others)
+
+    def _compile_for(self, program, key, keys, ushapes, others):
+        """:meth:`_compile` for one program key, ``others`` the values the functions take."""
+        okeys = tuple(others)
+        sig = (key, self._settings(), keys, ushapes, structure(others))
         comp = _cached(sig)
         if comp is None:
             comp = _Compiled(self, program, keys, ushapes, okeys, {})
@@ -640,7 +696,8 @@ class HMC(Selecting):
             _store(sig, comp)  # it fails)
         if type(comp) is not tuple:
             return comp, tuple(others.values())
-        discrete = {k: v for k, v in others.items() if np.asarray(v).dtype.kind in "biu"}
+        discrete = {k: v for k, v in others.items()  # (choices: the data stay inputs)
+                    if k[:1] != (ARGUMENT,) and np.asarray(v).dtype.kind in "biu"}
         rest = tuple(k for k in okeys if k not in discrete)
         self.constants = (tuple(key_name(k) for k in discrete), comp[1],
                           any(np.ndim(v) for v in discrete.values()))

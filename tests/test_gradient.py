@@ -471,7 +471,8 @@ def test_a_model_that_reads_its_data_gets_them_compiled_in_as_constants(reads):
     """Data a model's code needs as values (``np.log(y)``: NumPy on the data) or whose type it
     reads (``isinstance(y, np.ndarray)``: a branch that tracing follows without error) cannot
     be inputs of the compiled density: they are compiled in as constants, and the posterior is
-    the model's (without the check on the type, the second model's data would be doubled)."""
+    the model's (the second is found by comparing the compiled log-joint with the trace's;
+    without that check its data would be doubled: z = 28)."""
     @th.model
     def m(y):
         mu = th.sample("mu", dist.Normal(0.0, 10.0))

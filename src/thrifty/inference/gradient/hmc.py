@@ -59,7 +59,7 @@ from thrifty.core.engine import (
     top_site,
 )
 from thrifty.core.engine import plate as plate_view
-from thrifty.errors import ModelError, NotDifferentiable, SelectionError
+from thrifty.errors import NotDifferentiable, SelectionError
 from thrifty.fingerprint import value_digest
 from thrifty.inference.selecting import Selecting
 
@@ -105,6 +105,7 @@ class _Compiled:
 
         import jax.numpy as jnp
 
+        self.data_inputs = any(k[:1] == (ARGUMENT,) for k in okeys)  # (see HMC._agrees)
         sizes = [int(np.prod(s)) for s in ushapes]
         offsets = np.cumsum([0, *sizes])
 
@@ -152,7 +153,8 @@ class _Compiled:
             key ``fold_in(key(seed), i)``: while ``adapting``, with the adaptation's step size
             (unless fixed) and inverse mass matrix, updated after each by its stage
             ``stages[i]``; otherwise with ``eps0`` and ``imm0``.  Returns the last position,
-            per transition the constrained values, log-joint, step size and statistics, and
+            per transition the constrained values, log-joint, step size and statistics, the
+            log-joint at ``u0`` when ``n`` is 0 (NaN otherwise: see :meth:`HMC._agrees`), and
             the adaptation's state."""
             key = jax.random.key(seed)
             density = partial(logdensity, ovals=ovals)
@@ -183,9 +185,11 @@ class _Compiled:
 
             state, a_state, out = jax.lax.fori_loop(0, n, body, (init(u0, density), a_state, out))
             vals, lj, eps_out, stats = out
+            lj0 = jax.lax.cond(n == 0, lambda: observe(u0, ovals)[1], lambda: jnp.nan)
             # one float64 vector (read back in one transfer, not one per array: see unpack)
             packed = jnp.concatenate([state.position] + [v.reshape(-1) for v in vals]
-                                     + [lj, eps_out] + [x.astype(float) for x in stats])
+                                     + [lj, eps_out] + [x.astype(float) for x in stats]
+                                     + [jnp.reshape(lj0, 1)])
             return packed, a_state
 
         def unpack(packed):
@@ -318,21 +322,6 @@ def _store(sig, comp):
     _CACHE[sig] = comp
 
 
-def _reads_data_alike(program, keys, ushapes, others: dict, full: dict) -> bool:
-    """Whether the program's density is the same with its data given as arrays of JAX (as the
-    compiled density takes them) as with its own NumPy arrays: one eager execution of each at
-    the origin of the unconstrained space.  Tracing already refuses code that needs the data's
-    values (``np.log(y)``, ``if y[0] > 0``); code that reads their *type* (``isinstance(y,
-    np.ndarray)``) traces, and is caught here instead."""
-    import jax.numpy as jnp
-
-    block = {k: jnp.zeros(shape) for k, shape in zip(keys, ushapes)}
-    a = GradientRun(program, block, dict(full), jnp).execute().lp
-    b = GradientRun(program, block, dict(others), jnp).execute().lp
-    a, b = float(a), float(b)
-    return a == b or bool(np.isclose(a, b, rtol=1e-9, atol=1e-9))
-
-
 def _reasonable_step_size(comp, seed, u0, ovals, imm, target: float = 0.5) -> float:
     """Hoffman & Gelman's (2014) Alg. 4 heuristic with the compiled transition: from 1, double
     (or halve) the step size while the transition's mean acceptance stays above (below)
@@ -384,7 +373,9 @@ class HMC(Selecting):
         self._last: dict = {}  # the statistics of the last transition (per-draw stats)
         self._since = None  # ((trace uid, clock, choices), what _prepare gave) after a step
         self._keys: dict = {}  # id(program) → [program, its data as arrays of JAX, program_key
-        # with the data as inputs, program_key with them as constants]: computed once a copy
+        # with the data as inputs, program_key with them as constants, the signature that
+        # marks the data as constants]: computed once a copy
+        self._agreed: set = set()  # compiled functions taking data that _agrees checked
         self.constants = None  # (names, where, any of them an array): discrete choices compiled
         # in as constants (a compilation per value met)
         self._recompiles = 0  # compilations for new values of them (see _compile)
@@ -400,6 +391,7 @@ class HMC(Selecting):
         state = self.__dict__.copy()
         state["_since"] = None
         state["_keys"] = {}
+        state["_agreed"] = set()
         if self._adapt is not None or self._tuned is not None:
             import jax
 
@@ -528,7 +520,28 @@ class HMC(Selecting):
         keys, u0, ushapes = self._start(trace, cs)
         others = other_values(trace, set(keys))
         comp, ovals = self._compile(trace.program, keys, ushapes, others)
+        if comp.data_inputs and comp not in self._agreed:
+            if not self._agrees(comp, u0, ovals, trace):
+                _store(self._keys[id(trace.program)][4], DATA_AS_CONSTANTS)
+                comp, ovals = self._compile(trace.program, keys, ushapes, others)
+            else:
+                self._agreed.add(comp)
         return keys, u0, comp, ovals
+
+    def _agrees(self, comp, u0, ovals, trace) -> bool:
+        """Whether the compiled density, which takes the program's data as inputs, gives the
+        trace's log-joint at its state — the program executed by the engine on the data as the
+        program holds them.  Tracing refuses code that needs the data's values (``np.log(y)``,
+        ``if y[0] > 0``); code that reads their *type* (``isinstance(y, np.ndarray)``) traces,
+        and is caught here: the data are then compiled in as constants.  One density
+        evaluation (a compiled call of no transition) per program and chain."""
+        import jax.numpy as jnp
+
+        imm = jnp.eye(comp.size) if self.dense_mass else jnp.ones(comp.size)
+        packed, _ = comp.chunk(np.uint32(0), np.int64(0), u0, ovals, comp.idle, comp.no_stages,
+                               np.bool_(False), np.float64(1.0), imm)
+        a, b = float(np.asarray(packed)[-1]), trace.known_log_joint()
+        return a == b or bool(np.isclose(a, b, rtol=1e-9, atol=1e-9))
 
     def _start(self, trace, cs):
         """(block keys, the block's values in unconstrained space as one vector, shapes)."""
@@ -660,17 +673,15 @@ class HMC(Selecting):
             jax, _ = _jax()  # (float64 on before the data become arrays of JAX)
             data = {k: jax.numpy.asarray(v)  # (moved once, not at every call)
                     for k, v in data_arguments(program).items()}
-            known = self._keys[id(program)] = [program, data, program_key(program, data), None]
-        _, data, key, _ = known
+            known = self._keys[id(program)] = [program, data, program_key(program, data), None,
+                                               None]
+        _, data, key, _, _ = known
         if data:
             sig = (key, self._settings(), keys, ushapes, structure(others), DATA_AS_CONSTANTS)
+            known[4] = sig  # (where _prepare marks data the density must take as constants)
             if _cached(sig) is None:
-                full = {**others, **data}
                 try:
-                    if (_cached((key, self._settings(), keys, ushapes, structure(full))) is None
-                            and not _reads_data_alike(program, keys, ushapes, others, full)):
-                        raise ModelError("the model's code reads its data's type")
-                    return self._compile_for(program, key, keys, ushapes, full)
+                    return self._compile_for(program, key, keys, ushapes, {**others, **data})
                 except Exception:  # (the model's code needs the data's values: a tracing
                     # error, or thrifty's explanation of one) — tried once per key
                     self.constants = None

@@ -536,3 +536,30 @@ def test_a_snapshot_between_draws_computed_ahead_resumes_the_same_draws():
         a.append(draw(k, trace))
         b.append(draw(k2, trace2))
     assert a == b and len(set(a)) > 50
+
+
+@pytest.mark.parametrize("kernel", ["nuts", "mh"])
+def test_jax_numpy_in_a_plate_body_works_under_every_kernel(kernel):
+    """``jnp.exp(mu)`` as a plate site's shared scale — the fix the differentiability error
+    suggests — gives a family with array-API parameters of batch shape (), whose shape is
+    never false: the plate must still read it as shared by the elements (it raised an
+    IndexError naming the plate).  Posterior of mu against a grid."""
+    import jax.numpy as jnp
+
+    @th.model
+    def m(y):
+        mu = th.sample("mu", dist.Normal(0.0, 1.0))
+        with th.plate("d", len(y)) as i:
+            th.observe("y", dist.Normal(0.0, jnp.exp(mu)), y[i])
+
+    y = np.array([0.5, -1.0, 2.0])
+    grid = np.linspace(-6.0, 6.0, 24001)
+    logp = stats.norm.logpdf(grid) + stats.norm.logpdf(y[:, None], 0.0, np.exp(grid)).sum(0)
+    w = np.exp(logp - logp.max())
+    w /= w.sum()
+    mean = float((w * grid).sum())
+    sd = float(np.sqrt((w * (grid - mean) ** 2).sum()))
+    cdf = np.cumsum(w)
+    sel = th.nuts("mu") if kernel == "nuts" else th.mh("mu", th.drift())
+    r = th.infer(m(y), sel, num_samples=3000, burn_in=500, seed=3, progress=False)
+    check_continuous(r["mu"][0], mean, sd, lambda x: np.interp(x, grid, cdf), what="mu")

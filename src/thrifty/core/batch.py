@@ -198,7 +198,7 @@ class BatchFrame:
         """0: parameters shared by the members; 1: one per member; 2: a broadcast axis of 1."""
         n = self.n
         bs = d.batch_shape
-        if not bs:
+        if len(bs) == 0:  # (not ``not bs``: an array-API family's shape is never false)
             return 0
         if bs[0] == n:
             return 1
@@ -224,7 +224,7 @@ class BatchFrame:
         if not shape:
             return
         if shape[0] != self.n:
-            if d.batch_shape and len(shape) <= len(d.event_shape):
+            if len(d.batch_shape) and len(shape) <= len(d.event_shape):
                 return  # one value shared by the members
             raise ModelError(
                 f"shape mismatch in {self.where()} at observation {fmt(self.generic(rel))}: "

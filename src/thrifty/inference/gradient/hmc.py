@@ -521,26 +521,33 @@ class HMC(Selecting):
         others = other_values(trace, set(keys))
         comp, ovals = self._compile(trace.program, keys, ushapes, others)
         if comp.data_inputs and comp not in self._agreed:
-            if not self._agrees(comp, u0, ovals, trace):
-                _store(self._keys[id(trace.program)][4], DATA_AS_CONSTANTS)
-                comp, ovals = self._compile(trace.program, keys, ushapes, others)
-            else:
+            agrees = self._agrees(comp, u0, ovals, trace)
+            if agrees:
                 self._agreed.add(comp)
+            else:  # (None: the trace's log-joint is not known — this step takes them as
+                # constants, and a later one checks again)
+                if agrees is False:
+                    _store(self._keys[id(trace.program)][4], DATA_AS_CONSTANTS)
+                comp, ovals = self._compile(trace.program, keys, ushapes, others, True)
         return keys, u0, comp, ovals
 
-    def _agrees(self, comp, u0, ovals, trace) -> bool:
+    def _agrees(self, comp, u0, ovals, trace) -> bool | None:
         """Whether the compiled density, which takes the program's data as inputs, gives the
         trace's log-joint at its state — the program executed by the engine on the data as the
         program holds them.  Tracing refuses code that needs the data's values (``np.log(y)``,
         ``if y[0] > 0``); code that reads their *type* (``isinstance(y, np.ndarray)``) traces,
         and is caught here: the data are then compiled in as constants.  One density
-        evaluation (a compiled call of no transition) per program and chain."""
+        evaluation (a compiled call of no transition) per program and chain; None when the
+        trace's log-joint is not known (elements left stale by a subsampling kernel)."""
         import jax.numpy as jnp
 
+        b = trace.known_log_joint()
+        if b != b:
+            return None
         imm = jnp.eye(comp.size) if self.dense_mass else jnp.ones(comp.size)
         packed, _ = comp.chunk(np.uint32(0), np.int64(0), u0, ovals, comp.idle, comp.no_stages,
                                np.bool_(False), np.float64(1.0), imm)
-        a, b = float(np.asarray(packed)[-1]), trace.known_log_joint()
+        a = float(np.asarray(packed)[-1])
         return a == b or bool(np.isclose(a, b, rtol=1e-9, atol=1e-9))
 
     def _start(self, trace, cs):
@@ -660,14 +667,15 @@ class HMC(Selecting):
         (:meth:`pending_draw`, :meth:`flush`)."""
         self._alone = True
 
-    def _compile(self, program, keys, ushapes, others):
+    def _compile(self, program, keys, ushapes, others, constants: bool = False):
         """The compiled functions for this structure, and the values they take.  The other
         choices are arguments, and so are the program's numeric array arguments (its data:
         :func:`~thrifty.core.gradient.data_arguments`) unless the model's code needs their
         values, which then are constants; where the program's control flow reads a discrete
         choice (``if z == 1``), those are compiled in as constants too (recompiled when they
         change).  Compiled functions are shared within a process by the programs of one
-        :func:`program_key` (with the same settings and structure)."""
+        :func:`program_key` (with the same settings and structure).  ``constants``: the data
+        as constants whatever the model."""
         known = self._keys.get(id(program))
         if known is None or known[0] is not program:
             jax, _ = _jax()  # (float64 on before the data become arrays of JAX)
@@ -679,7 +687,7 @@ class HMC(Selecting):
         if data:
             sig = (key, self._settings(), keys, ushapes, structure(others), DATA_AS_CONSTANTS)
             known[4] = sig  # (where _prepare marks data the density must take as constants)
-            if _cached(sig) is None:
+            if _cached(sig) is None and not constants:
                 try:
                     return self._compile_for(program, key, keys, ushapes, {**others, **data})
                 except Exception:  # (the model's code needs the data's values: a tracing

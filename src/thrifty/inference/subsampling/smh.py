@@ -143,7 +143,7 @@ def prior_model(d, k: int):
     from thrifty.distributions import MvNormal, Normal
 
     prec = loc = None
-    if isinstance(d, MvNormal) and not d.batch_shape:
+    if isinstance(d, MvNormal) and len(d.batch_shape) == 0:
         linv = np.linalg.inv(d.scale_tril)
         prec, loc = linv.T @ linv, np.asarray(d.loc, dtype=float)
     elif isinstance(d, Normal) and np.broadcast_shapes(np.shape(d.loc), (k,)) == (k,):

@@ -563,3 +563,35 @@ def test_jax_numpy_in_a_plate_body_works_under_every_kernel(kernel):
     sel = th.nuts("mu") if kernel == "nuts" else th.mh("mu", th.drift())
     r = th.infer(m(y), sel, num_samples=3000, burn_in=500, seed=3, progress=False)
     check_continuous(r["mu"][0], mean, sd, lambda x: np.interp(x, grid, cdf), what="mu")
+
+
+def test_a_gradient_kernel_leaves_jax_precision_of_the_process_as_it_was():
+    """thrifty computes in float64 inside its runs (a thread's scoped ``jax.enable_x64``), not
+    by switching JAX to 64 bits for the process: that broke JAX code compiled before it
+    (NumPyro's chains then received float32 buffers where they expected float64).  In a fresh
+    process, since other tests of this one turn 64 bits on."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import numpy as np, jax, jax.numpy as jnp
+        import thrifty as th
+        from thrifty import dist
+
+        @th.model
+        def m(y):
+            mu = th.sample("mu", dist.Normal(0.0, 1.0))
+            with th.plate("d", len(y)) as i:
+                th.observe("y", dist.Normal(mu, 1.0), y[i])
+
+        f = jax.jit(lambda a: a - 1.0)
+        before = f(jnp.ones(3))
+        r = th.infer(m(np.zeros(3)), th.nuts("mu"), num_samples=20, burn_in=20, seed=0,
+                     progress=False)
+        after = f(jnp.ones(3))
+        print(jax.config.jax_enable_x64, before.dtype, after.dtype, r["mu"].dtype)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["False", "float32", "float32", "float64"], out

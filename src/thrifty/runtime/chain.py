@@ -13,6 +13,7 @@ continuing produces exactly the draws the uninterrupted chain would have produce
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import io
@@ -168,6 +169,10 @@ class ChainRun:
     """
 
     def __init__(self, chain, program, kernel, seed, init, cfg: RunConfig, snapshot=None):
+        with _precision(kernel):
+            self._init(chain, program, kernel, seed, init, cfg, snapshot)
+
+    def _init(self, chain, program, kernel, seed, init, cfg: RunConfig, snapshot) -> None:
         self.chain = chain
         self.program = program
         self.cfg = cfg
@@ -226,6 +231,10 @@ class ChainRun:
         before it are still available through :meth:`take`, but the state is no longer a
         snapshot point (``consistent`` becomes False).
         """
+        with _precision(self.kernel):
+            return self._run(tick)
+
+    def _run(self, tick) -> bool:
         cfg = self.cfg
         total, thin = cfg.total, cfg.thin
         step = self.kernel.step
@@ -387,3 +396,15 @@ class ChainRecord:
     @property
     def num_draws(self) -> int:
         return self.store.n
+
+
+def _precision(kernel):
+    """JAX's 64-bit types on while a chain whose kernel computes with JAX (a gradient kernel)
+    starts and runs: the other kernels of its cycle then run model code written with
+    ``jax.numpy`` in float64 too, as the gradient kernel's density does (scoped to the thread,
+    not switched on for the process: see :func:`thrifty.inference.gradient.hmc.float64`)."""
+    if kernel is None or not any(getattr(k, "uses_jax", False) for _, k in kernel.kernels()):
+        return contextlib.nullcontext()
+    from thrifty.inference.gradient.hmc import float64
+
+    return float64()

@@ -82,8 +82,19 @@ def _jax():
     import blackjax
     import jax
 
-    jax.config.update("jax_enable_x64", True)  # thrifty's densities are float64
     return jax, blackjax
+
+
+def float64():
+    """The context in which a gradient kernel computes: JAX's 64-bit types on (thrifty's
+    densities are float64) for this thread while it lasts — not switched on for the process
+    (``jax.config.update("jax_enable_x64", True)``), which would break JAX code that ran
+    before it: NumPyro's compiled functions then receive float32 buffers where they expect
+    float64, or the reverse."""
+    _check_installed()
+    import jax
+
+    return jax.enable_x64(True)
 
 
 RECOMPILES_WARN = 5  # compilations for new values of discrete choices before a warning
@@ -499,7 +510,8 @@ class HMC(Selecting):
         cs = self.choices(trace)
         if cs is None:
             raise SelectionError(f"{self.name}: {self.selection!r} selects no choice")
-        self._prepare(trace, cs)
+        with float64():
+            self._prepare(trace, cs)
 
     def moving_supports(self, trace) -> list[str]:
         """The observations and other fixed values whose support has a bound that moves with
@@ -511,9 +523,10 @@ class HMC(Selecting):
         cs = self.choices(trace)
         if cs is None:
             return []
-        _, u0, comp, ovals = self._prepare(trace, cs)
-        return [dotted(p for p in a if p != "*")
-                for a in comp.moving_supports(jnp.asarray(u0, dtype=float), ovals)]
+        with float64():
+            _, u0, comp, ovals = self._prepare(trace, cs)
+            return [dotted(p for p in a if p != "*")
+                    for a in comp.moving_supports(jnp.asarray(u0, dtype=float), ovals)]
 
     def _prepare(self, trace, cs):
         """(block keys, unconstrained start, compiled functions, their other values)."""
@@ -583,7 +596,8 @@ class HMC(Selecting):
             ahead = self._ahead = None  # (another kernel wrote the trace: computed in vain)
         if ahead is None:
             self.flush(trace)
-            ahead = self._ahead = self._transitions(trace, rng, cs)
+            with float64():
+                ahead = self._ahead = self._transitions(trace, rng, cs)
         i = ahead.served
         ahead.served += 1
         values = [v[i] for v in ahead.values]
@@ -678,8 +692,8 @@ class HMC(Selecting):
         as constants whatever the model."""
         known = self._keys.get(id(program))
         if known is None or known[0] is not program:
-            jax, _ = _jax()  # (float64 on before the data become arrays of JAX)
-            data = {k: jax.numpy.asarray(v)  # (moved once, not at every call)
+            jax, _ = _jax()
+            data = {k: jax.numpy.asarray(v)  # (moved once, not at every call; in float64())
                     for k, v in data_arguments(program).items()}
             known = self._keys[id(program)] = [program, data, program_key(program, data), None,
                                                None]

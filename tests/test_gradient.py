@@ -389,6 +389,19 @@ def test_chains_of_a_model_spawned_workers_cannot_import_run_here():
     assert np.array_equal(a["mu"], b["mu"])
 
 
+def test_the_chains_of_a_gradient_kernel_share_its_compilation_unless_workers_are_given():
+    """Without ``workers``, the chains of a JAX kernel run in this process whether or not JAX
+    has started, sharing one compiled density (each worker process would compile its own: in
+    a fresh process, eight schools' four chains took 10.6 s in two workers against 3.6 s)."""
+    r = th.infer(small(np.zeros(3)), th.nuts("mu"), num_samples=20, burn_in=20, chains=2,
+                 seed=4, progress=False)
+    assert r.stats["run"]["workers"] == 1
+    assert any("share its compiled code" in n for n in r.notes), r.notes
+    plain = th.infer(small(np.zeros(3)), th.mh("mu", th.drift(0.5)), num_samples=20,
+                     chains=2, seed=4, progress=False)
+    assert not any("share its compiled code" in n for n in plain.notes)
+
+
 def test_the_adaptation_travels_in_float64():
     """A checkpoint pickles the kernel: its adaptation state goes as NumPy float64 arrays (a
     JAX array unpickled before float64 is turned on comes back float32, and a resumed chain

@@ -97,7 +97,8 @@ def infer(
         Once JAX's runtime has started in this process (a gradient kernel ran here), whatever
         the kernel, workers are not forked (a fork of a multi-threaded process may deadlock)
         but spawned, and only if ``workers`` is given; otherwise the chains run in this process
-        (see :mod:`thrifty.runtime.parallel`).
+        (see :mod:`thrifty.runtime.parallel`).  So do the chains of a kernel that computes with
+        JAX (``th.nuts``, ``th.hmc``) unless ``workers`` is given: they share one compilation.
     checkpoint : a file path.  The state of every chain (draws, trace, generator state, kernel)
         is written there every ``checkpoint_every`` seconds, when interrupted and at the end;
         calling ``th.infer`` again with the same path and settings resumes each chain where it
@@ -239,7 +240,7 @@ def infer(
     n_workers = min(workers or default_workers, max(len(todo), 1))
     if n_workers > 1 and executor is None:
         why = unspawnable(program, kernel, asked=workers is not None)
-        if why is not None:  # a JAX kernel in a process whose JAX runtime started
+        if why is not None:  # a JAX kernel, or a process whose JAX runtime started
             n_workers = 1
             notes.append(f"the chains ran one after another in this process: {why}")
             if workers is not None:

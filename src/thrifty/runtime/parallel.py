@@ -77,20 +77,29 @@ def start_method() -> str:
 
 
 def unspawnable(program, kernel, asked: bool = False) -> str | None:
-    """Why the chains run in this process rather than in worker processes, or None.  Only
-    when JAX's runtime has started here, so that workers would be spawned (see
-    :func:`start_method`), which re-imports the main module: a script without an ``if
-    __name__ == "__main__":`` guard would run again in every worker.  So workers are spawned
-    only when ``workers`` was ``asked`` for, and then only for a program a spawned process can
-    import (not one defined in a notebook, in ``python -`` or inside a function)."""
-    if START_METHOD is not None or not _jax_started():
+    """Why the chains run in this process rather than in worker processes, or None.
+
+    * Unless ``workers`` was ``asked`` for, the chains of a kernel that computes with JAX run
+      here: they share one compilation of its density, which each worker process would repeat
+      (eight schools, four chains: 3.6 s here against 10.6 s in two workers).
+    * Once JAX's runtime has started here, workers would be spawned (see
+      :func:`start_method`), which re-imports the main module: a script without an ``if
+      __name__ == "__main__":`` guard would run again in every worker.  So workers are spawned
+      only when ``asked`` for, and then only for a program a spawned process can import (not
+      one defined in a notebook, in ``python -`` or inside a function)."""
+    if START_METHOD is not None:
+        return None
+    if not asked and uses_jax(kernel):
+        return ("the kernel computes with JAX, and the chains share its compiled code in this "
+                "process (each worker process would compile its own). Give workers=k to run "
+                "them in processes")
+    if not _jax_started():
         return None
     spawned = ("JAX's runtime has started in this process, so worker processes must be "
                "spawned (a fork of its threads may deadlock)")
     if not asked:
-        shared = "; here the chains share the compiled code" if uses_jax(kernel) else ""
-        return (f"{spawned}, which re-imports the main module{shared}. Give workers=k (and "
-                "guard the script with if __name__ == '__main__':) to run them in processes")
+        return (f"{spawned}, which re-imports the main module. Give workers=k (and guard the "
+                "script with if __name__ == '__main__':) to run them in processes")
     fn = getattr(program, "fn", None)
     main = sys.modules.get("__main__")
     if getattr(fn, "__module__", None) == "__main__" and not getattr(main, "__file__", None):

@@ -149,7 +149,8 @@ class _Compiled:
         else:
             transition = blackjax.hmc.build_kernel()
             init = blackjax.hmc.init
-            extra = {"num_integration_steps": kernel.num_steps or 10}
+            extra = {}
+            mean_steps = kernel.num_steps or 10
 
         from blackjax.adaptation.window_adaptation import base
 
@@ -179,8 +180,12 @@ class _Compiled:
                 state, a, (vals, lj, eps_out, stats) = carry
                 eps = jnp.where(adapting, a.step_size, eps0) if free_step else eps0
                 imm = jnp.where(adapting, a.inverse_mass_matrix, imm0)
-                new, info = transition(jax.random.fold_in(key, i), state, density, eps, imm,
-                                       **extra)
+                k = jax.random.fold_in(key, i)
+                if not kernel.nuts:  # HMC's path length: 1 .. 2L − 1 steps, uniformly (mean L)
+                    k, k_steps = jax.random.split(k)
+                    extra["num_integration_steps"] = jax.random.randint(
+                        k_steps, (), 1, 2 * mean_steps)
+                new, info = transition(k, state, density, eps, imm, **extra)
                 a = jax.lax.cond(adapting, lambda a: a_update(a, (stages[i, 0], stages[i, 1] != 0),
                                                                new.position,
                                                                info.acceptance_rate),
@@ -916,8 +921,12 @@ def nuts(selection, *, target_accept: float = 0.8, dense_mass: bool = False,
 def hmc(selection, step_size: float | None = None, num_steps: int | None = None, *,
         target_accept: float = 0.8, dense_mass: bool = False) -> HMC:
     """Hamiltonian Monte Carlo (BlackJAX) on the continuous choices ``selection`` names, with
-    ``num_steps`` leapfrog steps (10 when not given) of size ``step_size`` (adapted during the
-    burn-in when not given, with the inverse mass matrix); see :func:`nuts`.
+    leapfrog steps of size ``step_size`` (adapted during the burn-in when not given, with the
+    inverse mass matrix; see :func:`nuts`), ``num_steps`` of them on average (10 when not
+    given): each transition draws its number uniformly from 1 to 2 · num_steps − 1.  A fixed
+    number makes the trajectories of a near-Gaussian target nearly periodic (Neal 2011,
+    §5.4.2.2: randomise the path length) — on a normal mean, draws with lag-1 autocorrelation
+    −0.98 whose variance ESS was 12 of 2,000.
 
     >>> import thrifty as th
     >>> from thrifty import dist

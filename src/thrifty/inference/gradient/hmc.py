@@ -761,10 +761,11 @@ class HMC(Selecting):
                 f"{', '.join(names)} in a way JAX cannot trace ({where}), so "
                 "their values are compiled into the density as constants, and every new value "
                 "compiles it anew (about a second each). Where another kernel changes them at "
-                "every step (PGAS on a chain's states, Gibbs on labels), write that code with "
-                "arithmetic JAX can trace (e.g. a sum over the discrete values weighted by "
-                "(prev == k) instead of A[prev]), or move these continuous choices with "
-                "th.mh(..., th.drift())")
+                "every step (PGAS on a chain's states, Gibbs on labels), move these continuous "
+                "choices with th.mh(..., th.drift()) — or make that code traceable by indexing "
+                "arrays of JAX (A = jnp.asarray(A) once, then A[prev]), at a cost: the other "
+                "kernels then compute those sites with JAX arrays, op by op (PGAS on a "
+                "20-step HMM: 72 s against 5.7 s for 500 draws)")
 
     def _ready(self, comp, ovals) -> None:
         """Probe the density (errors before compiling) and size the compiled loop: up to

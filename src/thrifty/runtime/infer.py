@@ -354,7 +354,7 @@ def _warn_divergences(result) -> None:
     if div is not None and div.size and div.any():
         n = int(div.sum())
         warnings.warn(
-            f"{n} of {div.size} draws ({n / div.size:.1%}) followed a divergent transition: "
+            f"{n} of {div.size} draws ({100 * n / div.size:.2g}%) followed a divergent transition: "
             "the sampler could not follow the posterior's curvature there, and the draws may "
             "be biased. Reparameterize (e.g. a non-centred hierarchy) or raise target_accept "
             "(th.nuts(..., target_accept=0.95)); where an observation's support moves with "

@@ -76,7 +76,8 @@ class Progress:
         self.current = c
         acc = sum(a for a, _ in self.acc)
         prop = sum(p for _, p in self.acc)
-        post = {"acc": f"{acc / prop:.3f}" if prop else "-", "draws": sum(self.draws)}
+        # (draws as a str: tqdm writes the number 10000 as 1e+4)
+        post = {"acc": f"{acc / prop:.3f}" if prop else "-", "draws": str(sum(self.draws))}
         self.bar.set_description_str(self._desc(), refresh=False)
         self.bar.set_postfix(post, refresh=False)
         self.bar.update(delta)

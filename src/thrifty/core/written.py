@@ -115,17 +115,18 @@ def trajectory(records: list, members) -> WrittenChain | None:
         r = j if rec.rows is None else int(rec.rows[j])
         for k, s in rec.sites.items():
             c = cols.get(k)
+            kind = s.kind
             if c is None:
-                c = cols[k] = (s.kind, bool(s.discrete), [None] * T, np.zeros(T), [None] * T,
-                               np.zeros(T, dtype=bool))
-            elif c[0] != s.kind:
+                c = cols[k] = (kind, bool(s.discrete), [None] * T, [0.0] * T, [None] * T,
+                               [False] * T)
+            elif c[0] != kind:
                 return None
             c[5][g] = True
-            if s.kind == LATENT or s.kind == DETERMINISTIC:
+            if kind == LATENT or kind == DETERMINISTIC:
                 c[2][g] = s.values[r]
             if s.lp is not None:
-                c[3][g] = s.lp[r]
-            if s.kind == LATENT:
+                c[3][g] = s.lp.item(r)  # (a Python float: the column is made at the end)
+            if kind == LATENT:
                 d = s.dist
                 d = None if d is None or d.coupled else d.member(r)
                 if d is None:
@@ -134,6 +135,7 @@ def trajectory(records: list, members) -> WrittenChain | None:
     sites = {}
     totals = np.zeros(T)
     for k, (kind, discrete, values, lp, dists, present) in cols.items():
+        lp = np.array(lp)
         totals += lp
         if kind == LATENT or kind == DETERMINISTIC:
             kept = [v for v in values if v is not None]
@@ -144,7 +146,7 @@ def trajectory(records: list, members) -> WrittenChain | None:
         else:
             values = None
         sites[k] = WrittenSite(kind, discrete, values, lp, dists if kind == LATENT else None,
-                               None if present.all() else present)
+                               None if all(present) else np.array(present))
     rows: dict = {}  # site → its rows (made once)
     states = []
     for t, rec in enumerate(records):

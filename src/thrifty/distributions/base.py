@@ -187,7 +187,7 @@ def all_true(cond) -> bool:
 
 
 # reductions called as ufunc methods (``a.sum()`` goes through two Python-level wrappers)
-_MIN, _MAX = np.minimum.reduce, np.maximum.reduce
+_MIN, _MAX, _SUM = np.minimum.reduce, np.maximum.reduce, np.add.reduce
 
 
 class Distribution:
@@ -271,7 +271,11 @@ class Distribution:
             if not -math.inf < value.item() < math.inf:  # (one element: no reductions)
                 self._fail(f"{name} must be finite, got {describe(value)}")
             return
-        if t is np.ndarray and value.size:  # two reductions, no temporaries
+        if t is np.ndarray and value.size:  # one reduction, no temporaries: a finite sum
+            # means finite entries (NaN and ±inf propagate); a sum that is not finite (those,
+            # or finite entries whose sum overflows) is decided entry by entry
+            if -math.inf < _SUM(value, axis=None) < math.inf:
+                return
             if not (_MIN(value, axis=None) > -math.inf and _MAX(value, axis=None) < math.inf):
                 self._fail(f"{name} must be finite, got {describe(value)}")
             return

@@ -207,7 +207,7 @@ class Conditional(Generations):
             if not m > -np.inf:
                 raise FloatingPointError("every particle of a group has weight zero")
             c = np.exp(log_w - m).cumsum()  # (array methods: no NumPy wrappers)
-            u = self.rng.random((1, 1))[0, 0]
+            u = self.rng.random()  # (the same uniform as the rows' random((G, 1)))
             return np.array([min(int(c.searchsorted(u * c[-1])), n - 1)])
         W = resampling.normalize_rows(log_w.reshape(G, n))
         u = self.rng.random((G, 1))
@@ -235,6 +235,8 @@ def _stack(a, b, m: int):
 def _coalesced(states, G: int, n: int) -> bool:
     """Within each group, every member's state is the same."""
     if isinstance(states, np.ndarray) and states.dtype != object and states.ndim:
+        if G == 1:  # (one group: the members' rows against the first)
+            return bool(_ALL(states == states[:1], axis=None))
         s = states.reshape((G, n) + states.shape[1:])
         return bool(_ALL(s == s[:, :1], axis=None))
     members = [_member(states, i) for i in range(G * n)]

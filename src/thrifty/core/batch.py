@@ -220,7 +220,7 @@ class BatchFrame:
         with more (or other) axes per member than the distribution's is refused, not broadcast
         into several observations per member (as NumPyro and Pyro refuse a batch shape that
         does not match the plate)."""
-        shape = np.shape(value)
+        shape = value.shape if type(value) is np.ndarray else np.shape(value)
         if not shape:
             return
         if shape[0] != self.n:

@@ -38,6 +38,7 @@ from thrifty.errors import ModelError
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 _FIRST = np.zeros(1, dtype=np.int64)  # the position of the one executed element
+_SUM = np.add.reduce  # (ndarray.sum's reduction, without its Python wrapper)
 
 
 class PlateNode(Node):
@@ -168,7 +169,8 @@ class PlateContext:
     __slots__ = ("frame", "local", "parent", "size")
 
     def __init__(self, parent, local, size):
-        if isinstance(size, (bool, np.bool_)) or not isinstance(size, (int, np.integer)):
+        if type(size) is not int and (isinstance(size, (bool, np.bool_))
+                                      or not isinstance(size, (int, np.integer))):
             raise ModelError(
                 f"plate {fmt(parent.prefix + local)}: size must be an int, got {size!r}"
             )
@@ -376,7 +378,7 @@ class PlateFrame(BatchFrame):
         if self.lanes:  # candidate lanes: scored, never written (vocab.Candidates)
             self.parent_block.plates[self.local] = self.old_node
             return
-        n_latent_elem = sum(1 for s in self.new.values() if s.kind == LATENT)
+        n_latent_elem = [s.kind for s in self.new.values()].count(LATENT)
         if self.new_chains:
             n_latent_elem += sum(
                 1 for sfs in self.new_chains.values() for f in sfs for s in f.new.values()
@@ -402,7 +404,7 @@ class PlateFrame(BatchFrame):
             if self.full and not stale:
                 old_lp = node.lp_sum
             else:
-                old_lp = float(node.elem_lp.take(self.idx).sum())
+                old_lp = float(_SUM(node.elem_lp.take(self.idx), axis=None))
             if stale and not run.fresh_reads and len(node.stale_elements(self.idx, run.trace.mems)):
                 old_lp = math.nan  # unknown: this run can rescore, not compare
             for st_lp, count, rel in self._check_structure(n_latent_elem):
@@ -517,7 +519,7 @@ class PlateUpdate(Update):
                 if node.n_stale:  # the stale elements among these are rescored now
                     was = np.maximum(node.stamp.take(idx), node.full_clock) < node.valid_from
                     node.n_stale -= int(was.sum())
-                node.lp_sum += f.lp_total - float(node.elem_lp.take(idx).sum())
+                node.lp_sum += f.lp_total - float(_SUM(node.elem_lp.take(idx), axis=None))
             node.elem_lp.put(idx, f.elem_lp)
             node.stamp.put(idx, clock)
             if node.lp_sum != node.lp_sum and not node.n_stale and not node.mem_stale:

@@ -173,21 +173,21 @@ class Gibbs(Selecting):
         plate = g.plate_addr
         view = plate_view(trace, plate)
         addr = plate + ("*",) + g.rel
-        if view.is_coupled(g.rel):  # a process's draws: one at a time
+        d = view.dist(g.rel)
+        if d is not None and d.coupled:  # a process's draws: one at a time
             for e in g.element_array().tolist():
                 self._coupled(trace, plate, g.rel, e, rng)
             return
         if g.count == 1 and not view.coupled:  # one element (th.one): read from the view
             e = int(g.element_array()[0])
-            return self._element(trace, plate, g.rel, e, view.dist(g.rel),
-                                 view.values(g.rel, [e])[0], rng)
+            return self._element(trace, plate, g.rel, e, d, view.values(g.rel, [e])[0], rng)
         if view.coupled:
             # other sites of the plate are coupled (the elements are not independent): one
             # element at a time, each located afresh after the last one's commit
             for e in g.element_array().tolist():
                 self._site(trace, plate + (e,) + g.rel, rng, one=True)
             return
-        values = _support(view.dist(g.rel), addr)
+        values = _support(d, addr)
         elems = g.element_array()
         plan = plan_elements(trace, Plan(), plate, elems)
         n = len(elems)

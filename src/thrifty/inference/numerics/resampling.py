@@ -81,7 +81,7 @@ def grouped(fn: Scheme, W: np.ndarray, rng: np.random.Generator,
     else:
         return np.concatenate([g * n + fn(W[g], n, rng) for g in range(G)])
     if G == 1:  # one row (a chain at the top level): no row offsets, no axis
-        cdf = W[0].cumsum()
+        cdf = np.add.accumulate(W[0])  # (cumsum's accumulation, without the method's wrapper)
         cdf[-1] = 1.0
         return np.minimum(cdf.searchsorted(u[0], side="right"), n - 1)
     cdf = W.cumsum(axis=1)

@@ -156,7 +156,7 @@ class Generations:
         self.weighed = self.log_w  # this generation's weights, before any reset
         if self.G == 1:  # one group (a chain at the top level): Python numbers
             w = W[0]
-            ess1 = 1.0 / float(np.dot(w, w))
+            ess1 = 1.0 / float(w.dot(w))  # (np.dot's product, without its dispatch)
             self.ess.append(ess1)
             low1 = allowed and ess1 < self.threshold * self.n
             self.resampled.append(int(low1))

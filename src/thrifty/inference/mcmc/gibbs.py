@@ -141,7 +141,7 @@ class Gibbs(Selecting):
         if len(values) > 2:  # one run in lanes, one to commit
             return self._pick_lanes(trace, plate, rel, e, values, cur, rng, STRICT)
         plan = plan_elements(trace, Plan(), plate, [e])
-        key, elems = (plate, rel), np.array([e])  # the value as a plate target
+        key, elems = (plate, rel), plan.plates[plate]  # the value as a plate target ([e])
 
         def run_with(v):
             try:
@@ -179,8 +179,9 @@ class Gibbs(Selecting):
                 self._coupled(trace, plate, g.rel, e, rng)
             return
         if g.count == 1 and not view.coupled:  # one element (th.one): read from the view
-            e = int(g.element_array()[0])
-            return self._element(trace, plate, g.rel, e, d, view.values(g.rel, [e])[0], rng)
+            elems = g.element_array()
+            return self._element(trace, plate, g.rel, int(elems[0]), d,
+                                 view.values(g.rel, elems)[0], rng)
         if view.coupled:
             # other sites of the plate are coupled (the elements are not independent): one
             # element at a time, each located afresh after the last one's commit

@@ -166,8 +166,8 @@ class _Compiled:
             (unless fixed) and inverse mass matrix, updated after each by its stage
             ``stages[i]``; otherwise with ``eps0`` and ``imm0``.  Returns the last position,
             per transition the constrained values, log-joint, step size and statistics, the
-            log-joint at ``u0`` when ``n`` is 0 (NaN otherwise: see :meth:`HMC._agrees`), and
-            the adaptation's state."""
+            log-density at ``u0`` (with the log-Jacobians: see :meth:`HMC._agrees`), and the
+            adaptation's state."""
             key = jax.random.key(seed)
             density = partial(logdensity, ovals=ovals)
             length = self.length
@@ -199,13 +199,13 @@ class _Compiled:
                 stats = tuple(s.at[i].set(r) for s, r in zip(stats, row))
                 return new, a, (vals, lj.at[i].set(lj_i), eps_out.at[i].set(eps), stats)
 
-            state, a_state, out = jax.lax.fori_loop(0, n, body, (init(u0, density), a_state, out))
+            start = init(u0, density)
+            state, a_state, out = jax.lax.fori_loop(0, n, body, (start, a_state, out))
             vals, lj, eps_out, stats = out
-            lj0 = jax.lax.cond(n == 0, lambda: observe(u0, ovals)[1], lambda: jnp.nan)
             # one float64 vector (read back in one transfer, not one per array: see unpack)
             packed = jnp.concatenate([state.position] + [v.reshape(-1) for v in vals]
                                      + [lj, eps_out] + [x.astype(float) for x in stats]
-                                     + [jnp.reshape(lj0, 1)])
+                                     + [jnp.reshape(start.logdensity, 1)])
             return packed, a_state
 
         def unpack(packed):
@@ -533,13 +533,15 @@ class HMC(Selecting):
             return [dotted(p for p in a if p != "*")
                     for a in comp.moving_supports(jnp.asarray(u0, dtype=float), ovals)]
 
-    def _prepare(self, trace, cs):
-        """(block keys, unconstrained start, compiled functions, their other values)."""
-        keys, u0, ushapes = self._start(trace, cs)
+    def _prepare(self, trace, cs, transitions: bool = False):
+        """(block keys, unconstrained start, compiled functions, their other values);
+        ``transitions``: for transitions, which the functions' agreement with the trace
+        (:meth:`_agrees`) must precede — a probe of the density compiles nothing."""
+        keys, u0, ushapes, jac0 = self._start(trace, cs)
         others = other_values(trace, set(keys))
         comp, ovals = self._compile(trace.program, keys, ushapes, others)
-        if comp.data_inputs and comp not in self._agreed:
-            agrees = self._agrees(comp, u0, ovals, trace)
+        if transitions and comp.data_inputs and comp not in self._agreed:
+            agrees = self._agrees(comp, u0, jac0, ovals, trace)
             if agrees:
                 self._agreed.add(comp)
             else:  # (None: the trace's log-joint is not known — this step takes them as
@@ -549,14 +551,16 @@ class HMC(Selecting):
                 comp, ovals = self._compile(trace.program, keys, ushapes, others, True)
         return keys, u0, comp, ovals
 
-    def _agrees(self, comp, u0, ovals, trace) -> bool | None:
+    def _agrees(self, comp, u0, jac0, ovals, trace) -> bool | None:
         """Whether the compiled density, which takes the program's data as inputs, gives the
         trace's log-joint at its state — the program executed by the engine on the data as the
-        program holds them.  Tracing refuses code that needs the data's values (``np.log(y)``,
+        program holds them (``jac0``: the block's log-Jacobians there, which the compiled
+        density includes).  Tracing refuses code that needs the data's values (``np.log(y)``,
         ``if y[0] > 0``); code that reads their *type* (``isinstance(y, np.ndarray)``) traces,
-        and is caught here: the data are then compiled in as constants.  One density
-        evaluation (a compiled call of no transition) per program and chain; None when the
-        trace's log-joint is not known (elements left stale by a subsampling kernel)."""
+        and is caught here: the data are then compiled in as constants.  One compiled call of
+        no transition (the loop's start, so nothing is compiled that the transitions do not
+        need) per program and chain; None when the trace's log-joint is not known (elements
+        left stale by a subsampling kernel)."""
         import jax.numpy as jnp
 
         b = trace.known_log_joint()
@@ -565,32 +569,40 @@ class HMC(Selecting):
         imm = jnp.eye(comp.size) if self.dense_mass else jnp.ones(comp.size)
         packed, _ = comp.chunk(np.uint32(0), np.int64(0), u0, ovals, comp.idle, comp.no_stages,
                                np.bool_(False), np.float64(1.0), imm)
-        a = float(np.asarray(packed)[-1])
+        a = float(np.asarray(packed)[-1]) - jac0
         return a == b or bool(np.isclose(a, b, rtol=1e-9, atol=1e-9))
 
     def _start(self, trace, cs):
-        """(block keys, the block's values in unconstrained space as one vector, shapes)."""
+        """(block keys, the block's values in unconstrained space as one vector, shapes, the
+        sum of their log-Jacobians)."""
         from thrifty.transforms import biject_to
+
+        def inverse(support, value):
+            b = biject_to(support)
+            u = np.asarray(b.inverse(value))
+            return u, float(np.sum(b.log_abs_det_jacobian(u)))
 
         block = self._block(trace, cs)
         keys = tuple(b[0] for b in block)
-        us = []
+        us, jac = [], 0.0
         for key, _, value, d, _ in block:
             value = np.asarray(value, dtype=float)
             if type(d) is list:  # a chain site's steps: one support, or one per step
                 first = d[0].support
                 axis = 1 if is_plate_chain(key) else 0  # (elements, steps, ...) in a plate
                 if all(di.support is first for di in d):
-                    u = biject_to(first).inverse(value)
+                    u, j = inverse(first, value)
                 else:
-                    u = np.stack([np.asarray(biject_to(di.support).inverse(v)) for di, v in
-                                  zip(d, np.moveaxis(value, axis, 0))], axis=axis)
+                    steps = [inverse(di.support, v)
+                             for di, v in zip(d, np.moveaxis(value, axis, 0))]
+                    u, j = np.stack([u for u, _ in steps], axis=axis), sum(j for _, j in steps)
             else:
-                u = biject_to(d.support).inverse(value)
-            us.append(np.asarray(u))
+                u, j = inverse(d.support, value)
+            us.append(u)
+            jac += j
         ushapes = tuple(u.shape for u in us)
         u0 = np.concatenate([u.ravel() for u in us]) if us else np.zeros(0)
-        return keys, u0, ushapes
+        return keys, u0, ushapes, jac
 
     def _step(self, trace, rng):
         cs = self.choices(trace)
@@ -630,10 +642,10 @@ class HMC(Selecting):
             # nothing but this kernel's own write committed since its last step: the other
             # choices and the compiled functions hold; the start is read from the trace as
             # always (so that a resumed chain starts from the same numbers)
-            keys, u0, _ = self._start(trace, cs)
+            keys, u0, _, _ = self._start(trace, cs)
             comp, ovals = last[1]
         else:
-            keys, u0, comp, ovals = self._prepare(trace, cs)
+            keys, u0, comp, ovals = self._prepare(trace, cs, transitions=True)
         seed = np.uint32(rng.integers(2**32))
         n = comp.length if self._alone and not computes_values(trace) else 1
         eps, imm = self._parameters(comp, u0, ovals, seed)

@@ -633,3 +633,16 @@ def test_hmc_draws_its_path_length_so_the_variance_mixes():
     check_continuous(mu, pm, np.sqrt(pv), stats.norm(pm, np.sqrt(pv)).cdf, what="mu")
     e = ess(((mu - pm) ** 2)[None, :], "mean")
     assert e > 200, f"ESS of the squared deviations {e:.0f} of 2,000 draws"
+
+
+def test_data_stay_inputs_when_the_model_reads_them_as_arrays():
+    """On a model that only computes with its data, the compiled density's log-joint at the
+    chain's start agrees with the trace's (the block's log-Jacobians taken out), so the data
+    stay inputs — not compiled in as constants after a false alarm."""
+    from thrifty.inference.gradient import hmc
+
+    hmc._CACHE.clear()
+    th.infer(small(np.array([0.3, -0.2, 0.8, 1.1])), th.nuts(["mu", "sigma"]),
+             num_samples=20, burn_in=20, seed=0, progress=False)
+    assert hmc.DATA_AS_CONSTANTS not in hmc._CACHE.values()
+    assert [c.data_inputs for c in hmc._CACHE.values()] == [True]

@@ -581,8 +581,9 @@ def test_jax_numpy_in_a_plate_body_works_under_every_kernel(kernel):
 def test_a_gradient_kernel_leaves_jax_precision_of_the_process_as_it_was():
     """thrifty computes in float64 inside its runs (a thread's scoped ``jax.enable_x64``), not
     by switching JAX to 64 bits for the process: that broke JAX code compiled before it
-    (NumPyro's chains then received float32 buffers where they expected float64).  In a fresh
-    process, since other tests of this one turn 64 bits on."""
+    (NumPyro's chains then received float32 buffers where they expected float64); model code
+    written with ``jax.numpy`` runs in float64 wherever thrifty executes it (here
+    ``th.simulate``).  In a fresh process, since other tests of this one turn 64 bits on."""
     import subprocess
     import sys
     import textwrap
@@ -598,16 +599,22 @@ def test_a_gradient_kernel_leaves_jax_precision_of_the_process_as_it_was():
             with th.plate("d", len(y)) as i:
                 th.observe("y", dist.Normal(mu, 1.0), y[i])
 
+        @th.model
+        def uses_jnp():
+            x = th.sample("x", dist.Normal(0.0, 1.0))
+            return th.deterministic("e", jnp.exp(x))
+
         f = jax.jit(lambda a: a - 1.0)
         before = f(jnp.ones(3))
         r = th.infer(m(np.zeros(3)), th.nuts("mu"), num_samples=20, burn_in=20, seed=0,
                      progress=False)
         after = f(jnp.ones(3))
-        print(jax.config.jax_enable_x64, before.dtype, after.dtype, r["mu"].dtype)
+        e = th.simulate(uses_jnp(), seed=0)["e"]
+        print(jax.config.jax_enable_x64, before.dtype, after.dtype, r["mu"].dtype, e.dtype)
     """)
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          check=True).stdout.split()
-    assert out == ["False", "float32", "float32", "float64"], out
+    assert out == ["False", "float32", "float32", "float64", "float64"], out
 
 
 def test_hmc_draws_its_path_length_so_the_variance_mixes():

@@ -7,4 +7,19 @@ reported by ``th.sample``/``th.observe``, which know the address (inside a run).
 
 from __future__ import annotations
 
+import contextlib
+import sys
+
 RUNS: list = []
+
+
+def float64():
+    """The context in which thrifty executes a program: when JAX is imported, its 64-bit types
+    on for this thread while it lasts, so that model code written with ``jax.numpy`` computes
+    in float64 as thrifty's densities do.  Scoped, not switched on for the process
+    (``jax.config.update("jax_enable_x64", True)``), which breaks JAX code compiled before it
+    (NumPyro's chains then receive float32 buffers where they expect float64)."""
+    jax = sys.modules.get("jax")
+    if jax is None:  # (no JAX in the process: no model code written with it)
+        return contextlib.nullcontext()
+    return jax.enable_x64(True)

@@ -6,6 +6,7 @@ from collections import Counter
 
 import numpy as np
 
+from thrifty._context import float64
 from thrifty.core.address import as_name, as_pattern, fmt
 from thrifty.core.model import as_program
 from thrifty.core.run import Run
@@ -35,7 +36,8 @@ def simulate(program, seed=None, init: dict | None = None) -> Trace:
     >>> tr.output == tr["x"]
     True
     """
-    return simulate_run(program, seed, init)[0]
+    with float64():  # (model code written with jax.numpy: float64, as thrifty's own)
+        return simulate_run(program, seed, init)[0]
 
 
 def simulate_run(program, seed=None, init: dict | None = None):

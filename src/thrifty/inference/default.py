@@ -40,12 +40,12 @@ it chose.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import math
 
 import numpy as np
 
+from thrifty._context import float64
 from thrifty.core.engine import (
     chain_states,
     chains,
@@ -68,16 +68,9 @@ JOINT_PROBES = 64  # or at every combination of their values, when there are at 
 def default_kernel(program, rng=None) -> tuple:
     """``(kernel, sentence)``: the composed kernel for ``program`` and what it assigned to
     which sites (see the module docstring).  Deterministic for a program: its prior
-    simulations use their own generator.  With JAX installed, in its 64-bit types (as the
-    chains of a gradient kernel run): model code written with ``jax.numpy`` is probed as it
-    will run."""
-    try:
-        from thrifty.inference.gradient.hmc import float64
-
-        precision = float64()
-    except ImportError:  # (no JAX: no gradient kernel to probe either)
-        precision = contextlib.nullcontext()
-    with precision:
+    simulations use their own generator.  In float64 (:func:`thrifty._context.float64`), as
+    the chains will run."""
+    with float64():
         return _default_kernel(program, rng)
 
 

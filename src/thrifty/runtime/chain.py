@@ -13,7 +13,6 @@ continuing produces exactly the draws the uninterrupted chain would have produce
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import dataclasses
 import io
@@ -24,6 +23,7 @@ from time import perf_counter
 
 import numpy as np
 
+from thrifty._context import float64
 from thrifty.core.check import raise_if_inconsistent
 from thrifty.core.output import probe
 from thrifty.core.simulate import initialize
@@ -169,7 +169,7 @@ class ChainRun:
     """
 
     def __init__(self, chain, program, kernel, seed, init, cfg: RunConfig, snapshot=None):
-        with _precision(kernel):
+        with float64():  # (model code written with jax.numpy: float64, as thrifty's own)
             self._init(chain, program, kernel, seed, init, cfg, snapshot)
 
     def _init(self, chain, program, kernel, seed, init, cfg: RunConfig, snapshot) -> None:
@@ -231,7 +231,7 @@ class ChainRun:
         before it are still available through :meth:`take`, but the state is no longer a
         snapshot point (``consistent`` becomes False).
         """
-        with _precision(self.kernel):
+        with float64():
             return self._run(tick)
 
     def _run(self, tick) -> bool:
@@ -396,15 +396,3 @@ class ChainRecord:
     @property
     def num_draws(self) -> int:
         return self.store.n
-
-
-def _precision(kernel):
-    """JAX's 64-bit types on while a chain whose kernel computes with JAX (a gradient kernel)
-    starts and runs: the other kernels of its cycle then run model code written with
-    ``jax.numpy`` in float64 too, as the gradient kernel's density does (scoped to the thread,
-    not switched on for the process: see :func:`thrifty.inference.gradient.hmc.float64`)."""
-    if kernel is None or not any(getattr(k, "uses_jax", False) for _, k in kernel.kernels()):
-        return contextlib.nullcontext()
-    from thrifty.inference.gradient.hmc import float64
-
-    return float64()

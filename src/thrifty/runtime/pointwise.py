@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from thrifty._context import float64
 from thrifty.core.model import as_program
 from thrifty.core.run import Run
 from thrifty.core.trace import Trace
@@ -67,5 +68,7 @@ def log_likelihood(result) -> tuple[dict, dict]:
     {name: dims})``.  Costs one full execution of the program per draw."""
     program = result.program
     rng = np.random.default_rng(0)  # (replays draw nothing: every latent choice is set)
-    per_chain = [per_draw(program, st, rng, CAPTURE, "log_lik") for st in draw_stores(result)]
+    with float64():  # (model code written with jax.numpy: float64, as in the run)
+        per_chain = [per_draw(program, st, rng, CAPTURE, "log_lik")
+                     for st in draw_stores(result)]
     return stack_chains(per_chain)

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from thrifty._args import int_arg
+from thrifty._context import float64
 from thrifty.core.model import as_program
 from thrifty.core.run import Run
 from thrifty.core.trace import Trace
@@ -132,13 +133,14 @@ def predictive(program, result=None, num_samples: int = 500, seed=None) -> Predi
         observed, obs_dims = observed_data(program)
     except Exception:
         observed, obs_dims = {}, {}
-    if result is None:
-        return _prior(program, num_samples, seed, observed)
-    seqs = np.random.SeedSequence(seed).spawn(result.num_chains)
-    per_chain = [
-        per_draw(program, st, np.random.default_rng(sq), _SIMULATE, "value")
-        for st, sq in zip(draw_stores(result), seqs)
-    ]
+    with float64():  # (model code written with jax.numpy: float64, as in the run)
+        if result is None:
+            return _prior(program, num_samples, seed, observed)
+        seqs = np.random.SeedSequence(seed).spawn(result.num_chains)
+        per_chain = [
+            per_draw(program, st, np.random.default_rng(sq), _SIMULATE, "value")
+            for st, sq in zip(draw_stores(result), seqs)
+        ]
     simulated, dims = stack_chains(per_chain)
     meta = result._meta()
     pred = Predictive("posterior", simulated, {**obs_dims, **dims}, observed=observed, meta=meta)

@@ -38,6 +38,7 @@ import warnings
 
 import numpy as np
 
+from thrifty import _context
 from thrifty.core.address import dotted, fmt
 from thrifty.core.engine import (
     ARGUMENT,
@@ -86,15 +87,12 @@ def _jax():
 
 
 def float64():
-    """The context in which a gradient kernel computes: JAX's 64-bit types on (thrifty's
-    densities are float64) for this thread while it lasts — not switched on for the process
-    (``jax.config.update("jax_enable_x64", True)``), which would break JAX code that ran
-    before it: NumPyro's compiled functions then receive float32 buffers where they expect
-    float64, or the reverse."""
+    """The context in which a gradient kernel computes: JAX's 64-bit types on for this thread
+    while it lasts (:func:`thrifty._context.float64`)."""
     _check_installed()
-    import jax
+    import jax  # noqa: F401  (imported: the context then turns its 64-bit types on)
 
-    return jax.enable_x64(True)
+    return _context.float64()
 
 
 RECOMPILES_WARN = 5  # compilations for new values of discrete choices before a warning

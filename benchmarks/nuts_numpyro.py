@@ -307,7 +307,8 @@ def main() -> None:
     for name in args.models.split(","):
         rounds = []
         for k in range(args.rounds):
-            variant, kind = k // 2, ROUND_KINDS[min(k, 1) if k < 2 else 2 - k % 2]
+            variant = k // 2  # (rounds 2j and 2j + 1 share data set j)
+            kind = ROUND_KINDS[0 if k == 0 else 1 if k % 2 else 2]
             ts, td, tdiv = thrifty_run(name, warmup, samples, seed=10 + k, variant=variant)
             ns, nd_, ndiv = numpyro_run(name, warmup, samples, seed=10 + k, variant=variant)
             te, tn = min_ess(td)

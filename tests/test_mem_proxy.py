@@ -94,10 +94,12 @@ XL = np.array([[1.0, -1.0], [1.0, -0.8], [1.0, 1.2], [1.0, 0.9], [0.5, 0.1]])
 YL = np.array([-1.1, -0.7, 2.0, 1.6, 0.3])
 
 
-def test_resume_from_a_checkpoint_gives_the_same_draws(tmp_path, monkeypatch):
-    from test_runtime import ARMED, Interrupting, assert_same
+def _resume_matches_straight(tmp_path, after: int, part_checked: bool) -> None:
+    """A JointDPM chain (Gibbs on the labels, the Taylor-proxy sub-sampled MH on one table's
+    weights) stopped after ``after`` steps with a checkpoint and resumed gives the straight
+    run's draws."""
+    from test_runtime import Interrupting, assert_same
 
-    monkeypatch.setenv(ARMED, "1")  # it fires once
     model = small_jdpm(300)
 
     def kernel():
@@ -108,12 +110,20 @@ def test_resume_from_a_checkpoint_gives_the_same_draws(tmp_path, monkeypatch):
     straight = th.infer(model, kernel(), **kw)
     path = tmp_path / "proxy.ckpt"
     with pytest.warns(th.InterruptedWarning):
-        part = th.infer(model, Interrupting(kernel(), after=70, how="raise"), checkpoint=path,
-                        checkpoint_every=0.0, **kw)
-    assert part.interrupted
-    resumed = th.infer(model, Interrupting(kernel(), after=70, how="raise"), checkpoint=path,
+        part = th.infer(model, Interrupting(kernel(), after=after, how="raise"),
+                        checkpoint=path, checkpoint_every=0.0, **kw)
+    if part_checked:
+        assert part.interrupted
+    resumed = th.infer(model, Interrupting(kernel(), after=after, how="raise"), checkpoint=path,
                        **kw)  # the same kernel: a resume compares it
     assert_same(resumed, straight)
+
+
+def test_resume_from_a_checkpoint_gives_the_same_draws(tmp_path, monkeypatch):
+    from test_runtime import ARMED
+
+    monkeypatch.setenv(ARMED, "1")  # it fires once
+    _resume_matches_straight(tmp_path, 70, part_checked=True)
 
 
 def test_a_resume_records_the_end_of_a_key_dropped_after_the_snapshot(tmp_path, monkeypatch):
@@ -121,26 +131,12 @@ def test_a_resume_records_the_end_of_a_key_dropped_after_the_snapshot(tmp_path, 
     and its memoized weights ``w.29`` — vanishes at the first draw the resumed chain records.
     The resumed chain's recorder, new, must know which variables the draws before it hold, or
     it never records that one's end (its last value carried on, unlike the straight run)."""
-    from test_runtime import ARMED, Interrupting, assert_same
+    from test_runtime import ARMED
     from thrifty.runtime import chain
 
     monkeypatch.setenv(ARMED, "1")
     monkeypatch.setattr(chain, "TICK", 0.0)
-    model = small_jdpm(300)
-
-    def kernel():
-        sub = th.subsampled_mh(th.one("w"), 30, 0.2, th.drift(0.3), proxy="taylor")
-        return th.cycle([th.cycle([th.gibbs(th.one("data.z"))], repeats=5), sub])
-
-    kw = dict(num_samples=120, burn_in=10, seed=4, progress=False)
-    straight = th.infer(model, kernel(), **kw)
-    path = tmp_path / "proxy.ckpt"
-    with pytest.warns(th.InterruptedWarning):
-        th.infer(model, Interrupting(kernel(), after=90, how="raise"), checkpoint=path,
-                 checkpoint_every=0.0, **kw)
-    resumed = th.infer(model, Interrupting(kernel(), after=90, how="raise"), checkpoint=path,
-                       **kw)
-    assert_same(resumed, straight)
+    _resume_matches_straight(tmp_path, 90, part_checked=False)
 
 
 def test_work_per_step_does_not_grow_with_n():

@@ -179,11 +179,12 @@ class _Compiled:
                 eps = jnp.where(adapting, a.step_size, eps0) if free_step else eps0
                 imm = jnp.where(adapting, a.inverse_mass_matrix, imm0)
                 k = jax.random.fold_in(key, i)
+                steps = {}
                 if not kernel.nuts:  # HMC's path length: 1 .. 2L − 1 steps, uniformly (mean L)
                     k, k_steps = jax.random.split(k)
-                    extra["num_integration_steps"] = jax.random.randint(
-                        k_steps, (), 1, 2 * mean_steps)
-                new, info = transition(k, state, density, eps, imm, **extra)
+                    steps = {"num_integration_steps": jax.random.randint(
+                        k_steps, (), 1, 2 * mean_steps)}
+                new, info = transition(k, state, density, eps, imm, **extra, **steps)
                 a = jax.lax.cond(adapting, lambda a: a_update(a, (stages[i, 0], stages[i, 1] != 0),
                                                                new.position,
                                                                info.acceptance_rate),
@@ -336,6 +337,26 @@ def _store(sig, comp):
     _CACHE[sig] = comp
 
 
+class _ProgramKeys:
+    """A program's data (:func:`~thrifty.core.gradient.data_arguments`) as arrays of JAX —
+    moved once, not at every call — and its :func:`program_key` with them as inputs; the key
+    with them as constants is hashed (O(their size)) only if the density needs it."""
+
+    __slots__ = ("_constants", "data", "key", "program")
+
+    def __init__(self, program):
+        jax, _ = _jax()
+        self.program = program
+        self.data = {k: jax.numpy.asarray(v) for k, v in data_arguments(program).items()}
+        self.key = program_key(program, self.data)
+        self._constants = None
+
+    def constants_key(self) -> tuple:
+        if self._constants is None:
+            self._constants = program_key(self.program)
+        return self._constants
+
+
 def _reasonable_step_size(comp, seed, u0, ovals, imm, target: float = 0.5) -> float:
     """Hoffman & Gelman's (2014) Alg. 4 heuristic with the compiled transition: from 1, double
     (or halve) the step size while the transition's mean acceptance stays above (below)
@@ -386,9 +407,7 @@ class HMC(Selecting):
         self.burn_in_steps = 0
         self._last: dict = {}  # the statistics of the last transition (per-draw stats)
         self._since = None  # ((trace uid, clock, choices), what _prepare gave) after a step
-        self._keys: dict = {}  # id(program) → [program, its data as arrays of JAX, program_key
-        # with the data as inputs, program_key with them as constants, the signature that
-        # marks the data as constants]: computed once a copy
+        self._keys: dict = {}  # id(program) → _ProgramKeys: made once a copy
         self._agreed: set = set()  # compiled functions taking data that _agrees checked
         self.constants = None  # (names, where, any of them an array): discrete choices compiled
         # in as constants (a compilation per value met)
@@ -535,18 +554,20 @@ class HMC(Selecting):
         """(block keys, unconstrained start, compiled functions, their other values);
         ``transitions``: for transitions, which the functions' agreement with the trace
         (:meth:`_agrees`) must precede — a probe of the density compiles nothing."""
-        keys, u0, ushapes, jac0 = self._start(trace, cs)
+        keys, u0, ushapes = self._start(trace, cs)
         others = other_values(trace, set(keys))
-        comp, ovals = self._compile(trace.program, keys, ushapes, others)
+        program = trace.program
+        comp, ovals = self._compile(program, keys, ushapes, others)
         if transitions and comp.data_inputs and comp not in self._agreed:
-            agrees = self._agrees(comp, u0, jac0, ovals, trace)
+            agrees = self._agrees(comp, u0, self._start(trace, cs, True)[3], ovals, trace)
             if agrees:
                 self._agreed.add(comp)
             else:  # (None: the trace's log-joint is not known — this step takes them as
                 # constants, and a later one checks again)
                 if agrees is False:
-                    _store(self._keys[id(trace.program)][4], DATA_AS_CONSTANTS)
-                comp, ovals = self._compile(trace.program, keys, ushapes, others, True)
+                    _store(self._marker(self._program(program), keys, ushapes, others),
+                           DATA_AS_CONSTANTS)
+                comp, ovals = self._compile(program, keys, ushapes, others, True)
         return keys, u0, comp, ovals
 
     def _agrees(self, comp, u0, jac0, ovals, trace) -> bool | None:
@@ -570,15 +591,15 @@ class HMC(Selecting):
         a = float(np.asarray(packed)[-1]) - jac0
         return a == b or bool(np.isclose(a, b, rtol=1e-9, atol=1e-9))
 
-    def _start(self, trace, cs):
-        """(block keys, the block's values in unconstrained space as one vector, shapes, the
-        sum of their log-Jacobians)."""
+    def _start(self, trace, cs, jacobian: bool = False):
+        """(block keys, the block's values in unconstrained space as one vector, shapes), and
+        with ``jacobian`` the sum of their log-Jacobians."""
         from thrifty.transforms import biject_to
 
         def inverse(support, value):
             b = biject_to(support)
             u = np.asarray(b.inverse(value))
-            return u, float(np.sum(b.log_abs_det_jacobian(u)))
+            return u, float(np.sum(b.log_abs_det_jacobian(u))) if jacobian else 0.0
 
         block = self._block(trace, cs)
         keys = tuple(b[0] for b in block)
@@ -600,7 +621,7 @@ class HMC(Selecting):
             jac += j
         ushapes = tuple(u.shape for u in us)
         u0 = np.concatenate([u.ravel() for u in us]) if us else np.zeros(0)
-        return keys, u0, ushapes, jac
+        return (keys, u0, ushapes, jac) if jacobian else (keys, u0, ushapes)
 
     def _step(self, trace, rng):
         cs = self.choices(trace)
@@ -640,7 +661,7 @@ class HMC(Selecting):
             # nothing but this kernel's own write committed since its last step: the other
             # choices and the compiled functions hold; the start is read from the trace as
             # always (so that a resumed chain starts from the same numbers)
-            keys, u0, _, _ = self._start(trace, cs)
+            keys, u0, _ = self._start(trace, cs)
             comp, ovals = last[1]
         else:
             keys, u0, comp, ovals = self._prepare(trace, cs, transitions=True)
@@ -705,28 +726,32 @@ class HMC(Selecting):
         change).  Compiled functions are shared within a process by the programs of one
         :func:`program_key` (with the same settings and structure).  ``constants``: the data
         as constants whatever the model."""
-        known = self._keys.get(id(program))
-        if known is None or known[0] is not program:
-            jax, _ = _jax()
-            data = {k: jax.numpy.asarray(v)  # (moved once, not at every call; in float64())
-                    for k, v in data_arguments(program).items()}
-            known = self._keys[id(program)] = [program, data, program_key(program, data), None,
-                                               None]
-        _, data, key, _, _ = known
-        if data:
-            sig = (key, self._settings(), keys, ushapes, structure(others), DATA_AS_CONSTANTS)
-            known[4] = sig  # (where _prepare marks data the density must take as constants)
-            if _cached(sig) is None and not constants:
+        known = self._program(program)
+        if known.data:
+            marker = self._marker(known, keys, ushapes, others)
+            if _cached(marker) is None and not constants:
                 try:
-                    return self._compile_for(program, key, keys, ushapes, {**others, **data})
+                    return self._compile_for(program, known.key, keys, ushapes,
+                                             {**others, **known.data})
                 except Exception:  # (the model's code needs the data's values: a tracing
                     # error, or thrifty's explanation of one) — tried once per key
                     self.constants = None
-                    _store(sig, DATA_AS_CONSTANTS)
-            if known[3] is None:  # (the data's values, hashed: O(their size), once a chain)
-                known[3] = program_key(program)
-            key = known[3]
-        return self._compile_for(program, key, keys, ushapes, others)
+                    _store(marker, DATA_AS_CONSTANTS)
+            return self._compile_for(program, known.constants_key(), keys, ushapes, others)
+        return self._compile_for(program, known.key, keys, ushapes, others)
+
+    def _program(self, program) -> _ProgramKeys:
+        """The program's data as arrays of JAX and its keys, made once a kernel copy (so data
+        changed in place between two ``th.infer`` calls are read anew)."""
+        known = self._keys.get(id(program))
+        if known is None or known.program is not program:
+            known = self._keys[id(program)] = _ProgramKeys(program)
+        return known
+
+    def _marker(self, known, keys, ushapes, others) -> tuple:
+        """Where the cache says that this structure's density takes the data as constants."""
+        return (known.key, self._settings(), keys, ushapes, structure(others),
+                DATA_AS_CONSTANTS)
 
     def _compile_for(self, program, key, keys, ushapes, others):
         """:meth:`_compile` for one program key, ``others`` the values the functions take."""

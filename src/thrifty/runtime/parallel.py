@@ -80,8 +80,8 @@ def unspawnable(program, kernel, asked: bool = False) -> str | None:
     """Why the chains run in this process rather than in worker processes, or None.
 
     * Unless ``workers`` was ``asked`` for, the chains of a kernel that computes with JAX run
-      here: they share one compilation of its density, which each worker process would repeat
-      (eight schools, four chains: 3.6 s here against 10.6 s in two workers).
+      here: they share one compilation of its density, which each worker process would
+      repeat.
     * Once JAX's runtime has started here, workers would be spawned (see
       :func:`start_method`), which re-imports the main module: a script without an ``if
       __name__ == "__main__":`` guard would run again in every worker.  So workers are spawned

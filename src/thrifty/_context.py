@@ -19,7 +19,9 @@ def float64():
     in float64 as thrifty's densities do.  Scoped, not switched on for the process
     (``jax.config.update("jax_enable_x64", True)``), which breaks JAX code compiled before it
     (NumPyro's chains then receive float32 buffers where they expect float64)."""
-    jax = sys.modules.get("jax")
-    if jax is None:  # (no JAX in the process: no model code written with it)
+    if "jax._src.config" not in sys.modules:  # (no JAX executed in the process: no model
+        # code written with it.  ``sys.modules["jax"]`` alone is not enough: ArviZ registers a
+        # lazy module there, which reading an attribute would import — a second's import for
+        # every program that does not use JAX)
         return contextlib.nullcontext()
-    return jax.enable_x64(True)
+    return sys.modules["jax"].enable_x64(True)

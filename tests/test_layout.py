@@ -84,10 +84,13 @@ def test_core_has_no_import_cycle():
 
 
 def test_vocabulary_imports_no_node_module():
-    """The shared vocabulary and the replay decision sit below every node module."""
+    """The shared vocabulary, the replay decision and the primitives written once over it sit
+    below every node module (the errors of model code they raise too)."""
     graph = import_graph()
     assert graph["vocab"] <= {"address"}
-    assert graph["replay"] <= {"vocab", "address"}
+    assert graph["code_errors"] <= {"vocab", "address"}
+    assert graph["replay"] <= {"vocab", "address", "code_errors"}
+    assert graph["sites"] <= {"replay", "vocab", "address"}
     for node_module in ("plate", "markov", "mem", "batch", "frame"):
         assert "run" not in graph[node_module], node_module
 

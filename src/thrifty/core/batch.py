@@ -17,14 +17,11 @@ their targets come from, and what happens at the end (:mod:`thrifty.core.plate`)
 
 from __future__ import annotations
 
-import weakref
-
 import numpy as np
 
-from thrifty.core import coupled
+from thrifty.core import coupled, sites
 from thrifty.core.address import as_name, fmt
-from thrifty.core.code_errors import not_numeric_observation
-from thrifty.core.replay import BatchLanes, replay
+from thrifty.core.replay import BatchLanes
 from thrifty.core.vocab import (
     DETERMINISTIC,
     FACTOR,
@@ -34,7 +31,6 @@ from thrifty.core.vocab import (
     OBSERVED,
     check_dist,
     infinite_error,
-    non_numeric,
     outside_support,
     readonly,
 )
@@ -52,19 +48,6 @@ class MemberSite:
         self.kind = kind
         self.discrete = discrete
         self.dist = dist
-
-
-class WeakRun:
-    """A frame's run, held weakly: the run holds the frames kernels read after its execution
-    (``run.plate_frames``), and a strong reference back would make each run a reference
-    cycle — freed by the garbage collector's passes (a share of every plate update's time:
-    ``benchmarks/runtime_overheads.py`` measures it), not at once when the kernel drops it."""
-
-    def __get__(self, frame, owner=None):
-        return self if frame is None else frame._run()
-
-    def __set__(self, frame, run) -> None:
-        frame._run = weakref.ref(run)
 
 
 class BatchFrame:
@@ -295,113 +278,85 @@ class BatchFrame:
         return s
 
     # -- names ----------------------------------------------------------------------------------
-    def _local(self, name) -> tuple:
+    def site_name(self, name) -> tuple:
         local = self.scope + as_name(name) if self.scope else as_name(name)
         acc = self.acc
         if local in self.new or (self is acc and local in acc.new_chains):
             raise ModelError(f"address {fmt(acc.member_addr(0, self.rel + local))} is used twice")
         return local
 
-    # -- primitives -----------------------------------------------------------------------------
-    def sample(self, name, d):
-        local = self._local(name)
+    # -- the primitives (thrifty.core.sites) and this executor's policy of them -----------------
+    sample = sites.sample
+    observe = sites.observe
+    factor = sites.factor
+    deterministic = sites.deterministic
+
+    def site_lanes(self, local, d, what):
+        """The accumulating frame's members, at ``rel + local`` (their parameters: shared, or
+        one row per member)."""
         rel = self.rel + local
         acc = self.acc
-        if d.coupled:  # a draw of a coupled process: exchangeable, not independent
-            value, changed = coupled.sample(self, local, rel, d)
-            value = readonly(value)
-            self.new[local] = MemberSite(value, np.zeros(acc.n), LATENT, True, d)
-            if changed:
-                self.changed.add(local)
-            return value
+        if d is None:  # (a factor)
+            return BatchLanes(acc, rel, None)
         if d._error is not None:
             check_dist(d, acc.generic(rel), acc.run)
-        lanes = BatchLanes(acc, rel, acc.shape_code(d, rel, "sample"))
+        lanes = BatchLanes(acc, rel, acc.shape_code(d, rel, what))
         if self.strict:
             lanes.strict = True
+        return lanes
+
+    def site_stored(self, local, lanes):
         old = self.old.get(local) if self.old is not None else None
-        if old is not None and old.kind != LATENT:
-            old = None
-        value, lp, changed = replay(
-            lanes,
-            d,
-            None if old is None else old.values,
-            None if old is None else old.lp,
-            self.target(rel),
-            acc,
-        )
-        acc._add("lat_lp", lp, float(np.add.reduce(lp, axis=None)))
-        value = readonly(value)  # (a view of a column, or the run's own array)
+        if old is None or old.kind != LATENT:
+            return None
+        return old.values, old.lp
+
+    def site_target(self, local, lanes):
+        return self.target(lanes.rel)
+
+    @property
+    def sink(self):
+        return self.acc
+
+    def keep_latent(self, local, lanes, d, value, lp, status, old):
+        self.acc._add("lat_lp", lp, float(np.add.reduce(lp, axis=None)))
         self.new[local] = MemberSite(value, lp, LATENT, d.is_discrete, d)
-        if changed:
+        if status:
             self.changed.add(local)
         return value
 
-    def observe(self, name, d, value):
-        local = self._local(name)
-        rel = self.rel + local
-        acc, run = self.acc, self.run
-        if d.coupled:  # a collapsed family: observations coupled through its statistics
-            return coupled.observe(self, local, rel, d, value)
-        if d._error is not None:
-            check_dist(d, acc.generic(rel), acc.run)
-        code = acc.shape_code(d, rel, "observation")
-        if run.new_obs is not None:  # Geweke: simulate the observation given the latents
-            value = BatchLanes(acc, rel, code).draw(d)
-            run.new_obs[acc.obs_key(rel)] = value
-        elif run.obs_values is not None:
-            stored = run.obs_values.get(acc.obs_key(rel))
-            if stored is not None:
-                value = acc.take_members(stored)
-        if acc.fresh_node and type(value) is np.ndarray and value.ndim > len(d.event_shape):
-            acc.check_data_length(rel, value)
-        acc.check_observed_shape(rel, d, value)
-        try:
-            lp = d.log_prob(value)
-        except (ValueError, TypeError) as e:
-            if non_numeric(value) is not None:
-                raise not_numeric_observation(acc.generic(rel), value, run) from e
-            if isinstance(e, TypeError):
-                raise
-            raise ModelError(
-                f"shape mismatch in {acc.where()} at observation {fmt(acc.generic(rel))}: {e}"
-            ) from None
-        lp = acc.member_lp(lp, rel, "observation")
-        s = acc._check_observed(lp, rel, d, value)
-        if self.keeps_observed:  # (kept: the totals get their own copy)
-            self.new[local] = MemberSite(None, lp, OBSERVED)
-            acc._add("obs_lp", lp, s)
-        else:
-            acc._add("obs_lp", lp if lp.flags.writeable and lp.base is None else lp.copy(), s,
-                     True)
-        if run.captured is not None:
-            run.captured.append((acc.generic_all(rel), d, value, acc.member_indices()))
-        if acc.watch and rel in acc.watch:  # a plate's watched observation
-            acc.watched[rel] = (d, value)
-        return value
-
-    def factor(self, name, log_weight):
-        local = self._local(name)
-        rel = self.rel + local
+    def keep_observed(self, local, lanes, d, value, lp, total):
         acc = self.acc
-        lp = acc.member_lp(log_weight, rel, "factor")
-        s = float(lp.sum())
-        if s != s or s == INF:
-            raise NumericalError(f"factor {fmt(acc.generic(rel))} is "
-                                 f"{'NaN' if s != s else '+inf'} (a log-weight must be finite "
-                                 "or -inf)")
-        acc._add("obs_lp", lp, s)
-        self.new[local] = MemberSite(None, lp, FACTOR)
+        if d is None or self.keeps_observed:  # (kept: the totals get their own copy)
+            self.new[local] = MemberSite(None, lp, OBSERVED if d is not None else FACTOR)
+            acc._add("obs_lp", lp, total)
+        else:
+            acc._add("obs_lp", lp if lp.flags.writeable and lp.base is None else lp.copy(),
+                     total, True)
+        if d is not None and acc.watch and lanes.rel in acc.watch:  # a watched observation
+            acc.watched[lanes.rel] = (d, value)
 
-    def deterministic(self, name, value):
-        local = self._local(name)
+    def keep_value(self, local, value) -> None:
         v = np.asarray(value)
         n = self.acc.n
         if v.ndim == 0 or v.shape[0] != n:
             v = np.broadcast_to(v, (n,) + v.shape).copy()
         self.new[local] = MemberSite(v, None, DETERMINISTIC)
         self.changed.add(local)
+
+    def sample_process(self, local, d):
+        """A draw of a coupled process (:mod:`thrifty.core.coupled`): exchangeable, not
+        independent — its sites' values move together through the process's state."""
+        value, changed = coupled.sample(self, local, self.rel + local, d)
+        value = readonly(value)
+        self.new[local] = MemberSite(value, np.zeros(self.acc.n), LATENT, True, d)
+        if changed:
+            self.changed.add(local)
         return value
+
+    def observe_process(self, local, d, value):
+        """An observation of a collapsed family: coupled through its statistics."""
+        return coupled.observe(self, local, self.rel + local, d, value)
 
     def mem_read(self, mem, keys):
         return self.run.mem_read_batch(self, mem, keys)
@@ -415,7 +370,7 @@ class BatchFrame:
     def markov(self, name, step, length, init, args):
         if self is not self.acc:
             raise ModelError("a markov chain cannot be nested inside a markov step")
-        return self.run.run_batch_chain(self, self._local(name), step, length, init, args)
+        return self.run.run_batch_chain(self, self.site_name(name), step, length, init, args)
 
 
 def check_data_rows(data_rows: dict) -> None:

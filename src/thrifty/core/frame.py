@@ -1,8 +1,9 @@
 """The scalar executor: one execution of a block (the model body or one markov step).
 
-A :class:`BlockFrame` executes a body site by site.  Latent sites go through the replay decision
-(:mod:`thrifty.core.replay`, one member); observations, factors and deterministic values are
-recorded as they come.  Plates, markov chains and mem reads are handed to the run, which knows
+A :class:`BlockFrame` executes a body site by site, one member per site: its policy of the
+primitives of :mod:`thrifty.core.sites` (latent sites through the replay decision of
+:mod:`thrifty.core.replay`; observations, factors and deterministic values recorded as they
+come).  Plates, markov chains and mem reads are handed to the run, which knows
 the node modules (so this module imports none of them).
 
 ``dirty`` says whether a value that precedes the current point of the body changed: program
@@ -15,26 +16,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from thrifty.core import sites
 from thrifty.core.address import ONE_PART, as_name, fmt
-from thrifty.core.code_errors import not_numeric_observation
-from thrifty.core.replay import SAMPLER_ERRORS, replay, sampler_error
+from thrifty.core.replay import FRESH, REDRAWN
 from thrifty.core.trace import EMPTY_BLOCK, Block, Site
-from thrifty.core.vocab import (
-    DETERMINISTIC,
-    FACTOR,
-    INF,
-    LATENT,
-    NEG_INF,
-    OBSERVED,
-    check_dist,
-    infinite_error,
-    nan_error,
-    non_numeric,
-    outside_support,
-    readonly,
-    total,
-)
-from thrifty.errors import ModelError, NumericalError
+from thrifty.core.vocab import DETERMINISTIC, FACTOR, LATENT, OBSERVED, check_dist
+from thrifty.errors import ModelError
 
 
 class BlockFrame:
@@ -51,6 +38,7 @@ class BlockFrame:
         "prefix",
         "run",
         "scope",
+        "sink",
         "step_of",
     )
 
@@ -63,10 +51,11 @@ class BlockFrame:
         self.new = Block()
         self.dirty = dirty
         self.lanes = run.lanes
+        self.sink = run  # the replay decision's accounting goes straight to the run
         self.matched = 0  # old latent sites met again
 
     # -- names ----------------------------------------------------------------------------------
-    def _local(self, name) -> tuple:
+    def site_name(self, name) -> tuple:
         local = ONE_PART.get(name) if type(name) is str else None  # (a name met before)
         if local is None:
             local = as_name(name)
@@ -77,45 +66,70 @@ class BlockFrame:
             raise ModelError(f"address {fmt(self.prefix + local)} is used twice in one execution")
         return local
 
-    # -- primitives -----------------------------------------------------------------------------
-    def sample(self, name, d):
-        local = self._local(name)
-        addr = self.prefix + local
-        if d._error is not None:
+    # -- the primitives (thrifty.core.sites) and this executor's policy of them -----------------
+    sample = sites.sample
+    observe = sites.observe
+    factor = sites.factor
+    deterministic = sites.deterministic
+    sample_process = observe_process = None  # (a coupled process is sampled in plates)
+
+    def site_lanes(self, local, d, what):
+        """One member, addressed ``prefix + local`` (the run's lanes of choices: the last
+        choice's address names errors raised after it; observations and factors have lanes of
+        their own)."""
+        lanes = self.lanes if what == "sample" else self.run.obs_lanes
+        lanes.addr = addr = self.prefix + local
+        if d is not None and d._error is not None:
             check_dist(d, addr, self.run)
-        run = self.run
-        targets = run.targets
-        target = targets.get(addr) if targets is not None else None
-        if target is not None:
-            run.n_seen += 1
-            self.dirty = True
-        lanes = self.lanes
-        lanes.addr = addr
-        n_fresh = run.n_fresh
-        old = self.old.value_lp(local)  # the accounting goes straight to the run
-        if old is None:
-            value, lp, changed = replay(lanes, d, None, None, target, run)
-        else:
+        return lanes
+
+    def site_stored(self, local, lanes):
+        old = self.old.value_lp(local)
+        if old is not None:
             self.matched += 1
-            old_value, old_lp = old
-            n_stale = run.n_stale
-            value, lp, changed = replay(lanes, d, old_value, old_lp, target, run)
-            if run.n_stale != n_stale:  # stale: out of the kept part of the old block
-                run.lp_old -= old_lp
-                run.note_stale(addr)
-        if changed:
+        return old
+
+    def site_target(self, local, lanes):
+        targets = self.run.targets
+        target = targets.get(lanes.addr) if targets is not None else None
+        if target is not None:
+            self.run.n_seen += 1
             self.dirty = True
-        if run.n_fresh == n_fresh:
+        return target
+
+    def keep_latent(self, local, lanes, d, value, lp, status, old):
+        """The site's log-density is kept (in the MH ratio) unless its value was drawn fresh;
+        a redrawn value's old one leaves the kept part of the old block (stale)."""
+        run = self.run
+        if status < FRESH:
             run.lp_new += lp
         else:
+            addr = lanes.addr
+            if status == REDRAWN:
+                run.lp_old -= old[1]
+                run.note_stale(addr)
             run.note_fresh(addr)
-        if type(value) is np.ndarray:
-            value = readonly(value.copy() if value is target else value)  # (init= arrays)
+        if status:
+            self.dirty = True
         new = self.new
         new.sites[local] = Site(value, lp, LATENT, d.is_discrete, d)
         new.lp += lp
         new.n_latent += 1
         return value
+
+    def keep_observed(self, local, lanes, d, value, lp, total):
+        new = self.new
+        new.sites[local] = Site(value, lp, OBSERVED if d is not None else FACTOR)
+        new.lp += lp
+        run = self.run
+        run.lp_new += lp
+        if run.stop is not None:
+            run.observed(lp)
+
+    def keep_value(self, local, value) -> None:
+        # an array is recorded as a copy: the model may reuse (and mutate) the buffer later
+        kept = value.copy() if isinstance(value, np.ndarray) else value
+        self.new.sites[local] = Site(kept, 0.0, DETERMINISTIC)
 
     def sample_owned(self, name, d) -> tuple:
         """A hyperparameter drawn by a coupled process (:mod:`thrifty.processes.base`): an
@@ -130,76 +144,14 @@ class BlockFrame:
         self.run.owned[addr] = value
         return addr
 
-    def observe(self, name, d, value):
-        local = self._local(name)
-        addr = self.prefix + local
-        if d._error is not None:
-            check_dist(d, addr, self.run)
-        run = self.run
-        if run.new_obs is not None:
-            try:
-                value = d.sample(run.rng, np.shape(value)[: np.ndim(value) - len(d.shape)])
-            except SAMPLER_ERRORS as e:
-                raise sampler_error(addr, d, e) from e
-            run.new_obs[addr] = value
-        elif run.obs_values is not None:
-            value = run.obs_values.get(addr, value)
-        try:
-            lp = d.log_prob(value)
-        except (ValueError, TypeError) as e:
-            if non_numeric(value) is not None:
-                raise not_numeric_observation(addr, value, run) from e
-            raise
-        if type(lp) is not float:
-            lp = total(lp)
-        if not lp > NEG_INF:
-            if lp != lp:
-                raise nan_error(addr, d, value)
-            if not d.in_domain(value):
-                raise outside_support(addr, d, value)
-            run.note_impossible(addr, d, value)
-        elif lp == INF:
-            raise infinite_error(addr, d, value)
-        new = self.new
-        new.sites[local] = Site(value, lp, OBSERVED)
-        new.lp += lp
-        run.lp_new += lp
-        if run.captured is not None:
-            run.captured.append((addr, d, value, None))
-        if run.stop is not None:
-            run.observed(lp)
-        return value
-
-    def factor(self, name, log_weight):
-        local = self._local(name)
-        lp = total(log_weight)
-        if lp != lp or lp == INF:
-            raise NumericalError(f"factor at address {fmt(self.prefix + local)} is "
-                                 f"{'NaN' if lp != lp else '+inf'} (a log-weight must be "
-                                 "finite or -inf)")
-        if lp == NEG_INF:
-            self.run.note_impossible(self.prefix + local, None, None)
-        self.new.sites[local] = Site(None, lp, FACTOR)
-        self.new.lp += lp
-        self.run.lp_new += lp
-        if self.run.stop is not None:
-            self.run.observed(lp)
-
-    def deterministic(self, name, value):
-        local = self._local(name)
-        # an array is recorded as a copy: the model may reuse (and mutate) the buffer later
-        kept = value.copy() if isinstance(value, np.ndarray) else value
-        self.new.sites[local] = Site(kept, 0.0, DETERMINISTIC)
-        return value
-
     def mem_read(self, mem, key):
         return self.run.mem_read_scalar(self, mem, key)
 
     def plate(self, name, size):
-        return self.run.open_plate(self, self._local(name), size)
+        return self.run.open_plate(self, self.site_name(name), size)
 
     def markov(self, name, step, length, init, args):
-        return self.run.run_chain(self, self._local(name), step, length, init, args)
+        return self.run.run_chain(self, self.site_name(name), step, length, init, args)
 
     # -- end of the block -----------------------------------------------------------------------
     def finalize(self) -> None:

@@ -36,6 +36,7 @@ import traceback
 import numpy as np
 
 from thrifty import _context
+from thrifty.core import sites
 from thrifty.core.address import as_name, fmt
 from thrifty.core.vocab import DETERMINISTIC, LATENT
 from thrifty.distributions.xp import SUMMED, is_foreign
@@ -132,7 +133,9 @@ class GradientRun:
         self.frame = _Frame(self, ())
         self.mem_fns: dict = {}
         self.last = None  # the address of the last site executed (for error messages)
-        self.new_obs = None
+        self.new_obs = None  # (a run that simulates no observation)
+        self.obs_values = others  # observations the trace holds in place of the data
+        self.captured = None
         self.bounds: list = []  # (address, bound) of fixed values on supports with array bounds
 
     def execute(self):
@@ -167,44 +170,6 @@ class GradientRun:
                              "values the kernel changes")
         return self
 
-    # -- a block choice or another choice -------------------------------------------------------
-    def take(self, key, addr, d, t=None):
-        """The value of the latent choice ``key`` (its log-density added); ``t``: the step of
-        a chain column (axis 0; axis 1 of a chain inside a plate)."""
-        xp = self.xp
-        self.last = addr
-        if getattr(d, "coupled", False):
-            raise ModelError(f"{fmt(addr)}: a gradient kernel cannot differentiate through a "
-                             "coupled process or collapsed family (its state is NumPy); "
-                             "update the choices it depends on with th.mh or th.gibbs")
-        u = self.block.get(key)
-        if u is not None:
-            from thrifty.transforms import biject_to
-
-            if t is not None:  # a chain's column: this step's entry
-                u = u[:, t] if is_plate_chain(key) else u[t]
-            b = biject_to(d.support)
-            x = b.forward(u)
-            jac = xp.sum(b.log_abs_det_jacobian(u))
-            self.lp = self.lp + self.score(d, x) + jac
-            self.jac = self.jac + jac
-            if t is None:
-                self.values[key] = x
-            else:
-                self.values.setdefault(key, {})[t] = x
-            return x
-        try:
-            x = self.others[key]
-            if t is not None:
-                x = x[:, t] if is_plate_chain(key) else x[t]
-        except KeyError:
-            raise ModelError(f"{fmt(addr)}: the gradient run met a choice the trace does not "
-                             "have (the program's structure depends on the block's values, "
-                             "which a gradient kernel needs fixed)") from None
-        self.note_bounds(addr, d)
-        self.lp = self.lp + self.score(d, x)
-        return x
-
     def note_bounds(self, addr, d) -> None:
         """A value held fixed (an observation, a choice outside the block) whose family's
         support has bounds of the array library: where they move with the block (``y ~
@@ -232,15 +197,83 @@ class GradientRun:
             self.ok = self.ok & self.xp.all(valid)
         return self.xp.sum(lp)
 
-    def add(self, addr, lp) -> None:
-        self.last = addr
-        self.lp = self.lp + self.xp.sum(lp)
+
+
+class _Lanes:
+    """One site of a gradient run: one traced value (a plate's elements, or a plate's chain
+    step, taken together).  There is no replay decision to make — a block choice's value is
+    given, its unconstrained coordinates through the bijection of its support (``log |det J|``
+    added); every other choice is read from the trace — and nothing is checked per site: NaN
+    and invalid parameters zero the total at the end (:meth:`GradientRun.execute`)."""
+
+    __slots__ = ("addr", "jac", "key", "okey", "run", "t")
+
+    strict = True
+
+    def __init__(self, run, key, addr, t, okey):
+        self.run, self.key, self.addr, self.t, self.okey = run, key, addr, t, okey
+
+    # -- latent choices (thrifty.core.replay) ---------------------------------------------------
+    @staticmethod
+    def fits(d, value) -> bool:
+        return True
+
+    @staticmethod
+    def finite(lp) -> bool:
+        return True  # (a traced value: applied to the total at the end)
+
+    @staticmethod
+    def values_of(target):
+        return target
+
+    def log_prob(self, d, value):
+        self.run.note_bounds(self.addr, d)
+        return self.run.score(d, value)
+
+    def given(self, d, u, acct):
+        from thrifty.transforms import biject_to
+
+        run = self.run
+        b = biject_to(d.support)
+        x = b.forward(u)
+        jac = run.xp.sum(b.log_abs_det_jacobian(u))
+        run.jac = run.jac + jac
+        self.jac = jac  # (added to the total after the density: keep_latent)
+        return x, run.score(d, x)
+
+    def fresh(self, d, acct):
+        raise ModelError(f"{fmt(self.addr)}: the gradient run met a choice the trace does not "
+                         "have (the program's structure depends on the block's values, which a "
+                         "gradient kernel needs fixed)")
+
+    # -- observations and factors (thrifty.core.sites) ------------------------------------------
+    @property
+    def obs_key(self):
+        return (OBSERVED, self.okey)
+
+    def stored_observation(self, obs_values, value):
+        stored = obs_values.get((OBSERVED, self.okey))
+        return value if stored is None else stored
+
+    def observed_lp(self, d, value):
+        self.run.note_bounds(self.addr, d)
+        return self.run.score(d, value), None
+
+    def factor_lp(self, log_weight):
+        return self.run.xp.sum(log_weight), None
+
+
+def _column(value, key, t):
+    """A chain column's entry at step ``t`` (axis 1 of a chain inside a plate)."""
+    if t is None:
+        return value
+    return value[:, t] if is_plate_chain(key) else value[t]
 
 
 class _Frame:
-    """The primitives in a gradient run: top level (``plate is None``), a plate's elements all
-    at once, one step of a top-level chain, or one step of a plate's chains (every element's
-    at once)."""
+    """The primitives in a gradient run (this executor's policy of :mod:`thrifty.core.sites`):
+    top level (``plate is None``), a plate's elements all at once, one step of a top-level
+    chain, or one step of a plate's chains (every element's at once)."""
 
     def __init__(self, run: GradientRun, prefix: tuple, plate=None, step=None):
         self.run = run
@@ -248,9 +281,9 @@ class _Frame:
         self.scope = ()
         self.plate_addr = plate  # the plate's address
         self.step = step  # (chain address, t); in a plate: (the chain's name in the plate, t)
+        self.t = None if step is None else step[1]
 
-    def _key(self, name):
-        local = self.scope + as_name(name)
+    def _key(self, local):
         if self.plate_addr is not None:
             if self.step is not None:
                 chain, t = self.step
@@ -262,45 +295,76 @@ class _Frame:
             return (chain, local), chain + (t,) + local
         return local, local
 
-    def sample(self, name, d):
-        key, addr = self._key(name)
-        return self.run.take(key, addr, d, None if self.step is None else self.step[1])
+    sample = sites.sample
+    observe = sites.observe
+    factor = sites.factor
+    deterministic = sites.deterministic
+    sink = None  # (no fresh, stale or proposal terms: nothing is drawn)
 
-    def observe(self, name, d, value):
-        key, addr = self._key(name)
+    def site_name(self, name) -> tuple:
+        return self.scope + as_name(name)
+
+    def site_lanes(self, local, d, what):
+        key, addr = self._key(local)
+        self.run.last = addr
         if self.step is None:
             okey = key
         elif self.plate_addr is None:
             okey = addr
         else:  # (the key the batched executor stores it under: plate, relative address)
             okey = (self.plate_addr, addr[len(self.plate_addr) + 1:])
-        stored = self.run.others.get((OBSERVED, okey))
-        if stored is not None:
-            value = stored
-        if getattr(d, "coupled", False):
-            raise ModelError(f"{fmt(addr)}: a gradient kernel cannot differentiate through a "
-                             "collapsed family (its sufficient statistics are NumPy state)")
-        self.run.last = addr
-        self.run.note_bounds(addr, d)
-        self.run.lp = self.run.lp + self.run.score(d, value)
+        return _Lanes(self.run, key, addr, self.t, okey)
+
+    def site_stored(self, local, lanes):
+        run, key = self.run, lanes.key
+        if key in run.block:
+            return None
+        x = run.others.get(key)
+        return None if x is None else (_column(x, key, self.t), None)
+
+    def site_target(self, local, lanes):
+        u = self.run.block.get(lanes.key)
+        return None if u is None else _column(u, lanes.key, self.t)
+
+    def keep_latent(self, local, lanes, d, value, lp, status, old):
+        run = self.run
+        run.lp = run.lp + lp
+        if status:  # a block choice: its log |det J| and its constrained value
+            run.lp = run.lp + lanes.jac
+            key = lanes.key
+            if self.t is None:
+                run.values[key] = value
+            else:
+                run.values.setdefault(key, {})[self.t] = value
         return value
+
+    def keep_observed(self, local, lanes, d, value, lp, total) -> None:
+        self.run.lp = self.run.lp + lp
+
+    def keep_value(self, local, value) -> None:
+        pass
+
+    def sample_process(self, local, d):
+        raise ModelError(f"{fmt(self._key(local)[1])}: a gradient kernel cannot differentiate "
+                         "through a coupled process or collapsed family (its state is NumPy); "
+                         "update the choices it depends on with th.mh or th.gibbs")
+
+    def observe_process(self, local, d, value):
+        raise ModelError(f"{fmt(self._key(local)[1])}: a gradient kernel cannot differentiate "
+                         "through a collapsed family (its sufficient statistics are NumPy "
+                         "state)")
 
     def sample_owned(self, name, d):
         """A hyperparameter drawn by a coupled process (``th.CRP(alpha=dist.Gamma(1.0, 1.0),
         name="alpha")``): its density given the process's draws is the process's, computed on
         NumPy state, so a gradient run neither differentiates with respect to it nor runs the
         process.  (The process adds its name to the message.)"""
+        addr = self._key(self.site_name(name))[1]
         raise NotDifferentiable(
-            f"the hyperparameter {fmt(self._key(name)[1])} is drawn by the process, a coupled "
-            "process whose density is computed on NumPy state: a gradient kernel (th.nuts, "
+            f"the hyperparameter {fmt(addr)} is drawn by the process, a coupled process "
+            "whose density is computed on NumPy state: a gradient kernel (th.nuts, "
             "th.hmc) takes neither it nor the process's draws; update it with th.mh "
             "(th.infer's default kernel gives it adaptive MH) and the draws with th.gibbs")
-
-    def factor(self, name, log_weight):
-        self.run.add(self._key(name)[1], log_weight)
-
-    def deterministic(self, name, value):
-        return value
 
     def mem_read(self, mem, key):
         raise ModelError(f"{fmt(mem.addr)}: a gradient run does not read memoized functions "

@@ -18,14 +18,13 @@ from functools import lru_cache
 
 import numpy as np
 
-from thrifty.core.address import as_name, fmt
+from thrifty.core.address import fmt
 from thrifty.core.batch import BatchFrame, MemberSite
-from thrifty.core.replay import ScalarLanes, replay
+from thrifty.core.replay import ScalarLanes
 from thrifty.core.vocab import (
     LATENT,
     RESAMPLE,
     check_dist,
-    readonly,
     take_rows,
 )
 from thrifty.errors import ModelError
@@ -50,7 +49,7 @@ class ParticleFrame(BatchFrame):
         self.given = given
         self.driver = driver
         self.shared_lp = 0.0  # latent choices outside the chains (the same for every particle)
-        self.prior_drawn_lp = 0.0  # of those, the ones drawn from their priors (RESAMPLE)
+        self._drawn = _Drawn()  # their replay decisions' accounting (fresh: RESAMPLE)
 
     # -- members --------------------------------------------------------------------------------
     def member_addr(self, j: int, rel: tuple) -> tuple:
@@ -76,28 +75,43 @@ class ParticleFrame(BatchFrame):
     def check_observed_shape(self, rel, d, value) -> None:
         """Observed values are shared by the particles: any shape that broadcasts."""
 
-    # -- top-level primitives -------------------------------------------------------------------
-    def sample(self, name, d):
-        """A choice outside the chains: one scalar lane through the replay decision, its value
-        given (a target: scored, -inf → ZeroProbability) or RESAMPLE (drawn from the prior, a
-        fresh choice whose density is the proposal's: ``prior_drawn_lp``)."""
-        local = self._local(name)
+    # -- choices outside the chains: this frame's policy of th.sample --------------------------
+    def site_lanes(self, local, d, what):
+        """A choice outside the chains is one scalar lane, shared by the particles (its
+        observations and factors are the batch's)."""
+        if what != "sample":
+            return BatchFrame.site_lanes(self, local, d, what)
         if d._error is not None:
             check_dist(d, local, self.run)
-        drawn = _Drawn()
-        value, lp, _ = replay(ScalarLanes(local, self.run.rng, False), d, None, None,
-                              self.given(local), drawn)
-        self.prior_drawn_lp += drawn.lp_fresh
+        return ScalarLanes(local, self.run.rng, False, self.run)
+
+    def site_stored(self, local, lanes):
+        return None
+
+    def site_target(self, local, lanes):
+        """Its value given (a target: scored, −∞ → ZeroProbability) or ``RESAMPLE`` (drawn from
+        the prior: a fresh choice whose density is the proposal's, ``prior_drawn_lp``)."""
+        return self.given(local)
+
+    @property
+    def sink(self):
+        return self._drawn
+
+    @property
+    def prior_drawn_lp(self) -> float:
+        """Of the shared choices, the log-density of those drawn from their priors."""
+        return self._drawn.lp_fresh
+
+    def keep_latent(self, local, lanes, d, value, lp, status, old):
         self.shared_lp += lp
-        value = readonly(value)  # (kept by the engine: see vocab.readonly)
         self.new[local] = MemberSite(value, lp, LATENT, d.is_discrete, d)
         return value
 
     def markov(self, name, step, length, init, args):
-        return self.driver.chain(self, self._local(name), step, length, init, args)
+        return self.driver.chain(self, self.site_name(name), step, length, init, args)
 
     def plate(self, name, size):
-        return ParticlePlate(self, self._local(name), size)
+        return ParticlePlate(self, self.site_name(name), size)
 
     def mem_read(self, mem, keys):
         raise ModelError("th.mem in a particle run is not supported by the particle methods yet")
@@ -167,14 +181,16 @@ class PlateParticles(BatchFrame):
     def where(self) -> str:
         return f"plate {fmt(self.plate_addr)} of a particle batch"
 
-    def sample(self, name, d):
-        raise ModelError(
-            f"{fmt(self.plate_addr + ('*',) + as_name(name))}: a latent choice of a plate "
-            "element outside its chain; the particle methods hold the chains' choices only"
-        )
+    def site_lanes(self, local, d, what):
+        if what == "sample":
+            raise ModelError(
+                f"{fmt(self.plate_addr + ('*',) + local)}: a latent choice of a plate element "
+                "outside its chain; the particle methods hold the chains' choices only"
+            )
+        return BatchFrame.site_lanes(self, local, d, what)
 
     def markov(self, name, step, length, init, args):
-        return self.driver.chain(self, self._local(name), step, length, init, args)
+        return self.driver.chain(self, self.site_name(name), step, length, init, args)
 
     def mem_read(self, mem, keys):
         raise ModelError("th.mem in a particle run is not supported by the particle methods yet")

@@ -26,14 +26,14 @@ import numpy as np
 
 from thrifty.core import coupled
 from thrifty.core.address import fmt
-from thrifty.core.batch import BatchFrame, MemberSite, WeakRun
+from thrifty.core.batch import BatchFrame, MemberSite
 from thrifty.core.code_errors import leave_with_error
 from thrifty.core.column import Column, ColumnSite, write_sites
 from thrifty.core.exec_log import ExecLog
 from thrifty.core.locate import addressed_target
 from thrifty.core.node import Node, Update
 from thrifty.core.plate_chain import ChainColumns
-from thrifty.core.vocab import LATENT, StaleRead
+from thrifty.core.vocab import LATENT, StaleRead, WeakRun
 from thrifty.errors import ModelError
 
 _EMPTY = np.zeros(0, dtype=np.int64)

@@ -36,19 +36,23 @@ from __future__ import annotations
 import numpy as np
 
 from thrifty.core.address import fmt
+from thrifty.core.code_errors import not_numeric_observation
 from thrifty.core.vocab import (
     INF,
     NEG_INF,
     RESAMPLE,
     StructureChange,
+    WeakRun,
     ZeroProbability,
     infinite_error,
     nan_error,
+    non_numeric,
+    outside_support,
     sample_error,
     take_rows,
     total,
 )
-from thrifty.errors import ModelError, ThriftyError
+from thrifty.errors import ModelError, NumericalError, ThriftyError
 
 SAMPLER_ERRORS = (ValueError, OverflowError)
 """What NumPy's samplers raise for parameters they cannot draw from (``Poisson(1e20)``)."""
@@ -65,56 +69,116 @@ def replay(lanes, d, old_value, old_lp, target, acct):
     ``old_value`` / ``old_lp`` are the members' stored value and log-density (``old_value`` is
     ``None`` when the trace has no such choice); ``target`` is ``None``, ``RESAMPLE`` or the
     proposed value(s) — for a batch, a pair ``(positions, values)`` of the targeted members.
-    Returns ``(value, lp, changed)``.
+    Returns ``(value, lp, status)``: what was decided — :data:`KEPT` (the old value replayed),
+    :data:`SET` (a target's value), :data:`FRESH` (a new choice drawn), :data:`REDRAWN` (the old
+    value stale, a new one drawn); over a batch, the members may differ and ``status`` is only
+    true when any member's value changed.
     """
     if target is None:
+        status = FRESH
         if old_value is not None and not lanes.fits(d, old_value):
             # a value of another shape than the distribution's (its dimension follows another
             # choice) is outside the support: strict runs score it −∞, others redraw it
             if lanes.strict:
-                return old_value, lanes.impossible(), False
+                return old_value, lanes.impossible(), KEPT
             lanes.drop(old_lp, acct)
-            old_value = None
+            old_value, status = None, REDRAWN
         if old_value is None:  # no old value: a fresh draw (strict runs: a structure change)
             value, lp = lanes.fresh(d, acct)
-            return value, lp, True
+            return value, lp, status
         lp = lanes.log_prob(d, old_value)  # replay and rescore: the common case
         if lanes.finite(lp):
-            return old_value, lp, False
-        value, hit, changed = old_value, None, False
+            return old_value, lp, KEPT
+        value, hit, status = old_value, None, KEPT
     elif old_value is None:  # a value set on a choice the trace does not hold yet (init)
         if lanes.values_of(target) is RESAMPLE:
             value, lp = lanes.fresh(d, acct)
-            return value, lp, True
-        return (*lanes.given(d, target, acct), True)
+            return value, lp, FRESH
+        return (*lanes.given(d, target, acct), SET)
     else:
         hit, values = lanes.split(target)
         if values is RESAMPLE:  # a draw from the prior, with its q terms
             value, lp = lanes.resample(d, old_value, old_lp, hit, acct)
         else:  # the proposed value(s); outside the support: probability zero
             value, lp = lanes.propose(d, old_value, hit, values)
-        changed = True
+        status = SET
         if hit is ALL:  # every member targeted: nothing left to replay
-            return value, lp, True
+            return value, lp, SET
     if not lanes.strict:  # replayed values outside the support: stale, redrawn fresh
         value, lp, redrawn = lanes.redraw(d, value, lp, old_lp, hit, acct)
-        changed |= redrawn
+        if redrawn:
+            status = REDRAWN
     lanes.check_nan(d, value, lp)
-    return value, lp, changed
+    return value, lp, status
 
 
+KEPT, SET, FRESH, REDRAWN = 0, 1, 2, 3  # what the replay decision did at a site (see replay)
 ALL = True  # the positions of a target that covers every member (one member's target)
 
 
 class ScalarLanes:
-    """One member: Python values, ``lp`` a Python float (a site of a block or a mem key)."""
+    """One member: Python values, ``lp`` a Python float (a site of a block or a mem key).
+    ``addr``: the site's address (a run keeps one lanes object for its choices, whose ``addr``
+    is the last choice made, and one for its observations and factors)."""
 
-    __slots__ = ("addr", "rng", "strict")
+    __slots__ = ("_run", "addr", "rng", "strict")
 
     n = 1
+    run = WeakRun()  # (the run holds its lanes: held back weakly, no reference cycle)
 
-    def __init__(self, addr, rng, strict):
-        self.addr, self.rng, self.strict = addr, rng, strict
+    def __init__(self, addr, rng, strict, run):
+        self.addr, self.rng, self.strict, self.run = addr, rng, strict, run
+
+    # -- observations and factors (thrifty.core.sites) ------------------------------------------
+    @property
+    def obs_key(self):
+        return self.addr
+
+    def simulate(self, d, value):
+        """A draw of the observation given the latent choices, of the observed value's shape."""
+        try:
+            return d.sample(self.rng, np.shape(value)[: np.ndim(value) - len(d.shape)])
+        except SAMPLER_ERRORS as e:
+            raise sampler_error(self.addr, d, e) from e
+
+    def stored_observation(self, obs_values, value):
+        return obs_values.get(self.addr, value)
+
+    def observed_lp(self, d, value):
+        """``(lp, lp)``: the observation's log-density; NaN, +∞ and a value outside the family's
+        domain are errors naming the site; −∞ inside it is an impossible run, noted."""
+        try:
+            lp = d.log_prob(value)
+        except (ValueError, TypeError) as e:
+            if non_numeric(value) is not None:
+                raise not_numeric_observation(self.addr, value, self.run) from e
+            raise
+        if type(lp) is not float:
+            lp = total(lp)
+        if not lp > NEG_INF:
+            if lp != lp:
+                raise nan_error(self.addr, d, value)
+            if not d.in_domain(value):
+                raise outside_support(self.addr, d, value)
+            self.run.note_impossible(self.addr, d, value)
+        elif lp == INF:
+            raise infinite_error(self.addr, d, value)
+        return lp, lp
+
+    def captured(self, d, value) -> tuple:
+        return self.addr, d, value, None
+
+    def factor_lp(self, log_weight):
+        lp = total(log_weight)
+        if lp != lp or lp == INF:
+            raise NumericalError(f"factor at address {fmt(self.addr)} is "
+                                 f"{'NaN' if lp != lp else '+inf'} (a log-weight must be "
+                                 "finite or -inf)")
+        if lp == NEG_INF:
+            self.run.note_impossible(self.addr, None, None)
+        return lp, lp
+
+    # -- latent choices (replay) ----------------------------------------------------------------
 
     @staticmethod
     def log_prob(d, value) -> float:
@@ -227,6 +291,54 @@ class BatchLanes:
         self.n = frame.n
         self.rng = frame.run.rng
         self.strict = frame.run.mode.strict
+
+    # -- observations and factors (thrifty.core.sites) ------------------------------------------
+    @property
+    def obs_key(self):
+        return self.frame.obs_key(self.rel)
+
+    def simulate(self, d, value):
+        return self.draw(d)
+
+    def stored_observation(self, obs_values, value):
+        stored = obs_values.get(self.frame.obs_key(self.rel))
+        return value if stored is None else self.frame.take_members(stored)
+
+    def observed_lp(self, d, value):
+        """``(lp, lp.sum())``: the members' log-densities of an observed value of one entry per
+        member (or one shared), checked as the frame says (data rows, shapes, NaN, the
+        family's domain: errors naming the member)."""
+        frame, rel = self.frame, self.rel
+        if frame.fresh_node and type(value) is np.ndarray and value.ndim > len(d.event_shape):
+            frame.check_data_length(rel, value)
+        frame.check_observed_shape(rel, d, value)
+        try:
+            lp = d.log_prob(value)
+        except (ValueError, TypeError) as e:
+            if non_numeric(value) is not None:
+                raise not_numeric_observation(frame.generic(rel), value, frame.run) from e
+            if isinstance(e, TypeError):
+                raise
+            raise ModelError(f"shape mismatch in {frame.where()} at observation "
+                             f"{fmt(frame.generic(rel))}: {e}") from None
+        lp = frame.member_lp(lp, rel, "observation")
+        return lp, frame._check_observed(lp, rel, d, value)
+
+    def captured(self, d, value) -> tuple:
+        frame = self.frame
+        return frame.generic_all(self.rel), d, value, frame.member_indices()
+
+    def factor_lp(self, log_weight):
+        frame = self.frame
+        lp = frame.member_lp(log_weight, self.rel, "factor")
+        s = float(lp.sum())
+        if s != s or s == INF:
+            raise NumericalError(f"factor {fmt(frame.generic(self.rel))} is "
+                                 f"{'NaN' if s != s else '+inf'} (a log-weight must be finite "
+                                 "or -inf)")
+        return lp, s
+
+    # -- latent choices (replay) ----------------------------------------------------------------
 
     def draw(self, d):
         """One value per member (``code`` from the frame's shape check)."""

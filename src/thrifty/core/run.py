@@ -162,7 +162,8 @@ class Run:
         # the local sections a lazy run met: ("plate" | "chain", address, number of sections)
         self.sections: list = []
         self.mem_journals: dict = {}
-        self.lanes = ScalarLanes(None, rng, mode.strict)  # the replay decision, one member
+        self.lanes = ScalarLanes(None, rng, mode.strict, self)  # the replay decision, one member
+        self.obs_lanes = ScalarLanes(None, rng, mode.strict, self)  # observations, factors
         self.data_rows: dict = {}  # argument → rows its plates observe (first executions)
         self.impossible: list = []
 

@@ -16,6 +16,7 @@ other in a circle.
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
 from enum import Enum
 from types import MappingProxyType
@@ -369,3 +370,16 @@ def chain_length(addr, length, step) -> int:
     if not callable(step):
         raise ModelError(f"markov chain {fmt(addr)}: step must be callable, got {step!r}")
     return int(length)
+
+
+class WeakRun:
+    """A frame's run, held weakly: the run holds the frames kernels read after its execution
+    (``run.plate_frames``), and a strong reference back would make each run a reference
+    cycle — freed by the garbage collector's passes (a share of every plate update's time:
+    ``benchmarks/runtime_overheads.py`` measures it), not at once when the kernel drops it."""
+
+    def __get__(self, frame, owner=None):
+        return self if frame is None else frame._run()
+
+    def __set__(self, frame, run) -> None:
+        frame._run = weakref.ref(run)

@@ -1,0 +1,83 @@
+"""The primitives at a site — ``sample``, ``observe``, ``factor``, ``deterministic`` — written once.
+
+Every executor runs the same four functions; the executors are *policies* of them, not
+re-implementations (paper 001 §2: a run re-executes the program, replaying each random choice
+unless it is proposed anew).  A frame says
+
+* ``site_name(name)``: the site's name in the frame (an address used twice is an error);
+* ``site_lanes(local, d, what)``: the site's members — one Python value (:class:`ScalarLanes`:
+  a block of the model body or a markov step, a choice shared by particles), n values with a
+  leading member axis (:class:`BatchLanes`: plate elements, particles, candidate values), or
+  one traced value of a gradient run — named for errors, ``d``'s parameters checked;
+* ``site_stored(local, lanes)``: the members' stored ``(values, log-densities)``, or ``None``
+  (a pinned step stores its reference, a gradient run the choices outside its block);
+* ``site_target(local, lanes)``: the members' proposed values, ``RESAMPLE``, or ``None``;
+* ``sink``: where the replay decision's fresh, stale and proposal terms go;
+* ``keep_latent``, ``keep_observed``, ``keep_value``: where a site's log-density is added and
+  its value kept (and, for observations, what follows them: a run that pauses after its k-th
+  observation, a plate's watched observations).
+
+The replay decision itself is :func:`thrifty.core.replay.replay`; how an observation is
+scored and checked is the lanes' (``observed_lp``).  Frames bind these functions as their
+methods (``sample = sites.sample``), so ``th.sample`` costs no extra call.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from thrifty.core.replay import replay
+from thrifty.core.vocab import readonly
+
+
+def sample(frame, name, d):
+    """``th.sample(name, d)`` in ``frame``: the replay decision over the site's members."""
+    local = frame.site_name(name)
+    if d.coupled and frame.sample_process is not None:  # exchangeable draws (th.CRP)
+        return frame.sample_process(local, d)
+    lanes = frame.site_lanes(local, d, "sample")
+    old = frame.site_stored(local, lanes)
+    target = frame.site_target(local, lanes)
+    if old is None:
+        value, lp, status = replay(lanes, d, None, None, target, frame.sink)
+    else:
+        value, lp, status = replay(lanes, d, old[0], old[1], target, frame.sink)
+    if type(value) is np.ndarray:  # kept by the engine: read-only for the model (a value given
+        value = readonly(value.copy() if value is target else value)  # from outside: a copy)
+    return frame.keep_latent(local, lanes, d, value, lp, status, old)
+
+
+def observe(frame, name, d, value):
+    """``th.observe(name, d, value)`` in ``frame``: the value scored over the site's members —
+    or, in a run that simulates the observations (Geweke tests, predictive draws), drawn given
+    the latent choices; in a run over stored simulated observations, read from the trace."""
+    local = frame.site_name(name)
+    if d.coupled and frame.observe_process is not None:  # a collapsed family's statistics
+        return frame.observe_process(local, d, value)
+    lanes = frame.site_lanes(local, d, "observation")
+    run = frame.run
+    if run.new_obs is not None:
+        value = lanes.simulate(d, value)
+        run.new_obs[lanes.obs_key] = value
+    elif run.obs_values is not None:
+        value = lanes.stored_observation(run.obs_values, value)
+    lp, total = lanes.observed_lp(d, value)
+    if run.captured is not None:
+        run.captured.append(lanes.captured(d, value))
+    frame.keep_observed(local, lanes, d, value, lp, total)
+    return value
+
+
+def factor(frame, name, log_weight):
+    """``th.factor(name, log_weight)`` in ``frame``: a log-weight per member, finite or −∞."""
+    local = frame.site_name(name)
+    lanes = frame.site_lanes(local, None, "factor")
+    lp, total = lanes.factor_lp(log_weight)
+    frame.keep_observed(local, lanes, None, None, lp, total)
+
+
+def deterministic(frame, name, value):
+    """``th.deterministic(name, value)`` in ``frame``: recorded with every draw, returned as
+    it is (the kept copy is the engine's: the model may reuse and mutate its buffer)."""
+    frame.keep_value(frame.site_name(name), value)
+    return value

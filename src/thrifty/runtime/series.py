@@ -103,6 +103,12 @@ class Series:
         per event."""
         self._log.append((d, i, value))
 
+    def change_few(self, d: int, idx: list, values: list) -> None:
+        """At draw ``d`` the elements ``idx`` (a sorted list of distinct ints, at most
+        ``_FEW``) changed to ``values``, Python floats, ints or bools (of a float64, int64 or
+        bool column): :meth:`change` without two arrays per event."""
+        self._log.append((d, idx, values))
+
     # -- moving events into the arrays ------------------------------------------------------------
     def _seal(self) -> None:
         log = self._log
@@ -127,6 +133,14 @@ class Series:
                     one_v.append(v)
                     continue
                 e, v = np.array([e], dtype=np.int64), np.array([v])  # (the general path)
+            elif te is list:  # change_few: numbers
+                if vs == () and vd is not None and all(_PY_DTYPE.get(type(x)) is vd for x in v):
+                    kinds.append(CHANGE)
+                    ats.append(len(self._idx) + len(one_i))
+                    one_i.extend(e)
+                    one_v.extend(v)
+                    continue
+                e, v = np.array(e, dtype=np.int64), np.array(v)  # (the general path)
             elif (vd is not None and te is np.ndarray and e.shape == _ONE
                     and type(v) is np.ndarray and v.dtype is vd and v.shape[1:] == vs
                     and v.shape[:1] == _ONE):

@@ -123,10 +123,11 @@ class Series:
         one_i: list = []
         one_v: list = []
         vd, vs = val.dtype, val.shape  # the value buffer's dtype and row shape (None: untyped)
+        scalar = vs == () and vd is not None  # (the buffer takes one-number rows)
         for _, e, v in log:
             te = type(e)
             if te is int:  # change_one: a number
-                if vs == () and vd is not None and _PY_DTYPE.get(type(v)) is vd:
+                if scalar and _PY_DTYPE.get(type(v)) is vd:
                     kinds.append(CHANGE)
                     ats.append(len(self._idx) + len(one_i))
                     one_i.append(e)
@@ -134,7 +135,7 @@ class Series:
                     continue
                 e, v = np.array([e], dtype=np.int64), np.array([v])  # (the general path)
             elif te is list:  # change_few: numbers
-                if vs == () and vd is not None and all(_PY_DTYPE.get(type(x)) is vd for x in v):
+                if scalar and all(_PY_DTYPE.get(type(x)) is vd for x in v):
                     kinds.append(CHANGE)
                     ats.append(len(self._idx) + len(one_i))
                     one_i.extend(e)
@@ -184,6 +185,7 @@ class Series:
                     kind, at = CHANGE, self._idx.push_block(idx)
                     val.push_block(vals)
                     vd, vs = val.dtype, val.shape
+                    scalar = vs == () and vd is not None
                 else:
                     kind, at = OBJ_CHANGE, len(obj)
                     obj.append((idx, v))

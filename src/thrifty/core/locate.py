@@ -92,6 +92,12 @@ def _in_block(block, prefix: tuple, addr: tuple, steps: list) -> Location | None
             if not isinstance(t, (int, np.integer)) or not 0 <= t < chain.T:
                 return None
             t, caddr = int(t), prefix + head
+            if not chain.nested:  # no step holds plates or chains: a site of its columns
+                col = chain.sites.get(rel[k + 1 :])
+                if col is None or col.kind != LATENT or not col.at(t):
+                    return None
+                return Location("site", addr, col.values.get(t), col.discrete,
+                                [*steps, (caddr, t)], dist=col.dists.get(t))
             return _in_block(chain.step_view(t), caddr + (t,), addr, [*steps, (caddr, t)])
     return None
 
@@ -204,10 +210,9 @@ def _block_choice(block, prefix: tuple, r: int, steps: list):
             if chain.uniform():  # the same latent sites in every step: O(1)
                 sites = chain.latent_sites()
                 t, j = divmod(r, len(sites))
-                s = chain.sites[sites[j]].site(t)
-                addr = caddr + (t,) + sites[j]
-                return Location("site", addr, s.value, s.discrete, [*steps, (caddr, t)],
-                                dist=s.dist), 0
+                col = chain.sites[sites[j]]  # (its value and distribution, no Site made)
+                return Location("site", caddr + (t,) + sites[j], col.values.get(t),
+                                col.discrete, [*steps, (caddr, t)], dist=col.dists.get(t)), 0
             cum = chain.cumulative_latent()
             t = int(np.searchsorted(cum, r, side="right"))
             r2 = r - (int(cum[t - 1]) if t else 0)

@@ -385,9 +385,11 @@ def run_chain(parent, local, step, length, init, args):
         chunks = old_states._chunks  # committed states: read without the sequence protocol
         new_states: dict = {}
         blocks = {}
-        todo = sorted(planned)
+        todo = sorted(planned) if len(planned) > 1 else list(planned)
+        n_todo = len(todo)
         k, changed, prev_changed = 0, False, False
         t = todo[0]
+        saved = run.frame
         while t is not None:
             if t == 0:
                 prev = init
@@ -395,14 +397,29 @@ def run_chain(parent, local, step, length, init, args):
                 prev = new_states.get(t - 1, _NOTHING)
                 if prev is _NOTHING:
                     prev = chunks[(t - 1) >> 6][(t - 1) & 63]
-            blocks[t], state = _exec_step(
-                run, addr, t, step, prev, args, StepView(old, t), prev_changed
-            )
+            # (_exec_step, inlined: the one or two steps of a local update)
+            frame = BlockFrame(run, addr + (t,), StepView(old, t), prev_changed, (addr, t))
+            run.work_steps += 1
+            run.frame = frame
+            try:
+                state = step(t, prev, *args)
+            finally:
+                run.frame = saved
+            frame.finalize()
+            blocks[t] = frame.new
+            ts = type(state)
+            if ts is not int and ts is not float:
+                state = frozen_state(state, addr)
             new_states[t] = state
             old_state = chunks[t >> 6][t & 63]
-            prev_changed = state is not old_state and not same_value(state, old_state)
+            if state is old_state:
+                prev_changed = False
+            elif ts is float and type(old_state) is float:  # (same_value's number case)
+                prev_changed = not state == old_state
+            else:
+                prev_changed = not same_value(state, old_state)
             changed |= prev_changed
-            while k < len(todo) and todo[k] <= t:
+            while k < n_todo and todo[k] <= t:
                 k += 1
             if prev_changed and t + 1 < T:
                 t += 1
@@ -410,7 +427,7 @@ def run_chain(parent, local, step, length, init, args):
                     _check_continuation(old, addr, t)
             else:
                 prev_changed = False
-                t = todo[k] if k < len(todo) else None
+                t = todo[k] if k < n_todo else None
         states = old_states.with_new(new_states)
         upd = ChainUpdate(node, parent.new, local, blocks, new_states, T, False, False)
     run.chain_frames[addr] = blocks

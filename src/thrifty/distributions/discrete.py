@@ -316,7 +316,17 @@ class Categorical(Distribution):
     array_api = True
     _cdf = None
 
+    _q = None  # the probabilities as a list of Python floats (one small distribution)
+
     def __init__(self, probs=None, logits=None):
+        if (logits is None and type(probs) is np.ndarray and probs.dtype is F64
+                and probs.ndim == 1 and 0 < probs.shape[0] <= 16):
+            # the common small case (a row of a transition matrix): checked on Python floats,
+            # which sample and log_prob then read
+            q = probs.tolist()
+            if min(q) >= 0 and abs(sum(q) - 1.0) < 1e-6:
+                self.probs, self._q, self.num_categories = probs, q, len(q)
+                return
         if (probs is None) == (logits is None):
             self._fail("give exactly one of probs or logits")
             probs = np.ones(1)
@@ -332,10 +342,10 @@ class Categorical(Distribution):
             if p.ndim == 0:
                 self._fail(f"probs must have at least one dimension, got {describe(p)}")
                 p = p.reshape(1)
-            if p.ndim == 1 and p.shape[0] <= 16:  # the common small case: Python is faster
+            if p.ndim == 1 and 0 < p.shape[0] <= 16:  # the common small case: Python is faster
                 q = p.tolist()
                 if min(q) >= 0 and abs(sum(q) - 1.0) < 1e-6:
-                    self.probs, self._logp = p, None  # (valid: the rest of the shape is known)
+                    self.probs, self._q = p, q  # (valid: the rest of the shape is known)
                     self.num_categories = len(q)
                     return
                 ok = False
@@ -361,6 +371,7 @@ class Categorical(Distribution):
         self.num_categories = self.probs.shape[-1]
 
     _logits = None  # the logits it was given (None: given probs)
+    _logp = None  # the log-probabilities (given probs: computed on first use)
 
     def _member_args(self, k: int) -> dict | None:
         if self._logits is not None:
@@ -403,7 +414,8 @@ class Categorical(Distribution):
         if not shape and not self.batch_shape and K <= 16:
             u = rng.random()
             acc = 0.0
-            for k, p in enumerate(self.probs.tolist()):
+            q = self._q
+            for k, p in enumerate(self.probs.tolist() if q is None else q):
                 acc += p
                 if u < acc:
                     return k
@@ -417,6 +429,12 @@ class Categorical(Distribution):
         return np.minimum((u >= self._cdf).sum(-1), K - 1).astype(np.int64)
 
     def log_prob(self, value):
+        q = self._q
+        if q is not None and type(value) is int:  # (one small distribution, an int value)
+            if not 0 <= value < len(q):
+                return -INF
+            p = q[value]
+            return math.log(p) if p > 0 else -INF
         K = self.num_categories
         if not self.batch_shape and (type(value) is int or _is_int_scalar(value)):
             if not 0 <= value < K:

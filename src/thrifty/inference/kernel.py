@@ -12,9 +12,9 @@ each chain, so statistics are per chain.
 from __future__ import annotations
 
 import math
-import time
 import warnings
 from dataclasses import dataclass, field
+from time import perf_counter
 
 from thrifty.core.engine import (
     DEFAULT,
@@ -180,12 +180,12 @@ class Kernel(Configured):
     def update(self, trace, rng) -> tuple:
         """One step: ``(trace, info)``, with ``info`` (an :class:`Info`) what it did."""
         info = self._info = Info()
-        t0 = time.perf_counter()
+        t0 = perf_counter()
         try:
             trace = self._step(trace, rng)
         finally:
             self._info = None
-            info.seconds = time.perf_counter() - t0
+            info.seconds = perf_counter() - t0
             self.stats.add(info)
         return trace, info
 
@@ -300,10 +300,11 @@ class Kernel(Configured):
 
     def accept(self, run: Run, log_alpha: float, rng) -> bool:
         """Metropolis–Hastings: commit ``run`` with probability min(1, exp(log_alpha))."""
-        self.info.proposed += 1
+        info = self.info
+        info.proposed += 1
         if log_alpha >= 0 or (log_alpha > -math.inf and math.log(rng.random()) < log_alpha):
             run.commit()
-            self.info.accepted += 1
+            info.accepted += 1
             return True
         return False
 

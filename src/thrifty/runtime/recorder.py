@@ -396,6 +396,9 @@ class Recorder:
     def _entries(self, trace, log, d) -> None:
         if self._trace is None:
             return
+        entries = log.entries
+        if len(entries) == 1 and not self._generic and self._one_node(entries[0], d):
+            return
         merged: dict = {}  # node → {site key: member parts, or None for all members}
         generic_dirty = False
         sources = self._sources
@@ -432,6 +435,34 @@ class Recorder:
                     self._series(name).change(d, *_elements(src, parts))
         if generic_dirty or (self._generic and any(node in merged for _, node, _ in self._generic)):
             self._refresh_generic(trace, d)
+
+    def _one_node(self, entry, d) -> bool:
+        """The usual draw: one commit wrote some elements or steps of one plate or chain (no
+        mem table, no chain read in full) — what :meth:`_entries` does, without merging.
+        False when the entry is not of that kind."""
+        node, members, keys = entry
+        names = self._by_node.get(node)
+        if names is None or members is None:
+            return False
+        sources = self._sources
+        srcs = [sources[name] for name in names]
+        for src in srcs:
+            if src.kind == "mem":
+                return False
+        parts = (members,)
+        for name, src in zip(names, srcs):
+            if keys is not None and src.key not in keys:
+                continue
+            one = _one(src, parts)
+            if one is not None:
+                self._series(name).change_one(d, *one)
+                continue
+            few = _few(src, members)
+            if few is not None:
+                self._series(name).change_few(d, *few)
+            else:
+                self._series(name).change(d, *_elements(src, parts))
+        return True
 
     def _refresh_generic(self, trace, d) -> None:
         fresh = []
@@ -498,6 +529,7 @@ def _small(x, budget: list | None = None) -> bool:
 # column dtypes whose elements read as Python numbers (Column.get) and back without change
 _EXACT = (np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.bool_))
 _F8 = _EXACT[0]
+_FEW = 16  # markov steps written in one draw recorded as Python lists (Series.change_few)
 
 
 def _one(src, parts):
@@ -521,6 +553,24 @@ def _one(src, parts):
         return None  # arrays)
     i = int(parts[0][0])
     return i, col.get(i)
+
+
+def _few(src, steps):
+    """``(steps, values)`` as sorted lists of Python ints and numbers, for a few markov
+    steps (a list of at most a few) of a float64, int64 or bool column of scalars; else
+    None."""
+    if type(steps) is not list or len(steps) > _FEW or src.kind != "chain":
+        return None
+    s = src.node.sites[src.key]
+    if s.present is not None:
+        return None
+    col = s.values
+    data = col.data
+    dt = data.dtype
+    if data.ndim != 1 or (dt is not _F8 and dt not in _EXACT):
+        return None
+    idx = sorted(set(steps))
+    return idx, [col.get(t) for t in idx]
 
 
 def _elements(src, parts) -> tuple:

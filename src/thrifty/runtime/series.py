@@ -103,6 +103,12 @@ class Series:
         per event."""
         self._log.append((d, i, value))
 
+    def change_few(self, d: int, idx: list, values: list) -> None:
+        """At draw ``d`` the elements ``idx`` (a sorted list of distinct ints, at most
+        ``_FEW``) changed to ``values``, Python floats, ints or bools (of a float64, int64 or
+        bool column): :meth:`change` without two arrays per event."""
+        self._log.append((d, idx, values))
+
     # -- moving events into the arrays ------------------------------------------------------------
     def _seal(self) -> None:
         log = self._log
@@ -117,16 +123,25 @@ class Series:
         one_i: list = []
         one_v: list = []
         vd, vs = val.dtype, val.shape  # the value buffer's dtype and row shape (None: untyped)
+        scalar = vs == () and vd is not None  # (the buffer takes one-number rows)
         for _, e, v in log:
             te = type(e)
             if te is int:  # change_one: a number
-                if vs == () and vd is not None and _PY_DTYPE.get(type(v)) is vd:
+                if scalar and _PY_DTYPE.get(type(v)) is vd:
                     kinds.append(CHANGE)
                     ats.append(len(self._idx) + len(one_i))
                     one_i.append(e)
                     one_v.append(v)
                     continue
                 e, v = np.array([e], dtype=np.int64), np.array([v])  # (the general path)
+            elif te is list:  # change_few: numbers
+                if scalar and all(_PY_DTYPE.get(type(x)) is vd for x in v):
+                    kinds.append(CHANGE)
+                    ats.append(len(self._idx) + len(one_i))
+                    one_i.extend(e)
+                    one_v.extend(v)
+                    continue
+                e, v = np.array(e, dtype=np.int64), np.array(v)  # (the general path)
             elif (vd is not None and te is np.ndarray and e.shape == _ONE
                     and type(v) is np.ndarray and v.dtype is vd and v.shape[1:] == vs
                     and v.shape[:1] == _ONE):
@@ -170,6 +185,7 @@ class Series:
                     kind, at = CHANGE, self._idx.push_block(idx)
                     val.push_block(vals)
                     vd, vs = val.dtype, val.shape
+                    scalar = vs == () and vd is not None
                 else:
                     kind, at = OBJ_CHANGE, len(obj)
                     obj.append((idx, v))

@@ -95,7 +95,7 @@ class MH(Selecting):
         return trace
 
     def _update(self, trace, cs, rng, n_blocks=None):
-        if not cs.scalars and len({g.plate_addr for g in cs.groups}) == 1 and n_blocks is None:
+        if n_blocks is None and not cs.scalars and len({g.plate_addr for g in cs.groups}) == 1:
             return self._elementwise(trace, cs.groups, rng)
         return self._joint(trace, cs, rng, n_blocks)
 

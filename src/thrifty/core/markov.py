@@ -389,7 +389,6 @@ def run_chain(parent, local, step, length, init, args):
         n_todo = len(todo)
         k, changed, prev_changed = 0, False, False
         t = todo[0]
-        saved = run.frame
         while t is not None:
             if t == 0:
                 prev = init
@@ -397,27 +396,12 @@ def run_chain(parent, local, step, length, init, args):
                 prev = new_states.get(t - 1, _NOTHING)
                 if prev is _NOTHING:
                     prev = chunks[(t - 1) >> 6][(t - 1) & 63]
-            # (_exec_step, inlined: the one or two steps of a local update)
-            frame = BlockFrame(run, addr + (t,), StepView(old, t), prev_changed, (addr, t))
-            run.work_steps += 1
-            run.frame = frame
-            try:
-                state = step(t, prev, *args)
-            finally:
-                run.frame = saved
-            frame.finalize()
-            blocks[t] = frame.new
-            ts = type(state)
-            if ts is not int and ts is not float:
-                state = frozen_state(state, addr)
+            blocks[t], state = _exec_step(
+                run, addr, t, step, prev, args, StepView(old, t), prev_changed
+            )
             new_states[t] = state
             old_state = chunks[t >> 6][t & 63]
-            if state is old_state:
-                prev_changed = False
-            elif ts is float and type(old_state) is float:  # (same_value's number case)
-                prev_changed = not state == old_state
-            else:
-                prev_changed = not same_value(state, old_state)
+            prev_changed = state is not old_state and not same_value(state, old_state)
             changed |= prev_changed
             while k < n_todo and todo[k] <= t:
                 k += 1

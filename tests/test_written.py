@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import thrifty as th
-import thrifty.core.markov as markov
+import thrifty.core.chain_run as chain_run
 import thrifty.inference.particles.pgibbs as pgibbs
 from thrifty import dist
 from thrifty.core.check import check_trace
@@ -192,8 +192,8 @@ def _types(x):
 def test_columns_leave_the_trace_an_execution_leaves(name, monkeypatch):
     program, chain = PROGRAMS[name]
     written = []
-    real = markov.write_chain
-    monkeypatch.setattr(markov, "write_chain", lambda *a: written.append(1) or real(*a))
+    real = chain_run.write_chain
+    monkeypatch.setattr(chain_run, "write_chain", lambda *a: written.append(1) or real(*a))
     a = _stepped(program, chain, True, monkeypatch)
     assert len(written) == 3  # every sweep wrote its trajectory as columns
     b = _stepped(program, chain, False, monkeypatch)
@@ -215,8 +215,8 @@ def test_what_columns_cannot_say_is_executed(name, monkeypatch):
     else:
         (program, chain), kw = PROGRAMS[name], {}
     written = []
-    real = markov.write_chain
-    monkeypatch.setattr(markov, "write_chain", lambda *a: written.append(1) or real(*a))
+    real = chain_run.write_chain
+    monkeypatch.setattr(chain_run, "write_chain", lambda *a: written.append(1) or real(*a))
     a = _stepped(program, chain, True, monkeypatch, **kw)
     assert written == []
     assert check_trace(a) == []

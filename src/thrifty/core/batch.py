@@ -367,10 +367,12 @@ class BatchFrame:
             "give the inner plate's sites a trailing axis instead"
         )
 
-    def markov(self, name, step, length, init, args):
+    markov = sites.markov
+
+    def chain(self, local, step, length, init, args):
         if self is not self.acc:
             raise ModelError("a markov chain cannot be nested inside a markov step")
-        return self.run.run_batch_chain(self, self.site_name(name), step, length, init, args)
+        return self.run.run_batch_chain(self, local, step, length, init, args)
 
 
 def check_data_rows(data_rows: dict) -> None:

@@ -150,8 +150,10 @@ class BlockFrame:
     def plate(self, name, size):
         return self.run.open_plate(self, self.site_name(name), size)
 
-    def markov(self, name, step, length, init, args):
-        return self.run.run_chain(self, self.site_name(name), step, length, init, args)
+    markov = sites.markov
+
+    def chain(self, local, step, length, init, args):
+        return self.run.run_chain(self, local, step, length, init, args)
 
     # -- end of the block -----------------------------------------------------------------------
     def finalize(self) -> None:

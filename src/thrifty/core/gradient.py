@@ -376,21 +376,36 @@ class _Frame:
                              "only (not inside a plate or a chain step)")
         return _PlateContext(self, self.scope + as_name(name), int(size))
 
-    def markov(self, name, step, length, init, args):
+    markov = sites.markov
+
+    def chain(self, local, step, length, init, args):
         if self.step is not None:
-            raise ModelError(f"markov {name!r}: a chain inside a markov step")
-        run = self.run
-        addr = self.scope + as_name(name)
-        plate = self.plate_addr
-        prev, states = init, []
-        for t in range(int(length)):
-            run.frame = _Frame(run, addr + (t,), plate=plate, step=(addr, t))
-            try:
-                prev = step(t, prev, *args)
-            finally:
-                run.frame = self
-            states.append(prev)
-        return states
+            raise ModelError(f"markov {fmt(local)!r}: a chain inside a markov step")
+        return _TracedSteps(self, local, int(length), init)
+
+
+class _TracedSteps:
+    """A chain in a gradient run (its policy of :func:`thrifty.core.sites.markov`): every step
+    in order, each in a frame that reads the step's entries of the chain's columns."""
+
+    def __init__(self, frame: _Frame, local: tuple, T: int, init):
+        self.frame, self.local, self.T, self.prev, self.out = frame, local, T, init, []
+
+    def first(self):
+        return 0 if self.T else None
+
+    def enter(self, t):
+        frame = self.frame
+        sf = _Frame(frame.run, self.local + (t,), plate=frame.plate_addr, step=(self.local, t))
+        return sf, self.prev
+
+    def leave(self, t, frame, state):
+        self.out.append(state)
+        self.prev = state
+        return t + 1 if t + 1 < self.T else None
+
+    def states(self):
+        return self.out
 
 
 class _PlateContext:

@@ -10,7 +10,7 @@ When a choice of step ``t`` changes, the run re-executes step ``t`` (from a :cla
 the stored columns); if its state changed it re-executes step ``t + 1``, and so on until a state
 comes out as before — for a chain whose state is a sampled value, a local update touches steps
 ``t`` and ``t + 1`` only.  When something that precedes the chain in its block changed, every
-step runs again.
+step runs again (:mod:`thrifty.core.chain_run` decides which steps execute).
 
 Inside a plate, a chain runs through the batched executor, one vectorized execution per step
 over the plate's executed elements (:func:`run_batch_chain`); its sites are stored as
@@ -21,17 +21,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from thrifty.core.address import fmt
 from thrifty.core.chain_site import ChainSite, States
 from thrifty.core.column import Column
-from thrifty.core.frame import BlockFrame
 from thrifty.core.node import Node, Update
-from thrifty.core.vocab import LATENT, StaleRead, chain_length, frozen_state, same_value
-from thrifty.core.written import write_chain
-from thrifty.errors import ModelError
+from thrifty.core.vocab import LATENT
 
 _NONE: dict = {}  # no nested nodes (never written)
-_NOTHING = object()
 
 
 class ChainNode(Node):
@@ -313,7 +308,7 @@ class StepView:
             node.drop_reads(counts, prefix + local)
 
 
-class _DroppedStep:
+class DroppedStep:
     """A step beyond the new length of a chain, accounted as a dropped node."""
 
     def __init__(self, view: StepView):
@@ -328,139 +323,6 @@ class _DroppedStep:
 
     def drop_reads(self, counts, addr):
         self.view.drop_reads(counts, addr)
-
-
-# -- executing a chain ----------------------------------------------------------------------------
-def _exec_step(run, addr, t, step, prev, args, old_block, dirty):
-    frame = BlockFrame(run, addr + (t,), old_block, dirty, (addr, t))
-    run.work_steps += 1
-    saved = run.frame
-    run.frame = frame
-    try:
-        state = step(t, prev, *args)
-    finally:
-        run.frame = saved
-    frame.finalize()
-    return frame.new, frozen_state(state, addr)
-
-
-def run_chain(parent, local, step, length, init, args):
-    """Execute (part of) a chain inside ``parent`` (a block frame); returns its states (a
-    :class:`~thrifty.core.chain_site.States`: O(1) for a run that re-executes a few steps)."""
-    run = parent.run
-    addr = parent.prefix + local
-    T = chain_length(addr, length, step)
-    old = parent.old.chains.get(local)
-    if run.written is not None and addr in run.written:  # a drawn trajectory, as columns
-        return write_chain(parent, local, addr, old, T, run.written[addr])
-    if parent.dirty and run.mode.lazy and old is not None and old.T == T:
-        return _lazy_chain(parent, local, addr, old, step, init, args)
-    if run.fresh_reads and old is not None and old.n_stale:
-        _check_fresh(run, addr, old, T, parent.dirty)
-    if old is None or parent.dirty or old.T != T:
-        blocks, states, prev = {}, [], init
-        for t in range(T):
-            ob = old.step_view(t) if old is not None and t < old.T else None
-            blocks[t], prev = _exec_step(run, addr, t, step, prev, args, ob, True)
-            states.append(prev)
-        if old is not None:
-            for t in range(T, old.T):
-                run.drop_node(_DroppedStep(old.step_view(t)), addr + (t,))
-        changed = (
-            old is None
-            or old.T != T
-            or not all(same_value(a, b) for a, b in zip(states, old.states))
-        )
-        node = ChainNode(addr, T) if old is None else old
-        upd = ChainUpdate(node, parent.new, local, blocks, dict(enumerate(states)), T,
-                          parent.dirty, old is None)
-        states = States.of(states)
-    else:
-        planned = run.plan.steps.get(addr)
-        node = old
-        if not planned:
-            parent.new.chains[local] = old
-            return old.states
-        old_states = old.states
-        chunks = old_states._chunks  # committed states: read without the sequence protocol
-        new_states: dict = {}
-        blocks = {}
-        todo = sorted(planned) if len(planned) > 1 else list(planned)
-        n_todo = len(todo)
-        k, changed, prev_changed = 0, False, False
-        t = todo[0]
-        while t is not None:
-            if t == 0:
-                prev = init
-            else:
-                prev = new_states.get(t - 1, _NOTHING)
-                if prev is _NOTHING:
-                    prev = chunks[(t - 1) >> 6][(t - 1) & 63]
-            blocks[t], state = _exec_step(
-                run, addr, t, step, prev, args, StepView(old, t), prev_changed
-            )
-            new_states[t] = state
-            old_state = chunks[t >> 6][t & 63]
-            prev_changed = state is not old_state and not same_value(state, old_state)
-            changed |= prev_changed
-            while k < n_todo and todo[k] <= t:
-                k += 1
-            if prev_changed and t + 1 < T:
-                t += 1
-                if run.fresh_reads and old.n_stale and t not in planned:
-                    _check_continuation(old, addr, t)
-            else:
-                prev_changed = False
-                t = todo[k] if k < n_todo else None
-        states = old_states.with_new(new_states)
-        upd = ChainUpdate(node, parent.new, local, blocks, new_states, T, False, False)
-    run.chain_frames[addr] = blocks
-    run.updates.append(upd)
-    parent.new.chains[local] = node
-    if changed:
-        parent.dirty = True
-    return states
-
-
-def _check_fresh(run, addr, old, T, dirty) -> None:
-    """A run with ``fresh_reads`` (an exact kernel's) stops before executing stale steps: every
-    step when the chain runs in full (or is resized), else its planned steps."""
-    if dirty or old.T != T:
-        bad = old.stale_steps(np.arange(old.T))
-    else:
-        bad = old.stale_steps(sorted(run.plan.steps.get(addr, ())))
-    if len(bad):
-        raise StaleRead([("chain", addr, bad)])
-
-
-def _check_continuation(old, addr, t) -> None:
-    """A changed state carries the run on to step ``t``: stop there if it is stale (and name
-    the stale steps of the next few, which a changed state may reach too)."""
-    bad = old.stale_steps(np.arange(t, min(t + 16, old.T)))
-    if len(bad) and bad[0] == t:
-        raise StaleRead([("chain", addr, bad)])
-
-
-def _lazy_chain(parent, local, addr, old, step, init, args):
-    """Something before the chain changed, and the run is lazy (subsampling): execute only the
-    planned steps, each from its stored previous state (states held fixed), and leave the other
-    steps stale.  The steps are the chain's local sections (paper 000 §3.1)."""
-    run = parent.run
-    run.sections.append(("chain", addr, old.T))
-    blocks = {}
-    for t in sorted(run.plan.steps.get(addr, ())):
-        prev = init if t == 0 else old.states[t - 1]
-        blocks[t], state = _exec_step(run, addr, t, step, prev, args, old.step_view(t), True)
-        if not same_value(state, old.states[t]):
-            raise ModelError(
-                f"markov chain {fmt(addr)}: step {t} returned a different state when only the "
-                "values before the chain changed; its steps are not separable sections "
-                "(the state must be a sampled value, not computed from the changed choice)"
-            )
-    run.chain_frames[addr] = blocks
-    run.updates.append(ChainUpdate(old, parent.new, local, blocks, {}, old.T, True, False))
-    parent.new.chains[local] = old
-    return old.states
 
 
 def stale_steps(node: ChainNode, steps) -> list:

@@ -195,9 +195,9 @@ class _StepStore:
 
 
 def run_batch_chain(acc, local, step, length, init, args):
-    """A chain inside a plate: step ``t`` runs once over the executed elements (the batch's
-    members), ``step(t, prev)`` receiving the array of their states; returns the states."""
-    run = acc.run
+    """A chain inside a plate (the batched executor's policy of
+    :func:`thrifty.core.sites.markov`): step ``t`` runs once over the executed elements (the
+    batch's members), ``step(t, prev)`` receiving the array of their states; every step runs."""
     T = chain_length(acc.generic_all(local), length, step)
     old = acc.old_chain(local)
     if old is not None and old.T != T:
@@ -209,18 +209,30 @@ def run_batch_chain(acc, local, step, length, init, args):
             "initial state is read per element, as data are: a scalar, or one row per element "
             "indexed with the plate's index (init[i], init of shape (elements, ...))"
         )
-    states, prev = [], init
-    steps = []
-    for t in range(T):
-        store = old.step_store(t) if old is not None else None
-        sf = BatchFrame(run, acc, local + (t,), store)
+    return _BatchSteps(acc, local, old, T, init)
+
+
+class _BatchSteps:
+    def __init__(self, acc, local, old, T, init):
+        self.acc, self.local, self.old, self.T = acc, local, old, T
+        self.prev, self.out, self.frames = init, [], []
+
+    def first(self):
+        return 0 if self.T else None
+
+    def enter(self, t):
+        acc = self.acc
+        store = self.old.step_store(t) if self.old is not None else None
+        sf = BatchFrame(acc.run, acc, self.local + (t,), store)
         sf.strict = acc.strict  # (candidate lanes: the element's steps replay strictly)
-        run.frame = sf
-        try:
-            prev = step(t, prev, *args)
-        finally:
-            run.frame = acc
-        steps.append(sf)
-        states.append(prev)
-    acc.new_chains[local] = steps
-    return states
+        return sf, self.prev
+
+    def leave(self, t, frame, state):
+        self.frames.append(frame)
+        self.out.append(state)
+        self.prev = state
+        return t + 1 if t + 1 < self.T else None
+
+    def states(self):
+        self.acc.new_chains[self.local] = self.frames
+        return self.out

@@ -33,7 +33,7 @@ import itertools
 import math
 
 from thrifty import _context
-from thrifty.core import markov, mem, plate, plate_chain
+from thrifty.core import chain_run, mem, plate, plate_chain
 from thrifty.core.address import fmt
 from thrifty.core.batch import check_data_rows
 from thrifty.core.code_errors import WRAPPED, code_error, wraps
@@ -251,7 +251,7 @@ class Run:
     # -- hooks of the frames (the node modules) -------------------------------------------------
     # (plain functions of the node modules, called as ``run.hook(frame, ...)``)
     open_plate = staticmethod(plate.PlateContext)
-    run_chain = staticmethod(markov.run_chain)
+    run_chain = staticmethod(chain_run.run_chain)
     run_batch_chain = staticmethod(plate_chain.run_batch_chain)
     mem_read_scalar = staticmethod(mem.read_scalar)
 

@@ -81,3 +81,26 @@ def deterministic(frame, name, value):
     it is (the kept copy is the engine's: the model may reuse and mutate its buffer)."""
     frame.keep_value(frame.site_name(name), value)
     return value
+
+
+def markov(frame, name, step, length, init, args):
+    """``th.markov(name, step, length, init, *args)`` in ``frame``: ``step(t, prev, *args)``
+    executed in a frame of step ``t``, ``prev`` the state the step before returned (``init``
+    at the first).  Which steps execute, in which frames, and what the chain returns is the
+    executor's policy of the chain (``frame.chain(...)``: ``first()``, ``enter(t)`` → the step's
+    frame and ``prev``, ``leave(t, frame, state)`` → the next step or ``None``, ``states()``) —
+    every step (a first execution, or a change before the chain), the planned steps and those
+    a changed state reaches (a local update, 001 §2), the planned sections of a lazy run
+    (000 §3.1), every step over a plate's elements at once, a gradient run's traced steps."""
+    chain = frame.chain(frame.site_name(name), step, length, init, args)
+    run = frame.run
+    t = chain.first()
+    while t is not None:
+        step_frame, prev = chain.enter(t)
+        run.frame = step_frame
+        try:
+            state = step(t, prev, *args)
+        finally:
+            run.frame = frame
+        t = chain.leave(t, step_frame, state)
+    return chain.states()

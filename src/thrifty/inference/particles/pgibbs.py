@@ -71,8 +71,18 @@ class Conditional(Generations):
         super().__init__(n, resampling.multinomial, 1.0, rng)
         self.refs = refs
         self.ancestor_sampling = ancestor_sampling
-        self.ancestor_changes = 0
+        self._ref_ancestors: list = []  # per generation, the references' drawn ancestors
         self.lo, self.hi = steps if steps is not None else (0, len(refs) - 1)
+
+    @property
+    def ancestor_changes(self) -> int:
+        """How many of the references' drawn ancestors (003 §4.4) were not the reference
+        itself, over the generations and groups (counted once, at the end of the run)."""
+        drawn = self._ref_ancestors
+        if not drawn:
+            return 0
+        return int(np.count_nonzero(np.concatenate(drawn) != np.tile(self.ref_members,
+                                                                     len(drawn))))
 
     def chain(self, frame, local, step, length, init, args):
         if (self.lo, self.hi) == (0, len(self.refs) - 1):
@@ -145,8 +155,8 @@ class Conditional(Generations):
         both = _stack(prev, before, self.members) if fuse else None
         if both is None:  # the reference's ancestor first, by a step of its own
             ref = self.ref_members
-            a[ref] = self._ancestors(frame, local, step, args, t - 1, before, log_w)
-            self.ancestor_changes += int((a[ref] != ref).sum())
+            a[ref] = j = self._ancestors(frame, local, step, args, t - 1, before, log_w)
+            self._ref_ancestors.append(j)
             prev = take(before, a, self.members)
             return super().generation(frame, plate, local, step, args, t, prev, last)
         return self._fused(frame, plate, local, step, args, t, both, a, log_w, last)
@@ -175,7 +185,7 @@ class Conditional(Generations):
         ref = self.ref_members
         j = self._draw_ancestor(log_w)
         a[ref] = j
-        self.ancestor_changes += int(np.count_nonzero(j != ref))
+        self._ref_ancestors.append(j)
         idx = np.arange(m)
         idx[ref] = m + j
         state = take(state2, idx, 2 * m)

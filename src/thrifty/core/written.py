@@ -213,10 +213,8 @@ class WrittenUpdate(Update):
         for k, col in node.sites.items():
             s = w.sites[k]
             dists = None
-            if col.dists is not None:
-                dists = np.empty(T, dtype=object)
-                dists[:] = s.dists
-                dists = Column(dists)
+            if col.dists is not None:  # (fromiter: no probe of each entry as a sequence)
+                dists = Column(np.fromiter(s.dists, dtype=object, count=T))
             node.sites[k] = ChainSite(
                 col.kind, col.discrete, None if col.values is None else Column(s.values),
                 Column(s.lp), dists, None if s.present is None else Column(s.present.copy()),

@@ -190,7 +190,7 @@ class Conditional(Generations):
         idx[ref] = m + j
         state = take(state2, idx, 2 * m)
         if type(state) is np.ndarray:  # read-only, as run_step keeps a state (and the site
-            state.flags.writeable = False  # whose values the state is holds the same rows)
+            state.setflags(write=False)  # whose values the state is holds the same rows)
         self._weigh_inc(None if obs is None else obs[idx], local + (t,))
         self.sites.append((plate, local, t, {k: state if v is state2 else take(v, idx, 2 * m)
                                              for k, v in step_values(sf).items()}))

@@ -93,14 +93,8 @@ def _rows(values) -> list:
         return values.tolist()
     rows = [v.copy() for v in values]
     for v in rows:
-        v.flags.writeable = False
+        v.setflags(write=False)  # (the flags object's setter, without the object)
     return rows
-
-
-def _shape_type(v) -> tuple:
-    if isinstance(v, (np.ndarray, np.generic)):
-        return v.shape, v.dtype
-    return np.shape(v), np.asarray(v).dtype
 
 
 def trajectory(records: list, members) -> WrittenChain | None:
@@ -108,54 +102,54 @@ def trajectory(records: list, members) -> WrittenChain | None:
     drawn particle's ancestry), or None when the generations' sites cannot be written as
     columns (see the module docstring)."""
     T = len(records)
-    cols: dict = {}  # site → (kind, discrete, values, log-densities, distributions, present)
-    for g, (rec, j) in enumerate(zip(records, members)):
-        if rec.state_of is None:
-            return None
-        r = j if rec.rows is None else int(rec.rows[j])
+    if any(rec.state_of is None for rec in records):
+        return None
+    rows = [j if rec.rows is None else rec.rows.item(j) for rec, j in zip(records, members)]
+    names: dict = {}  # site → (kind, discrete) of its first step, in the order of the steps
+    for rec in records:
         for k, s in rec.sites.items():
-            c = cols.get(k)
-            kind = s.kind
-            if c is None:
-                c = cols[k] = (kind, bool(s.discrete), [None] * T, [0.0] * T, [None] * T,
-                               [False] * T)
-            elif c[0] != kind:
-                return None
-            c[5][g] = True
-            if kind == LATENT or kind == DETERMINISTIC:
-                c[2][g] = s.values[r]
-            if s.lp is not None:
-                c[3][g] = s.lp.item(r)  # (a Python float: the column is made at the end)
-            if kind == LATENT:
-                d = s.dist
-                d = None if d is None or d.coupled else d.member(r)
-                if d is None:
-                    return None
-                c[4][g] = d
+            if k not in names:
+                names[k] = (s.kind, bool(s.discrete))
     sites = {}
     totals = np.zeros(T)
-    for k, (kind, discrete, values, lp, dists, present) in cols.items():
-        lp = np.array(lp)
+    for k, (kind, discrete) in names.items():
+        at = [rec.sites.get(k) for rec in records]  # (None: a step without the site)
+        every = None not in at
+        if any(s is not None and s.kind != kind for s in at):
+            return None
+        lp = np.array([0.0 if s is None or s.lp is None else s.lp.item(r)  # (recorded: None)
+                       for s, r in zip(at, rows)])
         totals += lp
+        values = dists = None
         if kind == LATENT or kind == DETERMINISTIC:
-            kept = [v for v in values if v is not None]
-            if len({_shape_type(v) for v in kept}) != 1:
-                return None  # (values of several shapes or types: an object column's)
-            fill = np.zeros_like(kept[0])
-            values = np.stack([fill if v is None else v for v in values])
-        else:
-            values = None
-        sites[k] = WrittenSite(kind, discrete, values, lp, dists if kind == LATENT else None,
-                               None if all(present) else np.array(present))
-    rows: dict = {}  # site → its rows (made once)
+            kept = [s.values for s in at if s is not None]
+            if len({v.dtype for v in kept}) != 1 or kept[0].dtype == object:
+                return None  # (values of several types: an object column's)
+            fill = None if every else np.zeros_like(kept[0][0])
+            try:  # (one array of the rows; rows of several shapes are refused)
+                values = np.array([fill if s is None else s.values[r] for s, r in zip(at, rows)])
+            except ValueError:
+                return None  # (values of several shapes: an object column's)
+        if kind == LATENT:
+            dists = [None if s is None else _member(s.dist, r) for s, r in zip(at, rows)]
+            if any(d is None for d, s in zip(dists, at) if s is not None):
+                return None  # (a family that cannot construct its entries)
+        sites[k] = WrittenSite(kind, discrete, values, lp, dists,
+                               None if every else np.array([s is not None for s in at]))
+    rows_of: dict = {}  # site → its rows (made once)
     states = []
     for t, rec in enumerate(records):
         several, of = rec.state_of
         for k in of if several else (of,):
-            if k not in rows:
-                rows[k] = _rows(sites[k].values)
-        states.append(tuple(rows[k][t] for k in of) if several else rows[of][t])
+            if k not in rows_of:
+                rows_of[k] = _rows(sites[k].values)
+        states.append(tuple(rows_of[k][t] for k in of) if several else rows_of[of][t])
     return WrittenChain(sites, states, totals)
+
+
+def _member(d, r: int):
+    """Entry ``r`` of a step's distribution, or None when it cannot be constructed."""
+    return None if d is None or d.coupled else d.member(r)
 
 
 def fits(node, w: WrittenChain) -> bool:
@@ -219,10 +213,8 @@ class WrittenUpdate(Update):
         for k, col in node.sites.items():
             s = w.sites[k]
             dists = None
-            if col.dists is not None:
-                dists = np.empty(T, dtype=object)
-                dists[:] = s.dists
-                dists = Column(dists)
+            if col.dists is not None:  # (fromiter: no probe of each entry as a sequence)
+                dists = Column(np.fromiter(s.dists, dtype=object, count=T))
             node.sites[k] = ChainSite(
                 col.kind, col.discrete, None if col.values is None else Column(s.values),
                 Column(s.lp), dists, None if s.present is None else Column(s.present.copy()),

@@ -41,6 +41,10 @@ NP_SCALARS = frozenset((np.float64, np.float32, np.int64, np.int32, np.bool_))
 # the shape of the values of one plate element executed alone (Gibbs or MH on an element):
 # log_prob takes them on a path of Python floats, the same operations as its array path
 ONE = (1,)
+# −∞ as a read-only 0-d array: the floor ``np.fmax(lp, OFF_SUPPORT, out=lp)`` that sends a NaN
+# log-density (a NaN value) off the support, without converting a Python float at every call
+OFF_SUPPORT = np.array(-math.inf)
+OFF_SUPPORT.flags.writeable = False
 
 
 def is_scalar(x) -> bool:

@@ -13,6 +13,7 @@ from thrifty.distributions.base import (
     F64,
     HALF_LOG_2PI,
     NP_SCALARS,
+    OFF_SUPPORT,
     ONE,
     Distribution,
     all_true,
@@ -114,7 +115,10 @@ class Normal(cumulative.NormalCDF, Distribution):
             xp = namespace(value, self.loc, scale)
             z = (asfloat(xp, value) - self.loc) / scale
             return finish(xp, self, -0.5 * z * z - xp.log(scale) - HALF_LOG_2PI)
-        z = np.subtract(value, self.loc, dtype=float)
+        if t is np.ndarray and value.dtype is F64:  # (a float loc or float64 array: the same
+            z = np.subtract(value, self.loc)  # doubles as dtype=float, without its cast check)
+        else:
+            z = np.subtract(value, self.loc, dtype=float)
         if type(scale) is float and type(z) is np.ndarray:
             z /= scale  # (a new array of the full shape: the rest works in place)
         else:  # an array scale may broadcast z further
@@ -122,7 +126,7 @@ class Normal(cumulative.NormalCDF, Distribution):
         z *= z
         z *= -0.5
         z -= (math.log(scale) if type(scale) is float else np.log(scale)) + HALF_LOG_2PI
-        np.fmax(z, -np.inf, out=z)  # a NaN value is off the support
+        np.fmax(z, OFF_SUPPORT, out=z)  # a NaN value is off the support
         return z if z.ndim else float(z)  # (z is an array: see scalar_or_array)
 
     @property

@@ -141,7 +141,8 @@ class Generations:
             self._lse = np.array([top])
         else:
             self.log_w = new
-        self._W = (e / s)[None]
+        e /= s  # (e is this call's own: normalised in place)
+        self._W = e[None]
 
     def weights(self) -> np.ndarray:
         """Normalised weights per group, (G, n)."""

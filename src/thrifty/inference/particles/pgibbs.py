@@ -71,8 +71,18 @@ class Conditional(Generations):
         super().__init__(n, resampling.multinomial, 1.0, rng)
         self.refs = refs
         self.ancestor_sampling = ancestor_sampling
-        self.ancestor_changes = 0
+        self._ref_ancestors: list = []  # per generation, the references' drawn ancestors
         self.lo, self.hi = steps if steps is not None else (0, len(refs) - 1)
+
+    @property
+    def ancestor_changes(self) -> int:
+        """How many of the references' drawn ancestors (003 §4.4) were not the reference
+        itself, over the generations and groups (counted once, at the end of the run)."""
+        drawn = self._ref_ancestors
+        if not drawn:
+            return 0
+        return int(np.count_nonzero(np.concatenate(drawn) != np.tile(self.ref_members,
+                                                                     len(drawn))))
 
     def chain(self, frame, local, step, length, init, args):
         if (self.lo, self.hi) == (0, len(self.refs) - 1):
@@ -80,11 +90,13 @@ class Conditional(Generations):
         return self._range_chain(frame, local, step, init, args)
 
     def _pinned(self, frame, local, step, args, s, prev):
-        """Step s with every member taking the reference's choices; (state, lat + obs lp)."""
+        """Step s with every member taking the reference's choices; (state, lat + obs lp,
+        whether the state is known to be the reference's in every member: see
+        :func:`_pinned_state`)."""
         take_member_lp(frame)
         pf = pinned_step(frame, local + (s,), self.refs[s], self.n)
         state = self.call_step(frame, pf, local, step, s, prev, args)
-        return state, take_member_lp(frame)
+        return state, take_member_lp(frame), _pinned_state(step_record(pf, state))
 
     def _range_chain(self, frame, local, step, init, args):
         """Conditional SMC on steps lo..hi only: the steps before run with the reference's
@@ -97,14 +109,14 @@ class Conditional(Generations):
         prev = per_particle(init, m, per_member=plate is not None)
         states = []
         for s in range(self.lo):
-            prev, _ = self._pinned(frame, local, step, args, s, prev)
+            prev, _, _ = self._pinned(frame, local, step, args, s, prev)
             states.append(prev)
         for t in range(self.lo, self.hi + 1):
             state, prev = self.generation(frame, plate, local, step, args, t, prev, t == self.hi)
             states.append(state)
         suffix = np.zeros(m)
         for s in range(self.hi + 1, T):
-            prev, lp = self._pinned(frame, local, step, args, s, prev)
+            prev, lp, _ = self._pinned(frame, local, step, args, s, prev)
             suffix += lp
             states.append(prev)
         self.log_w = self.log_w + suffix  # p(reference's suffix | each member's prefix)
@@ -143,8 +155,8 @@ class Conditional(Generations):
         both = _stack(prev, before, self.members) if fuse else None
         if both is None:  # the reference's ancestor first, by a step of its own
             ref = self.ref_members
-            a[ref] = self._ancestors(frame, local, step, args, t - 1, before, log_w)
-            self.ancestor_changes += int((a[ref] != ref).sum())
+            a[ref] = j = self._ancestors(frame, local, step, args, t - 1, before, log_w)
+            self._ref_ancestors.append(j)
             prev = take(before, a, self.members)
             return super().generation(frame, plate, local, step, args, t, prev, last)
         return self._fused(frame, plate, local, step, args, t, both, a, log_w, last)
@@ -161,27 +173,30 @@ class Conditional(Generations):
         for part in (lat, obs):
             if part is not None:
                 log_w = log_w + part[m:]
-        after = take(state2, slice(m, 2 * m), 2 * m)  # (the rescored references: a view)
-        if not _coalesced(after, G, n):
-            for s in range(t + 1, len(self.refs)):
-                after, lp = self._pinned(frame, local, step, args, s, after)
-                log_w = log_w + lp
-                if _coalesced(after, G, n):
-                    break
+        rec = step_record(sf, state2)  # (its rows: set once the ancestors are drawn)
+        if not _pinned_state(rec):  # the rescored references' states may differ: go on
+            after = take(state2, slice(m, 2 * m), 2 * m)  # (a view)
+            if not _coalesced(after, G, n):
+                for s in range(t + 1, len(self.refs)):
+                    after, lp, same = self._pinned(frame, local, step, args, s, after)
+                    log_w = log_w + lp
+                    if same or _coalesced(after, G, n):
+                        break
         ref = self.ref_members
         j = self._draw_ancestor(log_w)
         a[ref] = j
-        self.ancestor_changes += int(np.count_nonzero(j != ref))
+        self._ref_ancestors.append(j)
         idx = np.arange(m)
         idx[ref] = m + j
         state = take(state2, idx, 2 * m)
         if type(state) is np.ndarray:  # read-only, as run_step keeps a state (and the site
-            state.flags.writeable = False  # whose values the state is holds the same rows)
+            state.setflags(write=False)  # whose values the state is holds the same rows)
         self._weigh_inc(None if obs is None else obs[idx], local + (t,))
         self.sites.append((plate, local, t, {k: state if v is state2 else take(v, idx, 2 * m)
                                              for k, v in step_values(sf).items()}))
         if self.records is not None:
-            self.records.append(step_record(sf, state2, idx))
+            rec.rows = idx
+            self.records.append(rec)
         nxt = self.choose_ancestors(frame, local, step, args, t, state,
                                     self.maybe_resample(not last))
         self.ancestors.append(nxt)
@@ -193,9 +208,9 @@ class Conditional(Generations):
         log_w = log_w.copy()
         prev = state
         for s in range(t + 1, len(self.refs)):
-            prev, lp = self._pinned(frame, local, step, args, s, prev)
+            prev, lp, same = self._pinned(frame, local, step, args, s, prev)
             log_w += lp
-            if _coalesced(prev, G, n):
+            if same or _coalesced(prev, G, n):
                 break  # within each group every prefix gives the same state: the rest is common
         return self._draw_ancestor(log_w)
 
@@ -230,6 +245,15 @@ def _stack(a, b, m: int):
         parts = {k: _stack(a[k], b[k], m) for k in a}
         return None if any(p is None for p in parts.values()) else parts
     return a if same_value(a, b) else None
+
+
+def _pinned_state(rec) -> bool:
+    """Whether a step whose members hold their group's reference choices, replayed strictly
+    (a pinned step, the rescored half of a fused one), returned as its state the values of its
+    latent sites (``rec.state_of``, :func:`~thrifty.core.engine.step_record`): then within each
+    group every member's state is the reference's, whatever the members' states before — the
+    ancestor weights of 003 §4.4 need no further step, and the states no comparison."""
+    return rec.state_of is not None
 
 
 def _coalesced(states, G: int, n: int) -> bool:

@@ -17,6 +17,7 @@ from thrifty.core.address import fmt
 from thrifty.core.chain_site import States
 from thrifty.core.frame import BlockFrame
 from thrifty.core.markov import ChainNode, ChainUpdate, DroppedStep, StepView
+from thrifty.core.sites import Chain
 from thrifty.core.vocab import StaleRead, chain_length, frozen_state, same_value
 from thrifty.core.written import write_chain
 from thrifty.errors import ModelError
@@ -47,7 +48,7 @@ def run_chain(parent, local, step, length, init, args):
     return _Local(parent, local, addr, old, T, init)
 
 
-class _Steps:
+class _Steps(Chain):
     """What the block executor's chain policies share: step ``t`` executes in a
     :class:`BlockFrame` over the stored step ``t`` (a :class:`StepView`), and the executed
     steps' blocks are journaled for the commit (:class:`ChainUpdate`)."""
@@ -78,7 +79,7 @@ class _Steps:
         return states
 
 
-class _Done:
+class _Done(Chain):
     """No step executes: the chain's states as they are (or as written from columns)."""
 
     def __init__(self, states):

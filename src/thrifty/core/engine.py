@@ -87,6 +87,7 @@ from thrifty.core.particle_steps import (
     replay_particle,
     run_particles,
     run_step,
+    step_failed,
     step_record,
     step_values,
     take_member_lp,
@@ -135,6 +136,7 @@ from thrifty.core.sections import (
     watch_rows,
 )
 from thrifty.core.simulate import initialize, simulate_run
+from thrifty.core.sites import Chain
 from thrifty.core.snapshot import provisional_commit
 from thrifty.core.trace import Trace
 from thrifty.core.vocab import (
@@ -144,6 +146,7 @@ from thrifty.core.vocab import (
     RESCORE_CAPTURE,
     ZeroProbability,
     chain_length,
+    frozen_state,
     same_value,
 )
 from thrifty.core.written import trajectory, writable
@@ -179,6 +182,7 @@ __all__ = [
     "RESCORE_CAPTURE",
     "STRICT",
     "Candidates",
+    "Chain",
     "GradientRun",
     "Mode",
     "Plan",
@@ -198,6 +202,7 @@ __all__ = [
     "data_arguments",
     "executions_since",
     "free_step",
+    "frozen_state",
     "fused_step",
     "groups",
     "initialize",
@@ -238,6 +243,7 @@ __all__ = [
     "stale_parts",
     "stale_plan",
     "starts_with",
+    "step_failed",
     "step_record",
     "step_values",
     "stored_lp",

@@ -384,7 +384,7 @@ class _Frame:
         return _TracedSteps(self, local, int(length), init)
 
 
-class _TracedSteps:
+class _TracedSteps(sites.Chain):
     """A chain in a gradient run (its policy of :func:`thrifty.core.sites.markov`): every step
     in order, each in a frame that reads the step's entries of the chain's columns."""
 

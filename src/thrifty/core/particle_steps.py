@@ -2,9 +2,11 @@
 
 The particle methods (:mod:`thrifty.inference.particles`) drive the generations of a particle
 run — weights, resampling, ancestry — and leave executing the program to the engine.  The root
-frame of a particle run (:mod:`thrifty.core.particles`) hands each ``th.markov`` chain to the
-driver (``driver.chain(frame, local, step, length, init, args)``); the driver then calls, with
-the ``frame`` it was given:
+frame of a particle run (:mod:`thrifty.core.particles`) asks the driver for each ``th.markov``
+chain's policy (``driver.chain(frame, local, step, length, init, args)`` → a
+:class:`~thrifty.core.sites.Chain`: the frame of each generation, and what happens between
+them), and :func:`thrifty.core.sites.markov` executes the steps; the driver calls, with the
+``frame`` it was given:
 
 * :func:`free_step`, :func:`conditional_step`, :func:`pinned_step`, :func:`fused_step` — the
   frame that executes step t over the members: every member drawn from the prior; member g·per
@@ -12,8 +14,9 @@ the ``frame`` it was given:
   taking its group's reference choices (the rescoring of a reference's suffix, 003 §4.4); the
   conditional step and that rescoring under the states before resampling, over twice the
   members (:func:`member_lps` reads its per-member log-densities);
-* :func:`run_step` — ``step(t, prev, *args)`` executed by such a frame, its state kept as every
-  markov state is kept;
+* :func:`run_step` — ``step(t, prev, *args)`` executed by such a frame outside the chain's
+  own generations (the rescoring of a reference's suffix), its state kept as every markov
+  state is kept; :func:`step_failed` names the step in an error of the model's code;
 * :func:`take_observed`, :func:`take_member_lp` — per member, the log-density of what the
   frame observed (and of its choices) since the driver last took it;
 * :func:`step_values` — the values of a step's choices, per member;
@@ -113,12 +116,18 @@ def run_step(frame, sf: StepFrame, step, t: int, prev, args, local: tuple, where
     run.frame = sf
     try:
         return frozen_state(step(t, prev, *args), local)
-    except WRAPPED as e:
-        if not wraps(e):
-            raise
-        raise step_code_error(sf, e, where()) from e
+    except Exception as e:
+        step_failed(sf, e, where)
+        raise
     finally:
         run.frame = frame
+
+
+def step_failed(sf, exc: BaseException, where) -> None:
+    """An error of the model's code in a step over the members: raised again as an error
+    that names ``where()`` (the step, the chain and the particles); other errors go on."""
+    if isinstance(exc, WRAPPED) and wraps(exc):
+        raise step_code_error(sf, exc, where()) from exc
 
 
 def take_observed(frame) -> np.ndarray | None:

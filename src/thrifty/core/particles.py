@@ -36,8 +36,8 @@ class ParticleFrame(BatchFrame):
     ``given(local)`` returns the value of a latent choice outside the chains, or ``RESAMPLE`` to
     draw it from its prior (or raises); a given value outside the support raises
     :class:`~thrifty.core.vocab.ZeroProbability`;
-    ``driver.chain(frame, local, step, length, init, args)`` runs a chain generation by
-    generation.
+    ``driver.chain(frame, local, step, length, init, args)`` is the policy of a chain
+    (:func:`thrifty.core.sites.markov`): generation by generation.
     """
 
     prefix = ()  # the frame's address prefix (for th.mem's address)
@@ -107,8 +107,9 @@ class ParticleFrame(BatchFrame):
         self.new[local] = MemberSite(value, lp, LATENT, d.is_discrete, d)
         return value
 
-    def markov(self, name, step, length, init, args):
-        return self.driver.chain(self, self.site_name(name), step, length, init, args)
+    def chain(self, local, step, length, init, args):
+        """A chain of the particle run: generation by generation (the driver's policy)."""
+        return self.driver.chain(self, local, step, length, init, args)
 
     def plate(self, name, size):
         return ParticlePlate(self, self.site_name(name), size)
@@ -189,8 +190,9 @@ class PlateParticles(BatchFrame):
             )
         return BatchFrame.site_lanes(self, local, d, what)
 
-    def markov(self, name, step, length, init, args):
-        return self.driver.chain(self, self.site_name(name), step, length, init, args)
+    def chain(self, local, step, length, init, args):
+        """A chain of the particle run: generation by generation (the driver's policy)."""
+        return self.driver.chain(self, local, step, length, init, args)
 
     def mem_read(self, mem, keys):
         raise ModelError("th.mem in a particle run is not supported by the particle methods yet")

@@ -14,6 +14,7 @@ import numpy as np
 from thrifty.core.address import fmt
 from thrifty.core.batch import BatchFrame, MemberSite
 from thrifty.core.column import Column
+from thrifty.core.sites import Chain
 from thrifty.core.vocab import LATENT, chain_length
 from thrifty.errors import ModelError
 
@@ -212,7 +213,9 @@ def run_batch_chain(acc, local, step, length, init, args):
     return _BatchSteps(acc, local, old, T, init)
 
 
-class _BatchSteps:
+class _BatchSteps(Chain):
+    """Every step, each over the plate's executed elements at once."""
+
     def __init__(self, acc, local, old, T, init):
         self.acc, self.local, self.old, self.T = acc, local, old, T
         self.prev, self.out, self.frames = init, [], []

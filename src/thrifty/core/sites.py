@@ -83,15 +83,26 @@ def deterministic(frame, name, value):
     return value
 
 
+class Chain:
+    """An executor's policy of one chain in one execution (:func:`markov`): ``first()`` → the
+    first step to execute (``None``: none), ``enter(t)`` → step ``t``'s frame and ``prev``,
+    ``leave(t, frame, state)`` → the next step (``None``: done), ``states()`` → what
+    ``th.markov`` returns; ``failed(frame, t, exc)`` may raise an error of the model's code
+    that names the step (else the exception goes on as it is)."""
+
+    def failed(self, frame, t: int, exc: BaseException) -> None:
+        pass
+
+
 def markov(frame, name, step, length, init, args):
     """``th.markov(name, step, length, init, *args)`` in ``frame``: ``step(t, prev, *args)``
     executed in a frame of step ``t``, ``prev`` the state the step before returned (``init``
     at the first).  Which steps execute, in which frames, and what the chain returns is the
-    executor's policy of the chain (``frame.chain(...)``: ``first()``, ``enter(t)`` → the step's
-    frame and ``prev``, ``leave(t, frame, state)`` → the next step or ``None``, ``states()``) —
-    every step (a first execution, or a change before the chain), the planned steps and those
-    a changed state reaches (a local update, 001 §2), the planned sections of a lazy run
-    (000 §3.1), every step over a plate's elements at once, a gradient run's traced steps."""
+    executor's policy of the chain (a :class:`Chain` from ``frame.chain(...)``) — every step (a
+    first execution, or a change before the chain), the planned steps and those a changed
+    state reaches (a local update, 001 §2), the planned sections of a lazy run (000 §3.1),
+    every step over a plate's elements at once, a particle run's generations (weighed and
+    resampled between steps, 003 §2–4), a gradient run's traced steps."""
     chain = frame.chain(frame.site_name(name), step, length, init, args)
     run = frame.run
     t = chain.first()
@@ -100,6 +111,9 @@ def markov(frame, name, step, length, init, args):
         run.frame = step_frame
         try:
             state = step(t, prev, *args)
+        except Exception as e:
+            chain.failed(step_frame, t, e)
+            raise
         finally:
             run.frame = frame
         t = chain.leave(t, step_frame, state)

@@ -4,7 +4,8 @@ The members of a particle batch are ``G × n``: ``n`` particles for each of ``G`
 *groups* — one group for a chain at the top level of the program, one per element for a chain
 inside a plate (member ``g·n + j`` is particle ``j`` of element ``g``).  Each group has its own
 weights, resampling and evidence (the evidence of the program is the product over groups).
-:class:`Generations` runs a chain step by step (``chain``), weighs the members by the step's
+:class:`Generations` is the policy of a chain (``chain`` → :class:`ChainGenerations`, which
+:func:`thrifty.core.sites.markov` executes step by step), weighs the members by the step's
 observations (``weigh``), resamples each group whose ESS is low, and remembers every
 generation's choices and ancestors so that the particles' trajectories can be traced back
 (``paths``, ``trajectories``).
@@ -16,12 +17,15 @@ import numpy as np
 
 from thrifty.core.address import fmt
 from thrifty.core.engine import (
+    Chain,
     chain_length,
     free_step,
+    frozen_state,
     groups,
     per_particle,
     plate_of,
     run_step,
+    step_failed,
     step_record,
     step_values,
     take,
@@ -206,42 +210,49 @@ class Generations:
         return a
 
     def chain(self, frame, local, step, length, init, args):
-        plate = plate_of(frame)
-        self.begin_chain(frame, plate)
-        T = chain_length(local, length, step)
-        self.weigh(frame, local)  # observations before the chain
-        prev = per_particle(init, self.members, per_member=plate is not None)
-        states = []
-        for t in range(T):
-            state, prev = self.generation(frame, plate, local, step, args, t, prev, t == T - 1)
-            states.append(state)
-        return self._lineage(states)
+        """The chain ``local`` of ``frame``, generation by generation (:class:`Generations`'s
+        policy of :func:`thrifty.core.sites.markov`)."""
+        return ChainGenerations(self, frame, local, step, length, init, args)
 
-    def generation(self, frame, plate, local, step, args, t, prev, last: bool):
-        """Step t over the members: execute, weigh, remember, resample (unless ``last``).
+    def first_generation(self, chain) -> int | None:
+        """Before step 0: the members' weights by what they observed before the chain, and
+        their initial state (one per member); the chain runs every step."""
+        self.weigh(chain.frame, chain.local)  # observations before the chain
+        chain.prev = per_particle(chain.init, self.members, per_member=chain.plate is not None)
+        return 0 if chain.T else None
+
+    def enter(self, chain, t: int):
+        """Generation t's frame over the members, and their ``prev``."""
+        return self.step_frame(chain.frame, chain.local + (t,), t), chain.prev
+
+    def leave(self, chain, t: int, sf, state):
+        """Generation t executed: weigh, remember, resample (not after the last step).
         Returns (the members' states, the next step's ``prev``: the states of their
         ancestors)."""
-        sf = self.step_frame(frame, local + (t,), t)
-        state = self.call_step(frame, sf, local, step, t, prev, args)
+        frame, local = chain.frame, chain.local
         self.weigh(frame, local + (t,))
-        self.sites.append((plate, local, t, step_values(sf)))
+        self.sites.append((chain.plate, local, t, step_values(sf)))
         if self.records is not None:
             self.records.append(step_record(sf, state))
-        a = self.choose_ancestors(frame, local, step, args, t, state,
-                                  self.maybe_resample(not last))
+        a = self.choose_ancestors(frame, local, chain.step, chain.args, t, state,
+                                  self.maybe_resample(t != chain.last))
         self.ancestors.append(a)
         return state, (state if a is None else take(state, a, self.members))
 
+    def chain_states(self, chain) -> list:
+        """What ``th.markov`` returns: the states along each final member's ancestry."""
+        return self._lineage(chain.out)
+
     def call_step(self, frame, sf, local, step, t, prev, args):
-        """``step(t, prev, *args)`` executed by the step frame ``sf`` over the members
-        (:func:`~thrifty.core.particle_steps.run_step`); an error of the model's code names
+        """``step(t, prev, *args)`` executed by the step frame ``sf`` over the members outside
+        the chain's own generations (conditional SMC's rescoring of a reference's suffix,
+        :func:`~thrifty.core.particle_steps.run_step`); an error of the model's code names
         the step, the chain and the particles."""
+        return run_step(frame, sf, step, t, prev, args, local, lambda: self.where(local, t))
 
-        def where():
-            plate = "" if self.plate is None else f" for each element of plate {fmt(self.plate)}"
-            return f"step {t} of chain {fmt(local)} over {self.n} particles{plate}"
-
-        return run_step(frame, sf, step, t, prev, args, local, where)
+    def where(self, local, t: int) -> str:
+        plate = "" if self.plate is None else f" for each element of plate {fmt(self.plate)}"
+        return f"step {t} of chain {fmt(local)} over {self.n} particles{plate}"
 
     # -- ancestry -----------------------------------------------------------------------------
     def _lineage(self, states: list) -> list:
@@ -317,3 +328,37 @@ class Generations:
         """(n,) at the top level, (n, G) for a plate's chains."""
         lw = self.log_w.reshape(self.G, self.n)
         return lw[0] if self.plate is None else lw.T.copy()
+
+
+class ChainGenerations(Chain):
+    """A chain of a particle run (the particle methods' policy of
+    :func:`thrifty.core.sites.markov`): step t executes once over every member, in the frame
+    the driver gives; between steps the driver weighs the members by what they observed,
+    resamples the groups whose ESS is low and remembers the generation (003 §2–4)."""
+
+    def __init__(self, driver: Generations, frame, local, step, length, init, args):
+        self.driver, self.frame, self.local = driver, frame, local
+        self.step, self.length, self.init, self.args = step, length, init, args
+        self.out: list = []
+
+    def first(self):
+        driver, frame = self.driver, self.frame
+        self.plate = plate_of(frame)
+        driver.begin_chain(frame, self.plate)
+        self.T = chain_length(self.local, self.length, self.step)
+        self.last = self.T - 1  # (no resampling after the last generation)
+        return driver.first_generation(self)
+
+    def enter(self, t):
+        return self.driver.enter(self, t)
+
+    def leave(self, t, frame, state):
+        state, self.prev = self.driver.leave(self, t, frame, frozen_state(state, self.local))
+        self.out.append(state)
+        return t + 1 if t + 1 < self.T else None
+
+    def failed(self, frame, t, exc):
+        step_failed(frame, exc, lambda: self.driver.where(self.local, t))
+
+    def states(self):
+        return self.driver.chain_states(self)

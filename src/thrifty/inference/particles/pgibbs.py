@@ -34,9 +34,7 @@ from thrifty.core.engine import (
     conditional_step,
     fused_step,
     member_lps,
-    per_particle,
     pinned_step,
-    plate_of,
     run_particles,
     same_value,
     step_record,
@@ -84,10 +82,23 @@ class Conditional(Generations):
         return int(np.count_nonzero(np.concatenate(drawn) != np.tile(self.ref_members,
                                                                      len(drawn))))
 
-    def chain(self, frame, local, step, length, init, args):
-        if (self.lo, self.hi) == (0, len(self.refs) - 1):
-            return super().chain(frame, local, step, length, init, args)
-        return self._range_chain(frame, local, step, init, args)
+    def first_generation(self, chain):
+        """Conditional SMC on every step, or on steps lo..hi only: the steps before run with
+        the reference's choices (the members' states are the reference's), the steps after
+        weigh the final members by the reference's suffix under their states (003 §4.4's
+        rescoring)."""
+        chain.fused = None  # (the pending ancestors of a fused generation: enter → leave)
+        chain.suffix = None
+        if (self.lo, self.hi) != (0, len(self.refs) - 1):
+            chain.last = self.hi
+            chain.suffix = np.zeros(self.members)
+        return super().first_generation(chain)
+
+    def chain_states(self, chain) -> list:
+        if chain.suffix is None:
+            return super().chain_states(chain)
+        self.log_w = self.log_w + chain.suffix  # p(reference's suffix | each member's prefix)
+        return chain.out
 
     def _pinned(self, frame, local, step, args, s, prev):
         """Step s with every member taking the reference's choices; (state, lat + obs lp,
@@ -97,30 +108,6 @@ class Conditional(Generations):
         pf = pinned_step(frame, local + (s,), self.refs[s], self.n)
         state = self.call_step(frame, pf, local, step, s, prev, args)
         return state, take_member_lp(frame), _pinned_state(step_record(pf, state))
-
-    def _range_chain(self, frame, local, step, init, args):
-        """Conditional SMC on steps lo..hi only: the steps before run with the reference's
-        choices (the members' states are the reference's), the steps after weigh the final
-        members by the reference's suffix under their states (003 §4.4's rescoring)."""
-        plate = plate_of(frame)
-        self.begin_chain(frame, plate)
-        m, T = self.members, len(self.refs)
-        self.weigh(frame, local)
-        prev = per_particle(init, m, per_member=plate is not None)
-        states = []
-        for s in range(self.lo):
-            prev, _, _ = self._pinned(frame, local, step, args, s, prev)
-            states.append(prev)
-        for t in range(self.lo, self.hi + 1):
-            state, prev = self.generation(frame, plate, local, step, args, t, prev, t == self.hi)
-            states.append(state)
-        suffix = np.zeros(m)
-        for s in range(self.hi + 1, T):
-            prev, lp, _ = self._pinned(frame, local, step, args, s, prev)
-            suffix += lp
-            states.append(prev)
-        self.log_w = self.log_w + suffix  # p(reference's suffix | each member's prefix)
-        return states
 
     def step_frame(self, frame, rel, t):
         return conditional_step(frame, rel, self.refs[t], self.n)
@@ -143,32 +130,48 @@ class Conditional(Generations):
         self.ref_members = np.arange(self.G) * self.n  # the references: each group's first
         self.ref_members.flags.writeable = False
 
-    def generation(self, frame, plate, local, step, args, t, prev, last: bool):
+    def enter(self, chain, t):
+        frame, local = chain.frame, chain.local
+        if t < self.lo or t > self.hi:  # outside the range: the reference's choices, pinned
+            take_member_lp(frame)
+            return pinned_step(frame, local + (t,), self.refs[t], self.n), chain.prev
         pend, self._pending = self._pending, None
         if pend is None:
-            return super().generation(frame, plate, local, step, args, t, prev, last)
+            return super().enter(chain, t)
         before, a, log_w = pend
         # a chain in a plate reads its elements' data through the plate's index, one entry per
         # member: the members cannot double there; over many members the doubled arrays cost
         # more than the execution they save
-        fuse = plate is None and self.members <= FUSE_MAX_MEMBERS
-        both = _stack(prev, before, self.members) if fuse else None
+        fuse = chain.plate is None and self.members <= FUSE_MAX_MEMBERS
+        both = _stack(chain.prev, before, self.members) if fuse else None
         if both is None:  # the reference's ancestor first, by a step of its own
             ref = self.ref_members
-            a[ref] = j = self._ancestors(frame, local, step, args, t - 1, before, log_w)
+            a[ref] = j = self._ancestors(frame, local, chain.step, chain.args, t - 1, before,
+                                         log_w)
             self._ref_ancestors.append(j)
-            prev = take(before, a, self.members)
-            return super().generation(frame, plate, local, step, args, t, prev, last)
-        return self._fused(frame, plate, local, step, args, t, both, a, log_w, last)
+            chain.prev = take(before, a, self.members)
+            return super().enter(chain, t)
+        chain.fused = (a, log_w)
+        return fused_step(frame, local + (t,), self.refs[t], self.n), both
 
-    def _fused(self, frame, plate, local, step, args, t, both, a, log_w, last: bool):
+    def leave(self, chain, t, sf, state):
+        if t < self.lo or t > self.hi:
+            lp = take_member_lp(chain.frame)
+            if t > self.hi:
+                chain.suffix += lp
+            return state, state
+        if chain.fused is None:
+            return super().leave(chain, t, sf, state)
+        (a, log_w), chain.fused = chain.fused, None
+        return self._fused(chain, t, sf, state, a, log_w)
+
+    def _fused(self, chain, t, sf, state2, a, log_w):
         """Generation t and the reference's ancestor at t (003 §4.4) from one execution over
         2m members (:func:`~thrifty.core.particle_steps.fused_step`): the generation's members
         and the references rescored under the states before resampling; the reference member
         of each group then takes the rows of its drawn ancestor."""
         n, G, m = self.n, self.G, self.members
-        sf = fused_step(frame, local + (t,), self.refs[t], n)
-        state2 = self.call_step(frame, sf, local, step, t, both, args)
+        frame, local, step, args = chain.frame, chain.local, chain.step, chain.args
         lat, obs = member_lps(sf)
         for part in (lat, obs):
             if part is not None:
@@ -192,13 +195,14 @@ class Conditional(Generations):
         if type(state) is np.ndarray:  # read-only, as run_step keeps a state (and the site
             state.setflags(write=False)  # whose values the state is holds the same rows)
         self._weigh_inc(None if obs is None else obs[idx], local + (t,))
-        self.sites.append((plate, local, t, {k: state if v is state2 else take(v, idx, 2 * m)
-                                             for k, v in step_values(sf).items()}))
+        self.sites.append((chain.plate, local, t, {
+            k: state if v is state2 else take(v, idx, 2 * m) for k, v in step_values(sf).items()
+        }))
         if self.records is not None:
             rec.rows = idx
             self.records.append(rec)
         nxt = self.choose_ancestors(frame, local, step, args, t, state,
-                                    self.maybe_resample(not last))
+                                    self.maybe_resample(t != chain.last))
         self.ancestors.append(nxt)
         return state, (state if nxt is None else take(state, nxt, m))
 

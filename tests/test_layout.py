@@ -95,6 +95,38 @@ def test_vocabulary_imports_no_node_module():
         assert "run" not in graph[node_module], node_module
 
 
+PRIMITIVES = ("sample", "observe", "factor", "deterministic", "markov")
+
+
+def primitive_methods(root: Path) -> list[str]:
+    """``module.Class.name`` of every method named as a primitive in the modules under
+    ``root``."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                found += [f"{path.stem}.{node.name}.{f.name}" for f in node.body
+                          if isinstance(f, ast.FunctionDef) and f.name in PRIMITIVES]
+    return found
+
+
+def test_each_primitive_is_written_once():
+    """``sample``, ``observe``, ``factor``, ``deterministic`` and ``markov`` are written once
+    (``core/sites.py``): every executor binds them and is a policy of them — scalar, batch,
+    particle (pinned, conditional and fused steps included) and gradient execution.  The one
+    class of the core that defines them is the guard that refuses them inside a memoized
+    function."""
+    from thrifty.core import batch, frame, gradient, particles, plate, sites
+
+    executors = (frame.BlockFrame, batch.BatchFrame, plate.PlateFrame, gradient._Frame,
+                 particles.ParticleFrame, particles.PlateParticles, particles.StepFrame,
+                 particles.ConditionalStep, particles.PinnedStep, particles.FusedStep)
+    for cls in executors:
+        for name in PRIMITIVES:
+            assert getattr(cls, name) is getattr(sites, name), f"{cls.__name__}.{name}"
+    assert primitive_methods(CORE) == [f"mem_call._MemBody.{n}" for n in PRIMITIVES]
+
+
 def test_core_modules_are_short():
     """Each module of the engine reads in one sitting (a few hundred lines at most)."""
     long = {p.name: n for p in CORE.glob("*.py") if (n := len(p.read_text().splitlines())) > 550}

@@ -1,6 +1,6 @@
-"""The primitives at a site — ``sample``, ``observe``, ``factor``, ``deterministic`` — written once.
+"""The primitives ``sample``, ``observe``, ``factor``, ``deterministic``, ``markov``, written once.
 
-Every executor runs the same four functions; the executors are *policies* of them, not
+Every executor runs the same five functions; the executors are *policies* of them, not
 re-implementations (paper 001 §2: a run re-executes the program, replaying each random choice
 unless it is proposed anew).  A frame says
 
@@ -15,7 +15,8 @@ unless it is proposed anew).  A frame says
 * ``sink``: where the replay decision's fresh, stale and proposal terms go;
 * ``keep_latent``, ``keep_observed``, ``keep_value``: where a site's log-density is added and
   its value kept (and, for observations, what follows them: a run that pauses after its k-th
-  observation, a plate's watched observations).
+  observation, a plate's watched observations);
+* ``chain(local, step, length, init, args)``: its policy of a markov chain (a :class:`Chain`).
 
 The replay decision itself is :func:`thrifty.core.replay.replay`; how an observation is
 scored and checked is the lanes' (``observed_lp``).  Frames bind these functions as their

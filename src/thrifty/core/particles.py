@@ -76,6 +76,8 @@ class ParticleFrame(BatchFrame):
         """Observed values are shared by the particles: any shape that broadcasts."""
 
     # -- choices outside the chains: this frame's policy of th.sample --------------------------
+    sample_process = None  # (one lane shared by the particles, as in a block)
+
     def site_lanes(self, local, d, what):
         """A choice outside the chains is one scalar lane, shared by the particles (its
         observations and factors are the batch's)."""

@@ -203,3 +203,20 @@ def test_values_computed_in_a_plate_s_chains_are_recorded_with_nuts_alone():
     r = th.infer(with_value(np.zeros((2, 3))), th.nuts(["q", "unit.s.x"]), num_samples=50,
                  burn_in=50, seed=0, progress=False)
     np.testing.assert_allclose(r["unit.s.m"], 2.0 * r["unit.s.x"], rtol=1e-12)
+
+
+def test_a_chain_inside_a_step_is_refused_naming_its_address():
+    @th.model
+    def m():
+        def outer(t, prev):
+            def inner(s, p):
+                return th.sample("v", dist.Normal(0.0, 1.0))
+
+            th.markov("inner", inner, 2)
+            return th.sample("x", dist.Normal(prev, 1.0))
+
+        th.markov("s", outer, 2, 0.0)
+
+    with pytest.raises(th.errors.ModelError,
+                       match=r"markov chain \('s', 0, 'inner'\): a chain inside a markov step"):
+        th.infer(m(), th.nuts("s.x"), num_samples=5, burn_in=5, seed=0, progress=False)

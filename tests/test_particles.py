@@ -583,3 +583,23 @@ def test_pgibbs_posterior_variances_match_the_smoother(AS):
     ess = az_ess(stat[None])
     z = (stat.mean() - 1.0) / (stat.std() / np.sqrt(ess))
     assert abs(z) < 4, (AS, stat.mean(), z, ess)
+
+
+def test_a_process_drawn_in_a_plate_of_a_particle_run_is_refused_naming_the_site():
+    """A particle run holds the chains' choices only: a latent choice of a plate element
+    outside its chain is refused naming it — a process's draw (th.CRP) as any other family."""
+
+    @th.model
+    def m():
+        with th.plate("g", 2):
+            th.sample("z", th.CRP(1.0))
+
+            def step(t, prev):
+                x = th.sample("x", dist.Normal(prev, 1.0))
+                th.observe("y", dist.Normal(x, 1.0), 0.0)
+                return x
+
+            th.markov("s", step, 3, np.zeros(2))
+
+    with pytest.raises(ModelError, match=r"\('g', \*, 'z'\): a latent choice of a plate element"):
+        th.smc(m(), 10, seed=0)

@@ -312,7 +312,7 @@ class BatchFrame:
         return old.values, old.lp
 
     def site_target(self, local, lanes):
-        return self.target(lanes.rel)
+        return self.target(lanes.rel)  # (target: what a step of conditional SMC overrides)
 
     @property
     def sink(self):

@@ -45,7 +45,7 @@ def run_chain(parent, local, step, length, init, args):
     if not planned:
         parent.new.chains[local] = old
         return _Done(old.states)
-    return _Local(parent, local, addr, old, T, init)
+    return _Local(parent, local, addr, old, T, init, planned)
 
 
 class _Steps(Chain):
@@ -53,10 +53,11 @@ class _Steps(Chain):
     :class:`BlockFrame` over the stored step ``t`` (a :class:`StepView`), and the executed
     steps' blocks are journaled for the commit (:class:`ChainUpdate`)."""
 
-    def __init__(self, parent, local, addr, old, T: int, init):
+    def __init__(self, parent, local, addr, old, T: int, init, planned=None):
         self.parent, self.local, self.addr, self.old = parent, local, addr, old
         self.run = parent.run
         self.T, self.init = T, init
+        self.planned = planned  # (a local update's planned steps)
         self.blocks: dict = {}
 
     def step_frame(self, t: int, old_block, dirty: bool) -> BlockFrame:
@@ -131,7 +132,7 @@ class _Local(_Steps):
     the steps after one whose state changed, until a state comes out as before."""
 
     def first(self):
-        self.planned = planned = self.run.plan.steps[self.addr]
+        planned = self.planned
         self.todo = todo = sorted(planned) if len(planned) > 1 else list(planned)
         self.k = 0
         self.changed = self.prev_changed = False

@@ -247,10 +247,6 @@ class _Lanes:
                          "gradient kernel needs fixed)")
 
     # -- observations and factors (thrifty.core.sites) ------------------------------------------
-    @property
-    def obs_key(self):
-        return (OBSERVED, self.okey)
-
     def stored_observation(self, obs_values, value):
         stored = obs_values.get((OBSERVED, self.okey))
         return value if stored is None else stored
@@ -380,7 +376,8 @@ class _Frame:
 
     def chain(self, local, step, length, init, args):
         if self.step is not None:
-            raise ModelError(f"markov {fmt(local)!r}: a chain inside a markov step")
+            raise ModelError(f"markov chain {fmt(self.prefix + local)}: a chain inside a "
+                             "markov step")
         return _TracedSteps(self, local, int(length), init)
 
 

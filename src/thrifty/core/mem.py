@@ -19,10 +19,10 @@ from collections import defaultdict
 import numpy as np
 
 from thrifty import _context
+from thrifty.core import replay as decision
 from thrifty.core.address import fmt
 from thrifty.core.mem_call import call_fn
 from thrifty.core.node import Node, Update
-from thrifty.core.replay import replay
 from thrifty.core.vocab import check_dist, readonly
 from thrifty.distributions.base import Distribution
 from thrifty.errors import ModelError
@@ -207,18 +207,17 @@ class MemJournal(Update):
                 target = created
         lanes = run.lanes  # (the run's one-member replay decision, named for this key)
         lanes.addr = maddr
-        n_fresh, n_stale = run.n_fresh, run.n_stale
         old_value = table.values[key] if has_old else None
         old_lp = table.lp[key] if has_old else 0.0
-        value, lp, _ = replay(lanes, d, old_value, old_lp, target, run)
+        value, lp, status = decision.replay(lanes, d, old_value, old_lp, target, run)
         if type(value) is np.ndarray:  # the engine's: read-only for the model (vocab.readonly)
             value = readonly(value.copy() if value is target else value)
         if created is not None:  # fresh, as if this run had drawn it
             run.n_fresh += 1
             run.lp_fresh += lp
-        if run.n_fresh != n_fresh:
+        if created is not None or status >= decision.FRESH:
             entry = _Entry(value, lp, FRESH, True)
-            entry.stale = run.n_stale != n_stale
+            entry.stale = status == decision.REDRAWN
             if entry.stale:
                 run.note_stale(maddr)
             run.note_fresh(maddr)

@@ -184,6 +184,8 @@ class PlateParticles(BatchFrame):
     def where(self) -> str:
         return f"plate {fmt(self.plate_addr)} of a particle batch"
 
+    sample_process = None  # (a latent choice here is refused by site_lanes, whatever its family)
+
     def site_lanes(self, local, d, what):
         if what == "sample":
             raise ModelError(

@@ -63,6 +63,11 @@ def sampler_error(addr, d, exc: BaseException) -> Exception:
     return exc if isinstance(exc, ThriftyError) else sample_error(addr, d, exc)
 
 
+# what the replay decision did at a site, in this order: a KEPT or SET value's density enters the
+# MH ratio, a FRESH or REDRAWN one's does not (``status >= FRESH``: drawn fresh)
+KEPT, SET, FRESH, REDRAWN = 0, 1, 2, 3
+
+
 def replay(lanes, d, old_value, old_lp, target, acct):
     """Decide the value of one site over the lanes' members (see the module docstring).
 
@@ -111,8 +116,6 @@ def replay(lanes, d, old_value, old_lp, target, acct):
     lanes.check_nan(d, value, lp)
     return value, lp, status
 
-
-KEPT, SET, FRESH, REDRAWN = 0, 1, 2, 3  # what the replay decision did at a site (see replay)
 ALL = True  # the positions of a target that covers every member (one member's target)
 
 

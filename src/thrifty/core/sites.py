@@ -4,7 +4,11 @@ Every executor runs the same five functions; the executors are *policies* of the
 re-implementations (paper 001 §2: a run re-executes the program, replaying each random choice
 unless it is proposed anew).  A frame says
 
-* ``site_name(name)``: the site's name in the frame (an address used twice is an error);
+* ``site_name(name)``: the site's name in the frame (the executors that keep sites refuse an
+  address used twice in one execution);
+* ``sample_process``, ``observe_process``: ``None``, or how the executor runs a draw of a
+  coupled process and an observation of a collapsed family (their sites move together:
+  :mod:`thrifty.core.coupled`);
 * ``site_lanes(local, d, what)``: the site's members — one Python value (:class:`ScalarLanes`:
   a block of the model body or a markov step, a choice shared by particles), n values with a
   leading member axis (:class:`BatchLanes`: plate elements, particles, candidate values), or
@@ -16,7 +20,15 @@ unless it is proposed anew).  A frame says
 * ``keep_latent``, ``keep_observed``, ``keep_value``: where a site's log-density is added and
   its value kept (and, for observations, what follows them: a run that pauses after its k-th
   observation, a plate's watched observations);
-* ``chain(local, step, length, init, args)``: its policy of a markov chain (a :class:`Chain`).
+* ``chain(local, step, length, init, args)``: its policy of a markov chain (a :class:`Chain`);
+* ``run``: the execution, whose ``new_obs`` (observations simulated anew, or ``None``),
+  ``obs_values`` (observations the trace holds in place of the data, or ``None``) and
+  ``captured`` (observations recorded for the kernels, or ``None``) the observations follow.
+
+The lanes, besides the replay decision's operations, give an observation's ``obs_key``, its
+value drawn anew (``simulate``), its ``stored_observation``, its ``observed_lp`` and a
+factor's ``factor_lp`` (each ``(lp, total)``: per member and summed), and what ``captured``
+records.
 
 The replay decision itself is :func:`thrifty.core.replay.replay`; how an observation is
 scored and checked is the lanes' (``observed_lp``).  Frames bind these functions as their

@@ -203,8 +203,7 @@ class _Sections(_Steps):
     def states(self):
         old = self.old
         upd = ChainUpdate(old, self.parent.new, self.local, self.blocks, {}, old.T, True, False)
-        self.journal(old, upd, None, False)
-        return old.states
+        return self.journal(old, upd, old.states, False)
 
 
 def _check_fresh(run, addr, old, T, dirty) -> None:

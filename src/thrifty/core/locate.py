@@ -96,8 +96,7 @@ def _in_block(block, prefix: tuple, addr: tuple, steps: list) -> Location | None
                 col = chain.sites.get(rel[k + 1 :])
                 if col is None or col.kind != LATENT or not col.at(t):
                     return None
-                return Location("site", addr, col.values.get(t), col.discrete,
-                                [*steps, (caddr, t)], dist=col.dists.get(t))
+                return _step_site(col, addr, t, [*steps, (caddr, t)])
             return _in_block(chain.step_view(t), caddr + (t,), addr, [*steps, (caddr, t)])
     return None
 
@@ -178,6 +177,12 @@ def locate_choice(trace, r: int) -> Location:
     raise IndexError("choice index out of range")
 
 
+def _step_site(col, addr: tuple, t: int, steps: list) -> Location:
+    """The latent site of step ``t`` stored in the chain column ``col``: its value and
+    distribution read from the columns (no :class:`~thrifty.core.trace.Site` made)."""
+    return Location("site", addr, col.values.get(t), col.discrete, steps, dist=col.dists.get(t))
+
+
 def _block_choice(block, prefix: tuple, r: int, steps: list):
     names = block.latent_names()
     if r < len(names):
@@ -210,9 +215,8 @@ def _block_choice(block, prefix: tuple, r: int, steps: list):
             if chain.uniform():  # the same latent sites in every step: O(1)
                 sites = chain.latent_sites()
                 t, j = divmod(r, len(sites))
-                col = chain.sites[sites[j]]  # (its value and distribution, no Site made)
-                return Location("site", caddr + (t,) + sites[j], col.values.get(t),
-                                col.discrete, [*steps, (caddr, t)], dist=col.dists.get(t)), 0
+                return _step_site(chain.sites[sites[j]], caddr + (t,) + sites[j], t,
+                                  [*steps, (caddr, t)]), 0
             cum = chain.cumulative_latent()
             t = int(np.searchsorted(cum, r, side="right"))
             r2 = r - (int(cum[t - 1]) if t else 0)

@@ -428,11 +428,7 @@ class Recorder:
                 if parts is None:
                     self._series(name).set(d, src.whole(trace))
                     continue
-                one = _one(src, parts)
-                if one is not None:
-                    self._series(name).change_one(d, *one)
-                else:
-                    self._series(name).change(d, *_elements(src, parts))
+                self._change(name, src, parts, d)
         if generic_dirty or (self._generic and any(node in merged for _, node, _ in self._generic)):
             self._refresh_generic(trace, d)
 
@@ -451,18 +447,22 @@ class Recorder:
                 return False
         parts = (members,)
         for name, src in zip(names, srcs):
-            if keys is not None and src.key not in keys:
-                continue
-            one = _one(src, parts)
-            if one is not None:
-                self._series(name).change_one(d, *one)
-                continue
-            few = _few(src, members)
-            if few is not None:
-                self._series(name).change_few(d, *few)
-            else:
-                self._series(name).change(d, *_elements(src, parts))
+            if keys is None or src.key in keys:
+                self._change(name, src, parts, d)
         return True
+
+    def _change(self, name, src, parts, d) -> None:
+        """Record at draw ``d`` the members of source ``name`` its logged ``parts`` wrote: one
+        number, a few numbers as lists, or arrays."""
+        one = _one(src, parts)
+        if one is not None:
+            self._series(name).change_one(d, *one)
+            return
+        few = _few(src, parts)
+        if few is not None:
+            self._series(name).change_few(d, *few)
+        else:
+            self._series(name).change(d, *_elements(src, parts))
 
     def _refresh_generic(self, trace, d) -> None:
         fresh = []
@@ -555,10 +555,11 @@ def _one(src, parts):
     return i, col.get(i)
 
 
-def _few(src, steps):
-    """``(steps, values)`` as sorted lists of Python ints and numbers, for a few markov
-    steps (a list of at most a few) of a float64, int64 or bool column of scalars; else
-    None."""
+def _few(src, parts):
+    """``(steps, values)`` as sorted lists of Python ints and numbers, when the logged parts
+    of a source name a few markov steps (one list of at most ``_FEW``) of a float64, int64 or
+    bool column of scalars; else None."""
+    steps = parts[0] if len(parts) == 1 else None
     if type(steps) is not list or len(steps) > _FEW or src.kind != "chain":
         return None
     s = src.node.sites[src.key]

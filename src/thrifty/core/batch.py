@@ -33,6 +33,7 @@ from thrifty.core.vocab import (
     infinite_error,
     outside_support,
     readonly,
+    total,
 )
 from thrifty.errors import ModelError, NumericalError
 
@@ -256,7 +257,7 @@ class BatchFrame:
     def _check_observed(self, lp, rel, d, value) -> float:
         """``lp.sum()``; NaN → error naming the member; an observation outside the family's
         domain → error naming the member."""
-        s = float(np.add.reduce(lp, axis=None))
+        s = total(lp)
         if NEG_INF < s < INF:
             return s
         if np.isposinf(lp).any() and not np.isnan(lp).any():
@@ -319,7 +320,7 @@ class BatchFrame:
         return self.acc
 
     def keep_latent(self, local, lanes, d, value, lp, status, old):
-        self.acc._add("lat_lp", lp, float(np.add.reduce(lp, axis=None)))
+        self.acc._add("lat_lp", lp, total(lp))
         self.new[local] = MemberSite(value, lp, LATENT, d.is_discrete, d)
         if status:
             self.changed.add(local)

@@ -33,12 +33,11 @@ from thrifty.core.exec_log import ExecLog
 from thrifty.core.locate import addressed_target
 from thrifty.core.node import Node, Update
 from thrifty.core.plate_chain import ChainColumns
-from thrifty.core.vocab import LATENT, StaleRead, WeakRun
+from thrifty.core.vocab import LATENT, StaleRead, WeakRun, total
 from thrifty.errors import ModelError
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 _FIRST = np.zeros(1, dtype=np.int64)  # the position of the one executed element
-_SUM = np.add.reduce  # (ndarray.sum's reduction, without its Python wrapper)
 
 
 class PlateNode(Node):
@@ -404,7 +403,7 @@ class PlateFrame(BatchFrame):
             if self.full and not stale:
                 old_lp = node.lp_sum
             else:
-                old_lp = float(_SUM(node.elem_lp.take(self.idx), axis=None))
+                old_lp = total(node.elem_lp.take(self.idx))
             if stale and not run.fresh_reads and len(node.stale_elements(self.idx, run.trace.mems)):
                 old_lp = math.nan  # unknown: this run can rescore, not compare
             for st_lp, count, rel in self._check_structure(n_latent_elem):
@@ -487,9 +486,8 @@ class PlateUpdate(Update):
         if node is not self.node:
             f.parent_block.plates[f.local] = node
         idx = f.idx
-        restructured = self.n_latent_elem != node.n_latent_elem or set(f.new_chains) != set(
-            node.chains
-        )
+        restructured = (self.n_latent_elem != node.n_latent_elem
+                        or f.new_chains.keys() != node.chains.keys())
         write_sites(node.sites, f, idx, node.size, f.full)
         if f.coupled or (f.full and node.procs):
             coupled.install(node, f)
@@ -519,7 +517,7 @@ class PlateUpdate(Update):
                 if node.n_stale:  # the stale elements among these are rescored now
                     was = np.maximum(node.stamp.take(idx), node.full_clock) < node.valid_from
                     node.n_stale -= int(was.sum())
-                node.lp_sum += f.lp_total - float(_SUM(node.elem_lp.take(idx), axis=None))
+                node.lp_sum += f.lp_total - total(node.elem_lp.take(idx))
             node.elem_lp.put(idx, f.elem_lp)
             node.stamp.put(idx, clock)
             if node.lp_sum != node.lp_sum and not node.n_stale and not node.mem_stale:

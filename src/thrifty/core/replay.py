@@ -292,8 +292,9 @@ class BatchLanes:
     def __init__(self, frame, rel, code):
         self.frame, self.rel, self.code = frame, rel, code
         self.n = frame.n
-        self.rng = frame.run.rng
-        self.strict = frame.run.mode.strict
+        run = frame.run
+        self.rng = run.rng
+        self.strict = run.mode.strict
 
     # -- observations and factors (thrifty.core.sites) ------------------------------------------
     @property

@@ -193,8 +193,8 @@ def total(lp) -> float:
     """A log-density (scalar or array over value dimensions) as a Python float."""
     if type(lp) is float:
         return lp
-    if type(lp) is np.ndarray:
-        return float(np.add.reduce(lp, axis=None))
+    if type(lp) is np.ndarray:  # (one member: its entry — the same number as the sum's)
+        return lp.item() if lp.size == 1 else float(np.add.reduce(lp, axis=None))
     return float(np.sum(lp))
 
 

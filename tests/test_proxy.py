@@ -43,7 +43,7 @@ def test_offset_plus_remainders_is_the_exact_log_ratio():
         trace2 = initialize(logistic_regression(X, y), rng, init={"w": theta})
         new = theta + 0.5 * rng.multivariate_normal(np.zeros(3), cov)
         targets = {("w",): new}
-        skel = Run(trace2, rng, targets=targets, mode=Mode(lazy=True, capture=True)).execute()
+        skel = Run(trace2, rng, targets=targets, mode=Mode.LAZY_CAPTURE).execute()
         scorer = k.scorer(trace2, rng, skel, [locate(trace2, ("w",))], targets)
         assert isinstance(scorer, TaylorSections) and scorer.N == 5000
         total = skel.log_weight + scorer.offset + scorer.evaluate(np.arange(5000)).sum()

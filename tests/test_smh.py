@@ -425,7 +425,7 @@ def test_geweke_style_data_change_triggers_setup():
     k.step(trace, rng)
     k.step(trace, rng)
     assert k.stats.extra["setups"] == 1
-    Run(trace, rng, mode=Mode(simulate_observations=True)).execute().commit()
+    Run(trace, rng, mode=Mode.SIMULATE).execute().commit()
     k.step(trace, rng)
     assert k.stats.extra["setups"] == 2
 

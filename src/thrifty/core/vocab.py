@@ -4,7 +4,8 @@ Every module of ``thrifty.core`` imports its words from here; this module import
 the core, so the node modules (plate, markov, mem) and the run orchestrator never import each
 other in a circle.
 
-* :class:`Mode` — how a :class:`~thrifty.core.run.Run` executes (strict, rescore, lazy, ...);
+* :class:`Mode` — the kinds of :class:`~thrifty.core.run.Run` (default, strict, rescore, lazy,
+  ...), each a fixed set of behaviours;
 * :class:`Plan` — which plate elements and markov steps a run executes when nothing before them
   changed;
 * :class:`VecTarget` and :data:`RESAMPLE` — proposed values for choices;
@@ -44,9 +45,11 @@ class _Resample:
 RESAMPLE = _Resample()
 
 
-@dataclass(frozen=True)
-class Mode:
-    """How a run executes (one object instead of a flag per behaviour).
+class Mode(Enum):
+    """The kinds of run: every run is one of these (a closed set — no other combination of
+    the behaviours below is a run the engine knows).
+
+    Each kind is a set of behaviours:
 
     strict : never create, redraw or leave out a choice — a missing one, or one the run no
         longer reaches, raises :class:`StructureChange`, and a replayed value outside its
@@ -61,23 +64,29 @@ class Mode:
         it in ``trace.obs_values`` on commit (the successive-conditional half of Geweke's test).
     """
 
-    strict: bool = False
-    rescore: bool = False
-    lazy: bool = False
-    capture: bool = False
-    simulate_observations: bool = False
+    #                 strict rescore lazy   capture simulate_observations
+    DEFAULT = (False, False, False, False, False)  # replay, propose, rescore what changed
+    STRICT = (True, False, False, False, False)  # no choice created, redrawn or dropped
+    RESCORE = (False, True, False, False, False)  # every section re-executed
+    LAZY = (False, False, True, False, False)  # skipped sections left stale (000 §3.5)
+    CAPTURE = (False, False, False, True, False)  # observations recorded (check, predictive)
+    RESCORE_CAPTURE = (False, True, False, True, False)  # the likelihood's structure, all of it
+    LAZY_CAPTURE = (False, False, True, True, False)  # the observations of the sections a
+    # sequential test reads
+    SIMULATE = (False, False, False, False, True)  # observations drawn afresh (Geweke)
+    SIMULATE_CAPTURE = (False, False, False, True, True)  # (posterior predictive)
+
+    def __init__(self, strict, rescore, lazy, capture, simulate_observations):
+        self.strict, self.rescore, self.lazy = strict, rescore, lazy
+        self.capture, self.simulate_observations = capture, simulate_observations
+
+    def __repr__(self) -> str:
+        return self.name
 
 
-# the kinds of run, by name (every run is one of these)
-DEFAULT = Mode()  # replay, propose, rescore what changed (MH, LMH, Gibbs's commits)
-STRICT = Mode(strict=True)  # no choice created, redrawn or dropped (enumerative Gibbs, MH)
-RESCORE = Mode(rescore=True)  # every section re-executed
-LAZY = Mode(lazy=True)  # skipped sections left stale (subsampling, 000 §3.5)
-CAPTURE = Mode(capture=True)  # observations recorded (check mode, predictive)
-RESCORE_CAPTURE = Mode(rescore=True, capture=True)  # the likelihood's structure, all of it
-LAZY_CAPTURE = Mode(lazy=True, capture=True)  # the observations of the sections a test reads
-SIMULATE = Mode(simulate_observations=True)  # observations drawn afresh (Geweke)
-SIMULATE_CAPTURE = Mode(capture=True, simulate_observations=True)  # (posterior predictive)
+DEFAULT, STRICT, RESCORE, LAZY = Mode.DEFAULT, Mode.STRICT, Mode.RESCORE, Mode.LAZY
+CAPTURE, RESCORE_CAPTURE, LAZY_CAPTURE = Mode.CAPTURE, Mode.RESCORE_CAPTURE, Mode.LAZY_CAPTURE
+SIMULATE, SIMULATE_CAPTURE = Mode.SIMULATE, Mode.SIMULATE_CAPTURE
 
 
 def sorted_unique(a: np.ndarray) -> np.ndarray:

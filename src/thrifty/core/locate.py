@@ -114,17 +114,17 @@ def plan_for(trace, locations, plan: Plan | None = None) -> Plan:
             key = loc.addr[-1]
             for plate, elems in table.readers(key).items():
                 plan.add_elements(plate, elems)
-                for chain, t in _enclosing_steps(trace, plate):
+                for chain, t in enclosing_steps(trace, plate):
                     plan.add_step(chain, t)
             for chain, steps in table.step_reader_steps(key).items():
                 for t in steps:
                     plan.add_step(chain, t)
-                    for c2, t2 in _enclosing_steps(trace, chain):
+                    for c2, t2 in enclosing_steps(trace, chain):
                         plan.add_step(c2, t2)
     return plan
 
 
-def _enclosing_steps(trace, addr) -> list:
+def enclosing_steps(trace, addr) -> list:
     """The markov steps (chain address, t) enclosing the node at ``addr``."""
     out, block, prefix = [], trace.root, ()
     rel = addr
@@ -308,10 +308,11 @@ def _stack(vals: list):
     return out
 
 
-def find_plate(trace, plate_addr):
-    """The :class:`~thrifty.core.plate.PlateNode` at ``plate_addr``."""
+def find_plate(trace, plate_addr, steps=None):
+    """The :class:`~thrifty.core.plate.PlateNode` at ``plate_addr`` (``steps``: the markov
+    steps enclosing it, when known — :func:`enclosing_steps`)."""
     block, prefix = trace.root, ()
-    for chain, t in _enclosing_steps(trace, plate_addr):
+    for chain, t in enclosing_steps(trace, plate_addr) if steps is None else steps:
         block, prefix = trace_chain(trace, chain).step_view(t), chain + (t,)
     node = block.plates.get(plate_addr[len(prefix) :])
     if node is None:
@@ -322,15 +323,16 @@ def find_plate(trace, plate_addr):
 def trace_chain(trace, chain_addr):
     """The :class:`~thrifty.core.markov.ChainNode` at ``chain_addr``."""
     block, prefix = trace.root, ()
-    for c, t in _enclosing_steps(trace, chain_addr):
+    for c, t in enclosing_steps(trace, chain_addr):
         block, prefix = block.chains[c[len(prefix) :]].step_view(t), c + (t,)
     return block.chains[chain_addr[len(prefix) :]]
 
 
-def plan_elements(trace, plan: Plan, plate_addr, elems) -> Plan:
-    """Add plate elements (and the markov steps enclosing the plate) to ``plan``."""
+def plan_elements(trace, plan: Plan, plate_addr, elems, steps=None) -> Plan:
+    """Add plate elements (and the markov steps enclosing the plate, ``steps`` when known) to
+    ``plan``."""
     plan.add_elements(plate_addr, elems)
-    for chain, t in _enclosing_steps(trace, plate_addr):
+    for chain, t in enclosing_steps(trace, plate_addr) if steps is None else steps:
         plan.add_step(chain, t)
     return plan
 
@@ -339,7 +341,7 @@ def plan_steps(trace, plan: Plan, chain_addr, steps) -> Plan:
     """Add markov steps (and the steps enclosing their chain) to ``plan``."""
     for t in np.asarray(steps).tolist():
         plan.add_step(chain_addr, t)
-    for chain, t in _enclosing_steps(trace, chain_addr):
+    for chain, t in enclosing_steps(trace, chain_addr):
         plan.add_step(chain, t)
     return plan
 

@@ -49,9 +49,9 @@ from __future__ import annotations
 import numpy as np
 
 from thrifty.core.exec_log import ExecLog, watch_plate
-from thrifty.core.locate import find_plate, trace_chain
+from thrifty.core.locate import enclosing_steps, find_plate, plan_elements, trace_chain
 from thrifty.core.mem import FRESH, KEPT
-from thrifty.core.vocab import LATENT
+from thrifty.core.vocab import LATENT, Plan
 from thrifty.errors import SelectionError
 
 
@@ -123,11 +123,18 @@ def stale(trace, kind: str, addr: tuple, items) -> np.ndarray:
 class PlateView:
     """A plate of a trace as a kernel sees it (read-only; see the module docstring)."""
 
-    __slots__ = ("_node", "addr")
+    __slots__ = ("_node", "_steps", "_trace", "addr")
 
     def __init__(self, trace, addr: tuple):
         self.addr = addr
-        self._node = find_plate(trace, addr)
+        self._trace = trace
+        self._steps = enclosing_steps(trace, addr)
+        self._node = find_plate(trace, addr, self._steps)
+
+    def plan(self, elems) -> Plan:
+        """A plan that runs the elements ``elems`` of this plate (and the markov steps that
+        enclose it)."""
+        return plan_elements(self._trace, Plan(), self.addr, elems, self._steps)
 
     @property
     def size(self) -> int:

@@ -22,13 +22,11 @@ from thrifty.core.engine import (
     DEFAULT,
     STRICT,
     Candidates,
-    Plan,
     StructureChange,
     VecTarget,
     lane_choices,
     lane_lps,
     locate,
-    plan_elements,
     plan_for,
     run_lp,
 )
@@ -110,8 +108,8 @@ class Gibbs(Selecting):
             g = PlateGroup(loc.plate_addr, loc.rel, size, np.array([loc.elem]))
             return self._group(trace, g, rng)
         if loc.kind == "element":
-            return self._element(trace, loc.plate_addr, loc.rel, loc.elem, loc.dist, loc.value,
-                                 rng)
+            return self._element(trace, plate_view(trace, loc.plate_addr), loc.rel, loc.elem,
+                                 loc.dist, loc.value, rng)
         values = self._values(loc.dist, addr)
         plan = plan_for(trace, [loc])
 
@@ -133,14 +131,15 @@ class Gibbs(Selecting):
             )
         return _support(d, addr).tolist()
 
-    def _element(self, trace, plate, rel, e: int, d, cur, rng):
-        """Gibbs on the site ``rel`` of one element ``e`` of a plate, whose value is ``cur``
-        under its element-wise distribution ``d``."""
+    def _element(self, trace, view, rel, e: int, d, cur, rng):
+        """Gibbs on the site ``rel`` of one element ``e`` of the plate ``view``, whose value is
+        ``cur`` under its element-wise distribution ``d``."""
+        plate = view.addr
         addr = plate + (e,) + rel
         values = self._values(d, addr)
         if len(values) > 2:  # one run in lanes, one to commit
-            return self._pick_lanes(trace, plate, rel, e, values, cur, rng, STRICT)
-        plan = plan_elements(trace, Plan(), plate, [e])
+            return self._pick_lanes(trace, view, rel, e, values, cur, rng, STRICT)
+        plan = view.plan([e])
         key, elems = (plate, rel), plan.plates[plate]  # the value as a plate target ([e])
 
         def run_with(v):
@@ -180,7 +179,7 @@ class Gibbs(Selecting):
             return
         if g.count == 1 and not view.coupled:  # one element (th.one): read from the view
             elems = g.element_array()
-            return self._element(trace, plate, g.rel, int(elems[0]), d,
+            return self._element(trace, view, g.rel, int(elems[0]), d,
                                  view.values(g.rel, elems)[0], rng)
         if view.coupled:
             # other sites of the plate are coupled (the elements are not independent): one
@@ -190,7 +189,7 @@ class Gibbs(Selecting):
             return
         values = _support(d, addr)
         elems = g.element_array()
-        plan = plan_elements(trace, Plan(), plate, elems)
+        plan = view.plan(elems)
         n = len(elems)
         logw = np.empty((len(values), n))
         for k, v in enumerate(values):
@@ -207,7 +206,7 @@ class Gibbs(Selecting):
         if changed.any():
             e2 = elems[changed]
             vec = {(plate, g.rel): VecTarget(e2, new[changed])}
-            plan2 = plan_elements(trace, Plan(), plate, e2)
+            plan2 = view.plan(e2)
             self.execute(trace, rng, vec=vec, plan=plan2, mode=STRICT).commit()
 
 
@@ -228,9 +227,9 @@ class Gibbs(Selecting):
         """
         view = plate_view(trace, plate)
         cur = int(view.values(rel, [e])[0])
-        self._pick_lanes(trace, plate, rel, e, view.candidates(rel, cur), cur, rng, DEFAULT)
+        self._pick_lanes(trace, view, rel, e, view.candidates(rel, cur), cur, rng, DEFAULT)
 
-    def _pick_lanes(self, trace, plate, rel, e, values, cur, rng, mode) -> None:
+    def _pick_lanes(self, trace, view, rel, e, values, cur, rng, mode) -> None:
         """Draw element ``e``'s value at ``rel`` from its full conditional over ``values``,
         scored in one run of ``e`` in lanes (:class:`~thrifty.core.engine.Candidates`:
         differences between lanes are the conditional's log-ratios); a run of ``e`` with the
@@ -241,7 +240,8 @@ class Gibbs(Selecting):
         k = len(values)
         if k < 2:
             return
-        plan = plan_elements(trace, Plan(), plate, np.array([e]))
+        plate = view.addr
+        plan = view.plan(np.array([e]))
         try:
             lanes = self.execute(
                 trace, rng, vec={(plate, rel): VecTarget(np.full(k, e), np.array(values))},

@@ -93,7 +93,7 @@ class Normal(cumulative.NormalCDF, Distribution):
     def log_prob(self, value):
         t = type(value)
         if t is not float and t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
-            value = value.item()
+            value = NP_SCALARS[t](value)
             t = type(value)
         scale = self.scale
         if (t is float or t is int) and not self.batch_shape:
@@ -169,7 +169,7 @@ class LogNormal(cumulative.LogNormalCDF, Distribution):
     def log_prob(self, value):
         t = type(value)
         if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
-            value = value.item()
+            value = NP_SCALARS[t](value)
             t = type(value)
         if (t is float or t is int) and not self.batch_shape:
             if not 0.0 < value < INF:
@@ -231,7 +231,7 @@ class StudentT(cumulative.StudentTCDF, Distribution):
     def log_prob(self, value):
         t = type(value)
         if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
-            value = value.item()
+            value = NP_SCALARS[t](value)
             t = type(value)
         df = self.df
         if (t is float or t is int) and not self.batch_shape:
@@ -307,7 +307,7 @@ class Cauchy(cumulative.CauchyCDF, Distribution):
     def log_prob(self, value):
         t = type(value)
         if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
-            value = value.item()
+            value = NP_SCALARS[t](value)
             t = type(value)
         if (t is float or t is int) and not self.batch_shape:
             if not -INF < value < INF:
@@ -359,7 +359,7 @@ class Laplace(cumulative.LaplaceCDF, Distribution):
     def log_prob(self, value):
         t = type(value)
         if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
-            value = value.item()
+            value = NP_SCALARS[t](value)
             t = type(value)
         if (t is float or t is int) and not self.batch_shape:
             if not -INF < value < INF:
@@ -421,7 +421,7 @@ class Uniform(cumulative.UniformCDF, Distribution):
     def log_prob(self, value):
         t = type(value)
         if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
-            value = value.item()
+            value = NP_SCALARS[t](value)
             t = type(value)
         if (t is float or t is int) and not self.batch_shape:
             if self.low <= value <= self.high:
@@ -470,7 +470,7 @@ class Exponential(cumulative.ExponentialCDF, Distribution):
     def log_prob(self, value):
         t = type(value)
         if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
-            value = value.item()
+            value = NP_SCALARS[t](value)
             t = type(value)
         if (t is float or t is int) and not self.batch_shape:
             if 0.0 <= value < INF:
@@ -528,7 +528,7 @@ class Gamma(cumulative.GammaCDF, Distribution):
         a, rate = self.concentration, self.rate
         t = type(value)
         if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
-            value = value.item()
+            value = NP_SCALARS[t](value)
             t = type(value)
         if (t is float or t is int) and not self.batch_shape:
             if not 0.0 <= value < INF:
@@ -591,7 +591,7 @@ class InverseGamma(cumulative.InverseGammaCDF, Distribution):
         a, b = self.concentration, self.scale
         t = type(value)
         if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
-            value = value.item()
+            value = NP_SCALARS[t](value)
             t = type(value)
         if (t is float or t is int) and not self.batch_shape:
             if not 0.0 < value < INF:
@@ -659,7 +659,7 @@ class Beta(cumulative.BetaCDF, Distribution):
         a, b = self.alpha, self.beta
         t = type(value)
         if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
-            value = value.item()
+            value = NP_SCALARS[t](value)
             t = type(value)
         if (t is float or t is int) and not self.batch_shape:
             if not 0.0 <= value <= 1.0:

@@ -43,7 +43,7 @@ ARRAY_PATH = object()  # sentinel of scalar_count: not a scalar, take the array 
 def _is_int_scalar(value) -> bool:
     t = type(value)
     if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
-        value = value.item()
+        value = NP_SCALARS[t](value)
         t = type(value)
     return t is int or t is bool or isinstance(value, np.integer)
 
@@ -53,7 +53,7 @@ def scalar_count(value):
     test then fails, so ``log_prob`` is -inf).  ``ARRAY_PATH`` for anything else."""
     t = type(value)
     if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
-        value = value.item()
+        value = NP_SCALARS[t](value)
         t = type(value)
     if t is int:
         return value
@@ -801,7 +801,7 @@ class Delta(Distribution):
     def __init__(self, value, log_density=0.0):
         t = type(value)
         if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
-            value = value.item()
+            value = NP_SCALARS[t](value)
             t = type(value)
         if t is float or t is int or t is bool:
             nan = value != value
@@ -856,7 +856,7 @@ class Delta(Distribution):
     def log_prob(self, value):
         t = type(value)
         if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
-            value = value.item()
+            value = NP_SCALARS[t](value)
             t = type(value)
         if not self.event_shape and (t is float or t is int or t is bool) and not self.batch_shape:
             return self.log_density if value == self.value else -INF

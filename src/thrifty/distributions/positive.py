@@ -97,7 +97,7 @@ class HalfNormal(Cumulative, Distribution):
     def log_prob(self, value):
         t = type(value)
         if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
-            value = value.item()
+            value = NP_SCALARS[t](value)
             t = type(value)
         if (t is float or t is int) and not self.batch_shape:
             if not 0.0 <= value < INF:
@@ -192,7 +192,7 @@ class HalfCauchy(Cumulative, Distribution):
     def log_prob(self, value):
         t = type(value)
         if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
-            value = value.item()
+            value = NP_SCALARS[t](value)
             t = type(value)
         if (t is float or t is int) and not self.batch_shape:
             if not 0.0 <= value < INF:
@@ -280,7 +280,7 @@ class HalfStudentT(Cumulative, Distribution):
     def log_prob(self, value):
         t = type(value)
         if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
-            value = value.item()
+            value = NP_SCALARS[t](value)
             t = type(value)
         df = self.df
         if (t is float or t is int) and not self.batch_shape:

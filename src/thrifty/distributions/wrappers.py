@@ -242,7 +242,7 @@ class Truncated(Distribution):
     def log_prob(self, value):
         t = type(value)
         if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
-            value = value.item()
+            value = NP_SCALARS[t](value)
             t = type(value)
         if (t is float or t is int) and not self.batch_shape:
             if self.low <= value <= self.high:
@@ -411,7 +411,7 @@ class Mixture(Distribution):
     def log_prob(self, value):
         t = type(value)
         if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)
-            value = value.item()
+            value = NP_SCALARS[t](value)
             t = type(value)
         if self._scalar and (t is float or t is int):
             terms = [lw + c.log_prob(value) for lw, c in zip(self._log_w_list, self.components)]

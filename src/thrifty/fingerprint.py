@@ -263,7 +263,7 @@ class Walker:
             if x.dtype.hasobject:
                 for v in x.ravel():
                     self._value(h, v, where, depth)
-            else:
+            elif x.size:  # (an empty array is its header: memoryview refuses to cast it)
                 h.update(memoryview(np.ascontiguousarray(x)).cast("B"))
         elif t in (list, tuple):
             h.update(f"{t.__name__}{len(x)};".encode())

@@ -39,6 +39,7 @@ from thrifty import _context
 from thrifty.core import sites
 from thrifty.core.address import as_name, fmt
 from thrifty.core.vocab import DETERMINISTIC, LATENT
+from thrifty.distributions.base import Distribution
 from thrifty.distributions.xp import SUMMED, is_foreign
 from thrifty.errors import ModelError, NotDifferentiable
 
@@ -227,6 +228,7 @@ class _Lanes:
         return target
 
     def log_prob(self, d, value):
+        d = _own(d)
         self.run.note_bounds(self.addr, d)
         return self.run.score(d, value)
 
@@ -234,6 +236,7 @@ class _Lanes:
         from thrifty.transforms import biject_to
 
         run = self.run
+        d = _own(d)
         b = biject_to(d.support)
         x = b.forward(u)
         jac = run.xp.sum(b.log_abs_det_jacobian(u))
@@ -252,11 +255,39 @@ class _Lanes:
         return value if stored is None else stored
 
     def observed_lp(self, d, value):
+        d = _own(d)
         self.run.note_bounds(self.addr, d)
-        return self.run.score(d, value), None
+        return self.run.score(d, _own(value)), None
 
     def factor_lp(self, log_weight):
         return self.run.xp.sum(log_weight), None
+
+
+def _own(x, depth: int = 0):
+    """``x`` with the NumPy arrays it holds copied: a NumPy array, or a distribution whose
+    attributes (its parameters, a wrapped base distribution, lists of them) are.  JAX keeps a
+    NumPy array that traced code reads as a constant of the compiled function *by reference*
+    until it lowers the whole trace, so an array the model fills again after the site (a buffer
+    refilled at every step of a chain, or shared by two sites) would be read with its last
+    contents; a copy holds what the site was given, as every other executor reads it.  Tracing
+    runs once per compiled density: the copies cost nothing per transition."""
+    t = type(x)
+    if t is np.ndarray:
+        return x.copy()
+    if depth > 3 or not isinstance(x, Distribution):
+        if (t is list or t is tuple) and depth <= 3 and any(
+                type(v) is np.ndarray or isinstance(v, Distribution) for v in x):
+            return t(_own(v, depth + 1) for v in x)
+        return x
+    state = getattr(x, "__dict__", None)
+    if not state:
+        return x
+    owned = {k: _own(v, depth + 1) for k, v in state.items()}
+    if all(owned[k] is v for k, v in state.items()):
+        return x
+    y = object.__new__(t)
+    y.__dict__.update(owned)
+    return y
 
 
 def _column(value, key, t):

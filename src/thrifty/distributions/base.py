@@ -108,6 +108,14 @@ def as_params(*params, owner: Distribution | None = None):
     ), shape
 
 
+def owned(p):
+    """A NumPy array parameter as the distribution's own copy (anything else as it is): for the
+    parameters a family's ``support`` reads, which the engine asks for after the site executed
+    (a gradient kernel's bijection, Gibbs's enumeration) — by then the model may have filled the
+    array it passed again (one buffer for every step of a chain, or for two sites)."""
+    return p.copy() if type(p) is np.ndarray else p
+
+
 def _foreign_params(params, owner):
     """``as_params`` for parameters some of which are arrays of another array-API library (JAX
     arrays or tracers, in a gradient run): each becomes a float64 array of that namespace

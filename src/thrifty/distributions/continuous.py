@@ -19,6 +19,7 @@ from thrifty.distributions.base import (
     all_true,
     as_params,
     describe,
+    owned,
     scalar_or_array,
 )
 from thrifty.distributions.xp import (
@@ -397,7 +398,8 @@ class Uniform(cumulative.UniformCDF, Distribution):
     _member_params = ("low", "high")
 
     def __init__(self, low=0.0, high=1.0):
-        (self.low, self.high), self.batch_shape = as_params(low, high, owner=self)
+        (lo, hi), self.batch_shape = as_params(low, high, owner=self)
+        self.low, self.high = owned(lo), owned(hi)  # (its support: read after the site)
         self._check_finite("low", self.low)
         self._check_finite("high", self.high)
         ordered = self.low < self.high

@@ -22,6 +22,7 @@ from thrifty.distributions.base import (
     describe,
     is_integral,
     is_scalar,
+    owned,
     scalar_or_array,
 )
 from thrifty.distributions.xp import (
@@ -492,8 +493,8 @@ class Binomial(ProbsLogits):
     _member_others = ("total_count",)
 
     def __init__(self, total_count, probs=None, logits=None):
-        (self.total_count,) = probs_or_logits(self, probs, logits, total_count)
-        n = self.total_count
+        (n,) = probs_or_logits(self, probs, logits, total_count)
+        self.total_count = n = owned(n)  # (its support: read after the site)
         if type(self.batch_shape) is ArrayAPIShape and type(n) is not float:
             if is_foreign(total_count):  # (a traced count: where it is invalid is recorded)
                 xp = namespace(n)
@@ -724,7 +725,8 @@ class DiscreteUniform(Distribution):
     _member_params = ("low", "high")
 
     def __init__(self, low=0, high=1):
-        (self.low, self.high), self.batch_shape = as_params(low, high, owner=self)
+        (lo, hi), self.batch_shape = as_params(low, high, owner=self)
+        self.low, self.high = owned(lo), owned(hi)  # (its support: read after the site)
         if type(self.batch_shape) is ArrayAPIShape:  # bounds of another library: recorded
             xp = namespace(self.low, self.high)
             lo, hi = asfloat(xp, self.low), asfloat(xp, self.high)

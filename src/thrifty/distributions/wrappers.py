@@ -14,6 +14,7 @@ from thrifty.distributions.base import (
     all_true,
     as_params,
     describe,
+    owned,
     scalar_or_array,
 )
 from thrifty.distributions.xp import (
@@ -118,7 +119,7 @@ class Truncated(Distribution):
             return
         if self.is_discrete:  # integer bounds, both included
             lo, hi = scalar_or_array(np.ceil(lo)), scalar_or_array(np.floor(hi))
-        self.low, self.high = lo, hi
+        self.low, self.high = owned(lo), owned(hi)  # (its support: read after the site)
         if not all_true(lo <= hi if self.is_discrete else lo < hi):
             relation = "must not exceed" if self.is_discrete else "must be less than"
             self._fail(f"low {relation} high, got low={describe(lo)}, high={describe(hi)}")

@@ -221,14 +221,18 @@ class Column:
 class ColumnSite:
     """One site over a plate's elements: a column of values and a column of log-densities."""
 
-    __slots__ = ("discrete", "dist", "kind", "lp", "values")
+    __slots__ = ("discrete", "dist", "dist_elems", "kind", "lp", "values")
 
-    def __init__(self, values: Column | None, lp: Column | None, kind, discrete=False, dist=None):
+    def __init__(self, values: Column | None, lp: Column | None, kind, discrete=False, dist=None,
+                 dist_elems=None):
         self.values = values
         self.lp = lp
         self.kind = kind
         self.discrete = discrete
-        self.dist = dist  # the distribution of the last execution (for its support)
+        self.dist = dist  # the distribution of the last execution (its family, its support)
+        # the elements ``dist`` was executed for (None: every element, in order) — what a
+        # support read from it holds for (:meth:`thrifty.core.sections.PlateView.support_of`)
+        self.dist_elems = dist_elems
 
     def take(self, elems):
         return self.values.take(elems)
@@ -240,6 +244,7 @@ class ColumnSite:
             self.kind,
             self.discrete,
             self.dist,
+            self.dist_elems,
         )
 
 
@@ -258,7 +263,7 @@ def write_sites(store: dict, frame, idx, size: int, full: bool) -> None:
             changed = True
         else:
             changed = k in frame.changed
-        cur.dist = s.dist
+        cur.dist, cur.dist_elems = s.dist, None if full else idx
         if changed and s.values is not None:
             if full:  # the execution's arrays are its own: keep them
                 cur.values.replace(np.asarray(s.values))

@@ -347,15 +347,16 @@ class PlateFrame(BatchFrame):
         cols = self.old_node.chains.get(local)
         return None if cols is None else cols.gather(self.idx)
 
-    def value_at(self, rel: tuple) -> np.ndarray:
-        """The values (one per executed element) this execution gave the site ``rel``."""
+    def site_at(self, rel: tuple) -> MemberSite:
+        """The site ``rel`` as this execution left it (values, log-densities, distribution over
+        the executed elements)."""
         s = self.new.get(rel)
         if s is not None:
-            return s.values
+            return s
         for local, steps in self.new_chains.items():
             k = len(local)
             if rel[:k] == local and len(rel) > k:
-                return steps[rel[k]].new[rel[k + 1 :]].values
+                return steps[rel[k]].new[rel[k + 1 :]]
         raise KeyError(rel)
 
     @property

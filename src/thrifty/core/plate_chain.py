@@ -22,10 +22,10 @@ from thrifty.errors import ModelError
 class _StepSite:
     """Step ``t`` of a site of :class:`ChainColumns`, read like a plate's column site."""
 
-    __slots__ = ("dist", "site", "t")
+    __slots__ = ("dist", "dist_elems", "site", "t")
 
-    def __init__(self, site, t, dist):
-        self.site, self.t, self.dist = site, t, dist
+    def __init__(self, site, t, dist, dist_elems):
+        self.site, self.t, self.dist, self.dist_elems = site, t, dist, dist_elems
 
     @property
     def kind(self):
@@ -58,6 +58,7 @@ class ChainColumns:
         self.sites: dict = {}  # rel → plate column site over (N, T, ...)
         self.present: dict = {}  # rel → (T,) bool
         self.dists: dict = {}  # rel → list of T distributions
+        self.dist_elems = None  # the elements they were executed for (None: every element)
 
     @classmethod
     def build(cls, steps: list, size: int) -> ChainColumns:
@@ -81,19 +82,20 @@ class ChainColumns:
                 site.values.put(idx, vals)
             site.lp.put(idx, lps)
             self.dists[rel] = [sf.new[rel].dist if rel in sf.new else None for sf in steps]
+        self.dist_elems = idx
 
     def gather(self, idx) -> _Gathered:
         return _Gathered(self, idx)
 
     def step_sites(self, t: int) -> dict:
-        return {rel: _StepSite(s, t, self.dists[rel][t])
+        return {rel: _StepSite(s, t, self.dists[rel][t], self.dist_elems)
                 for rel, s in self.sites.items() if self.present[rel][t]}
 
     def step_site(self, t: int, rel: tuple):
         s = self.sites.get(rel)
         if s is None or not 0 <= t < self.T or not self.present[rel][t]:
             return None
-        return _StepSite(s, t, self.dists[rel][t])
+        return _StepSite(s, t, self.dists[rel][t], self.dist_elems)
 
     def latent_names(self) -> list:
         rels = [rel for rel, s in self.sites.items() if s.kind == LATENT]
@@ -111,6 +113,7 @@ class ChainColumns:
         out.sites = {k: s.share() for k, s in self.sites.items()}
         out.present = dict(self.present)
         out.dists = dict(self.dists)
+        out.dist_elems = self.dist_elems
         return out
 
 

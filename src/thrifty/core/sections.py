@@ -51,7 +51,8 @@ import numpy as np
 from thrifty.core.exec_log import ExecLog, watch_plate
 from thrifty.core.locate import enclosing_steps, find_plate, plan_elements, trace_chain
 from thrifty.core.mem import FRESH, KEPT
-from thrifty.core.vocab import LATENT, Plan
+from thrifty.core.run import Run
+from thrifty.core.vocab import LATENT, STRICT, Plan
 from thrifty.errors import SelectionError
 
 
@@ -71,7 +72,7 @@ def run_values(run, plate: tuple, rel: tuple, elems) -> np.ndarray:
     """The values ``run`` gave the site ``rel`` of the plate at ``plate`` at elements
     ``elems`` (each executed by it)."""
     frame = run.plate_frames[plate]
-    return frame.value_at(rel)[frame.positions(np.asarray(elems))]
+    return frame.site_at(rel).values[frame.positions(np.asarray(elems))]
 
 
 def run_q(run, plate: tuple, elems) -> np.ndarray | None:
@@ -152,9 +153,47 @@ class PlateView:
         return site is not None and site.dist is not None and bool(site.dist.coupled)
 
     def dist(self, rel: tuple):
-        """The distribution of the site ``rel`` (its element-wise form), or None."""
+        """The distribution the site ``rel`` was last executed under, or None: its family and
+        shapes (it may be of the elements of the last run only: for a support, see
+        :meth:`support_of`)."""
         site = self._node.site(rel)
         return None if site is None else site.dist
+
+    def support_of(self, rel: tuple, elems=None):
+        """A distribution of the site ``rel`` whose support is that of the elements ``elems``
+        (``None``: every element, its entries in element order; one element: that element's
+        own; several: a distribution covering each's — values outside one's support score
+        −∞ there).  A plate's stored distribution is that of its last run, which may have
+        executed other elements; it serves when its family's support does not depend on the
+        parameters (``support_varies``) or when that run executed these elements; otherwise
+        the elements are executed as they are now (a strict replay, never committed, on a
+        generator of its own) for theirs."""
+        site = self._node.site(rel)
+        d = site.dist
+        if d is None or not d.support_varies:
+            return d
+        have = site.dist_elems  # (None: the last run executed every element)
+        bs = d.batch_shape
+        if not bs or bs[0] not in (self.size if have is None else len(have), 1):
+            return d  # parameters shared by the elements: each element's own
+        want = None if elems is None else np.asarray(elems).reshape(-1)
+        if want is not None and have is not None:
+            pos = np.searchsorted(have, want)
+            if not (np.all(pos < len(have)) and np.array_equal(have[np.minimum(
+                    pos, len(have) - 1)], want)):
+                pos = None  # (some are not among them)
+        else:
+            pos = want
+        if have is None and want is None:
+            return d
+        if pos is not None:
+            if len(pos) != 1:
+                return d
+            one = d.member(int(pos[0]))
+            if one is not None:
+                return one
+        return _executed(self._trace, self.addr, self._steps,
+                         np.arange(self.size) if want is None else want).site_at(rel).dist
 
     def discrete(self, rel: tuple) -> bool:
         return bool(self._node.site(rel).discrete)
@@ -167,6 +206,14 @@ class PlateView:
         """The values a Gibbs update of a process's draw weighs (its state's candidates: for a
         CRP, the occupied tables and a new one)."""
         return self._node.procs[rel].candidates(current)
+
+
+def _executed(trace, addr, steps, elems):
+    """The frame of the plate at ``addr`` (enclosed by the markov ``steps``) in a replay of its
+    elements ``elems`` — strict, never committed, on a generator of its own."""
+    plan = plan_elements(trace, Plan(), addr, elems, steps)
+    run = Run(trace, np.random.default_rng(0), plan=plan, mode=STRICT).execute()
+    return run.plate_frames[addr]
 
 
 def plate(trace, addr: tuple) -> PlateView:
@@ -226,7 +273,12 @@ def plate_chain_column(trace, plate: tuple, chain: tuple, rel: tuple, who: str) 
         raise SelectionError(f"{who}: no latent site {name!r} of a markov chain in a plate")
     if not cols.present[rel].all():
         raise SelectionError(f"{who}: the site {name!r} is not present in every step")
-    return np.asarray(site.values.array()), list(cols.dists[rel])
+    dists = list(cols.dists[rel])
+    if cols.dist_elems is not None and any(d.support_varies for d in dists):
+        # (the last run executed some elements only: each step's over every element, now)
+        steps = _executed(trace, plate, (), np.arange(node.size)).new_chains[chain]
+        dists = [sf.new[rel].dist for sf in steps]
+    return np.asarray(site.values.array()), dists
 
 
 def chain_states(trace) -> dict:

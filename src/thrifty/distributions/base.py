@@ -212,6 +212,9 @@ class Distribution:
     is_discrete: bool = False
     has_enumerate_support: bool = False
     coupled: bool = False  # draws coupled across plate elements (th.CRP, collapsed families)
+    # the support depends on the parameters' values (bounds, a count, a point): entries of a
+    # batch may have different supports, so one element's distribution does not give another's
+    support_varies: bool = False
     domain: constraints.Constraint = constraints.real
     _error: str | None = None
     # the family's array path is written against the array API (it takes JAX arrays)

@@ -392,6 +392,8 @@ class Uniform(cumulative.UniformCDF, Distribution):
     (-1.386294, -inf, [0.0, 4.0])
     """
 
+    support_varies = True  # (its support: [low, high])
+
     domain = constraints.real
     array_api = True
 

@@ -513,7 +513,7 @@ class HMC(Selecting):
             view = plate_view(trace, g.plate_addr)
             key = (g.plate_addr, g.rel)
             out.append((key, key_name(key), view.values(g.rel, np.arange(g.size)),
-                        view.dist(g.rel), view.discrete(g.rel)))
+                        view.support_of(g.rel), view.discrete(g.rel)))
         for _, name, _, _, discrete in out:
             if discrete:
                 raise SelectionError(f"{self.name}: {name} is discrete; a gradient kernel moves "

@@ -108,8 +108,9 @@ class Gibbs(Selecting):
             g = PlateGroup(loc.plate_addr, loc.rel, size, np.array([loc.elem]))
             return self._group(trace, g, rng)
         if loc.kind == "element":
-            return self._element(trace, plate_view(trace, loc.plate_addr), loc.rel, loc.elem,
-                                 loc.dist, loc.value, rng)
+            view = plate_view(trace, loc.plate_addr)
+            return self._element(trace, view, loc.rel, loc.elem,
+                                 view.support_of(loc.rel, [loc.elem]), loc.value, rng)
         values = self._values(loc.dist, addr)
         plan = plan_for(trace, [loc])
 
@@ -122,12 +123,15 @@ class Gibbs(Selecting):
         self._pick(values, loc.value, run_with, rng)
 
     @staticmethod
-    def _values(d, addr) -> list:
-        """The values of one choice's finite support."""
-        if d is not None and d.batch_shape:
+    def _values(d, addr, value=None) -> list:
+        """The values of one choice's finite support; ``value``: the current value of a plate
+        element's choice (whose distribution may hold the other elements' entries too)."""
+        n = np.size(value) if value is not None else (
+            int(np.prod(d.batch_shape)) if d is not None and d.batch_shape else 1)
+        if n != 1:
             raise SelectionError(
-                f"gibbs: {fmt(addr)} holds {int(np.prod(d.batch_shape))} values; enumerating "
-                "their joint support is not supported — put them in a plate"
+                f"gibbs: {fmt(addr)} holds {n} values; enumerating their joint support is not "
+                "supported — put them in a plate"
             )
         return _support(d, addr).tolist()
 
@@ -136,7 +140,7 @@ class Gibbs(Selecting):
         ``cur`` under its element-wise distribution ``d``."""
         plate = view.addr
         addr = plate + (e,) + rel
-        values = self._values(d, addr)
+        values = self._values(d, addr, cur)
         if len(values) > 2:  # one run in lanes, one to commit
             return self._pick_lanes(trace, view, rel, e, values, cur, rng, STRICT)
         plan = view.plan([e])
@@ -179,7 +183,8 @@ class Gibbs(Selecting):
             return
         if g.count == 1 and not view.coupled:  # one element (th.one): read from the view
             elems = g.element_array()
-            return self._element(trace, view, g.rel, int(elems[0]), d,
+            e = int(elems[0])
+            return self._element(trace, view, g.rel, e, view.support_of(g.rel, elems),
                                  view.values(g.rel, elems)[0], rng)
         if view.coupled:
             # other sites of the plate are coupled (the elements are not independent): one
@@ -187,7 +192,7 @@ class Gibbs(Selecting):
             for e in g.element_array().tolist():
                 self._site(trace, plate + (e,) + g.rel, rng, one=True)
             return
-        values = _support(d, addr)
+        values = _support(view.support_of(g.rel, g.elems), addr)
         elems = g.element_array()
         plan = view.plan(elems)
         n = len(elems)

@@ -123,3 +123,26 @@ def test_every_family_whose_support_reads_its_parameters_says_so():
                 found[c.__name__] = c.support_varies
     assert {n for n, v in found.items() if not v} == shared, found
     assert {"Uniform", "Binomial", "DiscreteUniform", "Truncated", "Delta"} <= set(found)
+
+
+@th.model
+def chained_boxes():
+    with th.plate("data", len(LO)) as i:
+        z = th.sample("z", dist.Bernoulli(0.5))
+        th.observe("w", dist.Normal(z, 1.0), 0.3)
+
+        def step(t, prev):
+            x = th.sample("x", dist.Uniform(LO[i], LO[i] + 1.0))
+            th.observe("y", dist.Normal(x, 1.0), LO[i] + 0.5)
+            return x
+
+        th.markov("c", step, 2)
+
+
+def test_nuts_on_a_chain_in_a_plate_beside_one_element_gibbs():
+    r = th.infer(chained_boxes(), th.cycle([th.nuts("data.c.x"), th.gibbs(th.one("data.z"))]),
+                 num_samples=600, burn_in=200, seed=4, progress=False)
+    x = r["data.c.x"]  # (chains, draws, elements, steps)
+    post = stats.truncnorm(-0.5, 0.5, loc=0.0, scale=1.0)
+    for e, lo in enumerate(LO.tolist()):
+        check_continuous(x[..., e, 1] - lo - 0.5, 0.0, post.std(), post.cdf, f"x[{e}, 1]")

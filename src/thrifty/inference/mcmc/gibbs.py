@@ -126,8 +126,10 @@ class Gibbs(Selecting):
     def _values(d, addr, value=None) -> list:
         """The values of one choice's finite support; ``value``: the current value of a plate
         element's choice (whose distribution may hold the other elements' entries too)."""
-        n = np.size(value) if value is not None else (
-            int(np.prod(d.batch_shape)) if d is not None and d.batch_shape else 1)
+        if value is not None:
+            n = value.size if type(value) is np.ndarray else 1
+        else:
+            n = int(np.prod(d.batch_shape)) if d is not None and d.batch_shape else 1
         if n != 1:
             raise SelectionError(
                 f"gibbs: {fmt(addr)} holds {n} values; enumerating their joint support is not "

@@ -3,7 +3,9 @@ value, refilled at every step of a chain or shared by two sites — has the post
 that passes fresh arrays: with the same seed, every kernel gives identical draws.  The engine
 reads a site's distribution after the site executed (a gradient kernel's bijection from its
 support; a gradient run's compiled density, into which JAX takes NumPy constants by reference
-until it lowers the whole trace), so it must hold what the site was given."""
+until it lowers the whole trace), so it must hold what the site was given.  A buffer the model's
+own code computes with before a site sees it (``w * buf``) the engine cannot copy: a gradient
+kernel whose compiled density then reads it with its last contents refuses the model."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import pytest
 
 import thrifty as th
 from thrifty import dist
+from thrifty.errors import ModelError
 from thrifty.models.hmm import INITIAL, MEANS, OBSERVATIONS, TRANSITIONS
 
 _BUFFERS: dict = {}
@@ -221,6 +224,81 @@ def test_a_gradient_kernel_on_a_buffer_rewrite(name):
     pytest.importorskip("jax")
     model, kernel = GRADIENT[name]
     _same(model, kernel, num_samples=30, burn_in=20)
+
+
+XS = np.linspace(-1.0, 1.0, 8)
+YS2 = 2.0 * XS + 0.1
+T = 4
+XT = _R.normal(size=(N, T))
+
+
+def scaled_walk(P):
+    """Each step's mean a state plus the slope times a buffer: a product the model makes
+    before a site."""
+    @th.model
+    def m():
+        w = th.sample("w", dist.Normal(0.0, 3.0))
+
+        def step(t, prev):
+            x = th.sample("x", dist.Normal(0.0 if t == 0 else prev, 0.1))
+            th.observe("y", dist.Normal(x + w * P("wx", XS[t:t + 1]), 0.5), YS2[t:t + 1])
+            return x
+
+        th.markov("s", step, len(XS))
+
+    return m()
+
+
+def two_regressions(P):
+    """Two sites of a plate whose means are slopes times one buffer, refilled between them."""
+    @th.model
+    def m():
+        w = th.sample("w", dist.Normal(0.0, 3.0))
+        v = th.sample("v", dist.Normal(0.0, 3.0))
+        with th.plate("data", N) as i:
+            th.observe("y", dist.Normal(w * P("wx", X[i]), 0.5), Y[i])
+            th.observe("y2", dist.Normal(v * P("wx", PB[i]), 0.5), YM[i])
+
+    return m()
+
+
+def plate_of_walks(P):
+    """A chain in a plate, each step's means the slope times a buffer."""
+    @th.model
+    def m():
+        w = th.sample("w", dist.Normal(0.0, 3.0))
+        with th.plate("data", N) as i:
+            def step(t, prev):
+                th.observe("y", dist.Normal(w * P("wx", XT[i, t]), 0.5), 1.5 * XT[i, t])
+                return t
+
+            th.markov("s", step, T)
+
+    return m()
+
+
+BY_REFERENCE = {
+    "a chain's means": (scaled_walk, ["w"]),
+    "a plate's two sites": (two_regressions, ["w", "v"]),
+    "a plate's chains": (plate_of_walks, ["w"]),
+}
+
+
+@pytest.mark.parametrize("default", [False, True], ids=["nuts", "the default kernel"])
+@pytest.mark.parametrize("name", list(BY_REFERENCE))
+def test_a_gradient_kernel_refuses_a_buffer_its_compiled_density_reads_by_reference(name,
+                                                                                    default):
+    """A buffer refilled in place and multiplied by a choice's value before any site sees it:
+    the compiled density would read its last contents at every use (JAX keeps it by
+    reference), a posterior far from the model's — the kernel refuses, naming the fix, and
+    runs the model that builds new arrays."""
+    pytest.importorskip("jax")
+    model, block = BY_REFERENCE[name]
+    kernel = (lambda: None) if default else (lambda: th.nuts(block))
+    th.infer(model(fresh), kernel(), num_samples=10, burn_in=10, seed=3, progress=False)
+    said = "default kernel assigned NUTS" if default else r"nuts\("
+    with pytest.raises(ModelError, match=f"{said}.*changes a NumPy array in place"):
+        th.infer(model(buffered), kernel(), num_samples=10, burn_in=10, seed=3, progress=False)
 
 
 @pytest.mark.parametrize("model", [hmm, lambda P: hmm(P, TR20, IN20, M20, Y20), walk, mv_walk])

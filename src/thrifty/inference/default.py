@@ -274,6 +274,7 @@ def _gradient_kernel(trace, names) -> tuple:
     except ImportError:
         return None, "JAX is not installed: pip install 'thrifty[jax]' for NUTS"
     k = nuts(names)
+    k.by_default = True  # (its refusals say who chose it)
     try:
         k.probe(trace)
     except (ModelError, DistributionError, SelectionError) as e:

@@ -60,7 +60,7 @@ from thrifty.core.engine import (
     top_site,
 )
 from thrifty.core.engine import plate as plate_view
-from thrifty.errors import NotDifferentiable, SelectionError
+from thrifty.errors import ModelError, NotDifferentiable, SelectionError
 from thrifty.fingerprint import value_digest
 from thrifty.inference.selecting import Selecting
 
@@ -114,7 +114,7 @@ class _Compiled:
 
         import jax.numpy as jnp
 
-        self.data_inputs = any(k[:1] == (ARGUMENT,) for k in okeys)  # (see HMC._agrees)
+        self.data_inputs = any(k[:1] == (ARGUMENT,) for k in okeys)  # (see HMC._prepare)
         sizes = [int(np.prod(s)) for s in ushapes]
         offsets = np.cumsum([0, *sizes])
 
@@ -139,6 +139,13 @@ class _Compiled:
             """The constrained values at ``u`` and log p(x, y) (no Jacobian)."""
             r = run(u, ovals)
             return [r.values[k] for k in keys], r.lp - r.jac
+
+        def eager(u, ovals) -> float:
+            """log p(x, y) at ``u``, the program executed by JAX one operation at a time —
+            nothing compiled, so each operation reads its NumPy operands as they are when it
+            executes (see :meth:`HMC._agrees`)."""
+            r = run(jnp.asarray(u), ovals)
+            return float(r.lp - r.jac)
 
         if kernel.nuts:
             transition = blackjax.nuts.build_kernel()
@@ -260,6 +267,7 @@ class _Compiled:
                                       if bool(jnp.any(t != 0))))
 
         self.probe = probe
+        self.eager = eager
         self.moving_supports = moving_supports
         self.compile_loop = compile_loop
         self.chunk = None
@@ -270,6 +278,21 @@ class _Compiled:
         self.size = int(offsets[-1])
         self.length = 1  # set by the kernel once the shapes are known (see HMC._compile)
         self.idle = None  # an adaptation state for chunks that do not adapt
+
+
+def _name(key) -> str:
+    """The variable name of a block key (a site, a plate's or a chain's site)."""
+    if is_plate_chain(key):
+        return dotted(key[0] + key[1] + key[2])
+    return dotted(key[0] + key[1]) if key and isinstance(key[0], tuple) else dotted(key)
+
+
+AGREE = 1e-9  # a compiled log-density agrees within this, relative and absolute: rounding
+
+
+def _close(a: float, b: float) -> bool:
+    """Whether two log-densities agree up to rounding (:data:`AGREE`; both −∞ agree)."""
+    return a == b or abs(a - b) <= AGREE * (1.0 + abs(b))
 
 
 def jax_tree_map(f, tree):
@@ -383,6 +406,7 @@ class HMC(Selecting):
     name = "hmc"
     nuts = False
     uses_jax = True  # (chains in worker processes: see thrifty.runtime.parallel.start_method)
+    by_default = False  # assigned by th.infer's default kernel, not by the user
 
     def __init__(self, selection, step_size: float | None = None, num_steps: int | None = None,
                  *, target_accept: float = 0.8, dense_mass: bool = False,
@@ -408,7 +432,7 @@ class HMC(Selecting):
         self._last: dict = {}  # the statistics of the last transition (per-draw stats)
         self._since = None  # ((trace uid, clock, choices), what _prepare gave) after a step
         self._keys: dict = {}  # id(program) → _ProgramKeys: made once a copy
-        self._agreed: set = set()  # compiled functions taking data that _agrees checked
+        self._agreed: set = set()  # compiled functions _agrees found to be the program's
         self.constants = None  # (names, where, any of them an array): discrete choices compiled
         # in as constants (a compilation per value met)
         self._recompiles = 0  # compilations for new values of them (see _compile)
@@ -552,34 +576,46 @@ class HMC(Selecting):
 
     def _prepare(self, trace, cs, transitions: bool = False):
         """(block keys, unconstrained start, compiled functions, their other values);
-        ``transitions``: for transitions, which the functions' agreement with the trace
-        (:meth:`_agrees`) must precede — a probe of the density compiles nothing."""
+        ``transitions``: for transitions, which the functions' agreement with the program
+        (:meth:`_agrees`, once per compiled function and chain) must precede — a probe of the
+        density compiles nothing.  Compiled functions that take the program's data as inputs
+        and disagree are replaced by those taking them as constants: tracing refuses code that
+        needs the data's values (``np.log(y)``, ``if y[0] > 0``), but code that reads their
+        *type* (``isinstance(y, np.ndarray)``) traces, and is caught here."""
         keys, u0, ushapes = self._start(trace, cs)
         others = other_values(trace, set(keys))
         program = trace.program
         comp, ovals = self._compile(program, keys, ushapes, others)
-        if transitions and comp.data_inputs and comp not in self._agreed:
-            agrees = self._agrees(comp, u0, self._start(trace, cs, True)[3], ovals, trace)
-            if agrees:
-                self._agreed.add(comp)
-            else:  # (None: the trace's log-joint is not known — this step takes them as
-                # constants, and a later one checks again)
+        if transitions and comp not in self._agreed:
+            jac0 = self._start(trace, cs, True)[3]
+            agrees = self._agrees(comp, u0, jac0, ovals, trace, keys)
+            if not agrees and comp.data_inputs:  # (None: the trace's log-joint is not known —
+                # this step takes the data as constants, and a later one checks again)
                 if agrees is False:
                     _store(self._marker(self._program(program), keys, ushapes, others),
                            DATA_AS_CONSTANTS)
                 comp, ovals = self._compile(program, keys, ushapes, others, True)
+                agrees = agrees is False and self._agrees(comp, u0, jac0, ovals, trace, keys)
+            if agrees:
+                self._agreed.add(comp)
         return keys, u0, comp, ovals
 
-    def _agrees(self, comp, u0, jac0, ovals, trace) -> bool | None:
-        """Whether the compiled density, which takes the program's data as inputs, gives the
-        trace's log-joint at its state — the program executed by the engine on the data as the
-        program holds them (``jac0``: the block's log-Jacobians there, which the compiled
-        density includes).  Tracing refuses code that needs the data's values (``np.log(y)``,
-        ``if y[0] > 0``); code that reads their *type* (``isinstance(y, np.ndarray)``) traces,
-        and is caught here: the data are then compiled in as constants.  One compiled call of
-        no transition (the loop's start, so nothing is compiled that the transitions do not
-        need) per program and chain; None when the trace's log-joint is not known (elements
-        left stale by a subsampling kernel)."""
+    def _agrees(self, comp, u0, jac0, ovals, trace, keys) -> bool | None:
+        """Whether the compiled density is the program's at the trace's state: it gives the
+        trace's log-joint there — the program executed by the engine (``jac0``: the block's
+        log-Jacobians, which the compiled density includes) — up to rounding (:data:`AGREE`),
+        or, where JAX's functions and NumPy's round differently, the program executed by JAX
+        one operation at a time (:meth:`_Compiled.eager`).  One compiled call of no transition
+        (the loop's start, so nothing is compiled that the transitions do not need), and the
+        eager run only when the first comparison fails; None when the trace's log-joint is
+        not known (elements left stale by a subsampling kernel).  False when a density taking
+        the data as inputs differs from the engine's as the eager run does (the model reads
+        the data's type: see :meth:`_prepare`).
+
+        Raises ModelError when the compiled density differs from the eager run: JAX keeps a
+        NumPy array that traced code reads by reference until it compiles the whole trace,
+        so an array the model refills in place between uses (a buffer refilled at each step
+        of a chain) is read with its last contents at every use."""
         import jax.numpy as jnp
 
         b = trace.known_log_joint()
@@ -589,7 +625,29 @@ class HMC(Selecting):
         packed, _ = comp.chunk(np.uint32(0), np.int64(0), u0, ovals, comp.idle, comp.no_stages,
                                np.bool_(False), np.float64(1.0), imm)
         a = float(np.asarray(packed)[-1]) - jac0
-        return a == b or bool(np.isclose(a, b, rtol=1e-9, atol=1e-9))
+        if _close(a, b):
+            return True
+        e = comp.eager(u0, ovals)
+        if not _close(a, e):
+            raise ModelError(self._disagreement(keys, a, e, b))
+        return not comp.data_inputs
+
+    def _disagreement(self, keys, compiled, eager, engine) -> str:
+        """Why the compiled density is not the program's, and the fixes."""
+        names = ", ".join(map(_name, keys))
+        who = (f"th.infer's default kernel assigned NUTS to {names}, and its compiled "
+               "log-density" if self.by_default else
+               f"{self.label()}: the compiled log-density of the block {names}")
+        other = (" — or give th.infer a kernel that does not compile the model for these "
+                 "choices (th.mh(..., th.drift()) or th.lmh())" if self.by_default else "")
+        return (f"{who} disagrees with the program at the trace's state ({compiled:.10g} "
+                f"compiled, {eager:.10g} with JAX executing the model one operation at a time, "
+                f"{engine:.10g} the engine's log-joint): the model's code probably changes a "
+                "NumPy array in place between two uses (a buffer refilled at each step of a "
+                "chain, or for a second site) and computes with it and a choice's value; JAX "
+                "keeps such an array by reference until it compiles the whole density, so "
+                "every use reads its last contents. Build a new array at each use instead "
+                f"(w * np.array([x]) rather than buf[0] = x; w * buf){other}")
 
     def _start(self, trace, cs, jacobian: bool = False):
         """(block keys, the block's values in unconstrained space as one vector, shapes), and
@@ -691,14 +749,8 @@ class HMC(Selecting):
         if self._pending is None:
             return None
         keys, values, lj = self._pending
-        out = {}
-        for k, v in zip(keys, values):
-            if is_plate_chain(k):
-                name = dotted(k[0] + k[1] + k[2])
-            else:
-                name = dotted(k[0] + k[1]) if k and isinstance(k[0], tuple) else dotted(k)
-            out[name] = float(v) if np.ndim(v) == 0 else np.array(v)
-        return out, lj
+        return {_name(k): float(v) if np.ndim(v) == 0 else np.array(v)
+                for k, v in zip(keys, values)}, lj
 
     def flush(self, trace) -> None:
         """Write the draw :meth:`pending_draw` holds into the trace (the chain does before

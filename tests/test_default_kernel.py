@@ -166,6 +166,26 @@ def test_a_chain_that_pgas_refuses_gets_lmh():
     assert r["unit.s.x"].shape == (1, 20, 3, 4)
 
 
+@th.model
+def observed_chain(x, y):
+    w = th.sample("w", dist.Normal(0.0, 3.0))
+
+    def step(t, prev):  # (no latent choice: every step observes)
+        th.observe("y", dist.Normal(w * np.array([x[t]]), 0.5), np.array([y[t]]))
+        return t
+
+    th.markov("s", step, len(x))
+
+
+def test_a_chain_without_latent_choices_gets_no_kernel():
+    # (it got th.lmh(['s']) — PGAS refuses its observations' shape — which then found nothing
+    # to move: a SelectionError before the first draw)
+    x = np.linspace(-1.0, 1.0, 8)
+    r = th.infer(observed_chain(x, 2.0 * x + 0.1), num_samples=20, burn_in=20, seed=0,
+                 progress=False)
+    assert "chain" not in r.notes[0] and "assigned NUTS to w (th.nuts(['w']))" in r.notes[0]
+
+
 A2 = np.array([[0.9, 0.1], [0.15, 0.85]])
 
 

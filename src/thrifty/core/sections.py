@@ -237,12 +237,13 @@ def top_discrete(trace, addr: tuple) -> bool:
     return bool(trace.root.get_site(addr).discrete)
 
 
-def chains(trace) -> list[tuple]:
+def chains(trace, latent: bool = False) -> list[tuple]:
     """The markov chains at the top level and in top-level plates: ``(plate address or None,
-    chain address within it)`` for each."""
+    chain address within it)`` for each (``latent``: those that hold a latent choice)."""
     root = trace.root
-    return [(None, c) for c in root.chains] + [
-        (p, c) for p, node in root.plates.items() for c in node.chains]
+    return [(None, c) for c, node in root.chains.items() if not latent or node.n_latent] + [
+        (p, c) for p, node in root.plates.items() for c, cols in node.chains.items()
+        if not latent or any(s.kind == LATENT for s in cols.sites.values())]
 
 
 def chain_column(trace, chain: tuple, rel: tuple, who: str) -> tuple:

@@ -138,9 +138,11 @@ def _default_kernel(program, rng) -> tuple:
             parts.append(gibbs(n))
             parts[-1].by_default = True  # (its refusals say who chose it)
         said.append(f"Gibbs to {', '.join(finite)}")
+    sampled = {c for t in traces for c in chains(t, latent=True)}  # (a chain of no latent
+    # choice in any prior trace, its steps all observations: nothing to sample there)
     for plate, chain in chains(trace):
         name = ".".join(map(str, (plate or ()) + chain))
-        if name in smooth:
+        if name in smooth or (plate, chain) not in sampled:
             continue
         why = _particles_refuse(name, trace, rng)
         if why is not None:  # (e.g. other latent choices in the chain's plate): LMH takes it
@@ -151,7 +153,8 @@ def _default_kernel(program, rng) -> tuple:
         said.append(f"PGAS ({PARTICLES} particles) to the chain {name}")
     if rest:  # (every choice the other kernels do not take: also those that appear later)
         taken = [n for n in names if n not in rest] + walked + [
-            ".".join(map(str, (plate or ()) + chain)) for plate, chain in chains(trace)]
+            ".".join(map(str, (plate or ()) + chain)) for plate, chain in chains(trace)
+            if (plate, chain) in sampled]
         parts.append(lmh(exclude=taken) if taken else lmh())
         said.append(f"LMH to {', '.join(rest)} and any other choice that appears")
     if not parts:

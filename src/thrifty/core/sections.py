@@ -11,7 +11,8 @@ nodes:
   the sections among them whose stored log-density is out of date (000 §3.5);
 * :class:`PlateView` (:func:`plate`) — a plate of a trace as a kernel may see it: its size,
   whether its sites are coupled (a process's draws), a site's distribution and stored values,
-  a coupled site's candidate values;
+  the support of some of its elements (``support_of``), a plan of some elements, a coupled
+  site's candidate values;
 * :func:`lane_lps`, :func:`lane_choices` — the lanes of a candidate run (one element's
   alternative values scored in one execution);
 * :func:`run_plate_lps`, :func:`plate_clock` — every executed element's log-density per

@@ -301,6 +301,19 @@ def test_a_gradient_kernel_refuses_a_buffer_its_compiled_density_reads_by_refere
         th.infer(model(buffered), kernel(), num_samples=10, burn_in=10, seed=3, progress=False)
 
 
+def test_a_gradient_kernel_refuses_a_buffer_while_the_log_joint_is_unknown(monkeypatch):
+    """Elements left stale by a subsampling kernel leave the trace's log-joint unknown: the
+    transitions still use the compiled density, so its agreement with the eager run (which
+    needs no log-joint) is checked before them."""
+    pytest.importorskip("jax")
+    from thrifty.core.trace import Trace
+
+    monkeypatch.setattr(Trace, "known_log_joint", lambda self: float("nan"))
+    with pytest.raises(ModelError, match=r"nuts\(.*changes a NumPy array in place"):
+        th.infer(scaled_walk(buffered), th.nuts(["w"]), num_samples=10, burn_in=10, seed=3,
+                 progress=False)
+
+
 @pytest.mark.parametrize("model", [hmm, lambda P: hmm(P, TR20, IN20, M20, Y20), walk, mv_walk])
 def test_smc_evidence_of_a_buffer_rewrite(model):
     a, b = (th.smc(model(P), 20, seed=1).log_evidence for P in (fresh, buffered))

@@ -433,6 +433,7 @@ class HMC(Selecting):
         self._since = None  # ((trace uid, clock, choices), what _prepare gave) after a step
         self._keys: dict = {}  # id(program) → _ProgramKeys: made once a copy
         self._agreed: set = set()  # compiled functions _agrees found to be the program's
+        self._eager_agreed: set = set()  # compiled functions that agree with the eager run
         self.constants = None  # (names, where, any of them an array): discrete choices compiled
         # in as constants (a compilation per value met)
         self._recompiles = 0  # compilations for new values of them (see _compile)
@@ -595,7 +596,8 @@ class HMC(Selecting):
                     _store(self._marker(self._program(program), keys, ushapes, others),
                            DATA_AS_CONSTANTS)
                 comp, ovals = self._compile(program, keys, ushapes, others, True)
-                agrees = agrees is False and self._agrees(comp, u0, jac0, ovals, trace, keys)
+                if comp not in self._agreed:
+                    agrees = self._agrees(comp, u0, jac0, ovals, trace, keys)
             if agrees:
                 self._agreed.add(comp)
         return keys, u0, comp, ovals
@@ -619,17 +621,22 @@ class HMC(Selecting):
         import jax.numpy as jnp
 
         b = trace.known_log_joint()
-        if b != b:
-            return None
+        if b != b and comp in self._eager_agreed:
+            return None  # (the compiled density is the eager run's: nothing more to learn)
         imm = jnp.eye(comp.size) if self.dense_mass else jnp.ones(comp.size)
         packed, _ = comp.chunk(np.uint32(0), np.int64(0), u0, ovals, comp.idle, comp.no_stages,
                                np.bool_(False), np.float64(1.0), imm)
         a = float(np.asarray(packed)[-1]) - jac0
         if _close(a, b):
             return True
+        # (also when the trace's log-joint is not known — elements left stale: the eager run
+        # needs none, and the transitions of this step use this compiled density)
         e = comp.eager(u0, ovals)
         if not _close(a, e):
             raise ModelError(self._disagreement(keys, a, e, b))
+        self._eager_agreed.add(comp)
+        if b != b:
+            return None
         return not comp.data_inputs
 
     def _disagreement(self, keys, compiled, eager, engine) -> str:
@@ -642,7 +649,8 @@ class HMC(Selecting):
                  "choices (th.mh(..., th.drift()) or th.lmh())" if self.by_default else "")
         return (f"{who} disagrees with the program at the trace's state ({compiled:.10g} "
                 f"compiled, {eager:.10g} with JAX executing the model one operation at a time, "
-                f"{engine:.10g} the engine's log-joint): the model's code probably changes a "
+                + (f"{engine:.10g} the engine's log-joint" if engine == engine else
+                   "the engine's log-joint not known") + "): the model's code probably changes a "
                 "NumPy array in place between two uses (a buffer refilled at each step of a "
                 "chain, or for a second site) and computes with it and a choice's value; JAX "
                 "keeps such an array by reference until it compiles the whole density, so "

@@ -214,17 +214,30 @@ def test_structure_change_fresh_and_stale(rng):
     assert trace.n_latent == 2 and "y" in trace.values()
 
 
-def test_out_of_support_replay_is_redrawn(rng):
+def test_out_of_support_replay_is_redrawn_only_where_the_reverse_move_redraws_it(rng):
     @th.model
-    def m():
+    def nested():
         k = th.sample("k", dist.DiscreteUniform(1, 3))
         return th.sample("j", dist.DiscreteUniform(0, k))
 
-    trace = initialize(m(), rng, init={"k": 3, "j": 3})
+    @th.model
+    def apart():
+        k = th.sample("k", dist.DiscreteUniform(1, 3))
+        return th.sample("j", dist.DiscreteUniform(2 * k, 2 * k + 1))
+
+    # j = 3 is outside {0, 1}: a new j in {0, 1} is inside {0..3}, where the reverse move
+    # (k back to 3) keeps it — no way back to j = 3: the proposal is rejected
+    trace = initialize(nested(), rng, init={"k": 3, "j": 3})
     run = Run(trace, rng, targets={("k",): 1}).execute()
-    assert run.n_fresh == 1 and run.n_stale == 1  # j = 3 is outside {0, 1}
-    strict = Run(trace, rng, targets={("k",): 1}, mode=STRICT).execute()
-    assert strict.lp_new == -np.inf  # strict runs score it instead
+    assert run.aborted is not None and run.log_weight == -np.inf
+    # supports that move apart: the new j in {2, 3} is outside {6, 7}, the reverse move
+    # redraws it as this one did: fresh and stale (001 §2)
+    trace = initialize(apart(), rng, init={"k": 3, "j": 6})
+    run = Run(trace, rng, targets={("k",): 1}).execute()
+    assert run.aborted is None and run.n_fresh == 1 and run.n_stale == 1
+    strict = Run(initialize(nested(), rng, init={"k": 3, "j": 3}), rng, targets={("k",): 1},
+                 mode=STRICT).execute()
+    assert strict.lp_new == -np.inf  # strict runs score it
 
 
 def test_vectorized_markov_inside_plate(rng):

@@ -89,6 +89,11 @@ class BlockFrame:
             self.matched += 1
         return old
 
+    def stored_dist(self, local):
+        """The distribution the stored value of ``local`` was drawn under (None: none)."""
+        s = self.old.get_site(local)
+        return None if s is None else s.dist
+
     def site_target(self, local, lanes):
         targets = self.run.targets
         target = targets.get(lanes.addr) if targets is not None else None

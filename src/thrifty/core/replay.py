@@ -68,12 +68,15 @@ def sampler_error(addr, d, exc: BaseException) -> Exception:
 KEPT, SET, FRESH, REDRAWN = 0, 1, 2, 3
 
 
-def replay(lanes, d, old_value, old_lp, target, acct):
+def replay(lanes, d, old_value, old_lp, target, acct, frame=None, local=None):
     """Decide the value of one site over the lanes' members (see the module docstring).
 
     ``old_value`` / ``old_lp`` are the members' stored value and log-density (``old_value`` is
     ``None`` when the trace has no such choice); ``target`` is ``None``, ``RESAMPLE`` or the
     proposed value(s) — for a batch, a pair ``(positions, values)`` of the targeted members.
+    ``frame``, ``local``: the frame executing the site and its name there, whose
+    ``stored_dist(local)`` gives the distribution the stored value was drawn under (asked only
+    when that value is outside its new support; none: not known).
     Returns ``(value, lp, status)``: what was decided — :data:`KEPT` (the old value replayed),
     :data:`SET` (a target's value), :data:`FRESH` (a new choice drawn), :data:`REDRAWN` (the old
     value stale, a new one drawn); over a batch, the members may differ and ``status`` is only
@@ -110,13 +113,28 @@ def replay(lanes, d, old_value, old_lp, target, acct):
         if hit is ALL:  # every member targeted: nothing left to replay
             return value, lp, SET
     if not lanes.strict:  # replayed values outside the support: stale, redrawn fresh
-        value, lp, redrawn = lanes.redraw(d, value, lp, old_lp, hit, acct)
+        value, lp, redrawn = lanes.redraw(d, value, lp, old_lp, hit, acct, frame, local)
         if redrawn:
             status = REDRAWN
     lanes.check_nan(d, value, lp)
     return value, lp, status
 
 ALL = True  # the positions of a target that covers every member (one member's target)
+
+
+def _reversed_by_redraw(old_dist, value) -> bool:
+    """Whether a proposal that redrew a replayed value outside its new support (the value
+    ``value`` drawn fresh) has a reverse move: the reverse proposal replays ``value`` under the
+    old distribution ``old_dist`` and redraws it — as this one did the old value, the fresh and
+    stale terms of the MH ratio (001 §2) — only if ``value`` is outside ``old_dist``'s support
+    too (supports that move apart, ``DiscreteUniform(k, k + 1)``); inside it (nested supports,
+    ``DiscreteUniform(0, n)`` or ``Uniform(0, θ)`` for a smaller n or θ) the reverse keeps
+    ``value`` and never returns to the old value: the proposal has no reverse, and MH rejects
+    it.  An old distribution not known: rejected (always a valid MH decision)."""
+    if old_dist is None:
+        return False
+    lp = old_dist.log_prob(value)
+    return not (lp if type(lp) is float else total(lp)) > NEG_INF
 
 
 class ScalarLanes:
@@ -267,12 +285,17 @@ class ScalarLanes:
     def propose(self, d, old, hit, values):
         return self.given(d, values, None)
 
-    def redraw(self, d, value, lp, old_lp, hit, acct):
+    def redraw(self, d, value, lp, old_lp, hit, acct, frame, local):
         if lp != NEG_INF:
             return value, lp, False
+        old = value
         acct.n_stale += 1
         acct.lp_stale += old_lp
         value, lp = self.fresh(d, acct)
+        if self.run.proposing:
+            stored = getattr(frame, "stored_dist", None)
+            if not _reversed_by_redraw(None if stored is None else stored(local), value):
+                raise ZeroProbability(self.addr, d, old)
         return value, lp, True
 
     def check_nan(self, d, value, lp) -> None:
@@ -473,12 +496,16 @@ class BatchLanes:
             lp[bad] = NEG_INF
         return value, lp
 
-    def redraw(self, d, value, lp, old_lp, hit, acct):
+    def redraw(self, d, value, lp, old_lp, hit, acct, frame, local):
         bad = np.isneginf(lp)
         if hit is not None:
             bad[hit] = False  # a proposed value outside the support is rejected, not redrawn
         if not bad.any():
             return value, lp, False
+        if self.frame.run.proposing:  # (the members' old distributions are not known here:
+            # the proposal is rejected — _reversed_by_redraw)
+            j = int(np.flatnonzero(bad)[0])
+            raise ZeroProbability(self.frame.member_addr(j, self.rel), d, value[j])
         k = int(bad.sum())
         acct.n_stale += k
         acct.lp_stale += float(old_lp[bad].sum())

@@ -54,7 +54,7 @@ def sample(frame, name, d):
     if old is None:
         value, lp, status = replay(lanes, d, None, None, target, frame.sink)
     else:
-        value, lp, status = replay(lanes, d, old[0], old[1], target, frame.sink)
+        value, lp, status = replay(lanes, d, old[0], old[1], target, frame.sink, frame, local)
     if type(value) is np.ndarray:  # kept by the engine: read-only for the model (a value given
         value = readonly(value.copy() if value is target else value)  # from outside: a copy)
     return frame.keep_latent(local, lanes, d, value, lp, status, old)

@@ -387,3 +387,23 @@ def test_lmh_in_a_plate_rejects_a_redraw_the_reverse_move_cannot_undo():
     r = th.infer(nested_support_plate(y), th.lmh(), num_samples=20000, seed=3, progress=False)
     for e in range(3):
         check_discrete(r["data.n"][0][:, e], _nested_posterior(y[e]), f"n[{e}]")
+
+
+@th.model
+def apart_support_plate(y):
+    """``k ~ U{1..3}``, ``j ~ U{2k, 2k + 1}``: another k leaves j outside its support, and the
+    reverse move redraws the new j as well (supports that move apart)."""
+    with th.plate("data", len(y)) as i:
+        k = th.sample("k", dist.DiscreteUniform(1, 3))
+        j = th.sample("j", dist.DiscreteUniform(2 * k, 2 * k + 1))
+        th.observe("y", dist.Normal(j, 1.5), y[i])
+
+
+def test_lmh_in_a_plate_keeps_a_redraw_the_reverse_move_makes_too():
+    """Rejecting every such redraw would leave each k where it started."""
+    y = np.array([2.5, 4.0, 6.5])
+    r = th.infer(apart_support_plate(y), th.lmh(), num_samples=20000, seed=5, progress=False)
+    for e in range(3):
+        w = {k: sum(stats.norm.pdf(y[e], j, 1.5) for j in (2 * k, 2 * k + 1)) for k in (1, 2, 3)}
+        check_discrete(r["data.k"][0][:, e], discrete_posterior(
+            {k: math.log(v) for k, v in w.items()}), f"k[{e}]")

@@ -237,6 +237,23 @@ class ColumnSite:
     def take(self, elems):
         return self.values.take(elems)
 
+    def member_dist(self, e: int):
+        """Element ``e``'s own distribution as the last run that executed every element, or
+        ``e``, gave it (an entry of ``dist``; ``dist`` itself when its parameters are shared by
+        the elements); None when that run did not execute ``e`` or the family cannot say."""
+        d, have = self.dist, self.dist_elems
+        if d is None:
+            return None
+        if have is not None:
+            pos = int(np.searchsorted(have, e))
+            if pos == len(have) or have[pos] != e:
+                return None
+            e = pos
+        bs = d.batch_shape
+        if not bs or bs[0] not in (self.lp.size if have is None else len(have), 1):
+            return d  # (parameters shared by the elements)
+        return d.member(e)
+
     def share(self) -> ColumnSite:
         return ColumnSite(
             None if self.values is None else self.values.share(),

@@ -232,12 +232,10 @@ class _OldElements:
         self.node, self.idx = node, idx
 
     def get(self, local):
-        s = self.node.sites.get(local)
-        if s is None:
-            return None
-        idx = self.idx
-        return MemberSite(None if s.values is None else s.values.take(idx),
-                          None if s.lp is None else s.lp.take(idx), s.kind, s.discrete, s.dist)
+        s, idx = self.node.sites.get(local), self.idx
+        return None if s is None else MemberSite(
+            None if s.values is None else s.values.take(idx),
+            None if s.lp is None else s.lp.take(idx), s.kind, s.discrete, s.dist)
 
 
 def _stop_before_stale(run, addr, old, idx) -> None:
@@ -306,8 +304,7 @@ class PlateFrame(BatchFrame):
 
     def target_for(self, rel):
         run = self.run
-        vec = run.vec
-        if vec:
+        if vec := run.vec:
             tgt = vec.get((self.addr, rel))
             if tgt is not None:
                 run.vec_seen.add((self.addr, rel))
@@ -346,6 +343,10 @@ class PlateFrame(BatchFrame):
             return None
         cols = self.old_node.chains.get(local)
         return None if cols is None else cols.gather(self.idx)
+
+    def stored_member_dist(self, local, j: int):  # (executed element j: ColumnSite.member_dist)
+        s = None if self.fresh_node else self.old_node.sites.get(local)
+        return None if s is None else s.member_dist(j if self.full else int(self.idx[j]))
 
     def site_at(self, rel: tuple) -> MemberSite:
         """The site ``rel`` as this execution left it (values, log-densities, distribution over

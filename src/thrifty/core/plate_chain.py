@@ -13,7 +13,7 @@ import numpy as np
 
 from thrifty.core.address import fmt
 from thrifty.core.batch import BatchFrame, MemberSite
-from thrifty.core.column import Column
+from thrifty.core.column import Column, ColumnSite
 from thrifty.core.sites import Chain
 from thrifty.core.vocab import LATENT, chain_length
 from thrifty.errors import ModelError
@@ -43,6 +43,8 @@ class _StepSite:
     def values(self) -> Column | None:
         v = self.site.values
         return None if v is None else Column(v.array()[:, self.t])
+
+    member_dist = ColumnSite.member_dist
 
     def take(self, elems):
         v = self.site.values.take(elems)

@@ -502,17 +502,20 @@ class BatchLanes:
             bad[hit] = False  # a proposed value outside the support is rejected, not redrawn
         if not bad.any():
             return value, lp, False
-        if self.frame.run.proposing:  # (the members' old distributions are not known here:
-            # the proposal is rejected — _reversed_by_redraw)
-            j = int(np.flatnonzero(bad)[0])
-            raise ZeroProbability(self.frame.member_addr(j, self.rel), d, value[j])
         k = int(bad.sum())
         acct.n_stale += k
         acct.lp_stale += float(old_lp[bad].sum())
         acct.note_stale(self.rel, k)
         acct.note_fresh(self.rel, k)
+        old = value
         value = np.array(value)
         value[bad] = self.draw(d)[bad]
+        if self.frame.run.proposing:  # each redrawn member: a reverse move (_reversed_by_redraw)
+            stored = getattr(frame, "stored_member_dist", None)
+            for j in np.flatnonzero(bad).tolist():
+                if not _reversed_by_redraw(None if stored is None else stored(local, j),
+                                           value[j]):
+                    raise ZeroProbability(self.frame.member_addr(j, self.rel), d, old[j])
         lp = lp.copy()
         lp[bad] = self.log_prob(d, value)[bad]
         acct.n_fresh += k

@@ -174,27 +174,19 @@ class PlateView:
         if d is None or not d.support_varies:
             return d
         have = site.dist_elems  # (None: the last run executed every element)
-        bs = d.batch_shape
-        if not bs or bs[0] not in (self.size if have is None else len(have), 1):
-            return d  # parameters shared by the elements: each element's own
-        want = None if elems is None else np.asarray(elems).reshape(-1)
-        if want is not None and have is not None:
-            pos = np.searchsorted(have, want)
-            if not (np.all(pos < len(have)) and np.array_equal(have[np.minimum(
-                    pos, len(have) - 1)], want)):
-                pos = None  # (some are not among them)
-        else:
-            pos = want
-        if have is None and want is None:
-            return d
-        if pos is not None:
-            if len(pos) != 1:
+        if elems is None:
+            if have is None:
                 return d
-            one = d.member(int(pos[0]))
-            if one is not None:
-                return one
+        else:
+            want = np.asarray(elems).reshape(-1)
+            if len(want) == 1:
+                one = site.member_dist(int(want[0]))
+                if one is not None:
+                    return one
+            elif have is None or np.isin(want, have).all():
+                return d  # (covering a superset of them: values outside one's support score −∞)
         return _executed(self._trace, self.addr, self._steps,
-                         np.arange(self.size) if want is None else want).site_at(rel).dist
+                         np.arange(self.size) if elems is None else want).site_at(rel).dist
 
     def discrete(self, rel: tuple) -> bool:
         return bool(self._node.site(rel).discrete)

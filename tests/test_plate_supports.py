@@ -124,6 +124,15 @@ def test_every_family_whose_support_reads_its_parameters_says_so():
     assert {n for n, v in found.items() if not v} == shared, found
     assert {"Uniform", "Binomial", "DiscreteUniform", "Truncated", "Delta"} <= set(found)
 
+    class Interval(Distribution):  # a user's family: its support is taken to vary
+        def __init__(self, hi):
+            self.hi = hi
+
+        def enumerate_support(self):
+            return np.arange(int(np.max(self.hi)) + 1)
+
+    assert Interval.support_varies
+
 
 @th.model
 def chained_boxes():

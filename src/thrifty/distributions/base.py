@@ -213,8 +213,16 @@ class Distribution:
     has_enumerate_support: bool = False
     coupled: bool = False  # draws coupled across plate elements (th.CRP, collapsed families)
     # the support depends on the parameters' values (bounds, a count, a point): entries of a
-    # batch may have different supports, so one element's distribution does not give another's
+    # batch may have different supports, so one element's distribution does not give another's.
+    # A family that defines its own support or enumeration varies unless it says otherwise
+    # (__init_subclass__): a new family is never assumed to share one support across a batch
     support_varies: bool = False
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        own = cls.__dict__
+        if "support_varies" not in own and ("support" in own or "enumerate_support" in own):
+            cls.support_varies = True
     domain: constraints.Constraint = constraints.real
     _error: str | None = None
     # the family's array path is written against the array API (it takes JAX arrays)

@@ -216,6 +216,7 @@ class Bernoulli(ProbsLogits):
     True
     """
 
+    support_varies = False  # ({0, 1})
     is_discrete = True
     has_enumerate_support = True
     domain = constraints.boolean
@@ -311,6 +312,7 @@ class Categorical(Distribution):
     ([0, 1], -0.2231)
     """
 
+    support_varies = False  # (0..K-1, K the last axis of every entry)
     is_discrete = True
     has_enumerate_support = True
     domain = constraints.nonnegative_integer

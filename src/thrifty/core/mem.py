@@ -96,6 +96,10 @@ class MemTable(Node):
     def latent_lp(self) -> float:
         return self._lp
 
+    def stored_dist(self, key):
+        """The distribution the value of ``key`` was last scored under (None: none)."""
+        return self.dist.get(key)
+
     def clone(self) -> MemTable:
         out = object.__new__(MemTable)
         out.__dict__.update(self.__dict__)
@@ -209,7 +213,8 @@ class MemJournal(Update):
         lanes.addr = maddr
         old_value = table.values[key] if has_old else None
         old_lp = table.lp[key] if has_old else 0.0
-        value, lp, status = decision.replay(lanes, d, old_value, old_lp, target, run)
+        value, lp, status = decision.replay(lanes, d, old_value, old_lp, target, run,
+                                            table, key)
         if type(value) is np.ndarray:  # the engine's: read-only for the model (vocab.readonly)
             value = readonly(value.copy() if value is target else value)
         if created is not None:  # fresh, as if this run had drawn it

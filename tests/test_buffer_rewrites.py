@@ -55,12 +55,13 @@ M20, Y20 = np.linspace(-3, 3, K), _R.normal(size=10)
 YS = np.cumsum(_R.normal(size=10))
 
 
-def walk(P):
+def _observed_chain(P, state, sd):
+    """States ``state(t, prev)`` observed through a buffer with noise ``sd``."""
     @th.model
     def m():
         def step(t, prev):
-            x = th.sample("x", dist.Normal(P("l", 0.0 if t == 0 else prev), P("sc", 1 + 0.1 * t)))
-            th.observe("y", dist.Normal(x, 0.5), P("y", YS[t]))
+            x = th.sample("x", state(t, prev))
+            th.observe("y", dist.Normal(x, sd), P("y", YS[t]))
             return x
 
         return th.markov("s", step, len(YS))
@@ -68,16 +69,28 @@ def walk(P):
     return m()
 
 
+def walk(P):
+    return _observed_chain(P, lambda t, prev: dist.Normal(P("l", 0.0 if t == 0 else prev),
+                                                          P("sc", 1 + 0.1 * t)), 0.5)
+
+
 def bounded_walk(P):
-    """Uniform states whose bounds move with t, observed through a buffer."""
+    """Uniform states whose bounds move with t."""
+    return _observed_chain(P, lambda t, prev: dist.Uniform(P("lo", -1.0 - t), P("hi", 1.0 + t)),
+                           1.0)
+
+
+def nested_bound(P):
+    """A child whose upper bound is its parent (built by a helper, through buffers): LMH's
+    proposals that leave it outside its support are rejected (no reverse move)."""
+    def child(n):
+        return dist.DiscreteUniform(P("lo", np.zeros(1)), P("hi", np.array([float(n)])))
+
     @th.model
     def m():
-        def step(t, prev):
-            x = th.sample("x", dist.Uniform(P("lo", -1.0 - t), P("hi", 1.0 + t)))
-            th.observe("y", dist.Normal(x, 1.0), P("y", YS[t]))
-            return x
-
-        return th.markov("s", step, len(YS))
+        n = th.sample("n", dist.DiscreteUniform(1, 3))
+        z = th.sample("z", child(n))
+        th.observe("y", dist.Normal(z, 1.0), P("y", np.array([2.5])))
 
     return m()
 
@@ -198,6 +211,7 @@ CASES = {
     "gibbs, a plate's Categorical K=20": (categories, lambda: th.cycle([
         th.gibbs("data.z"), th.mh("s", th.drift(0.3))])),
     "mh, MvNormal chain": (mv_walk, lambda: th.mh(th.one("s.x"), th.drift(0.3))),
+    "lmh, a bound that is a parent": (nested_bound, th.lmh),
 }
 
 

@@ -215,14 +215,9 @@ class Distribution:
     # the support depends on the parameters' values (bounds, a count, a point): entries of a
     # batch may have different supports, so one element's distribution does not give another's.
     # A family that defines its own support or enumeration varies unless it says otherwise
-    # (__init_subclass__): a new family is never assumed to share one support across a batch
+    # (__init_subclass__: Uniform, Binomial, DiscreteUniform, Truncated, Delta; Bernoulli and
+    # Categorical say not): a new family is never assumed to share one support across a batch
     support_varies: bool = False
-
-    def __init_subclass__(cls, **kw):
-        super().__init_subclass__(**kw)
-        own = cls.__dict__
-        if "support_varies" not in own and ("support" in own or "enumerate_support" in own):
-            cls.support_varies = True
     domain: constraints.Constraint = constraints.real
     _error: str | None = None
     # the family's array path is written against the array API (it takes JAX arrays)
@@ -232,6 +227,12 @@ class Distribution:
     # set while :meth:`member` constructs an entry of a batch whose parameters passed the
     # checks: each check holds entry by entry, so the checks below that compute are skipped
     _entry_of_valid = False
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        own = cls.__dict__
+        if "support_varies" not in own and ("support" in own or "enumerate_support" in own):
+            cls.support_varies = True
 
     # -- validation ---------------------------------------------------------------------------
     def _fail(self, message: str) -> None:

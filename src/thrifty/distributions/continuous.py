@@ -392,8 +392,6 @@ class Uniform(cumulative.UniformCDF, Distribution):
     (-1.386294, -inf, [0.0, 4.0])
     """
 
-    support_varies = True  # (its support: [low, high])
-
     domain = constraints.real
     array_api = True
 

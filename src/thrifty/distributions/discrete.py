@@ -487,8 +487,6 @@ class Binomial(ProbsLogits):
     ([0, 1, 2], -0.693147)
     """
 
-    support_varies = True  # (its support: 0..total_count)
-
     is_discrete = True
     has_enumerate_support = True
     domain = constraints.nonnegative_integer
@@ -721,8 +719,6 @@ class DiscreteUniform(Distribution):
     ([1, 2, 3, 4], True, -inf)
     """
 
-    support_varies = True  # (its support: low..high)
-
     is_discrete = True
     has_enumerate_support = True
     domain = constraints.integer
@@ -800,8 +796,6 @@ class Delta(Distribution):
     >>> d.event_shape, d.log_prob(np.array([1.0, 2.0])), d.log_prob(np.array([1.0, 3.0]))
     ((2,), 0.0, -inf)
     """
-
-    support_varies = True  # (its support: the point)
 
     is_discrete = True
     has_enumerate_support = True

@@ -91,8 +91,6 @@ class Truncated(Distribution):
     (-inf, -1.161439)
     """
 
-    support_varies = True  # (its support: the bounds)
-
     array_api = True
 
     def __init__(self, base: Distribution, low: float | np.ndarray | None = None,

@@ -8,8 +8,9 @@ families of the sections, found once per chain in O(N):
 
 * one full execution with every observation captured, and one with θ perturbed: the GLM
   observations whose weights are θ in both runs are the sections; every other θ-dependent term
-  of the plates must be one of them (compared per element), the families must not depend on θ,
-  and the structure must not change;
+  of the plates must be one of them (compared per element), neither the families nor the rows
+  x_i may depend on θ (U_i(θ) = U(x_i·θ, y_i) is linear in θ only with x_i fixed: 002's
+  control variates and bounds are of that function), and the structure must not change;
 * :class:`Sections` holds their X, y, families and which plates hold them.
 
 The data are computed by the plates' bodies from what precedes them and the elements' own
@@ -127,6 +128,11 @@ def find(kernel, trace, prev: Sections | None, prior) -> tuple[Sections, bool]:
             raise SelectionError(
                 f"smh: the glm family at {fmt(caddr)} depends on {fmt(addr)}; only the "
                 "linear predictor may"
+            )
+        if not np.array_equal(other[1].X, dist.X):
+            raise SelectionError(
+                f"smh: the rows X of the glm observation at {fmt(caddr)} depend on "
+                f"{fmt(addr)}; the linear predictor must be X @ {fmt(addr)} with X fixed"
             )
         if elems is None:  # outside a plate: part of G, evaluated by the lazy run
             if np.size(dist.eta) > 1000:

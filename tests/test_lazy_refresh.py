@@ -226,3 +226,23 @@ def test_logistic_regression_local_kernel_after_taylor_proxy():
         assert_same_values(trace, ref)
     assert not trace.has_stale()
     assert trace.log_joint() == pytest.approx(rescored_lp(trace), rel=1e-10)
+
+
+@pytest.mark.parametrize("sel", ["s", "data.u"])
+def test_gradient_kernel_writes_after_subsampled_steps(sel):
+    """NUTS computes its transitions from the compiled density, then writes the draw with one
+    run; on a trace with stale elements that run must rescore them first (000 §3.5), else its
+    stored log-density is unknown and the write is refused — the chain did not move after
+    every accepted subsampled step (65% of NUTS steps in a cycle with subsampled_mh)."""
+    pytest.importorskip("jax")
+    trace, _ = stale_trace(n=600)
+    ref = copy.deepcopy(trace)
+    Run(ref, np.random.default_rng(0), mode=RESCORE).execute().commit()
+    start = np.copy(trace.values()[sel])
+    k, k_ref = th.nuts(sel), th.nuts(sel)
+    for seed in range(3):
+        k.step(trace, np.random.default_rng(seed))
+        k_ref.step(ref, np.random.default_rng(seed))
+        assert_same_values(trace, ref)
+    assert not np.array_equal(trace.values()[sel], start)
+    assert k.stats.extra.get("refused_at_boundary", 0) == 0

@@ -55,7 +55,6 @@ from thrifty.core.engine import (
     plan_elements,
     plan_for,
     plate_chain_column,
-    propose,
     structure,
     top_site,
 )
@@ -965,8 +964,9 @@ class HMC(Selecting):
         planned = {paddr: t.elems for (paddr, _), t in vec.items()}  # (every element: once
         for paddr, elems in planned.items():  # per plate, not once per step of its chains)
             plan_elements(trace, plan, paddr, elems)
-        run = propose(trace, rng, targets=targets, vec=vec, plan=plan)
-        self.info.add_run(run)
+        # (through execute: plate elements or chain steps a subsampling kernel left stale are
+        # rescored first, 000 §3.5, so that the run's stored log-densities are known)
+        run = self.execute(trace, rng, targets=targets, vec=vec, plan=plan)
         if run.log_weight > -math.inf:
             run.commit()
             return True

@@ -476,6 +476,23 @@ def test_selection_errors():
     _err(glm_model(X, y), sel="nothing", match="selects no latent choice")
 
 
+@th.model
+def abs_weights(X, y):
+    w = th.sample("w", dist.MvNormal(np.zeros(X.shape[1]), np.eye(X.shape[1])))
+    with th.plate("data", len(y)) as i:
+        th.observe("y", glm.logistic(X[i], np.abs(w)), y[i])
+
+
+def test_weights_equal_to_w_only_where_the_sections_were_found_are_refused():
+    # the set-up sees the weights equal w at w and at a nearby point (both positive); the
+    # section factors then took U(x_i·w) for U(x_i·|w|) wherever w < 0, a silently wrong
+    # posterior.  The lazy run of every step builds the GLM at w': its weights must be w'.
+    X, y, _ = synthetic_logistic(80, 2, seed=13)
+    with pytest.raises(SelectionError, match="weights of the glm"):
+        th.infer(abs_weights(X, y), smh("w"), num_samples=300, burn_in=0, seed=0,
+                 init={"w": np.array([0.5, 0.5])}, progress=False)
+
+
 def test_local_latents_in_the_plate_are_allowed():
     X, y, _ = synthetic_logistic(500, 2, seed=14)
     trace = th.simulate(latent_plate(X, y), seed=0)

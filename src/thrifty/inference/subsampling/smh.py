@@ -19,7 +19,9 @@ is symmetric.
 
 * The first factor costs O(d²): G's log-ratio is the exact log-ratio of a *lazy* run (plates
   execute zero elements), Û_k's difference comes from Σ_i ∇U_i(θ̂) and Σ_i ∇²U_i(θ̂), stored at
-  set-up.
+  set-up.  The lazy run also builds each section plate's GLM (with no rows): its weights must
+  be θ' itself — the set-up saw them equal θ at two points only, and a function equal to θ
+  there (``np.abs(w)``, a branch on w) would make every U_i(θ') wrong; such a model is refused.
 * The section factors: λ_i = −log(1 ∧ ρ_i(θ')/ρ_i(θ)) = (Δ_i)⁺ with Δ_i = R_i(θ') − R_i(θ) and
   R_i = U_i − Û_{k,i}.  Given bounds λ̄_i = Σ_c φ_c(θ, θ') ψ_{c,i} ≥ λ_i, Poisson thinning draws
   C_c ~ Poisson(φ_c Σ_i ψ_{c,i}) candidates from the alias table of ψ_c (:mod:`.alias`) and
@@ -478,9 +480,19 @@ class SMH(Selecting):
                 f"smh: changing {fmt(st.addr)} changes the structure of the program; smh needs a "
                 "fixed structure"
             )
-        for caddr, dist, _, _ in run.captured:
+        for caddr, dist, _, _ in run.captured:  # the sections' GLMs, with no rows
             want = st.families.get(caddr)
-            if want is not None and not same_value(dist.family.params(), want):
+            if want is None:
+                continue
+            if not np.array_equal(dist.theta, theta_new):
+                raise SelectionError(
+                    f"smh: the weights of the glm observation at {fmt(caddr)} are not "
+                    f"{fmt(st.addr)} at {fmt(st.addr)} = {theta_new!r} (they were where the "
+                    "sections were found): the model passes a function of it that equals it "
+                    "only at some values (np.abs, np.clip, a branch on it); smh needs "
+                    f"glm.<family>(X[i], {fmt(st.addr)}) with the choice itself"
+                )
+            if not same_value(dist.family.params(), want):
                 return False
         log_g = run.lp_new - run.lp_old
         stats.proposed += 1

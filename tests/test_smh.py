@@ -493,6 +493,31 @@ def test_weights_equal_to_w_only_where_the_sections_were_found_are_refused():
                  init={"w": np.array([0.5, 0.5])}, progress=False)
 
 
+class _NoBound(glm.GLMFamily):
+    """A user's Poisson family with derivatives but no bound (U''' = e^η is unbounded)."""
+
+    def potential(self, eta, y):
+        return np.exp(eta) - y * eta
+
+    def d1(self, eta, y):
+        return np.exp(eta) - y
+
+    def d2(self, eta, y):
+        return np.exp(eta)
+
+
+@th.model
+def no_bound(X, y):
+    w = th.sample("w", dist.MvNormal(np.zeros(X.shape[1]), np.eye(X.shape[1])))
+    with th.plate("data", len(y)) as i:
+        th.observe("y", glm.GLM(_NoBound(), X[i], w), y[i])
+
+
+def test_a_family_without_bounds_is_refused_naming_the_site():
+    X, y, _ = synthetic_logistic(50, 2, seed=13)
+    _err(no_bound(X, y.astype(float)), match=r"at \('data', \*, 'y'\) has no bound on derivative 3")
+
+
 def test_local_latents_in_the_plate_are_allowed():
     X, y, _ = synthetic_logistic(500, 2, seed=14)
     trace = th.simulate(latent_plate(X, y), seed=0)

@@ -393,6 +393,14 @@ class SMH(Selecting):
             self.info.count("setups")
             return
         # bounds: components (power m, ψ array, alias table)
+        for caddr, fam in zip(st.families, st.fams):  # (002: exact only with valid bounds)
+            if not fam.has_bound(k + 1):
+                raise SelectionError(
+                    f"smh: the glm family {type(fam).__name__} at {fmt(caddr)} has no bound on "
+                    f"derivative {k + 1} of its potential, which order={k} needs (002's bounds "
+                    "on the Taylor remainder); implement GLMFamily.bound, or use th.mh / "
+                    "th.nuts on this model"
+                )
         fam_bound = self._fam_bound
         comps = []
         bound = self.bound

@@ -75,6 +75,10 @@ class BatchFrame:
     # the run is an MH proposal: a resampled member's prior densities are its q terms (a
     # particle run weighs its members by their observations instead, and keeps none)
     proposal_terms = True
+    # the members are particles of one program (003 §3), not elements: observed values, and
+    # parameters without a leading axis of the members, are the same for every member — as in
+    # a run of one particle, a distribution of batch shape (k,) draws a k-vector per member
+    shared_data = False
 
     def __init__(self, run, acc, rel: tuple, old):
         self.run = run
@@ -162,11 +166,14 @@ class BatchFrame:
         else:
             cur += lp
 
-    def member_lp(self, lp, rel, what) -> np.ndarray:
+    def member_lp(self, lp, rel, what, value=None, d=None) -> np.ndarray:
+        """Per member, the log-density ``lp`` of a site (``value``, ``d``: an observation's)."""
         n = self.n
         lp = np.asarray(lp, dtype=float)
         if lp.ndim == 0:
             return np.full(n, float(lp))
+        if self.shared_data and what != "sample" and self._shared_lp(lp, rel, value, d):
+            return np.full(n, np.add.reduce(lp, axis=None))
         if lp.shape[0] != n:
             raise ModelError(
                 f"shape mismatch in {self.where()} at {what} {fmt(self.generic(rel))}: "
@@ -178,12 +185,47 @@ class BatchFrame:
             lp = lp.sum(axis=tuple(range(1, lp.ndim)))
         return lp
 
-    def shape_code(self, d, rel, what) -> int:
-        """0: parameters shared by the members; 1: one per member; 2: a broadcast axis of 1."""
+    def _shared_lp(self, lp, rel, value, d) -> bool:
+        """Whether a factor's or an observation's log-density, in a batch whose observed values
+        are shared (``shared_data``), is one term shared by the members (a run of one member
+        sums it): a factor's without an axis of length n; an observation's of exactly the axes
+        of the observed value (the members' parameters add their axis in front).  An axis of
+        length n elsewhere cannot be told from the members' (a parameter of the members
+        broadcast against the value's last axis, or a value of each member's own): an error."""
+        n = self.n
+        if n == 1:
+            return True
+        if d is None:
+            if lp.shape[0] == n:
+                return False
+            shared = n not in lp.shape
+        else:
+            vb = np.shape(value)[: np.ndim(value) - len(d.event_shape)]
+            if lp.shape != vb:
+                return False  # (one per member; else the shape check below refuses it)
+            shared = n not in vb
+        if shared:
+            return True
+        what = "factor" if d is None else "observation"
+        raise ModelError(
+            f"{what} {fmt(self.generic(rel))} in {self.where()}: its log-density has shape "
+            f"{lp.shape}, with an axis of length {n} that may be the {n} members' or the "
+            "observed data's — the members' own terms cannot be told from terms they share. In "
+            "a particle step, give per-particle parameters a leading particle axis (x[:, "
+            "None], not np.array([x])); observed values are shared by the particles (score "
+            "a value of each particle's own with th.factor); with data of an axis of length "
+            f"{n}, run another number of particles"
+        )
+
+    def shape_code(self, d, rel, what, one=None) -> int:
+        """0: parameters shared by the members; 1: one per member; 2: a broadcast axis of 1.
+        ``one``: the shape of one member's value when known (a particle's reference)."""
         n = self.n
         bs = d.batch_shape
         if len(bs) == 0:  # (not ``not bs``: an array-API family's shape is never false)
             return 0
+        if self.shared_data:
+            return self._particle_code(d, rel, what, one)
         if bs[0] == n:
             return 1
         if bs[0] == 1:
@@ -193,6 +235,25 @@ class BatchFrame:
             f"{type(d).__name__} has batch shape {tuple(bs)} but the plate is executing {n} "
             f"element(s); parameters must be scalars or have a leading axis of length {n} "
             "(index your data with the plate's index)"
+        )
+
+    def _particle_code(self, d, rel, what, one) -> int:
+        """:meth:`shape_code` where the members are particles (``shared_data``): parameters
+        without an axis of the members are shared, and every member draws a value of their
+        whole batch shape, as a particle run alone does (003 §3); one member's value's shape
+        ``one``, when known, tells shared parameters from the members' when n = 1."""
+        n, bs = self.n, tuple(d.batch_shape)
+        if one is not None and one == bs + tuple(d.event_shape):
+            return 0
+        if bs[0] == n:
+            return 1
+        if n == 1 or n not in bs:
+            return 0
+        raise ModelError(
+            f"shape mismatch in {self.where()} at {what} {fmt(self.generic(rel))}: "
+            f"{type(d).__name__} has batch shape {bs}, with an axis of the {n} members that is "
+            "not its leading axis; give per-particle parameters a leading particle axis "
+            "(x[:, None], not np.array([x]))"
         )
 
     def where(self) -> str:
@@ -301,10 +362,15 @@ class BatchFrame:
             return BatchLanes(acc, rel, None)
         if d._error is not None:
             check_dist(d, acc.generic(rel), acc.run)
-        lanes = BatchLanes(acc, rel, acc.shape_code(d, rel, what))
+        lanes = BatchLanes(acc, rel, acc.shape_code(d, rel, what, self.member_shape(local)))
         if self.strict:
             lanes.strict = True
         return lanes
+
+    def member_shape(self, local) -> tuple | None:
+        """The shape of one member's value of the site ``local`` when the frame knows it (a
+        reference particle's; None: not known)."""
+        return None
 
     def site_stored(self, local, lanes):
         old = self.old.get(local) if self.old is not None else None

@@ -42,6 +42,7 @@ class ParticleFrame(BatchFrame):
 
     prefix = ()  # the frame's address prefix (for th.mem's address)
     proposal_terms = False
+    shared_data = True  # (the particles of one program: its data are every particle's)
 
     def __init__(self, run, n: int, given, driver):
         BatchFrame.__init__(self, run, None, (), None)
@@ -233,6 +234,9 @@ class ConditionalStep(StepFrame):
             )
         return np.arange(0, self.acc.n, self.per), self.ref[local]
 
+    def member_shape(self, local):
+        return _ref_shape(self.ref, local)
+
 
 class PinnedStep(StepFrame):
     """Step t with every member holding its group's reference choices as its stored values,
@@ -245,6 +249,9 @@ class PinnedStep(StepFrame):
     def __init__(self, run, root, rel, ref: dict, per: int):
         StepFrame.__init__(self, run, root, rel)
         self.old = _Reference(rel, ref, per)
+
+    def member_shape(self, local):
+        return _ref_shape(self.old.ref, local)
 
 
 class FusedStep(BatchFrame):
@@ -270,8 +277,15 @@ class FusedStep(BatchFrame):
         self.old = _Reference(rel, ref, per, copies=2)
         self._free = _free_members(m, per)  # drawn afresh: all but the references
 
+    @property
+    def shared_data(self) -> bool:
+        return self.root.shared_data
+
     def target(self, rel):
         return self._free, RESAMPLE
+
+    def member_shape(self, local):
+        return _ref_shape(self.old.ref, local)
 
     def member_addr(self, j: int, rel: tuple) -> tuple:
         return self.root.member_addr(j % self.m, rel)
@@ -317,6 +331,12 @@ class _Reference:
         v = np.asarray(v)
         v = take_rows(v, _group_rows(len(v), self.per, self.copies))  # (a copy of its own)
         return MemberSite(v, np.zeros(len(v)), LATENT)
+
+
+def _ref_shape(ref: dict, local) -> tuple | None:
+    """The shape of one reference's value of the site ``local`` (None: it has none)."""
+    v = ref.get(local)
+    return None if v is None else np.shape(v)[1:]
 
 
 # (index arrays a step frame reads, never writes: made once per shape of the batch)

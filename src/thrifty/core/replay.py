@@ -348,7 +348,7 @@ class BatchLanes:
                 raise
             raise ModelError(f"shape mismatch in {frame.where()} at observation "
                              f"{fmt(frame.generic(rel))}: {e}") from None
-        lp = frame.member_lp(lp, rel, "observation")
+        lp = frame.member_lp(lp, rel, "observation", value, d)
         return lp, frame._check_observed(lp, rel, d, value)
 
     def captured(self, d, value) -> tuple:
@@ -390,8 +390,13 @@ class BatchLanes:
 
     def fits(self, d, value) -> bool:
         """Whether the members' values have the shape of ``d``'s (one leading entry each)."""
-        want = (self.n,) + tuple(d.batch_shape)[1:] + tuple(d.event_shape)
-        return np.shape(value) == want
+        return np.shape(value) == (self.n,) + self.one(d)
+
+    def one(self, d) -> tuple:
+        """The shape of one member's value: the distribution's batch shape without its member
+        axis (parameters shared by the members: with every axis) and its event shape."""
+        bs = tuple(d.batch_shape)
+        return (bs[1:] if self.code else bs) + tuple(d.event_shape)
 
     def impossible(self) -> np.ndarray:
         return np.full(self.n, NEG_INF)
@@ -432,7 +437,7 @@ class BatchLanes:
             value = np.array(vals)  # (a copy: the engine keeps it read-only)
             check = np.arange(self.n)
             if not self.fits(d, value):  # a value set from outside (init=, a proposal)
-                want = (n,) + tuple(d.batch_shape)[1:] + tuple(d.event_shape)
+                want = (n,) + self.one(d)
                 raise ModelError(
                     f"the values given for {fmt(self.frame.generic(self.rel))} have shape "
                     f"{value.shape}, but {d!r} over {n} element(s) draws values of shape {want}"
@@ -453,7 +458,7 @@ class BatchLanes:
     def _check_given(self, d, pos, vals, whole: bool) -> None:
         """Values set from outside (init=, a write-back) hold one value of the distribution's
         per-member shape per member: an error naming the site otherwise."""
-        one = (tuple(d.batch_shape[1:]) if self.code else ()) + tuple(d.event_shape)
+        one = self.one(d)
         k = self.n if whole else len(pos)
         shape = np.shape(vals)
         if shape == (k,) + one:

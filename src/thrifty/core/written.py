@@ -131,7 +131,8 @@ def trajectory(records: list, members) -> WrittenChain | None:
             except ValueError:
                 return None  # (values of several shapes: an object column's)
         if kind == LATENT:
-            dists = [None if s is None else _member(s.dist, r) for s, r in zip(at, rows)]
+            dists = [None if s is None else _member(s.dist, r, s.values[r].shape)
+                     for s, r in zip(at, rows)]
             if any(d is None for d, s in zip(dists, at) if s is not None):
                 return None  # (a family that cannot construct its entries)
         sites[k] = WrittenSite(kind, discrete, values, lp, dists,
@@ -147,9 +148,15 @@ def trajectory(records: list, members) -> WrittenChain | None:
     return WrittenChain(sites, states, totals)
 
 
-def _member(d, r: int):
-    """Entry ``r`` of a step's distribution, or None when it cannot be constructed."""
-    return None if d is None or d.coupled else d.member(r)
+def _member(d, r: int, shape: tuple):
+    """Entry ``r`` of a step's distribution, or None when it cannot be constructed; the
+    distribution itself when a member's value (of ``shape``) has all its axes (parameters
+    shared by the particles)."""
+    if d is None or d.coupled:
+        return None
+    if shape == tuple(d.batch_shape) + tuple(d.event_shape):
+        return d
+    return d.member(r)
 
 
 def fits(node, w: WrittenChain) -> bool:

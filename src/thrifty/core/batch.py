@@ -217,15 +217,13 @@ class BatchFrame:
             f"{n}, run another number of particles"
         )
 
-    def shape_code(self, d, rel, what, one=None) -> int:
-        """0: parameters shared by the members; 1: one per member; 2: a broadcast axis of 1.
-        ``one``: the shape of one member's value when known (a particle's reference)."""
+    def shape_code(self, d, rel, what) -> int:
+        """0: parameters shared by the members; 1: one per member; 2: a broadcast axis of 1
+        (members that are particles: :meth:`_particle_code`)."""
         n = self.n
         bs = d.batch_shape
         if len(bs) == 0:  # (not ``not bs``: an array-API family's shape is never false)
             return 0
-        if self.shared_data:
-            return self._particle_code(d, rel, what, one)
         if bs[0] == n:
             return 1
         if bs[0] == 1:
@@ -362,7 +360,9 @@ class BatchFrame:
             return BatchLanes(acc, rel, None)
         if d._error is not None:
             check_dist(d, acc.generic(rel), acc.run)
-        lanes = BatchLanes(acc, rel, acc.shape_code(d, rel, what, self.member_shape(local)))
+        lanes = BatchLanes(acc, rel, acc._particle_code(d, rel, what, self.member_shape(local))
+                           if acc.shared_data and len(d.batch_shape) else
+                           acc.shape_code(d, rel, what))
         if self.strict:
             lanes.strict = True
         return lanes

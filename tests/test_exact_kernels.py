@@ -189,6 +189,21 @@ def test_mh_from_the_prior_leaves_the_posterior_invariant():
     assert_stationary(pi, P, connected=False)
 
 
+def test_mh_from_the_prior_on_a_block_that_drops_one_of_its_choices():
+    """th.mh(["b", "c"], th.prior()): a proposal of b = 0 leaves c, also resampled, out of the
+    new trace (stale; its draw is no part of the proposal) — an independence sampler from the
+    prior on (b, c), exact for π.  At 5806d5c such a proposal raised SelectionError ("the
+    program did not reach the address(es) ('c',)") in the middle of the chain."""
+
+    def init_of(s):
+        b, c, d = s
+        return {"b": b, "d": d, **({"c": c} if b else {})}
+
+    P = transition_matrix(switched(), th.mh(["b", "c"], th.prior()), SWITCHED, init_of,
+                          _switched_state, draws=mh_draws)
+    assert_stationary(_switched_posterior(), P, connected=False)  # (d never moves)
+
+
 @th.model
 def labelled(y):
     """k picks the shift of two elements' means; each element's label z_i ~ Bernoulli(0.3)."""

@@ -115,7 +115,8 @@ class MH(Selecting):
             vec[(g.plate_addr, g.rel)] = VecTarget(g.element_array(), new)
             plan_elements(trace, plan, g.plate_addr, g.element_array())
         run = self.execute(trace, rng, targets=targets, vec=vec, plan=plan)
-        run.check_targets(len(targets), vec.keys())
+        run.check_targets(len(targets), vec.keys(),
+                          may_drop={a for a, v in targets.items() if v is RESAMPLE})
         log_alpha = run.log_weight + log_q
         if n_blocks is not None and (run.n_fresh or run.n_stale):
             fork = provisional_commit(trace, run)

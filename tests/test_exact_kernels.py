@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from scipy import stats
 
 import thrifty as th
@@ -202,6 +203,28 @@ def test_mh_from_the_prior_on_a_block_that_drops_one_of_its_choices():
     P = transition_matrix(switched(), th.mh(["b", "c"], th.prior()), SWITCHED, init_of,
                           _switched_state, draws=mh_draws)
     assert_stationary(_switched_posterior(), P, connected=False)  # (d never moves)
+
+
+def test_mh_sweep_on_choices_that_decide_which_others_exist():
+    """th.mh(th.each(["c", "b", "d"]), th.prior()) on ``switched``: b's update creates or drops
+    c, which the sweep has passed — the sweep is the fixed sequence c, b, d (c kept where it
+    does not exist): πP = π on the 8 states.  In the order b, c, d, b's update would change
+    whether c, still ahead, exists: the sweep's schedule would depend on its own moves (kept
+    going, c's update skipped where b created it: max |πP − π| = 0.0024), so th.mh refuses,
+    naming the choices (at 5806d5c: a SelectionError "no latent choice at ('c',)" when c was
+    dropped, nothing when it was created)."""
+    from thrifty.errors import SelectionError
+
+    def init_of(s):
+        b, c, d = s
+        return {"b": b, "d": d, **({"c": c} if b else {})}
+
+    P = transition_matrix(switched(), th.mh(th.each(["c", "b", "d"]), th.prior()), SWITCHED,
+                          init_of, _switched_state, draws=mh_draws)
+    assert_stationary(_switched_posterior(), P)
+    with pytest.raises(SelectionError, match=r"updating \('b',\) created or dropped \('c',\)"):
+        transition_matrix(switched(), th.mh(th.each(["b", "c", "d"]), th.prior()), SWITCHED,
+                          init_of, _switched_state, draws=mh_draws)
 
 
 @th.model

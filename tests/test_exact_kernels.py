@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from scipy import stats
 
 import thrifty as th
@@ -189,6 +190,43 @@ def test_mh_from_the_prior_leaves_the_posterior_invariant():
     assert_stationary(pi, P, connected=False)
 
 
+def test_mh_from_the_prior_on_a_block_that_drops_one_of_its_choices():
+    """th.mh(["b", "c"], th.prior()): a proposal of b = 0 leaves c, also resampled, out of the
+    new trace (stale; its draw is no part of the proposal) — an independence sampler from the
+    prior on (b, c), exact for π.  At 5806d5c such a proposal raised SelectionError ("the
+    program did not reach the address(es) ('c',)") in the middle of the chain."""
+
+    def init_of(s):
+        b, c, d = s
+        return {"b": b, "d": d, **({"c": c} if b else {})}
+
+    P = transition_matrix(switched(), th.mh(["b", "c"], th.prior()), SWITCHED, init_of,
+                          _switched_state, draws=mh_draws)
+    assert_stationary(_switched_posterior(), P, connected=False)  # (d never moves)
+
+
+def test_mh_sweep_on_choices_that_decide_which_others_exist():
+    """th.mh(th.each(["c", "b", "d"]), th.prior()) on ``switched``: b's update creates or drops
+    c, which the sweep has passed — the sweep is the fixed sequence c, b, d (c kept where it
+    does not exist): πP = π on the 8 states.  In the order b, c, d, b's update would change
+    whether c, still ahead, exists: the sweep's schedule would depend on its own moves (kept
+    going, c's update skipped where b created it: max |πP − π| = 0.0024), so th.mh refuses,
+    naming the choices (at 5806d5c: a SelectionError "no latent choice at ('c',)" when c was
+    dropped, nothing when it was created)."""
+    from thrifty.errors import SelectionError
+
+    def init_of(s):
+        b, c, d = s
+        return {"b": b, "d": d, **({"c": c} if b else {})}
+
+    P = transition_matrix(switched(), th.mh(th.each(["c", "b", "d"]), th.prior()), SWITCHED,
+                          init_of, _switched_state, draws=mh_draws)
+    assert_stationary(_switched_posterior(), P)
+    with pytest.raises(SelectionError, match=r"updating \('b',\) created or dropped \('c',\)"):
+        transition_matrix(switched(), th.mh(th.each(["b", "c", "d"]), th.prior()), SWITCHED,
+                          init_of, _switched_state, draws=mh_draws)
+
+
 @th.model
 def labelled(y):
     """k picks the shift of two elements' means; each element's label z_i ~ Bernoulli(0.3)."""
@@ -218,3 +256,30 @@ def test_lmh_on_plate_elements_leaves_the_posterior_invariant():
     assert_stationary(posterior(), P)
     wrong = posterior(1.3)
     assert np.max(np.abs(wrong @ P - wrong)) > 1e-4
+
+
+@th.model
+def keyed(y):
+    """k picks which key of a memoized function the observation reads: the key read before a
+    change of k has no reader after it and leaves the trace."""
+    k = th.sample("k", dist.Bernoulli(0.4))
+    f = th.mem("w", lambda key: dist.Bernoulli(0.3 + 0.4 * key))
+    th.observe("y", dist.Normal(2.0 * f(k) - k, 1.0), y)
+
+
+def test_mh_from_the_prior_on_a_choice_and_its_memoized_key_leaves_the_posterior_invariant():
+    """th.mh(["k", "w"], th.prior()) resamples k and the key w.k it reads; when k changes the
+    old key, resampled but read by no one, leaves the trace, and its draw is no part of the
+    proposal's density (001 Eq. 4: a stale choice enters neither ratio), so the step is an
+    independence sampler from the prior, accepting with the likelihood ratio.  Exact P on the
+    4 states: πP = π (at 5806d5c the dropped key's q_rev − q_fwd stayed in the ratio: P(k = 1)
+    0.376 for an exact 0.462)."""
+    y = 1.3
+    states = [(k, w) for k in range(2) for w in range(2)]
+    lw = [math.log((0.4 if k else 0.6) * ((0.3 + 0.4 * k) if w else (0.7 - 0.4 * k)))
+          + stats.norm.logpdf(y, 2.0 * w - k, 1.0) for k, w in states]
+    pi = np.exp(np.array(lw) - np.logaddexp.reduce(lw))
+    P = transition_matrix(keyed(y), th.mh(["k", "w"], th.prior()), states,
+                          lambda s: {"k": s[0], f"w.{s[0]}": s[1]},
+                          lambda t: (int(t["k"]), int(t[("w", int(t["k"]))])), draws=mh_draws)
+    assert_stationary(pi, P)

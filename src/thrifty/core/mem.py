@@ -23,7 +23,7 @@ from thrifty.core import replay as decision
 from thrifty.core.address import fmt
 from thrifty.core.mem_call import call_fn
 from thrifty.core.node import Node, Update
-from thrifty.core.vocab import check_dist, readonly
+from thrifty.core.vocab import RESAMPLE, check_dist, readonly
 from thrifty.distributions.base import Distribution
 from thrifty.errors import ModelError
 from thrifty.processes.collapsed import Collapsed, CollapsedView
@@ -255,6 +255,9 @@ class MemJournal(Update):
                     else:
                         run.lp_new -= entry.lp
                         run.lp_old -= entry.old_lp
+                        if run.targets is not None and run.targets.get(maddr) is RESAMPLE:
+                            run.q_fwd -= entry.lp  # a draw nobody reads: no proposal term
+                            run.q_rev -= entry.old_lp  # (its old value is stale, 001 Eq. 4)
                 run.n_stale += 1
                 run.lp_stale += table.lp[key]
                 run.note_stale(maddr)

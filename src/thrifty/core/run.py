@@ -295,14 +295,16 @@ class Run:
             self.note_stale(addr, node.n_latent)  # every choice of the node (or step) at addr
         node.drop_reads(self.reads, addr)
 
-    def check_targets(self, n_scalar: int, vec_keys=()) -> None:
-        """Raise if some targets were not met (an address the program did not reach)."""
+    def check_targets(self, n_scalar: int, vec_keys=(), may_drop=()) -> None:
+        """Raise if some targets were not met (an address the program did not reach), except
+        those of ``may_drop``: choices of the trace that a proposal resampling them from the
+        prior drops with the structure around them (stale, as in 001 Eq. 4)."""
         if self.aborted is not None:  # stopped at an impossible proposal: nothing to check
             return
         missing = []
         if self.n_seen < n_scalar:
             seen = self._seen_addresses()
-            missing += [a for a in self.targets if a not in seen]
+            missing += [a for a in self.targets if a not in seen and a not in may_drop]
         missing += [k for k in vec_keys if k not in self.vec_seen]
         if missing:
             names = ", ".join(

@@ -84,15 +84,37 @@ class MH(Selecting):
             n_blocks = cs.n_blocks()
             self._update(trace, cs.pick_block(rng), rng, n_blocks)
         elif isinstance(self.selection, Each):
-            for addr in list(cs.scalars):
-                from thrifty.inference.selection import ChoiceSet
+            from thrifty.inference.selection import ChoiceSet
 
+            addrs = list(cs.scalars)
+            for i, addr in enumerate(addrs):
+                structure = trace.structure
                 self._update(trace, ChoiceSet([addr], [], [addr]), rng)
+                if trace.structure != structure:
+                    self._same_sweep(trace, addr, addrs[i + 1:])
             for g in cs.groups:
                 self._elementwise(trace, [g], rng)
         else:
             self._update(trace, cs, rng)
         return trace
+
+    def _same_sweep(self, trace, addr, rest: list) -> None:
+        """A sweep updates a fixed sequence of choices, each kept where it does not exist when
+        reached — a composition of invariant kernels (000 Fig. 7).  The sequence resolved at the
+        start of the sweep is that one only while the choices still ahead of it are the ones
+        that exist: an update that creates or drops one of them (a choice that decides which
+        others exist) would make the sweep's schedule depend on its own moves."""
+        now = list(self.selection.resolve(trace).scalars)
+        if addr in now and now[now.index(addr) + 1:] == rest:
+            return
+        ahead = sorted(set(map(fmt, rest)) ^ set(map(fmt, now[now.index(addr) + 1:]
+                                                      if addr in now else now)))
+        raise SelectionError(
+            f"mh on {self.selection!r}: updating {fmt(addr)} created or dropped "
+            f"{', '.join(ahead[:3])}, which the sweep had still to update; th.each updates a "
+            "fixed sequence of choices — use th.one(...) (one block chosen at random, with the "
+            "correction for the number of blocks) or th.lmh() for choices that decide which "
+            "others exist, or put them first in the selection")
 
     def _update(self, trace, cs, rng, n_blocks=None):
         if n_blocks is None and not cs.scalars and len({g.plate_addr for g in cs.groups}) == 1:
@@ -115,7 +137,8 @@ class MH(Selecting):
             vec[(g.plate_addr, g.rel)] = VecTarget(g.element_array(), new)
             plan_elements(trace, plan, g.plate_addr, g.element_array())
         run = self.execute(trace, rng, targets=targets, vec=vec, plan=plan)
-        run.check_targets(len(targets), vec.keys())
+        run.check_targets(len(targets), vec.keys(),
+                          may_drop={a for a, v in targets.items() if v is RESAMPLE})
         log_alpha = run.log_weight + log_q
         if n_blocks is not None and (run.n_fresh or run.n_stale):
             fork = provisional_commit(trace, run)

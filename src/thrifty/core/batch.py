@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from thrifty.core import coupled, sites
-from thrifty.core.address import as_name, fmt
+from thrifty.core.address import ONE_PART, as_name, fmt
 from thrifty.core.replay import BatchLanes
 from thrifty.core.vocab import (
     DETERMINISTIC,
@@ -339,7 +339,11 @@ class BatchFrame:
 
     # -- names ----------------------------------------------------------------------------------
     def site_name(self, name) -> tuple:
-        local = self.scope + as_name(name) if self.scope else as_name(name)
+        local = ONE_PART.get(name) if type(name) is str else None  # (a name met before)
+        if local is None:
+            local = as_name(name)
+        if self.scope:
+            local = self.scope + local
         acc = self.acc
         if local in self.new or (self is acc and local in acc.new_chains):
             raise ModelError(f"address {fmt(acc.member_addr(0, self.rel + local))} is used twice")

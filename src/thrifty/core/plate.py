@@ -33,7 +33,7 @@ from thrifty.core.exec_log import ExecLog
 from thrifty.core.locate import addressed_target
 from thrifty.core.node import Node, Update
 from thrifty.core.plate_chain import ChainColumns
-from thrifty.core.vocab import LATENT, StaleRead, WeakRun, total
+from thrifty.core.vocab import LATENT, StaleRead, total, weak_run
 from thrifty.errors import ModelError
 
 _EMPTY = np.zeros(0, dtype=np.int64)
@@ -247,7 +247,7 @@ def _stop_before_stale(run, addr, old, idx) -> None:
 class PlateFrame(BatchFrame):
     """The frame of a plate body: executes element indices ``idx`` and journals the result."""
 
-    run = WeakRun()  # (and the enclosing block's sites, not its frame: no reference cycle)
+    run = weak_run()  # (and the enclosing block's sites, not its frame: no reference cycle)
 
     def __init__(self, run, parent, addr, local, old, idx, N, fresh_node, dirty):
         self.fresh_node = fresh_node
@@ -419,12 +419,11 @@ class PlateFrame(BatchFrame):
         if self.mem_keys or (self.old_node is not None and self.old_node.mem_keys):
             run.account_plate_reads(self, None if self.fresh_node else self.old_node)
         run.lp_new += self.lp_total - self.lp_fresh
-        run.n_fresh += self.n_fresh
-        run.n_stale += self.n_stale
-        run.lp_fresh += self.lp_fresh
-        run.lp_stale += self.lp_stale
-        run.q_fwd += self.q_fwd
-        run.q_rev += self.q_rev
+        if self.n_fresh or self.n_stale:  # (choices created or dropped)
+            run.n_fresh, run.lp_fresh = run.n_fresh + self.n_fresh, run.lp_fresh + self.lp_fresh
+            run.n_stale, run.lp_stale = run.n_stale + self.n_stale, run.lp_stale + self.lp_stale
+        if self.q_fwd or self.q_rev:  # (values redrawn from their prior)
+            run.q_fwd, run.q_rev = run.q_fwd + self.q_fwd, run.q_rev + self.q_rev
         self.parent_block.plates[self.local] = node
         run.updates.append(update)
 

@@ -42,7 +42,6 @@ from thrifty.core.vocab import (
     NEG_INF,
     RESAMPLE,
     StructureChange,
-    WeakRun,
     ZeroProbability,
     infinite_error,
     nan_error,
@@ -51,6 +50,7 @@ from thrifty.core.vocab import (
     sample_error,
     take_rows,
     total,
+    weak_run,
 )
 from thrifty.errors import ModelError, NumericalError, ThriftyError
 
@@ -145,7 +145,7 @@ class ScalarLanes:
     __slots__ = ("_run", "addr", "rng", "strict")
 
     n = 1
-    run = WeakRun()  # (the run holds its lanes: held back weakly, no reference cycle)
+    run = weak_run()  # (the run holds its lanes: held back weakly, no reference cycle)
 
     def __init__(self, addr, rng, strict, run):
         self.addr, self.rng, self.strict, self.run = addr, rng, strict, run

@@ -195,6 +195,11 @@ class PlateView:
         """The stored values of the site ``rel`` at elements ``elems``."""
         return self._node.site(rel).take(np.asarray(elems))
 
+    def value(self, rel: tuple, e: int):
+        """The stored value of the site ``rel`` at element ``e`` (a Python scalar for a site
+        of scalars)."""
+        return self._node.site(rel).values.get(e)
+
     def candidates(self, rel: tuple, current) -> list:
         """The values a Gibbs update of a process's draw weighs (its state's candidates: for a
         CRP, the occupied tables and a new one)."""

@@ -20,6 +20,7 @@ import math
 import weakref
 from dataclasses import dataclass
 from enum import Enum
+from operator import methodcaller
 from types import MappingProxyType
 
 import numpy as np
@@ -381,14 +382,14 @@ def chain_length(addr, length, step) -> int:
     return int(length)
 
 
-class WeakRun:
+def _set_run(frame, run) -> None:
+    frame._run = weakref.ref(run)
+
+
+def weak_run() -> property:
     """A frame's run, held weakly: the run holds the frames kernels read after its execution
     (``run.plate_frames``), and a strong reference back would make each run a reference
     cycle — freed by the garbage collector's passes (a share of every plate update's time:
-    ``benchmarks/runtime_overheads.py`` measures it), not at once when the kernel drops it."""
-
-    def __get__(self, frame, owner=None):
-        return self if frame is None else frame._run()
-
-    def __set__(self, frame, run) -> None:
-        frame._run = weakref.ref(run)
+    ``benchmarks/runtime_overheads.py`` measures it), not at once when the kernel drops it.
+    (Read through C: ``frame.run`` calls the weak reference with no Python frame.)"""
+    return property(methodcaller("_run"), _set_run)

@@ -202,9 +202,8 @@ class ChoiceSet:
             if r < count:
                 e = r if elems is None else int(elems[r])
                 sub = ChoiceSet()
-                for g in gs:
-                    if g.elems is None or e in g.elems:
-                        sub.groups.append(PlateGroup(plate, g.rel, g.size, np.array([e])))
+                sub.groups = [PlateGroup(plate, g.rel, g.size, np.array([e])) for g in gs
+                              if g.elems is None or e in g.elems]
                 return sub
             r -= count
         raise IndexError("block index out of range")

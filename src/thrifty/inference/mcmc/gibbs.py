@@ -58,13 +58,15 @@ def _gumbel_choice(logw: np.ndarray, rng) -> np.ndarray:
 def _gumbel_pick(logw: list, rng) -> int:
     """:func:`_gumbel_choice` for one set of weights (a list), in Python: the same uniforms,
     the same index."""
-    best, k = -math.inf, 0
-    for j, u in enumerate(rng.random(len(logw)).tolist()):
+    best, k, j = -math.inf, 0, 0
+    log = math.log
+    for u in rng.random(len(logw)).tolist():
         lw = logw[j]
         if lw > -math.inf and u > 0.0:  # (u = 0: a Gumbel draw of −∞)
-            z = lw - math.log(-math.log(u))
+            z = lw - log(-log(u))
             if z > best:
                 best, k = z, j
+        j += 1
     return k
 
 
@@ -147,15 +149,20 @@ class Gibbs(Selecting):
             return self._pick_lanes(trace, view, rel, e, values, cur, rng, STRICT)
         plan = view.plan([e])
         key, elems = (plate, rel), plan.plates[plate]  # the value as a plate target ([e])
-
-        def run_with(v):
+        logw, runs = [], []
+        for v in values:  # one run per value other than the current one
+            if v == cur:
+                logw.append(0.0)
+                runs.append(None)
+                continue
             try:
-                return self.execute(trace, rng, vec={key: VecTarget(elems, np.array([v]))},
-                                    plan=plan, mode=STRICT)
+                run = self.execute(trace, rng, vec={key: VecTarget(elems, np.array([v]))},
+                                   plan=plan, mode=STRICT)
             except StructureChange as err:
                 raise self._structure_error(addr, v, err) from None
-
-        self._pick(values, cur, run_with, rng)
+            logw.append(float(run.log_weight) if run.aborted is None else -math.inf)
+            runs.append(run)
+        self._choose(logw, runs, rng)
 
     def _pick(self, values, cur, run_with, rng) -> None:
         """Draw from the full conditional over ``values``: one run per value other than the
@@ -168,16 +175,21 @@ class Gibbs(Selecting):
             if run is not None:
                 logw[k] = float(run.log_weight) if run.aborted is None else -math.inf
             runs.append(run)
+        self._choose(logw, runs, rng)
+
+    def _choose(self, logw: list, runs: list, rng) -> None:
+        """Draw value k with probability ∝ exp(logw[k]); commit its run (None: the current
+        value, nothing to write)."""
         k = _gumbel_pick(logw, rng)
-        self.info.proposed += 1
-        self.info.accepted += 1
+        info = self.info
+        info.proposed += 1
+        info.accepted += 1
         if runs[k] is not None:
             runs[k].commit()
 
     def _group(self, trace, g, rng):
         plate = g.plate_addr
         view = plate_view(trace, plate)
-        addr = plate + ("*",) + g.rel
         d = view.dist(g.rel)
         if d is not None and d.coupled:  # a process's draws: one at a time
             for e in g.element_array().tolist():
@@ -187,13 +199,14 @@ class Gibbs(Selecting):
             elems = g.element_array()
             e = int(elems[0])
             return self._element(trace, view, g.rel, e, view.support_of(g.rel, elems),
-                                 view.values(g.rel, elems)[0], rng)
+                                 view.value(g.rel, e), rng)
         if view.coupled:
             # other sites of the plate are coupled (the elements are not independent): one
             # element at a time, each located afresh after the last one's commit
             for e in g.element_array().tolist():
                 self._site(trace, plate + (e,) + g.rel, rng, one=True)
             return
+        addr = plate + ("*",) + g.rel
         values = _support(view.support_of(g.rel, g.elems), addr)
         elems = g.element_array()
         plan = view.plan(elems)

@@ -10,8 +10,8 @@ O(N) each):
 * every latent choice of every top-level plate given another value at every element
   (:func:`_other_values`): a site after the plate reading the plate's values could otherwise
   agree with the empty run by chance — ``sum(z)`` at ``z = 0`` — and be scored from a subset
-  later (paper 000 §3.3: a plate's elements are conditionally independent, and nothing outside
-  the plate reads them).
+  later (a plate's elements are the local sections of paper 000 §3.1: nothing global may read
+  them).
 
 Then:
 

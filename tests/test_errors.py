@@ -211,6 +211,77 @@ def test_values_from_a_plate_used_after_it():
         run(m())
 
 
+@th.model
+def _sum_read_after(y):
+    with th.plate("data", 3):
+        z = th.sample("z", dist.Bernoulli(0.3))
+    th.observe("y", dist.Normal(float(np.sum(z)), 1.0), y)
+
+
+@pytest.mark.parametrize("kernel", [None, th.gibbs(th.one("data.z"))])
+def test_plate_values_read_after_it_are_found_whatever_the_initial_values(kernel):
+    """At z = 0 an empty plate's sum equals the full one: the check at set-up also gives every
+    element another value (else element-wise kernels sample a wrong posterior: LMH's mean of z
+    was 0.36 against the exact 0.296 over 4000 draws, with check=False)."""
+    with pytest.raises(ModelError, match=r"\('y',\) depends on values sampled inside a plate"):
+        run(_sum_read_after(1.0), kernel, init={"data.z": np.zeros(3, int)}, check=False)
+
+
+def test_plate_values_read_after_it_through_a_dependent_support():
+    """z2's support depends on z1: moved from 0 to 1 (its other value under z1 = 0), z2 leaves
+    its support under the moved z1 = 1 ({2}), so it is redrawn under it — and the sum after
+    the plate, 0 at the start as with the plate empty, is found to read it."""
+    probs = np.array([[0.5, 0.5, 0.0], [0.0, 0.0, 1.0], [0.5, 0.0, 0.5]])
+
+    @th.model
+    def m():
+        with th.plate("data", 4):
+            z1 = th.sample("z1", dist.Categorical(np.ones(3) / 3))
+            z2 = th.sample("z2", dist.Categorical(probs=probs[z1]))
+        th.observe("w", dist.Normal(float(np.sum(z2)), 1.0), 0.3)
+
+    with pytest.raises(ModelError, match=r"\('w',\) depends on values sampled inside a plate"):
+        run(m(), init={"data.z1": np.zeros(4, int), "data.z2": np.zeros(4, int)})
+
+
+def test_plates_with_element_supports_and_dependent_choices_pass_the_check():
+    """Sites after the plate that read only choices before it pass the check at set-up, for
+    elements whose supports differ (one of a single value), choices whose support depends on
+    another, and counts without a finite support."""
+    n, eye = np.array([0, 1, 2, 3]), np.eye(3)
+
+    @th.model
+    def m():
+        mu = th.sample("mu", dist.Normal(0.0, 1.0))
+        with th.plate("data", 4) as i:
+            b = th.sample("b", dist.Binomial(total_count=n[i], probs=0.5))
+            z1 = th.sample("z1", dist.Categorical(np.ones(3) / 3))
+            z2 = th.sample("z2", dist.Categorical(probs=eye[z1]))
+            p = th.sample("p", dist.Poisson(2.0))
+            th.observe("y", dist.Normal(mu + b + z2 + 0.1 * p, 1.0), n[i] * 0.5)
+        th.observe("w", dist.Normal(mu, 1.0), 0.3)
+
+    r = run(m(), init={"data.z1": np.zeros(4, int), "data.z2": np.zeros(4, int)})
+    assert r["mu"].shape[-1] == 5
+
+
+def test_an_output_of_plate_values_is_found_whatever_the_initial_values():
+    """An output that reads the plate's values is recomputed by a full execution after a
+    partial one, also from z = 0 (where the empty plate's output agrees): before, 73% of
+    2000 LMH draws recorded the sum of the last executed elements only."""
+
+    @th.model
+    def m():
+        with th.plate("data", 3) as i:
+            z = th.sample("z", dist.Bernoulli(0.3))
+            th.observe("y", dist.Normal(z, 1.0), np.array([1.0, 0.0, 2.0])[i])
+        return int(np.sum(z))
+
+    r = run(m(), num_samples=200, init={"data.z": np.zeros(3, int)})
+    assert np.array_equal(np.asarray(r.output, dtype=float).ravel(),
+                          r["data.z"].sum(axis=-1).ravel())
+
+
 def test_primitive_outside_a_run():
     with pytest.raises(RuntimeError, match=r"th.sample\(\) was called outside a program run"):
         th.sample("x", dist.Normal(0.0, 1.0))

@@ -3,21 +3,36 @@
 Kernels execute plates on subsets of their elements, so the code after a ``with th.plate``
 block sees the values of the executed elements only.  That is harmless when the code after the
 plate does not read them — the rule of plates — and :func:`probe` checks it once, at
-initialisation, by executing the program with every plate empty and comparing with the full
-execution:
+initialisation, by two executions of the program compared with the full one (neither committed;
+O(N) each):
 
-* a site after a plate whose log-density changes reads values from the plate: an error, since
-  its score would be wrong whenever the plate runs a subset;
+* every plate empty (what a kernel's run of no element gives the code after it);
+* every latent choice of every top-level plate given another value at every element
+  (:func:`_other_values`): a site after the plate reading the plate's values could otherwise
+  agree with the empty run by chance — ``sum(z)`` at ``z = 0`` — and be scored from a subset
+  later (a plate's elements are the local sections of paper 000 §3.1: nothing global may read
+  them).
+
+Then:
+
+* a site after a plate whose log-density or value changes reads values from the plate: an
+  error, since its score would be wrong whenever the plate runs a subset;
 * an output that changes depends on the plate's values: it is then recomputed by a full
   execution whenever a draw is recorded after a partial one (O(N) per draw).
+
+Plates inside markov steps are checked by the empty run only (their values cannot reach the
+top-level sites compared here but through their steps).
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from thrifty.core.address import fmt
-from thrifty.core.run import RESCORE, Run
+from thrifty.core.run import RESAMPLE, RESCORE, Plan, Run, VecTarget
+from thrifty.core.sections import PlateView
 from thrifty.core.vocab import OBSERVED, same_value
 from thrifty.errors import ModelError
 
@@ -25,6 +40,14 @@ from thrifty.errors import ModelError
 def _has_plates(block) -> bool:
     return bool(block.plates) or any(
         _has_plates(c.step_view(t)) for c in block.chains.values() for t in c.nested
+    )
+
+
+def _reads_plate(addr) -> ModelError:
+    return ModelError(
+        f"the site at {fmt(addr)} depends on values sampled inside a plate after the "
+        "plate ended; values from a plate must only be used inside it (move the site "
+        "into the plate, or use a Python loop)"
     )
 
 
@@ -47,20 +70,105 @@ def probe(trace, rng) -> bool:
             "so the program must work for any subset, including an empty one; the usual cause "
             "is using values sampled inside a plate after it"
         ) from e
+    runs = [run, _changed(trace)]
     for local, site in trace.root.sites.items():
-        new = run.root.sites.get(local)
-        if new is None:
-            continue
-        a, b = site.lp, new.lp
-        if not (a == b or (math.isnan(a) and math.isnan(b))) or (
-            site.kind != OBSERVED and not same_value(site.value, new.value)
-        ):
-            raise ModelError(
-                f"the site at {fmt(local)} depends on values sampled inside a plate after the "
-                "plate ended; values from a plate must only be used inside it (move the site "
-                "into the plate, or use a Python loop)"
-            )
-    return not same_value(trace.output, run.output)
+        for r in runs:
+            new = None if r is None else r.root.sites.get(local)
+            if new is None:
+                continue
+            a, b = site.lp, new.lp
+            if not (a == b or (math.isnan(a) and math.isnan(b))) or (
+                site.kind != OBSERVED and not same_value(site.value, new.value)
+            ):
+                raise _reads_plate(local)
+    return any(r is not None and not same_value(trace.output, r.output) for r in runs)
+
+
+def _changed(trace) -> Run | None:
+    """An execution (never committed, on a generator of its own) with every latent choice of
+    every top-level plate given a value other than its current one at every element, the
+    plates run in full; None when no top-level plate holds a latent choice.
+
+    The values are those of a Gibbs update of a whole plate site (:mod:`thrifty.inference.mcmc
+    .gibbs`), as vector targets: :func:`_other_values`, or ``RESAMPLE`` (a draw from the prior).
+    A value outside its support once the element's other choices changed (a choice whose
+    support depends on another's) is refused by the run: that site is resampled instead, and the
+    run repeated (at most once per site).  A run stopped at a site outside the plates' targets
+    stopped at a site that reads the plates' values."""
+    targets, plan = {}, Plan()
+    for addr, node in trace.root.plates.items():
+        view = PlateView(trace, addr)
+        plan.add_elements(addr, np.arange(node.size))
+        for rel in node.latent_names():
+            targets[addr, rel] = _other_values(view, rel, node.site(rel).values.array())
+    while targets:
+        vec = {key: VecTarget(plan.plates[key[0]], v) for key, v in targets.items()}
+        run = Run(trace, np.random.default_rng(0), vec=vec, plan=plan).execute()
+        if run.aborted is None:
+            refused = [key for key, v in targets.items() if v is not RESAMPLE
+                       and _refused(run.plate_frames[key[0]], key[1])]
+            if not refused:
+                return run
+        else:
+            addr = run.aborted.addr
+            refused = [k for k in targets if addr[:len(k[0])] == k[0]
+                       and addr[len(k[0]) + 1:] == k[1] and targets[k] is not RESAMPLE]
+            if not refused:
+                raise _reads_plate(addr)
+        for key in refused:
+            targets[key] = RESAMPLE
+    return None
+
+
+def _refused(frame, rel) -> bool:
+    """Whether the plate ``frame`` kept a value given to its site ``rel`` at some element: one
+    outside that element's support (scored −∞, the old value kept)."""
+    try:
+        lp = frame.site_at(rel).lp
+    except KeyError:  # (the site left the plate: the values given before it changed that)
+        return False
+    return not np.all(np.asarray(lp) > -np.inf)
+
+
+def _other_values(view, rel, cur):
+    """Values other than ``cur`` for the elements of the plate site ``rel`` (discrete, one value
+    per entry): each entry moved to the nearest value of its own support — the next or previous
+    in the order of the finite support, or one more or less for a count without one — among
+    :data:`_NEAR` on each side (an entry with none, such as a support of one value, keeps its
+    value: O(N) whatever the support's size); ``RESAMPLE`` for the others (continuous choices,
+    a process's draws, values with an event shape) or when no entry can move."""
+    if view.is_coupled(rel) or not view.discrete(rel):
+        return RESAMPLE
+    d = view.support_of(rel)
+    if d is None or d.event_shape:
+        return RESAMPLE
+    cur = np.asarray(cur)
+    support = np.asarray(d.enumerate_support()) if d.has_enumerate_support else None
+    if support is not None and (support.ndim != 1 or np.any(support[1:] <= support[:-1])):
+        return RESAMPLE
+    k = _NEAR + 1 if support is None else min(len(support), _NEAR + 1)
+    pos = cur if support is None else np.searchsorted(support, cur)
+    new, todo = cur.copy(), np.ones(cur.shape, bool)
+    for off in (sign * m for m in range(1, k) for sign in (1, -1)):
+        at = pos + off
+        if support is None:
+            cand, inside = at, todo
+        else:
+            inside = todo & (at >= 0) & (at < len(support))
+            cand = support[np.clip(at, 0, len(support) - 1)]
+        try:
+            lp = d.log_prob(np.where(inside, cand, new))
+        except (ValueError, TypeError):  # (shapes the family does not broadcast over)
+            return RESAMPLE
+        moved = inside & np.isfinite(np.broadcast_to(lp, cur.shape))
+        new[moved] = cand[moved]
+        todo &= ~moved
+        if not todo.any():
+            break
+    return RESAMPLE if todo.all() else new
+
+
+_NEAR = 8  # values tried on each side of the current one
 
 
 def current_output(trace, rng, needs_plates: bool):

@@ -265,6 +265,21 @@ def test_plates_with_element_supports_and_dependent_choices_pass_the_check():
     assert r["mu"].shape[-1] == 5
 
 
+def test_a_plate_whose_own_sites_refuse_other_values_passes_the_check():
+    """Values that make a site of the plate itself impossible (here a scale of 0) say nothing
+    about the code after the plate: such a valid model is not refused at set-up (the check
+    would name ('data', *, 'y') as read after the plate)."""
+
+    @th.model
+    def m(y):
+        with th.plate("data", len(y)) as i:
+            k = th.sample("k", dist.Bernoulli(0.5))
+            th.observe("y", dist.Normal(0.0, 1.0 - k), y[i])
+
+    r = run(m(np.array([1.0, 2.0, 0.5])), init={"data.k": np.zeros(3, int)})
+    assert np.all(r["data.k"] == 0)  # (k = 1 has scale 0: every proposal of it is rejected)
+
+
 def test_an_output_of_plate_values_is_found_whatever_the_initial_values():
     """An output that reads the plate's values is recomputed by a full execution after a
     partial one, also from z = 0 (where the empty plate's output agrees): before, 73% of

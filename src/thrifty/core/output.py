@@ -87,14 +87,16 @@ def probe(trace, rng) -> bool:
 def _changed(trace) -> Run | None:
     """An execution (never committed, on a generator of its own) with every latent choice of
     every top-level plate given a value other than its current one at every element, the
-    plates run in full; None when no top-level plate holds a latent choice.
+    plates run in full; None when no top-level plate holds a latent choice, or when the plates'
+    own sites refuse every such values (invalid parameters, even under draws from the priors).
 
     The values are those of a Gibbs update of a whole plate site (:mod:`thrifty.inference.mcmc
     .gibbs`), as vector targets: :func:`_other_values`, or ``RESAMPLE`` (a draw from the prior).
     A value outside its support once the element's other choices changed (a choice whose
     support depends on another's) is refused by the run: that site is resampled instead, and the
-    run repeated (at most once per site).  A run stopped at a site outside the plates' targets
-    stopped at a site that reads the plates' values."""
+    run repeated (at most once per site); so are a plate's sites when the run stops inside the
+    plate (parameters made invalid there).  A run stopped at a site after the plates stopped at
+    a site that reads the plates' values."""
     targets, plan = {}, Plan()
     for addr, node in trace.root.plates.items():
         view = PlateView(trace, addr)
@@ -111,10 +113,16 @@ def _changed(trace) -> Run | None:
                 return run
         else:
             addr = run.aborted.addr
-            refused = [k for k in targets if addr[:len(k[0])] == k[0]
-                       and addr[len(k[0]) + 1:] == k[1] and targets[k] is not RESAMPLE]
-            if not refused:
+            plate = next((p for p in trace.root.plates if addr[:len(p)] == p
+                          and len(addr) > len(p)), None)
+            if plate is None:  # a site after the plates, made impossible by their values
                 raise _reads_plate(addr)
+            # a site of the plate made impossible (invalid parameters) by the values given to
+            # its elements: the plate's sites resampled instead — and if even draws from their
+            # priors make it impossible, this run cannot check (the empty run has)
+            refused = [k for k in targets if k[0] == plate and targets[k] is not RESAMPLE]
+            if not refused:
+                return None
         for key in refused:
             targets[key] = RESAMPLE
     return None

@@ -200,7 +200,10 @@ class BatchFrame:
                 return False
             shared = n not in lp.shape
         else:
-            vb = np.shape(value)[: np.ndim(value) - len(d.event_shape)]
+            vb = value.shape if type(value) is np.ndarray else np.shape(value)
+            es = d.event_shape
+            if len(es):
+                vb = vb[: len(vb) - len(es)]
             if lp.shape != vb:
                 return False  # (one per member; else the shape check below refuses it)
             shared = n not in vb
@@ -235,18 +238,20 @@ class BatchFrame:
             "(index your data with the plate's index)"
         )
 
-    def _particle_code(self, d, rel, what, one) -> int:
+    def _particle_code(self, d, rel, what, frame, local) -> int:
         """:meth:`shape_code` where the members are particles (``shared_data``): parameters
         without an axis of the members are shared, and every member draws a value of their
-        whole batch shape, as a particle run alone does (003 §3); one member's value's shape
-        ``one``, when known, tells shared parameters from the members' when n = 1."""
+        whole batch shape, as a particle run alone does (003 §3); one member's value's shape,
+        when the site's ``frame`` knows it (a reference), tells shared parameters from the
+        members' where the shapes alone cannot (n = 1, or k = n)."""
         n, bs = self.n, tuple(d.batch_shape)
+        if bs[0] != n and (n == 1 or n not in bs):  # (no axis of the members)
+            return 0
+        one = frame.member_shape(local)
         if one is not None and one == bs + tuple(d.event_shape):
             return 0
         if bs[0] == n:
             return 1
-        if n == 1 or n not in bs:
-            return 0
         raise ModelError(
             f"shape mismatch in {self.where()} at {what} {fmt(self.generic(rel))}: "
             f"{type(d).__name__} has batch shape {bs}, with an axis of the {n} members that is "
@@ -364,7 +369,7 @@ class BatchFrame:
             return BatchLanes(acc, rel, None)
         if d._error is not None:
             check_dist(d, acc.generic(rel), acc.run)
-        lanes = BatchLanes(acc, rel, acc._particle_code(d, rel, what, self.member_shape(local))
+        lanes = BatchLanes(acc, rel, acc._particle_code(d, rel, what, self, local)
                            if acc.shared_data and len(d.batch_shape) else
                            acc.shape_code(d, rel, what))
         if self.strict:

@@ -276,10 +276,7 @@ class FusedStep(BatchFrame):
         self.root, self.m = root, m
         self.old = _Reference(rel, ref, per, copies=2)
         self._free = _free_members(m, per)  # drawn afresh: all but the references
-
-    @property
-    def shared_data(self) -> bool:
-        return self.root.shared_data
+        self.shared_data = root.shared_data  # (a plate's chains read per-member data)
 
     def target(self, rel):
         return self._free, RESAMPLE
@@ -336,7 +333,9 @@ class _Reference:
 def _ref_shape(ref: dict, local) -> tuple | None:
     """The shape of one reference's value of the site ``local`` (None: it has none)."""
     v = ref.get(local)
-    return None if v is None else np.shape(v)[1:]
+    if v is None:
+        return None
+    return v.shape[1:] if type(v) is np.ndarray else np.shape(v)[1:]
 
 
 # (index arrays a step frame reads, never writes: made once per shape of the batch)

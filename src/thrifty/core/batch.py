@@ -172,7 +172,10 @@ class BatchFrame:
         lp = np.asarray(lp, dtype=float)
         if lp.ndim == 0:
             return np.full(n, float(lp))
-        if self.shared_data and what != "sample" and self._shared_lp(lp, rel, value, d):
+        if self.shared_data and what != "sample" and (
+                d is None or n == 1 or lp.ndim <= (value.ndim if type(value) is np.ndarray
+                                                   else np.ndim(value))
+        ) and self._shared_lp(lp, rel, value, d):  # (more axes than the value: the members')
             return np.full(n, np.add.reduce(lp, axis=None))
         if lp.shape[0] != n:
             raise ModelError(
@@ -376,10 +379,16 @@ class BatchFrame:
             lanes.strict = True
         return lanes
 
+    ref_values: dict | None = None  # site → the references' values (G, ...), when known
+
     def member_shape(self, local) -> tuple | None:
         """The shape of one member's value of the site ``local`` when the frame knows it (a
-        reference particle's; None: not known)."""
-        return None
+        reference particle's, from ``ref_values``; None: not known)."""
+        ref = self.ref_values
+        v = None if ref is None else ref.get(local)
+        if v is None:
+            return None
+        return v.shape[1:] if type(v) is np.ndarray else np.shape(v)[1:]
 
     def site_stored(self, local, lanes):
         old = self.old.get(local) if self.old is not None else None

@@ -224,6 +224,7 @@ class ConditionalStep(StepFrame):
     def __init__(self, run, root, rel, ref: dict, per: int):
         StepFrame.__init__(self, run, root, rel)
         self.ref, self.per = ref, per
+        self.ref_values = ref
 
     def target(self, rel):
         local = rel[len(self.rel):]
@@ -233,9 +234,6 @@ class ConditionalStep(StepFrame):
                 "choices must be the same in every step)"
             )
         return np.arange(0, self.acc.n, self.per), self.ref[local]
-
-    def member_shape(self, local):
-        return _ref_shape(self.ref, local)
 
 
 class PinnedStep(StepFrame):
@@ -249,9 +247,7 @@ class PinnedStep(StepFrame):
     def __init__(self, run, root, rel, ref: dict, per: int):
         StepFrame.__init__(self, run, root, rel)
         self.old = _Reference(rel, ref, per)
-
-    def member_shape(self, local):
-        return _ref_shape(self.old.ref, local)
+        self.ref_values = ref
 
 
 class FusedStep(BatchFrame):
@@ -275,14 +271,12 @@ class FusedStep(BatchFrame):
         self.init_members(2 * m)
         self.root, self.m = root, m
         self.old = _Reference(rel, ref, per, copies=2)
+        self.ref_values = ref
         self._free = _free_members(m, per)  # drawn afresh: all but the references
         self.shared_data = root.shared_data  # (a plate's chains read per-member data)
 
     def target(self, rel):
         return self._free, RESAMPLE
-
-    def member_shape(self, local):
-        return _ref_shape(self.old.ref, local)
 
     def member_addr(self, j: int, rel: tuple) -> tuple:
         return self.root.member_addr(j % self.m, rel)
@@ -328,14 +322,6 @@ class _Reference:
         v = np.asarray(v)
         v = take_rows(v, _group_rows(len(v), self.per, self.copies))  # (a copy of its own)
         return MemberSite(v, np.zeros(len(v)), LATENT)
-
-
-def _ref_shape(ref: dict, local) -> tuple | None:
-    """The shape of one reference's value of the site ``local`` (None: it has none)."""
-    v = ref.get(local)
-    if v is None:
-        return None
-    return v.shape[1:] if type(v) is np.ndarray else np.shape(v)[1:]
 
 
 # (index arrays a step frame reads, never writes: made once per shape of the batch)

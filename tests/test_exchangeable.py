@@ -351,6 +351,17 @@ def test_a_collapsed_observation_the_predictive_cannot_score_is_refused(family, 
                  init={"data.z": np.array([0, 0, 1, 1])})
 
 
+def test_a_label_whose_current_table_scores_minus_inf_is_an_error(monkeypatch):
+    """Gibbs' candidates are weighed relative to the current table, whose density is positive
+    in any trace; a predictive that disagrees (here: −∞ everywhere) made every weight NaN and
+    the draw arbitrary.  It is an error naming the label."""
+    from thrifty.errors import NumericalError
+
+    monkeypatch.setattr(NormalGamma, "predictive_log_prob", lambda self, x: -math.inf)
+    with pytest.raises(NumericalError, match=r"gibbs on \('data', 0, 'z'\): its current value"):
+        th.infer(dpm(X6, 1.0), th.gibbs("data.z"), num_samples=5, seed=1, progress=False)
+
+
 def test_candidate_lanes_weigh_each_table_as_a_run_with_it_does():
     """One execution of an element in lanes (one per candidate table) gives each table the
     log-weight a run of the element with that table gives it — the CRP's predictive, the

@@ -322,6 +322,46 @@ def test_invalid_hyperparameters_of_a_collapsed_family_name_the_argument():
                  num_samples=5, progress=False)
 
 
+@pytest.mark.parametrize("family, x, why", [
+    (lambda: th.collapsed.NormalInverseWishart(np.zeros(1), 0.3, 3.0, np.eye(1)),
+     np.array([-1.5, -1.2, 0.3, 1.0]), r"\('data', 0, 'x'\): NormalInverseWishart observes "
+     r"values of shape \(1,\), got one of shape \(\)"),
+    (lambda: th.collapsed.BetaBernoulli(1.0, 1.0), np.array([1.0, 0.5, 0.0, 1.0]),
+     r"observed value 0.5 at address \('data', 1, 'x'\): .*support of BetaBernoulli"),
+    (lambda: th.collapsed.GammaPoisson(1.0, 1.0), np.array([1.0, 2.5, 0.0, 1.0]),
+     r"observed value 2.5 at address \('data', 1, 'x'\): .*support of GammaPoisson"),
+])
+def test_a_collapsed_observation_the_predictive_cannot_score_is_refused(family, x, why):
+    """The statistics (the joint) and the predictive (Gibbs' candidates) must see the same
+    observations.  A scalar observation of a 1-d Normal–inverse-Wishart, or 0.5 of a
+    beta–Bernoulli, was counted by the statistics (broadcast; truncated to 0) while the
+    predictive gave it probability 0: the joint was finite, every Gibbs candidate −∞, and the
+    chain stayed in its initial partition (one partition in 200 draws for the NIW)."""
+    from thrifty.errors import DistributionError
+
+    @th.model
+    def mixture(x):
+        crp = th.CRP(1.0)
+        f = th.mem("f", lambda k: family())
+        with th.plate("data", len(x)) as i:
+            th.observe("x", f(th.sample("z", crp)), x[i])
+
+    with pytest.raises(DistributionError, match=why):
+        th.infer(mixture(x), th.gibbs("data.z"), num_samples=50, seed=1, progress=False,
+                 init={"data.z": np.array([0, 0, 1, 1])})
+
+
+def test_a_label_whose_current_table_scores_minus_inf_is_an_error(monkeypatch):
+    """Gibbs' candidates are weighed relative to the current table, whose density is positive
+    in any trace; a predictive that disagrees (here: −∞ everywhere) made every weight NaN and
+    the draw arbitrary.  It is an error naming the label."""
+    from thrifty.errors import NumericalError
+
+    monkeypatch.setattr(NormalGamma, "predictive_log_prob", lambda self, x: -math.inf)
+    with pytest.raises(NumericalError, match=r"gibbs on \('data', 0, 'z'\): its current value"):
+        th.infer(dpm(X6, 1.0), th.gibbs("data.z"), num_samples=5, seed=1, progress=False)
+
+
 def test_candidate_lanes_weigh_each_table_as_a_run_with_it_does():
     """One execution of an element in lanes (one per candidate table) gives each table the
     log-weight a run of the element with that table gives it — the CRP's predictive, the

@@ -122,6 +122,14 @@ def _value(acc, rel, j, d, v):
     return int(v)
 
 
+def _check_obs(acc, rel, j, fam, x) -> None:
+    """One observation of a collapsed family, checked as its statistics will count it."""
+    why = fam.value_error(x)
+    if why is not None:
+        raise DistributionError(f"observed value {np.asarray(x).tolist()!r} at address "
+                                f"{fmt(acc.member_addr(j, rel))}: {why}")
+
+
 def _params(acc, rel, d) -> tuple:
     """The process's hyperparameters in this run, checked: invalid ones reject a proposal and
     are an error anywhere else (the engine's rule for distributions, ``check_dist``)."""
@@ -297,6 +305,7 @@ def observe(frame, local, rel, d, value):
                 cur = fams.get(k)
                 fams[k] = family(k).copy() if cur is None else cur.copy()
                 touched.add(k)
+            _check_obs(acc, rel, j, fams[k], x[j])
             fams[k].incorporate(x[j])
         if len(moved):
             w.moves = (acc.member_indices()[moved], keys[moved], x[moved])

@@ -50,6 +50,26 @@ class Collapsed:
     def _prior(self) -> tuple:
         raise NotImplementedError
 
+    def event_shape(self) -> tuple:
+        return ()
+
+    def in_support(self, x: np.ndarray) -> bool:
+        """Whether one observation of the right shape is in the support (finite by default)."""
+        return bool(np.isfinite(x).all())
+
+    def value_error(self, x) -> str | None:
+        """Why ``x`` cannot be one observation of this family, or None.  The statistics
+        (``incorporate``) and the predictive must see the same observations: a value the
+        predictive gives probability 0 must not be counted by the statistics as another."""
+        x = np.asarray(x)
+        shape = self.event_shape()
+        if x.shape != shape:
+            return (f"{type(self).__name__} observes values of shape {shape}, got one of shape "
+                    f"{x.shape}")
+        if not self.in_support(x):
+            return f"it is outside the support of {type(self).__name__}"
+        return None
+
     def same_prior(self, other) -> bool:
         """Whether ``other`` is the same family with the same hyperparameters."""
         if type(other) is not type(self):
@@ -140,6 +160,9 @@ class BetaBernoulli(Collapsed):
     def _prior(self):
         return (self.a, self.b)
 
+    def in_support(self, x) -> bool:
+        return bool(x == 0 or x == 1)
+
     def incorporate(self, x) -> None:
         self.n += 1
         self.s += int(x)
@@ -180,6 +203,9 @@ class GammaPoisson(Collapsed):
 
     def _prior(self):
         return (self.a, self.b)
+
+    def in_support(self, x) -> bool:
+        return bool(np.isfinite(x) and x >= 0 and x == np.floor(x))
 
     def incorporate(self, x) -> None:
         self.n += 1
@@ -360,6 +386,9 @@ class NormalInverseWishart(Collapsed):
 
     def _prior(self):
         return (self.m0, self.k0, self.v0, self.L0)
+
+    def event_shape(self) -> tuple:
+        return (self.d,)
 
     def copy(self):
         out = object.__new__(NormalInverseWishart)

@@ -33,7 +33,7 @@ from thrifty.core.engine import (
 from thrifty.core.engine import (
     plate as plate_view,
 )
-from thrifty.errors import SelectionError
+from thrifty.errors import NumericalError, SelectionError
 from thrifty.inference.selecting import Selecting
 from thrifty.inference.selection import One
 
@@ -270,6 +270,10 @@ class Gibbs(Selecting):
             raise self._structure_error(plate + (e,) + rel, values, ex) from None
         lp = lane_lps(lanes, plate)
         now = next(j for j, v in enumerate(values) if v == cur)
+        if not lp[now] > -math.inf:  # (the trace's own value: its density is positive)
+            raise NumericalError(
+                f"gibbs on {fmt(plate + (e,) + rel)}: its current value {cur} has log-density "
+                f"{lp[now]} in the run scoring the candidates, though the trace holds it")
         j = _gumbel_pick((lp - lp[now]).tolist(), rng)
         if j != now:
             self.execute(

@@ -153,6 +153,74 @@ def test_prior_predictive_and_new_inputs_without_data():
     assert th.predictive(m(5), r, seed=0)["data.y"].shape == (1, 200, 5)
 
 
+@th.model
+def branch():
+    b = th.sample("b", dist.Bernoulli(0.5))
+    mu = th.sample("mu", dist.Normal(0.0, 1.0))
+    if b:
+        th.observe("o", dist.Normal(mu, 1.0), 0.7)
+    th.observe("q", dist.Normal(mu, 2.0), -0.4)
+
+
+@pytest.mark.filterwarnings("ignore:R-hat")  # (the chains are held apart on purpose)
+def test_an_observation_some_draws_do_not_execute_is_nan_in_those_draws():
+    """``o`` exists only where b = 1: chain 0 is held at b = 0 (th.mh moves μ alone), chain 1
+    at b = 1.  Its pointwise log-likelihood is NaN in chain 0 and log N(0.7; μ, 1) in chain 1,
+    its posterior predictive NaN and finite there; in the prior predictive it is NaN exactly
+    in the draws with b = 0 (the first one among them: ``o`` is not in the first draw), and
+    its other draws follow its marginal given b = 1, N(0, 2) (KS, p > 1e-4)."""
+    r = th.infer(branch(), th.mh("mu", th.drift(0.5)), num_samples=30, burn_in=0, chains=2,
+                 init=[{"b": 0}, {"b": 1}], seed=0, progress=False, workers=1)
+    ll = r.to_arviz(log_likelihood=True)["log_likelihood"]
+    assert np.isnan(ll["o"].values[0]).all()
+    np.testing.assert_allclose(ll["o"].values[1], st.norm.logpdf(0.7, r["mu"][1], 1.0),
+                               rtol=1e-12)
+    np.testing.assert_allclose(ll["q"].values, st.norm.logpdf(-0.4, r["mu"], 2.0), rtol=1e-12)
+    pred = th.predictive(branch(), r, seed=1)
+    assert np.isnan(pred["o"][0]).all() and np.isfinite(pred["o"][1]).all()
+    prior = th.predictive(branch(), num_samples=2000, seed=0)
+    b = prior.latent["b"][0]
+    assert b[0] == 0
+    np.testing.assert_array_equal(np.isnan(prior["o"][0]), b == 0)
+    assert st.kstest(prior["o"][0][b == 1], st.norm(0, np.sqrt(2)).cdf).pvalue > 1e-4
+
+
+YS_RAGGED = [np.array([0.1, 0.2]), np.array([0.5, 0.3, 0.0]), np.array([1.0])]
+
+
+@th.model
+def ragged():
+    def step(t, prev):
+        z = th.sample("z", dist.Normal(prev, 1.0))
+        th.observe("y", dist.Normal(z, 0.5), YS_RAGGED[t])
+        return z
+
+    th.markov("s", step, 3, 0.0)
+
+
+def test_observations_of_varying_length_across_steps_are_padded_with_nan():
+    """A markov chain observing 2, 3 and 1 values at its steps: the observed data and the
+    posterior predictive hold ``s.y`` as (steps, 3) padded with NaN after each step's values,
+    the simulated values given each draw N(z_t, 0.5) (standardised: KS, p > 1e-4), and the
+    pointwise log-likelihood one point per step, Σ_j log N(y_tj; z_t, 0.5)."""
+    r = th.infer(ragged(), th.lmh(), num_samples=300, burn_in=50, seed=0, progress=False)
+    z = r["s.z"]
+    data = r.to_arviz(log_likelihood=True)
+    want = np.full((3, 3), np.nan)
+    for t, y in enumerate(YS_RAGGED):
+        want[t, :len(y)] = y
+    np.testing.assert_array_equal(data["observed_data"]["s.y"].values, want)
+    ll = data["log_likelihood"]["s.y"].values
+    for t, y in enumerate(YS_RAGGED):
+        np.testing.assert_allclose(ll[..., t], st.norm.logpdf(y, z[..., t, None], 0.5).sum(-1),
+                                   rtol=1e-12)
+    sim = th.predictive(ragged(), r, seed=1)["s.y"]
+    assert sim.shape == (1, 300, 3, 3)
+    np.testing.assert_array_equal(np.isnan(sim), np.broadcast_to(np.isnan(want), sim.shape))
+    e = (sim - z[..., None]) / 0.5
+    assert st.kstest(e[~np.isnan(e)], "norm").pvalue > 1e-4
+
+
 def test_predictive_is_reproducible_and_depends_on_seed():
     r = th.infer(schools(Y8, S8), schools_kernel(), num_samples=20, chains=2, seed=1,
                  progress=False)

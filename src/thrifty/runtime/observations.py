@@ -8,6 +8,8 @@ entries become ``{name: (dims, array)}``: ``name`` drops the indices as result n
 (``"data"``) and a chain's steps the dimension ``"<chain>_t"`` (``"s_t"``).  The values are the
 observed (or, in a predictive run, simulated) values, or their log-densities per observation
 (a plate element's or a step's observation is one point: its event dimensions are summed).
+Steps whose observations differ in length (a ragged series) share one array, NaN after the
+end of each shorter one.
 """
 
 from __future__ import annotations
@@ -60,13 +62,13 @@ def gather(captured: list, what: str = "value") -> dict[str, tuple[list[str], np
             cols.append(idx)
             x = np.asarray(x, dtype=float)
             vals.append(x.reshape((k,) + x.shape[1:]) if members is not None else x[None])
-        event = vals[0].shape[1:]
-        if any(v.shape[1:] != event for v in vals):
-            continue  # observations of varying shapes under one name: no array for them
+        if len({v.ndim for v in vals}) != 1:
+            continue  # observations of varying rank under one name: no array for them
+        event = tuple(max(v.shape[j] for v in vals) for j in range(1, vals[0].ndim))
         shape = tuple(int(max(c[j].max() for c in cols)) + 1 for j in range(len(dims)))
         arr = np.full(shape + event, np.nan)
-        for idx, v in zip(cols, vals):
-            arr[tuple(idx)] = v
+        for idx, v in zip(cols, vals):  # (values of varying length: NaN after each one's end)
+            arr[tuple(idx) + tuple(slice(0, k) for k in v.shape[1:])] = v
         out[name] = (dims, arr)
     return out
 

@@ -42,15 +42,24 @@ def per_draw(program, store, rng, mode, what: str) -> list[dict]:
 
 
 def stack_chains(per_chain: list[list[dict]]) -> tuple[dict, dict]:
-    """``({name: (chains, draws, ...)}, {name: dims})`` of per-chain per-draw gathers."""
+    """``({name: (chains, draws, ...)}, {name: dims})`` of per-chain per-draw gathers.  An
+    observation that some draws do not execute (a branch, a shorter chain) is NaN there, in
+    whichever chain those draws are: its name and dims come from any draw that has it."""
     stacked = [obs.stack(draws) for draws in per_chain]
-    names = [n for n in stacked[0] if all(n in s for s in stacked)]
     arrays = {}
-    for n in names:
-        shapes = {s[n].shape for s in stacked}
-        if len(shapes) == 1:
-            arrays[n] = np.stack([s[n] for s in stacked])
-    dims = obs.dims_of([g for draws in per_chain for g in draws[:1]])
+    for n in dict.fromkeys(n for s in stacked for n in s):
+        xs = [s.get(n) for s in stacked]
+        shapes = [x.shape for x in xs if x is not None]
+        if len({len(s) for s in shapes}) != 1:
+            continue  # (as obs.stack: no array for values of varying rank)
+        shape = tuple(max(s[j] for s in shapes) for j in range(len(shapes[0])))
+        shape = (max(len(d) for d in per_chain),) + shape[1:]
+        arr = np.full((len(xs),) + shape, np.nan)
+        for c, x in enumerate(xs):
+            if x is not None:
+                arr[(c,) + tuple(slice(0, k) for k in x.shape)] = x
+        arrays[n] = arr
+    dims = obs.dims_of([g for draws in per_chain for g in draws])
     return arrays, {n: dims[n] for n in arrays}
 
 

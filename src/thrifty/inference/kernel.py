@@ -266,13 +266,13 @@ class Kernel(Configured):
         """
         mode = kw.get("mode", DEFAULT)
         if not trace.stale_nodes or mode.lazy or mode.rescore:  # (trace.maybe_stale)
-            run = propose(trace, rng, **kw)
+            run = Run(trace, rng, **kw).execute()  # (propose, one call less)
             self.info.add_run(run)
             return run
         state = _rng_state(rng)
         seen: set = set()
         while True:
-            run = propose(trace, rng, fresh_reads=True, **kw)
+            run = Run(trace, rng, fresh_reads=True, **kw).execute()
             self.info.add_run(run)
             if run.stale_read is None:
                 return run

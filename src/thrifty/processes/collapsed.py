@@ -51,6 +51,8 @@ class Collapsed:
         raise NotImplementedError
 
     def event_shape(self) -> tuple:
+        """The shape of one observation: ``()`` unless a family of vectors says otherwise
+        (a user's family observing vectors overrides it)."""
         return ()
 
     def in_support(self, x: np.ndarray) -> bool:

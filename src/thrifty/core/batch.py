@@ -247,12 +247,17 @@ class BatchFrame:
         whole batch shape, as a particle run alone does (003 §3); one member's value's shape,
         when the site's ``frame`` knows it (a reference), tells shared parameters from the
         members' where the shapes alone cannot (n = 1, or k = n)."""
-        n, bs = self.n, tuple(d.batch_shape)
+        n, bs = self.n, d.batch_shape
+        if type(bs) is not tuple:
+            bs = tuple(bs)
         if bs[0] != n and (n == 1 or n not in bs):  # (no axis of the members)
             return 0
-        one = frame.member_shape(local)
-        if one is not None and one == bs + tuple(d.event_shape):
-            return 0
+        ref = frame.ref_values  # (a reference's value: one member's shape)
+        v = None if ref is None else ref.get(local)
+        if v is not None:
+            vs, es = v.shape if type(v) is np.ndarray else np.shape(v), d.event_shape
+            if len(vs) == 1 + len(bs) + len(es) and vs[1:] == bs + tuple(es):
+                return 0
         if bs[0] == n:
             return 1
         raise ModelError(
@@ -379,16 +384,9 @@ class BatchFrame:
             lanes.strict = True
         return lanes
 
-    ref_values: dict | None = None  # site → the references' values (G, ...), when known
-
-    def member_shape(self, local) -> tuple | None:
-        """The shape of one member's value of the site ``local`` when the frame knows it (a
-        reference particle's, from ``ref_values``; None: not known)."""
-        ref = self.ref_values
-        v = None if ref is None else ref.get(local)
-        if v is None:
-            return None
-        return v.shape[1:] if type(v) is np.ndarray else np.shape(v)[1:]
+    # site → the references' values (G, ...) when the frame has references (conditional SMC):
+    # one member's value's shape, which tells shared parameters from the members'
+    ref_values: dict | None = None
 
     def site_stored(self, local, lanes):
         old = self.old.get(local) if self.old is not None else None

@@ -131,7 +131,7 @@ def trajectory(records: list, members) -> WrittenChain | None:
             except ValueError:
                 return None  # (values of several shapes: an object column's)
         if kind == LATENT:
-            dists = [None if s is None else _member(s.dist, r, s.values[r].shape)
+            dists = [None if s is None else _member(s.dist, r, s.values.shape[1:])
                      for s, r in zip(at, rows)]
             if any(d is None for d, s in zip(dists, at) if s is not None):
                 return None  # (a family that cannot construct its entries)

@@ -35,7 +35,7 @@ from thrifty.core.engine import (
 )
 from thrifty.errors import NumericalError, SelectionError
 from thrifty.inference.selecting import Selecting
-from thrifty.inference.selection import One
+from thrifty.inference.selection import One, PlateGroup
 
 
 def _support(d, addr):
@@ -104,8 +104,6 @@ class Gibbs(Selecting):
         if loc is None:
             raise SelectionError(f"gibbs: no latent choice at {fmt(addr)}")
         if loc.kind == "element" and not one:
-            from thrifty.inference.selection import PlateGroup
-
             size = plate_view(trace, loc.plate_addr).size
             g = PlateGroup(loc.plate_addr, loc.rel, size, np.array([loc.elem]))
             return self._group(trace, g, rng)
@@ -113,16 +111,8 @@ class Gibbs(Selecting):
             view = plate_view(trace, loc.plate_addr)
             return self._element(trace, view, loc.rel, loc.elem,
                                  view.support_of(loc.rel, [loc.elem]), loc.value, rng)
-        values = self._values(loc.dist, addr)
-        plan = plan_for(trace, [loc])
-
-        def run_with(v):
-            try:
-                return self.execute(trace, rng, targets={addr: v}, plan=plan, mode=STRICT)
-            except StructureChange as e:
-                raise self._structure_error(addr, v, e) from None
-
-        self._pick(values, loc.value, run_with, rng)
+        self._pick(trace, rng, self._values(loc.dist, addr), loc.value, plan_for(trace, [loc]),
+                   addr)
 
     @staticmethod
     def _values(d, addr, value=None) -> list:
@@ -148,38 +138,27 @@ class Gibbs(Selecting):
         if len(values) > 2:  # one run in lanes, one to commit
             return self._pick_lanes(trace, view, rel, e, values, cur, rng, STRICT)
         plan = view.plan([e])
-        key, elems = (plate, rel), plan.plates[plate]  # the value as a plate target ([e])
+        self._pick(trace, rng, values, cur, plan, addr, (plate, rel), plan.plates[plate])
+
+    def _pick(self, trace, rng, values, cur, plan, addr, key=None, elems=None) -> None:
+        """Draw the choice at ``addr`` from its full conditional over ``values``: one run per
+        value other than the current one ``cur`` (strict, ``plan``; the value given by address,
+        or as the target of the plate site ``key`` at the element ``elems``), weights
+        ``run.log_weight`` relative to it; commit the chosen value's run."""
         logw, runs = [], []
-        for v in values:  # one run per value other than the current one
+        for v in values:
             if v == cur:
                 logw.append(0.0)
                 runs.append(None)
                 continue
+            given = {"targets": {addr: v}} if key is None else {
+                "vec": {key: VecTarget(elems, np.array([v]))}}
             try:
-                run = self.execute(trace, rng, vec={key: VecTarget(elems, np.array([v]))},
-                                   plan=plan, mode=STRICT)
+                run = self.execute(trace, rng, plan=plan, mode=STRICT, **given)
             except StructureChange as err:
                 raise self._structure_error(addr, v, err) from None
             logw.append(float(run.log_weight) if run.aborted is None else -math.inf)
             runs.append(run)
-        self._choose(logw, runs, rng)
-
-    def _pick(self, values, cur, run_with, rng) -> None:
-        """Draw from the full conditional over ``values``: one run per value other than the
-        current one (``run_with(v)``), weights ``run.log_weight`` relative to it; commit the
-        chosen value's run."""
-        logw = [0.0] * len(values)
-        runs = []
-        for k, v in enumerate(values):
-            run = None if v == cur else run_with(v)
-            if run is not None:
-                logw[k] = float(run.log_weight) if run.aborted is None else -math.inf
-            runs.append(run)
-        self._choose(logw, runs, rng)
-
-    def _choose(self, logw: list, runs: list, rng) -> None:
-        """Draw value k with probability ∝ exp(logw[k]); commit its run (None: the current
-        value, nothing to write)."""
         k = _gumbel_pick(logw, rng)
         info = self.info
         info.proposed += 1

@@ -44,7 +44,15 @@ from thrifty.errors import SelectionError
 from thrifty.inference.kernel import Kernel
 from thrifty.inference.proposals.base import Drift, Prior, Proposal, on_manifold, prior
 from thrifty.inference.selecting import Selecting
-from thrifty.inference.selection import Difference, Each, Everything, One, select
+from thrifty.inference.selection import (
+    ChoiceSet,
+    Difference,
+    Each,
+    Everything,
+    One,
+    PlateGroup,
+    select,
+)
 
 
 def _group_values(trace, g, proposal=None):
@@ -84,8 +92,6 @@ class MH(Selecting):
             n_blocks = cs.n_blocks()
             self._update(trace, cs.pick_block(rng), rng, n_blocks)
         elif isinstance(self.selection, Each):
-            from thrifty.inference.selection import ChoiceSet
-
             addrs = list(cs.scalars)
             for i, addr in enumerate(addrs):
                 structure = trace.structure
@@ -176,8 +182,6 @@ class MH(Selecting):
     def _one_at_a_time(self, trace, groups, rng):
         """A plate with coupled sites (th.CRP draws, collapsed observations): one proposal and
         one MH decision per element, in turn, on the whole run's ratio."""
-        from thrifty.inference.selection import ChoiceSet, PlateGroup
-
         for g in groups:
             for e in g.element_array().tolist():
                 one = PlateGroup(g.plate_addr, g.rel, g.size, np.array([e]))

@@ -153,21 +153,20 @@ from thrifty.core.written import trajectory, writable
 
 
 def propose(trace, rng, targets: dict | None = None, vec: dict | None = None,
-            plan: Plan | None = None, mode: Mode = DEFAULT, fresh_reads: bool = False,
+            plan: Plan | None = None, mode: Mode = DEFAULT,
             candidates: Candidates | None = None, created: dict | None = None,
             written: dict | None = None) -> Run:
     """One execution of ``trace``'s program with the choices ``targets`` / ``vec`` given and
-    the sections of ``plan`` run: the proposal (see the module docstring).  ``fresh_reads``:
-    stop at the first stale section it would read (``run.stale_read``) instead of using its
-    stored log-density.  ``candidates``: score alternative values of one plate element in
-    lanes of one execution (:class:`~thrifty.core.vocab.Candidates`; :func:`lane_lps`,
-    :func:`lane_choices`); such a run is never committed.  ``created``: values of memoized
-    keys the run creates, drawn by another run (:func:`lane_choices`), accounted as fresh.
+    the sections of ``plan`` run: the proposal (see the module docstring), a run of the kind
+    ``mode`` (:class:`~thrifty.core.vocab.Mode`).  ``candidates``: score alternative values of
+    one plate element in lanes of one execution (:class:`~thrifty.core.vocab.Candidates`;
+    :func:`lane_lps`, :func:`lane_choices`); such a run is never committed.  ``created``:
+    values of memoized keys the run creates, drawn by another run (:func:`lane_choices`),
+    accounted as fresh.
     ``written``: chain address → its steps as columns, written without executing them
     (:mod:`thrifty.core.written`)."""
     return Run(trace, rng, targets=targets, vec=vec, plan=plan, mode=mode,
-               fresh_reads=fresh_reads, candidates=candidates, created=created,
-               written=written).execute()
+               candidates=candidates, created=created, written=written).execute()
 
 
 __all__ = [

@@ -79,9 +79,9 @@ class Run:
     targets : address → proposed value or ``RESAMPLE``, for choices outside plates and mem keys.
     vec : (plate address, address within the element) → :class:`VecTarget`.
     plan : the :class:`Plan` of plate elements and markov steps to execute.
-    mode : a :class:`~thrifty.core.vocab.Mode` (strict, rescore, lazy, capture, simulate
-        observations); the module constants ``STRICT``, ``RESCORE`` and ``LAZY`` name the usual
-        ones.
+    mode : a :class:`~thrifty.core.vocab.Mode`, the run's kind (strict, rescore, lazy, capture,
+        simulate observations, fresh reads); the module constants ``STRICT``, ``RESCORE`` and
+        ``LAZY`` name the usual ones.
     candidates : a :class:`~thrifty.core.vocab.Candidates`: the run scores alternative values
         of one plate element in lanes (such a run is never committed).
     stop : pause right after the ``stop``-th observation or factor of the model body
@@ -89,11 +89,6 @@ class Run:
         particle of a program without chains, replayed up to its next observation (003 §3).
     created : memoized keys the run creates → their values: drawn by another run (a candidate
         lane's new table), accounted as this run's fresh draws.
-    fresh_reads : the run compares against the stored log-densities (an exact kernel's run):
-        it stops at the first plate or chain where it would execute (or drop) stale elements or
-        steps, before executing any of them, and names them in ``stale_read`` (a
-        :class:`~thrifty.core.vocab.StaleRead`) — the caller rescores exactly those and runs
-        again (:meth:`thrifty.Kernel.execute`); a run stopped there cannot be committed.
     written : chain address → :class:`~thrifty.core.written.WrittenChain`: those chains' steps
         are written from the given columns (a trajectory particle Gibbs drew), not executed.
     """
@@ -108,6 +103,7 @@ class Run:
     full = True  # every plate ran all its elements (the output is the program's)
     aborted: ZeroProbability | None = None
     stale_read: StaleRead | None = None  # a fresh-reads run that met stale elements or steps
+    fresh_reads = False  # mode.fresh_reads: stop before stale sections (see Mode)
     captured: list | None = None  # (address, distribution, value, element indices) (capture)
     stop: int | None = None  # pause after this many observations (see ``stop`` below)
     paused = False
@@ -126,7 +122,6 @@ class Run:
         vec: dict | None = None,
         plan: Plan | None = None,
         mode: Mode = DEFAULT,
-        fresh_reads: bool = False,
         candidates: Candidates | None = None,
         created: dict | None = None,
         stop: int | None = None,
@@ -141,7 +136,8 @@ class Run:
             self.stop = stop
         self.serial = next(_SERIAL)
         self.owned: dict = {}  # address → value of the hyperparameters processes drew
-        self.fresh_reads = fresh_reads
+        if mode.fresh_reads:  # (the kind's: see Mode)
+            self.fresh_reads = True
         self.rng = rng
         self.mode = mode
         self.targets = targets or None

@@ -63,23 +63,43 @@ class Mode(Enum):
         value, element indices) — how kernels that need the likelihood's structure find it.
     simulate_observations : draw every observed value afresh given the latent choices and keep
         it in ``trace.obs_values`` on commit (the successive-conditional half of Geweke's test).
+    fresh_reads : compare only against fresh stored log-densities (an exact kernel's run on a
+        trace a subsampling kernel left stale, 000 §3.5): stop at the first plate or chain
+        where the run would execute or drop stale elements or steps, before executing any of
+        them, and name them in ``run.stale_read`` — the caller rescores exactly those and runs
+        again (:meth:`thrifty.Kernel.execute`); such a stopped run is never committed.
+        ``mode.reading_fresh`` is a kind's counterpart with this behaviour.
     """
 
-    #                 strict rescore lazy   capture simulate_observations
-    DEFAULT = (False, False, False, False, False)  # replay, propose, rescore what changed
-    STRICT = (True, False, False, False, False)  # no choice created, redrawn or dropped
-    RESCORE = (False, True, False, False, False)  # every section re-executed
-    LAZY = (False, False, True, False, False)  # skipped sections left stale (000 §3.5)
-    CAPTURE = (False, False, False, True, False)  # observations recorded (check, predictive)
-    RESCORE_CAPTURE = (False, True, False, True, False)  # the likelihood's structure, all of it
-    LAZY_CAPTURE = (False, False, True, True, False)  # the observations of the sections a
-    # sequential test reads
-    SIMULATE = (False, False, False, False, True)  # observations drawn afresh (Geweke)
-    SIMULATE_CAPTURE = (False, False, False, True, True)  # (posterior predictive)
+    #                 strict rescore lazy   capture simulate_observations fresh_reads
+    DEFAULT = (False, False, False, False, False, False)  # replay, propose, rescore what changed
+    STRICT = (True, False, False, False, False, False)  # no choice created, redrawn or dropped
+    RESCORE = (False, True, False, False, False, False)  # every section re-executed
+    LAZY = (False, False, True, False, False, False)  # skipped sections left stale (000 §3.5)
+    CAPTURE = (False, False, False, True, False, False)  # observations recorded (check, predictive)
+    RESCORE_CAPTURE = (False, True, False, True, False, False)  # the likelihood's structure
+    LAZY_CAPTURE = (False, False, True, True, False, False)  # the observations of the sections
+    # a sequential test reads
+    SIMULATE = (False, False, False, False, True, False)  # observations drawn afresh (Geweke)
+    SIMULATE_CAPTURE = (False, False, False, True, True, False)  # (posterior predictive)
+    # the kinds above that read stored log-densities, on a trace with stale sections:
+    DEFAULT_FRESH = (False, False, False, False, False, True)
+    STRICT_FRESH = (True, False, False, False, False, True)
+    CAPTURE_FRESH = (False, False, False, True, False, True)
+    SIMULATE_FRESH = (False, False, False, False, True, True)
+    SIMULATE_CAPTURE_FRESH = (False, False, False, True, True, True)
 
-    def __init__(self, strict, rescore, lazy, capture, simulate_observations):
+    def __init__(self, strict, rescore, lazy, capture, simulate_observations, fresh_reads):
         self.strict, self.rescore, self.lazy = strict, rescore, lazy
         self.capture, self.simulate_observations = capture, simulate_observations
+        self.fresh_reads = fresh_reads
+
+    @property
+    def reading_fresh(self) -> Mode:
+        """This kind with ``fresh_reads`` (a lazy or rescoring kind reads no stored density)."""
+        if self.lazy or self.rescore:
+            raise ValueError(f"{self.name} runs read no stored log-density")
+        return Mode(self.value[:5] + (True,))
 
     def __repr__(self) -> str:
         return self.name

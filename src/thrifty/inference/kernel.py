@@ -256,7 +256,7 @@ class Kernel(Configured):
 
         Plate elements and markov steps left stale by a subsampling kernel are rescored when a
         run reads them (paper 000 §3.5), never by a sweep: a run that compares against the
-        stored log-densities (any mode but lazy and rescore) executes with ``fresh_reads`` and
+        stored log-densities (any kind but lazy and rescore) is of the kind's ``reading_fresh`` and
         stops at the first plate or chain where it would execute stale elements or steps;
         exactly those are rescored (:meth:`rescore`: a run planned on them, committed) and the
         run starts again with the generator where it was, so its draws are those of a run
@@ -269,10 +269,11 @@ class Kernel(Configured):
             run = Run(trace, rng, **kw).execute()  # (propose, one call less)
             self.info.add_run(run)
             return run
+        kw["mode"] = mode.reading_fresh
         state = _rng_state(rng)
         seen: set = set()
         while True:
-            run = Run(trace, rng, fresh_reads=True, **kw).execute()
+            run = Run(trace, rng, **kw).execute()
             self.info.add_run(run)
             if run.stale_read is None:
                 return run

@@ -26,6 +26,7 @@ from stat_helpers import z_threshold
 from thrifty import dist
 from thrifty.diagnostics._arviz import AZ1, az, ess
 from thrifty.errors import ModelError
+from thrifty.runtime import observations as obs
 
 Y8 = np.array([28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0])
 S8 = np.array([15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0])
@@ -219,6 +220,33 @@ def test_observations_of_varying_length_across_steps_are_padded_with_nan():
     np.testing.assert_array_equal(np.isnan(sim), np.broadcast_to(np.isnan(want), sim.shape))
     e = (sim - z[..., None]) / 0.5
     assert st.kstest(e[~np.isnan(e)], "norm").pvalue > 1e-4
+
+
+YS_RANKS = [0.3, np.array([0.1, -0.2]), np.array([0.5, 0.4])]
+
+
+@th.model
+def ranks():
+    def step(t, prev):
+        z = th.sample("z", dist.Normal(prev, 1.0))
+        th.observe("y", dist.Normal(z, 0.5), YS_RANKS[t])
+        return z
+
+    th.markov("s", step, 3, 0.0)
+
+
+def test_observations_of_varying_rank_are_left_out_with_a_warning_naming_them():
+    """A scalar at step 0 and 2-vectors after: no one array holds ``s.y``, so the observed
+    data and the predictive leave it out — saying so, not silently; the pointwise
+    log-likelihood (one point per step) keeps it."""
+    r = th.infer(ranks(), th.lmh(), num_samples=20, seed=0, progress=False)
+    with pytest.warns(obs.VaryingRankWarning, match="'s.y'.*ranks \\[0, 1\\]"):
+        data = r.to_arviz(log_likelihood=True)
+    assert "observed_data" not in data or "s.y" not in data["observed_data"]
+    assert data["log_likelihood"]["s.y"].shape[-1] == 3
+    with pytest.warns(obs.VaryingRankWarning, match="'s.y'"):
+        pred = th.predictive(ranks(), r, seed=1)
+    assert "s.y" not in pred
 
 
 def test_predictive_is_reproducible_and_depends_on_seed():

@@ -9,14 +9,31 @@ entries become ``{name: (dims, array)}``: ``name`` drops the indices as result n
 observed (or, in a predictive run, simulated) values, or their log-densities per observation
 (a plate element's or a step's observation is one point: its event dimensions are summed).
 Steps whose observations differ in length (a ragged series) share one array, NaN after the
-end of each shorter one.
+end of each shorter one; observations under one name whose values differ in rank (a scalar at
+one step, a vector at another) have no array, and a :class:`VaryingRankWarning` says so.
 """
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from thrifty.core.address import dotted
+
+
+class VaryingRankWarning(UserWarning):
+    """Observations under one name whose values differ in rank were left out of the observed
+    data, the predictive or the pointwise log-likelihood (no one array holds them)."""
+
+
+def left_out(name: str, ranks) -> None:
+    """Warn that the observations ``name``, of the value ranks ``ranks``, have no array."""
+    warnings.warn(VaryingRankWarning(
+        f"observations {name!r} are left out of the observed data and the predictive: their "
+        f"values have ranks {sorted(set(ranks))} at different addresses or draws, and no one "
+        "array holds them; observe values of different ranks under different names"
+    ), stacklevel=3)
 
 
 def _is_index(p) -> bool:
@@ -62,8 +79,9 @@ def gather(captured: list, what: str = "value") -> dict[str, tuple[list[str], np
             cols.append(idx)
             x = np.asarray(x, dtype=float)
             vals.append(x.reshape((k,) + x.shape[1:]) if members is not None else x[None])
-        if len({v.ndim for v in vals}) != 1:
-            continue  # observations of varying rank under one name: no array for them
+        if len({v.ndim for v in vals}) != 1:  # varying rank under one name: no array
+            left_out(name, [v.ndim - 1 for v in vals])
+            continue
         event = tuple(max(v.shape[j] for v in vals) for j in range(1, vals[0].ndim))
         shape = tuple(int(max(c[j].max() for c in cols)) + 1 for j in range(len(dims)))
         arr = np.full(shape + event, np.nan)
@@ -82,6 +100,7 @@ def stack(per_draw: list[dict]) -> dict[str, np.ndarray]:
         xs = [np.asarray(g[n][1], dtype=float) if n in g else None for g in per_draw]
         shapes = [x.shape for x in xs if x is not None]
         if len({len(s) for s in shapes}) != 1:
+            left_out(n, [len(s) for s in shapes])
             continue
         shape = tuple(max(s[j] for s in shapes) for j in range(len(shapes[0])))
         arr = np.full((len(xs),) + shape, np.nan)

@@ -50,8 +50,9 @@ def stack_chains(per_chain: list[list[dict]]) -> tuple[dict, dict]:
     for n in dict.fromkeys(n for s in stacked for n in s):
         xs = [s.get(n) for s in stacked]
         shapes = [x.shape for x in xs if x is not None]
-        if len({len(s) for s in shapes}) != 1:
-            continue  # (as obs.stack: no array for values of varying rank)
+        if len({len(s) for s in shapes}) != 1:  # (as obs.stack)
+            obs.left_out(n, [len(s) for s in shapes])
+            continue
         shape = tuple(max(s[j] for s in shapes) for j in range(len(shapes[0])))
         shape = (max(len(d) for d in per_chain),) + shape[1:]
         arr = np.full((len(xs),) + shape, np.nan)

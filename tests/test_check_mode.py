@@ -25,6 +25,7 @@ from thrifty.core import check as check_module
 from thrifty.core.check import check_trace, raise_if_inconsistent
 from thrifty.errors import CheckError
 from thrifty.models import dense_mrf, generate_sv, joint_dpm, random_potentials, sv
+from thrifty.runtime import chain as chain_module
 from thrifty.runtime.chain import RunConfig
 
 
@@ -595,14 +596,20 @@ def test_auto_leaves_out_the_first_and_last_checks_a_short_run_cannot_afford(mon
     """A check is a full execution: on a large model in a short run, the checks after step 1
     and the last would be most of the run.  check="auto" makes them only while the chain's
     checks take at most AUTO_CHECK_FLOOR seconds or AUTO_CHECK_SHARE of its time — here a
-    check estimated at 10⁶ full executions is left out; check=True still checks."""
+    check estimated at 10⁶ full executions is left out; check=True still checks.  (No
+    wall-clock bound decides the test: checks are first made affordable whatever they take —
+    a floor of 10⁹ s — then a check of 10⁶ executions is dearer than the usual floor on any
+    machine.)"""
     seen = []
     monkeypatch.setattr("thrifty.runtime.chain.raise_if_inconsistent",
                         lambda trace, where: seen.append(int(where.split()[-1][:-1])))
     kw = dict(num_samples=200, seed=0, progress=False, workers=1)
+    floor = chain_module.AUTO_CHECK_FLOOR
+    monkeypatch.setattr("thrifty.runtime.chain.AUTO_CHECK_FLOOR", 1e9)
     th.infer(reads_global(), th.mh("mu", th.drift(0.5)), **kw)
     assert seen[:1] == [1] and seen[-1] == 200  # affordable: the first and the last
     seen.clear()
+    monkeypatch.setattr("thrifty.runtime.chain.AUTO_CHECK_FLOOR", floor)
     monkeypatch.setattr("thrifty.runtime.chain.CHECK_PER_EXECUTION", 1e6)
     th.infer(reads_global(), th.mh("mu", th.drift(0.5)), **kw)
     assert seen == []

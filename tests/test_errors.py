@@ -115,6 +115,17 @@ def test_unknown_init_address():
         run(m(), init={"nu": 1.0})
 
 
+def test_a_misspelt_init_key_says_init_and_lists_the_names():
+    @th.model
+    def m():
+        th.sample("mu", dist.Normal(0.0, 1.0))
+        th.sample("sigma", dist.HalfNormal(1.0))
+
+    with pytest.raises(SelectionError, match=r"^init: .*\('sgima',\).*named 'mu', 'sigma' "
+                                             r"\(did you mean 'sigma'\?\)"):
+        run(m(), init={"sgima": 1.0})
+
+
 def test_impossible_initial_values_name_the_observation():
     @th.model
     def m():

@@ -474,6 +474,15 @@ def test_selection_errors():
     # U(x_i·θ) with x_i fixed (on 80 points smh gave E[w] = (0.70, -1.35), exact (0.25, -0.69))
     _err(rows_depend_on_w(X, y), match="rows X")
     _err(glm_model(X, y), sel="nothing", match="selects no latent choice")
+    _err(scalar_mean(y.astype(float)), sel="mu",
+         match=r"\('mu',\) is a scalar; smh updates the weights θ of glm observations")
+
+
+@th.model
+def scalar_mean(y):
+    mu = th.sample("mu", dist.Normal(0.0, 10.0))
+    with th.plate("data", len(y)) as i:
+        th.observe("y", dist.Normal(mu, 1.0), y[i])
 
 
 @th.model

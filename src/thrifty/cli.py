@@ -18,7 +18,9 @@ def main() -> None:
 @click.option("--quick", is_flag=True, help="A smaller run (seconds instead of a minute).")
 @click.option("--seed", default=0, show_default=True, help="Random seed.")
 def demo(out: str, quick: bool, seed: int) -> None:
-    """Run the demo: HMM (LMH, Gibbs vs exact) and Bayesian logistic regression (MH)."""
+    """Run the demo: an HMM (LMH and Gibbs against the exact marginals), Bayesian logistic
+    regression (MH), tall data (exact MH, subsampled MH and SMH: ESS per second) and particle
+    Gibbs (PGAS against CSMC) on a linear-Gaussian state-space model."""
     from thrifty.demo import run_demo
 
     run_demo(out, quick=quick, seed=seed)

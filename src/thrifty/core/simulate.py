@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections import Counter
 
 import numpy as np
@@ -12,7 +13,12 @@ from thrifty.core.model import as_program
 from thrifty.core.run import Run
 from thrifty.core.trace import Trace
 from thrifty.core.vocab import non_numeric
-from thrifty.errors import ArgumentError, DistributionError, InitializationError
+from thrifty.errors import (
+    ArgumentError,
+    DistributionError,
+    InitializationError,
+    SelectionError,
+)
 
 
 def _rng(seed) -> np.random.Generator:
@@ -49,9 +55,23 @@ def simulate_run(program, seed=None, init: dict | None = None):
     if run.aborted is not None:
         return trace, run
     if targets:
-        run.check_targets(len(targets))
+        try:
+            run.check_targets(len(targets))
+        except SelectionError as e:
+            run.commit()
+            raise SelectionError(f"init: {e}; {_latent_names(trace, init)}") from None
     run.commit()
     return trace, run
+
+
+def _latent_names(trace, init) -> str:
+    """The program's latent names (and the closest to ``init``'s keys), for an error."""
+    names = sorted(trace.values(include_deterministic=False))
+    text = ", ".join(repr(n) for n in names[:12]) + (", ..." if len(names) > 12 else "")
+    close = [m for k in init if isinstance(k, str)
+             for m in difflib.get_close_matches(k, names, 1)]
+    hint = f" (did you mean {', '.join(repr(m) for m in close)}?)" if close else ""
+    return f"the program's latent choices are named {text or '(none)'}{hint}"
 
 
 def _init_targets(init) -> dict:

@@ -82,6 +82,9 @@ def infer(
         table labels, PGAS for markov chains, LMH for the rest
         (:mod:`thrifty.inference.default`) — and a sentence saying what it assigned (logged
         and in ``result.notes``).
+    num_samples : draws recorded per chain (after the burn-in).
+    chains : independent chains, each from its own initial trace and generator.
+    thin : kernel steps per recorded draw (every ``thin``-th state is kept).
     burn_in : kernel steps before the first recorded draw, in which kernels adapt (default 1000
         with the default kernel or a kernel that adapts — ``th.nuts``, ``th.hmc`` without a step
         size, ``th.drift()`` without a scale — said in ``result.notes``; else 0).
@@ -99,8 +102,9 @@ def infer(
         but spawned, and only if ``workers`` is given; otherwise the chains run in this process
         (see :mod:`thrifty.runtime.parallel`).  So do the chains of a kernel that computes with
         JAX (``th.nuts``, ``th.hmc``) unless ``workers`` is given: they share one compilation.
-    checkpoint : a file path.  The state of every chain (draws, trace, generator state, kernel)
-        is written there every ``checkpoint_every`` seconds, when interrupted and at the end;
+    checkpoint, checkpoint_every : a file path, and seconds between writes.  The state of
+        every chain (draws, trace, generator state, kernel) is written there every
+        ``checkpoint_every`` seconds (default 60), when interrupted and at the end;
         calling ``th.infer`` again with the same path and settings resumes each chain where it
         stopped and gives exactly the draws of an uninterrupted run (with ``seed=None`` the
         checkpoint's seed is used).  A resume with anything else changed — the model's code or
@@ -356,9 +360,10 @@ def _warn_divergences(result) -> None:
         warnings.warn(
             f"{n} of {div.size} draws ({100 * n / div.size:.2g}%) followed a divergent transition: "
             "the sampler could not follow the posterior's curvature there, and the draws may "
-            "be biased. Reparameterize (e.g. a non-centred hierarchy) or raise target_accept "
-            "(th.nuts(..., target_accept=0.95)); where an observation's support moves with "
-            "the parameters (y ~ Uniform(0, θ)), the density drops to 0 at the data, a wall "
+            "be biased. Raise target_accept (th.nuts(..., target_accept=0.95)) or "
+            "reparameterize (a centred hierarchy made non-centred); where an observation's "
+            "support moves with the parameters (y ~ Uniform(0, θ)), the density drops to 0 at "
+            "the data, a wall "
             "no step size follows: move those parameters with th.mh(..., th.drift()) (the "
             "default kernel does)",
             UserWarning,

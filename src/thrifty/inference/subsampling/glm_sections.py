@@ -71,9 +71,12 @@ def resolve(kernel, trace):
         )
     v = site.value
     if not (isinstance(v, np.ndarray) and v.ndim == 1 and v.dtype.kind == "f"):
+        what = ("a scalar" if np.ndim(v) == 0 else
+                f"an array of shape {np.shape(v)} and dtype {np.asarray(v).dtype}")
         raise SelectionError(
-            f"smh: {fmt(addr)} must be a real vector (the weights θ of glm observations), got "
-            f"{v!r}"
+            f"smh: {fmt(addr)} is {what}; smh updates the weights θ of glm observations, a real "
+            "vector read by a glm family in a plate (th.observe('y', glm.logistic(X[i], w), "
+            "y[i])) — use th.mh or th.subsampled_mh for other choices"
         )
     return addr, site
 

@@ -94,6 +94,8 @@ def test_probit_curvature_where_phi_is_tiny():
         np.testing.assert_allclose(d3[near], fd, rtol=1e-4)
         lead = -2.0 * s / np.abs(z) ** 3  # U''' = s³ h'''(z), h''' = −2/|z|³ (1 + O(z⁻²))
         np.testing.assert_allclose(d3[~near], lead[~near], rtol=1e-5, atol=1e-300)
+        right = (fam.d2(-eta, y), fam.d3(-eta, y))  # the right side: both vanish, none is NaN
+        assert np.all(np.isfinite(right)) and np.all(np.abs(right) < 1e-20)
 
 
 def test_closed_form_constants():

@@ -301,7 +301,8 @@ def _series(c, v):
 def _probit_curvature(z):
     """``(h''(z), h'''(z))`` of ``h = −log Φ``: the direct formulas, the series where z < −40."""
     m, w = _mills(z)
-    h2, h3 = m * w, m * (1.0 - w * w - m * w)
+    with np.errstate(invalid="ignore"):  # z ≫ 0: m = 0 (underflow), w² = inf
+        h2, h3 = m * w, np.where(m > 0, m * (1.0 - w * w - m * w), 0.0)
     far = z < _FAR
     if np.any(far):
         with np.errstate(all="ignore"):

@@ -757,6 +757,21 @@ def test_discrete_upper_quantiles_of_tiny_probabilities():
         assert _chi_square_p(x, st.rv_discrete(values=(k, pmf / pmf.sum()))) > P_MIN
 
 
+def test_truncated_refuses_a_failed_inverse_cdf():
+    """A base whose inverse cdf fails (NaN, or ±inf on an open side) gives no draw rather than
+    the integer a NaN casts to."""
+
+    class Lossy(D.Poisson):
+        def isf(self, s):
+            return np.where(np.asarray(s) < 1e-16, np.nan, super().isf(s))
+
+    d = D.Truncated(Lossy(2.0), 25)
+    with pytest.raises(DistributionError, match=r"Truncated: cannot sample: the inverse cdf of "):
+        d.sample(np.random.default_rng(0))
+    with pytest.raises(DistributionError, match="inverse cdf"):
+        d.sample(np.random.default_rng(0), (3,))
+
+
 def test_truncated_far_tail_is_exact():
     d = D.Truncated(D.Normal(0.0, 1.0), low=40.0)
     assert_close(d._log_z, st.norm.logsf(40.0))

@@ -738,6 +738,40 @@ def test_truncated_discrete():
     assert not D.Truncated(D.Poisson(3.0), 2).has_enumerate_support
 
 
+def test_discrete_upper_quantiles_of_tiny_probabilities():
+    """``isf(s)`` is the smallest k with sf(k) <= s also for s below 1e-14, where an inversion of
+    1 - s has lost s (scipy's Poisson isf is NaN below 1e-16): a truncation to a far upper tail
+    samples through it."""
+    for d in (D.Poisson(2.0), D.Poisson(50.0), D.Poisson(np.array([0.5, 3.0])),
+              D.NegativeBinomial(2.5, probs=0.3)):
+        s = np.logspace(-300, -1, 600)[:, None] * np.ones(d.batch_shape)
+        k = np.asarray(d.isf(s))
+        assert k.dtype.kind == "i" and np.all(d.sf(k) <= s) and np.all(d.sf(k - 1) > s)
+    assert type(D.Poisson(2.0).isf(1e-40)) is int
+    for low in (20, 30, 50):  # P(X >= 20) = 5.8e-13, P(X >= 50) = 1e-51 under Poisson(2)
+        d = D.Truncated(D.Poisson(2.0), low)
+        x = d.sample(np.random.default_rng(32), (N,))
+        assert x.dtype.kind == "i" and np.all(x >= low)
+        k = np.arange(low, low + 40)
+        pmf = np.exp(st.poisson(2.0).logpmf(k) - st.poisson(2.0).logsf(low - 1))
+        assert _chi_square_p(x, st.rv_discrete(values=(k, pmf / pmf.sum()))) > P_MIN
+
+
+def test_truncated_refuses_a_failed_inverse_cdf():
+    """A base whose inverse cdf fails (NaN, or ±inf on an open side) gives no draw rather than
+    the integer a NaN casts to."""
+
+    class Lossy(D.Poisson):
+        def isf(self, s):
+            return np.where(np.asarray(s) < 1e-16, np.nan, super().isf(s))
+
+    d = D.Truncated(Lossy(2.0), 25)
+    with pytest.raises(DistributionError, match=r"Truncated: cannot sample: the inverse cdf of "):
+        d.sample(np.random.default_rng(0))
+    with pytest.raises(DistributionError, match="inverse cdf"):
+        d.sample(np.random.default_rng(0), (3,))
+
+
 def test_truncated_far_tail_is_exact():
     d = D.Truncated(D.Normal(0.0, 1.0), low=40.0)
     assert_close(d._log_z, st.norm.logsf(40.0))

@@ -72,6 +72,32 @@ def test_bounds_valid_and_tight(name):
         fam.bound(7)
 
 
+def test_probit_curvature_where_phi_is_tiny():
+    """The probit's U'' = m w and U''' where Φ(z) is tiny (z = ±η ≪ 0: a section on the wrong
+    side), where w = z + m ≈ −1/z cancels: U'' against central differences of U' (m is exact
+    there; step 1e-4|z|, error below 1e-9), U''' against central differences of U'' for |z| ≤ 1e3
+    and its leading term −2/|z|³ beyond.  SMH-2's Taylor term reads U'' at η̂."""
+    fam = glm.Probit()
+    z = -np.logspace(1.0, 300.0, 600)
+    for y, s in ((1, 1.0), (0, -1.0)):
+        eta = s * z
+        d2 = fam.d2(eta, y)
+        assert np.all((d2 > 0) & (d2 <= 1)), d2[~((d2 > 0) & (d2 <= 1))][:3]
+        mid = np.abs(z) < 1e12
+        e, h = eta[mid], 1e-4 * np.abs(z[mid])
+        fd = (fam.d1(e + h, y) - fam.d1(e - h, y)) / (2 * h)
+        np.testing.assert_allclose(d2[mid], fd, rtol=1e-9)
+        d3 = fam.d3(eta, y)
+        near = np.abs(z) <= 1e3
+        e, h = eta[near], 1e-3 * np.abs(z[near])
+        fd = (fam.d2(e + h, y) - fam.d2(e - h, y)) / (2 * h)
+        np.testing.assert_allclose(d3[near], fd, rtol=1e-4)
+        lead = -2.0 * s / np.abs(z) ** 3  # U''' = s³ h'''(z), h''' = −2/|z|³ (1 + O(z⁻²))
+        np.testing.assert_allclose(d3[~near], lead[~near], rtol=1e-5, atol=1e-300)
+        right = (fam.d2(-eta, y), fam.d3(-eta, y))  # the right side: both vanish, none is NaN
+        assert np.all(np.isfinite(right)) and np.all(np.abs(right) < 1e-20)
+
+
 def test_closed_form_constants():
     assert glm.Logistic().bound(3) == pytest.approx(1 / (6 * math.sqrt(3)))
     t = glm.StudentT(4.0, 2.0)

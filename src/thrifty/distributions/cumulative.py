@@ -538,6 +538,28 @@ def as_counts(x):
     return x.astype(np.int64) if np.all(np.isfinite(x)) else x
 
 
+def _upper_quantile(sf, s, k):
+    """``isf(s)``: the smallest integer k with ``sf(k) <= s``, given a first answer ``k``.  scipy
+    inverts ``1 - s``, which has lost ``s`` below about 1e-14 (its Poisson ``isf`` is NaN below
+    1e-16); where its answer fails that definition for ``0 < s < 1``, a bisection on the exact
+    survival function finds k (far-tail truncation samples through it)."""
+    k = np.array(k, dtype=float)  # (of the shape of s and the parameters broadcast)
+    s = np.broadcast_to(_arr(s), k.shape)
+    with _quiet():
+        bad = (s > 0) & (s < 1) & ~((sf(k) <= s) & (sf(k - 1.0) > s))
+    if not bad.any():
+        return k
+    lo, hi = np.full(k.shape, -1.0), np.ones(k.shape)  # sf(lo) = 1 > s where it is bad
+    while np.any(bad & (sf(hi) > s)):
+        hi = np.where(sf(hi) > s, 2.0 * hi, hi)
+    while np.any(bad & (hi - lo > 1.0)):
+        mid = np.floor(0.5 * (lo + hi))
+        below = sf(mid) <= s
+        hi, lo = np.where(below, mid, hi), np.where(below, lo, mid)
+    k[bad] = hi[bad]
+    return k
+
+
 class PoissonCDF(Cumulative):
     """``cdf(x) = P(X <= floor(x))``; quantiles are integers (scipy's conventions at 0 and 1)."""
 
@@ -555,7 +577,9 @@ class PoissonCDF(Cumulative):
         return as_counts(st.poisson.ppf(q, self.rate))
 
     def isf(self, s):
-        return as_counts(st.poisson.isf(s, self.rate))
+        with _quiet():
+            k = st.poisson.isf(s, self.rate)
+        return as_counts(_upper_quantile(self.sf, s, k))
 
     array_api_cdf = True
 

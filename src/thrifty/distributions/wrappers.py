@@ -278,6 +278,12 @@ class Truncated(Distribution):
                 lower = base._icdf_log(lb + np.log(np.exp(la - lb) - u * np.expm1(la - lb)))
                 upper = base._isf_log(sa + np.log1p(u * np.expm1(sb - sa)))
         x = np.clip(np.where(self._upper, upper, lower), self.low, self.high)
+        if not np.all(np.isfinite(x)):  # an inverse cdf that failed: no draw, not a wrong one
+            raise DistributionError(
+                f"Truncated: cannot sample: the inverse cdf of {base!r} gave "
+                f"{describe(x[~np.isfinite(x)] if np.ndim(x) else x)} inside "
+                f"[{describe(self.low)}, {describe(self.high)}]"
+            )
         if self.is_discrete:
             x = x.astype(np.int64)
             return int(x) if not size else x

@@ -312,6 +312,26 @@ def test_sigint_in_process_stops_between_steps():
     assert signal.getsignal(signal.SIGINT) is handler  # restored
 
 
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_ctrl_c_after_the_last_step_returns_every_draw(tmp_path, monkeypatch, workers):
+    """Ctrl-C (twice) while th.infer writes its last checkpoint and checks convergence, after
+    the chains are done: every draw comes back (it was a KeyboardInterrupt, the draws lost)."""
+    check = sys.modules["thrifty.runtime.infer"].check_convergence
+
+    def interrupted_twice(result):
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)
+        return check(result)
+
+    monkeypatch.setattr(sys.modules["thrifty.runtime.infer"], "check_convergence",
+                        interrupted_twice)
+    kw = dict(num_samples=200, chains=2, seed=3, progress=False, workers=workers)
+    r = th.infer(conjugate(), th.lmh(), checkpoint=str(tmp_path / "run.ckpt"), **kw)
+    assert not r.interrupted and r["mu"].shape == (2, 200)
+    monkeypatch.setattr(sys.modules["thrifty.runtime.infer"], "check_convergence", check)
+    np.testing.assert_array_equal(r["mu"], th.infer(conjugate(), th.lmh(), **kw)["mu"])
+
 MULTIPROCESS_SCRIPT = textwrap.dedent(
     """
     import json, os, signal, sys, threading, time, warnings

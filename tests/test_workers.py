@@ -154,3 +154,19 @@ def test_draws_do_not_depend_on_workers_for_blas_heavy_kernels():
     b = th.infer(prog, th.smh("w"), num_samples=100, chains=2, workers=2, seed=0,
                  progress=False)
     np.testing.assert_array_equal(a["w"], b["w"])
+
+
+@th.model
+def scaled():
+    mu = th.sample("mu", dist.Normal(0.0, 1.0))
+    s = th.sample("s", dist.HalfNormal(1.0))
+    th.observe("y", dist.Normal(mu, s), 0.5)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_an_initial_value_outside_the_support_is_an_error_whatever_the_workers(workers):
+    """One chain's ``init=`` value outside its support raises the error naming the address in
+    worker processes as in this process (it was a warning and a result without that chain)."""
+    with pytest.raises(th.errors.InitializationError, match=r"\('s',\) is outside the support"):
+        th.infer(scaled(), th.lmh(), num_samples=50, chains=2, workers=workers, seed=0,
+                 progress=False, init=[{"mu": 0.0}, {"s": -3.0}])

@@ -137,10 +137,11 @@ class Column:
         self.data, self.patch, self.owned = data, None, True
 
     def _fit(self, values) -> None:
-        """Promote the column's dtype when ``values`` do not fit it (ints receiving floats)."""
+        """Promote the column's dtype when ``values`` do not fit it (ints receiving floats,
+        float32 receiving float64: an element's value is stored as it was scored)."""
         dt = self.data.dtype
         v = np.asarray(values)
-        if v.dtype != dt and dt.kind in "iub" and v.dtype.kind not in "O":
+        if v.dtype != dt and dt.kind in "iubf" and v.dtype.kind not in "O":
             new = np.result_type(dt, v.dtype)
             if new != dt:
                 self._own()
@@ -148,7 +149,8 @@ class Column:
 
     def put(self, idx, values) -> None:
         """Write ``values`` at ``idx`` (a slice, a sorted index array, or an int)."""
-        if self.data.dtype.kind in "iub":
+        dt = self.data.dtype
+        if dt.kind in "iub" or (dt.itemsize < 8 and dt.kind == "f"):
             self._fit(values)
         if not self.owned:
             n = (

@@ -43,6 +43,7 @@ from thrifty.core.vocab import (
     RESAMPLE,
     StructureChange,
     ZeroProbability,
+    holding,
     infinite_error,
     nan_error,
     non_numeric,
@@ -444,7 +445,7 @@ class BatchLanes:
                 )
         else:  # some members given (init of single elements): the others drawn fresh
             value, _ = self.fresh(d, acct)
-            value = np.array(value)
+            value = holding(value, vals)
             value[pos] = vals
             check = np.asarray(pos)
         lp = self.log_prob(d, value)
@@ -476,8 +477,9 @@ class BatchLanes:
 
     def resample(self, d, old, old_lp, hit, acct):
         lp_before = old_lp  # the old values under their old parents (see ScalarLanes)
-        value = np.array(old)
-        value[hit] = take_rows(self.draw(d), hit)
+        new = take_rows(self.draw(d), hit)
+        value = holding(old, new)
+        value[hit] = new
         lp = self.log_prob(d, value)
         if self.frame.proposal_terms:
             acct.q_fwd += float(lp[hit].sum())
@@ -486,7 +488,7 @@ class BatchLanes:
         return value, lp
 
     def propose(self, d, old, hit, values):
-        value = np.array(old)
+        value = holding(old, values)
         value[hit] = values
         lp = self.log_prob(d, value)
         if self.n == 1 and len(hit) == 1:  # (one member, targeted: one comparison)
@@ -513,8 +515,9 @@ class BatchLanes:
         acct.note_stale(self.rel, k)
         acct.note_fresh(self.rel, k)
         old = value
-        value = np.array(value)
-        value[bad] = self.draw(d)[bad]
+        new = self.draw(d)
+        value = holding(value, new)
+        value[bad] = new[bad]
         if self.frame.run.proposing:  # each redrawn member: a reverse move (_reversed_by_redraw)
             stored = getattr(frame, "stored_member_dist", None)
             for j in np.flatnonzero(bad).tolist():

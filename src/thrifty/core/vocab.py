@@ -279,6 +279,16 @@ def take_rows(x: np.ndarray, idx):
     return x[idx]
 
 
+def holding(old, new) -> np.ndarray:
+    """A copy of the members' values ``old`` into which ``new`` can be written exactly: of the
+    dtype NumPy promotes the two to.  A column of ints set to draws of a continuous family (an
+    initial value given as ints, a site whose family changed from a discrete one) becomes
+    floats, a column of bools set to a category becomes ints — never a draw truncated to the
+    column's dtype, which would confine the chain to a lattice (a wrong posterior)."""
+    a, b = np.asarray(old).dtype, np.asarray(new).dtype
+    return np.array(old, dtype=a if a == b else np.promote_types(a, b))
+
+
 def readonly(value):
     """``value`` as the model may see it: an array the engine keeps (a choice's value, a
     memoized value) is handed out read-only, so the model cannot change the trace behind the

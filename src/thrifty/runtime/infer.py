@@ -253,8 +253,10 @@ def infer(
     stop = StopRequest()
     completed = True
     display = Progress(bool(progress) and bool(todo), chains, cfg, parallel, records)
-    try:
-        with stop.installed():
+    # Ctrl-C is handled until the result is returned: one arriving after the last step (the
+    # final checkpoint, the convergence check) must not lose the draws
+    with stop.installed():
+        try:
             if executor is not None and todo:
                 completed = run_ray(
                     executor, program, kernel, seeds, inits, cfg, records, n_workers, stop,
@@ -269,53 +271,54 @@ def infer(
                     completed = _run_sequential(
                         program, kernel, seeds, inits, cfg, records, stop, display, ckpt
                     )
-    finally:
-        display.close()
-        if ckpt is not None and todo:
-            ckpt.write(records, cfg.total)
+        finally:
+            stop.stopped = True
+            display.close()
+            if ckpt is not None and todo:
+                ckpt.write(records, cfg.total)
 
-    interrupted = stop.requested or not completed or any(r.status != "done" for r in records)
-    new_draws = sum(r.new_draws for r in records)
-    new_steps = sum(r.iteration - s for r, s in zip(records, start_iterations))
-    run_stats = {
-        "wall_time": None,  # set below, once the draws are stacked
-        "draws": new_draws,
-        "draws_per_second": None,
-        "steps": new_steps,
-        "steps_per_second": None,
-        "chains": chains,
-        "workers": n_workers,
-        "start_method": "ray" if executor is not None else start_method() if parallel
-        else "in-process",
-        "init_seconds": [r.init_seconds for r in records],
-        "chain_seconds": [r.seconds for r in records],
-        "interrupted": interrupted,
-    }
-    stats = _kernel_stats(records)
-    stats["run"] = run_stats
-    warn_zero_acceptance(_per_chain(records))
-    result = build_result(
-        records,
-        dense_bytes=dense_bytes,
-        program=program,
-        stats=stats,
-        interrupted=interrupted,
-        notes=notes,
-        config={k: v for k, v in config.items()
-                if k not in ("kernel", "program", "model", "record", "init")},
-    )
-    result.failed_chains = {c: r.error for c, r in enumerate(records) if r.error is not None}
-    _warn_divergences(result)
-    if not interrupted:
-        check_convergence(result)
-    wall = perf_counter() - t_start
-    run_stats["wall_time"] = wall
-    run_stats["draws_per_second"] = new_draws / wall if wall > 0 else float("nan")
-    run_stats["steps_per_second"] = new_steps / wall if wall > 0 else float("nan")
-    if interrupted:
-        msg = _interrupt_message(records, result, ckpt, completed, parallel)
-        warnings.warn(msg, InterruptedWarning, 2)
-    return result
+        interrupted = stop.requested or not completed or any(r.status != "done" for r in records)
+        new_draws = sum(r.new_draws for r in records)
+        new_steps = sum(r.iteration - s for r, s in zip(records, start_iterations))
+        run_stats = {
+            "wall_time": None,  # set below, once the draws are stacked
+            "draws": new_draws,
+            "draws_per_second": None,
+            "steps": new_steps,
+            "steps_per_second": None,
+            "chains": chains,
+            "workers": n_workers,
+            "start_method": "ray" if executor is not None else start_method() if parallel
+            else "in-process",
+            "init_seconds": [r.init_seconds for r in records],
+            "chain_seconds": [r.seconds for r in records],
+            "interrupted": interrupted,
+        }
+        stats = _kernel_stats(records)
+        stats["run"] = run_stats
+        warn_zero_acceptance(_per_chain(records))
+        result = build_result(
+            records,
+            dense_bytes=dense_bytes,
+            program=program,
+            stats=stats,
+            interrupted=interrupted,
+            notes=notes,
+            config={k: v for k, v in config.items()
+                    if k not in ("kernel", "program", "model", "record", "init")},
+        )
+        result.failed_chains = {c: r.error for c, r in enumerate(records) if r.error is not None}
+        _warn_divergences(result)
+        if not interrupted:
+            check_convergence(result)
+        wall = perf_counter() - t_start
+        run_stats["wall_time"] = wall
+        run_stats["draws_per_second"] = new_draws / wall if wall > 0 else float("nan")
+        run_stats["steps_per_second"] = new_steps / wall if wall > 0 else float("nan")
+        if interrupted:
+            msg = _interrupt_message(records, result, ckpt, completed, parallel)
+            warnings.warn(msg, InterruptedWarning, 2)
+        return result
 
 
 def _adapting(kernel) -> dict:

@@ -4,7 +4,9 @@ While ``th.infer`` runs (in the main thread), SIGINT is handled by :class:`StopR
 Ctrl-C sets a flag (and a multiprocessing Event the worker processes poll) and the chains stop at
 their next tick, between two steps — a state that can be checkpointed and resumed exactly.  A
 second Ctrl-C raises ``KeyboardInterrupt`` at once (for a step that never ends); ``th.infer``
-still returns the draws recorded so far.  Worker processes ignore SIGINT.
+still returns the draws recorded so far.  Once the chains have stopped (the last checkpoint,
+the result being built) a Ctrl-C changes nothing: the draws are returned.  Worker processes
+ignore SIGINT.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ class StopRequest:
         self.requested = False
         self.count = 0
         self.event = None  # the workers' stop flag (set, is_set), when they run in processes
+        self.stopped = False  # the chains are over: th.infer is returning their draws
 
     def request(self) -> None:
         self.requested = True
@@ -29,6 +32,10 @@ class StopRequest:
             self.event.set()
 
     def __call__(self, signum, frame):
+        if self.stopped:
+            sys.stderr.write("\nthrifty: the chains have stopped; returning their draws\n")
+            sys.stderr.flush()
+            return
         self.count += 1
         if self.count == 1:
             self.request()

@@ -294,9 +294,12 @@ class Collector:
     """What the main process does with the workers' messages (shared by the executors): draws
     and statistics into the chain records, snapshots into the checkpoint, progress."""
 
-    def __init__(self, records, progress, checkpoint, cfg):
+    def __init__(self, records, progress, checkpoint, cfg, stop=None):
         self.records, self.progress, self.checkpoint, self.cfg = records, progress, checkpoint, cfg
         self.errors: list = []  # (chain, exception or None, traceback text)
+        self.stop = stop  # requested when a chain cannot start: the run raises its error
+        self.started: set = set()  # chains whose worker initialised them
+        self.unstarted = None  # (chain, exception, traceback) of a chain that raised before
 
     def handle(self, msg) -> bool:
         """Take one message; True when it was the chain's last (final or error)."""
@@ -304,6 +307,7 @@ class Collector:
         rec = self.records[c]
         last = False
         if kind == "started":
+            self.started.add(c)
             _, _, it, init_seconds, stats = msg
             rec.init_seconds = init_seconds
             rec.set_stats(stats)
@@ -331,6 +335,12 @@ class Collector:
             _, _, exc, tb = msg
             self.fail(c, exc, tb)
             last = True  # the other chains run on: their draws are returned
+            if c not in self.started and exc is not None and self.unstarted is None:
+                # its initialisation raised (an init= value outside the support, a model
+                # with no valid trace): an error of the call, as with workers=1
+                self.unstarted = (c, exc, tb)
+                if self.stop is not None:
+                    self.stop.request()
         self.progress.update(c, rec.iteration, rec.accepted, rec.proposed, rec.num_draws,
                              rec.status)
         return last
@@ -340,13 +350,15 @@ class Collector:
         self.errors.append((c, exc, tb))
 
     def finish(self) -> None:
-        """After the run: raise the first error if no chain has draws to return; otherwise
-        name each failure on its record (the other chains' draws come back)."""
+        """After the run: raise the error of a chain that raised before it started (its
+        initialisation: the call's error, as in this process) or the first error if no chain
+        has draws to return; otherwise name each failure on its record (the other chains'
+        draws come back)."""
         if not self.errors:
             return
         survivors = [r for r in self.records if r.status != "failed" and r.num_draws > 0]
-        if not survivors:
-            c, exc, tb = self.errors[0]
+        if not survivors or self.unstarted is not None:
+            c, exc, tb = self.unstarted or self.errors[0]
             if self.checkpoint is not None:
                 self.checkpoint.write(self.records, self.cfg.total)
             if exc is None:
@@ -375,7 +387,7 @@ def run_parallel(
         job = (program, kernel, seeds[c], inits[c], cfg, records[c].snapshot)
         jobs[c] = dumps_job(job) if method != "fork" else job
     active: dict = {}
-    collect = Collector(records, progress, checkpoint, cfg)
+    collect = Collector(records, progress, checkpoint, cfg, stop)
 
     def handle(msg):
         if collect.handle(msg):

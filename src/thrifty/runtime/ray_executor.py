@@ -142,7 +142,7 @@ def run_ray(executor: RayExecutor, program, kernel, seeds, inits, cfg, records, 
     pending = [c for c, r in enumerate(records) if r.status != "done"]
     shared = ray.put(_dumps_shared((program, kernel)))
     jobs = {c: (seeds[c], inits[c], cfg, records[c].snapshot) for c in pending}
-    collect = parallel.Collector(records, progress, checkpoint, cfg)
+    collect = parallel.Collector(records, progress, checkpoint, cfg, stop)
     active: dict = {}  # chain → task reference
     started: set = set()  # chains whose task has begun running (sent "started")
     stop_seen = None

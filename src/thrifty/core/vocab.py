@@ -285,8 +285,13 @@ def holding(old, new) -> np.ndarray:
     initial value given as ints, a site whose family changed from a discrete one) becomes
     floats, a column of bools set to a category becomes ints — never a draw truncated to the
     column's dtype, which would confine the chain to a lattice (a wrong posterior)."""
+    if type(old) is _ND and type(new) is _ND and old.dtype is new.dtype:
+        return old.copy()  # (the usual case, without dtype arithmetic)
     a, b = np.asarray(old).dtype, np.asarray(new).dtype
     return np.array(old, dtype=a if a == b else np.promote_types(a, b))
+
+
+_ND = np.ndarray
 
 
 def readonly(value):

@@ -40,6 +40,18 @@ def test_new_data_under_the_same_checkpoint_is_refused(tmp_path):
         _run(normal_mean(y[:40]), path)  # another N
 
 
+def test_a_checkpoint_of_other_thrifty_code_is_refused(tmp_path, monkeypatch):
+    """An upgrade or a local edit of thrifty between the checkpoint and the resume: the draws
+    would be of two engines, not of one run (the digest of thrifty's source files differs)."""
+    path = tmp_path / "run.ckpt"
+    y = np.zeros(10)
+    first = _run(normal_mean(y), path)
+    np.testing.assert_array_equal(first["mu"], _run(normal_mean(y), path)["mu"])  # same code
+    monkeypatch.setattr("thrifty.runtime.checkpoint.engine_digest", lambda: "0" * 64)
+    with pytest.raises(ValueError, match="thrifty's own code differs"):
+        _run(normal_mean(y), path)
+
+
 def test_an_edited_model_body_is_refused(tmp_path):
     path = tmp_path / "run.ckpt"
     y = np.zeros(10)

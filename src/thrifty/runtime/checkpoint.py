@@ -39,6 +39,7 @@ restore_state`); the result is array-equal to an uninterrupted run.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import glob
 import hashlib
 import json
@@ -192,6 +193,19 @@ def arrays_to_draws(arrays: dict) -> dict:
 
 
 # -- reading ------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=1)
+def engine_digest() -> str:
+    """SHA-256 of thrifty's own source files (read once per process): a resume by other code
+    — an upgrade, a local edit — is refused, as a resume of another model is."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    h = hashlib.sha256()
+    for path in sorted(glob.glob(os.path.join(root, "**", "*.py"), recursive=True)):
+        h.update(os.path.relpath(path, root).encode())
+        with open(path, "rb") as f:
+            h.update(hashlib.sha256(f.read()).digest())
+    return h.hexdigest()
+
+
 def read_main(path) -> dict | None:
     """The verified content of the main file at ``path`` (None if there is none)."""
     path = os.fspath(path)
@@ -312,6 +326,10 @@ class Checkpoint:
             if old.get(name) != new.get(name):
                 diffs.append(f"{name}: checkpoint has {_show(name, old.get(name))}, this call "
                              f"{_show(name, new.get(name))}")
+        if saved.get("engine") != engine_digest():
+            diffs.append(f"thrifty's own code differs (the checkpoint was written by thrifty "
+                         f"{saved.get('thrifty')} of other source files: its draws would not be "
+                         "those of one run)")
         diffs += _model_diffs(old.get("model", {}), new.get("model", {}))
         ok, nk = old.get("kernel", {}), new.get("kernel", {})
         a, b = ok.get("config"), nk.get("config")
@@ -381,6 +399,7 @@ class Checkpoint:
         from thrifty import __version__
 
         main = {"format": FORMAT, "version": VERSION, "thrifty": __version__,
+                "engine": engine_digest(),
                 "written": time.time(), "config": _plain(self.config), "chains": chains,
                 "draws_size": self.draws_size}
         data = seal(b"MAIN", VERSION, write_npz(to_arrays(main)), key)

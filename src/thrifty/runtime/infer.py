@@ -109,9 +109,9 @@ def infer(
         stopped and gives exactly the draws of an uninterrupted run (with ``seed=None`` the
         checkpoint's seed is used).  A resume with anything else changed — the model's code or
         anything it reaches, the data, the kernel's configuration, ``record``/``exclude``, the
-        schedule — is refused (:class:`~thrifty.errors.CheckpointError` saying what differs),
-        as is a damaged checkpoint or one not written with this user's key
-        (:mod:`thrifty.runtime.sealed`).
+        schedule, thrifty's own source files — is refused
+        (:class:`~thrifty.errors.CheckpointError` saying what differs), as is a damaged
+        checkpoint or one not written with this user's key (:mod:`thrifty.runtime.sealed`).
 
     record, exclude : which variables are kept — name patterns (``"w"``, ``"data"``,
         ``["mu", "s.x"]``; ``None``: every latent and deterministic variable).  Recording costs

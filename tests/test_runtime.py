@@ -253,6 +253,8 @@ def test_argument_errors():
         th.infer(p, k, 10, seed=np.random.default_rng(0))
     with pytest.raises(ValueError, match="init"):
         th.infer(p, k, 10, chains=2, init=[{"mu": 0.0}])
+    with pytest.raises(TypeError, match="progress must be True or False, got 'x'"):
+        th.infer(p, k, 10, progress="x")
 
 
 def test_initialization_error_names_the_observation():

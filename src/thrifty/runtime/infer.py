@@ -13,6 +13,7 @@ import numpy as np
 
 from thrifty._args import int_arg
 from thrifty.core.model import as_program
+from thrifty.errors import ArgumentError
 from thrifty.inference.kernel import Kernel, warn_zero_acceptance
 from thrifty.runtime.chain import ChainRecord, ChainRun, RunConfig
 from thrifty.runtime.checkpoint import (
@@ -187,6 +188,8 @@ def infer(
     chains = _int_arg("chains", chains, 1)
     if workers is not None:
         workers = _int_arg("workers", workers, 1)
+    if not isinstance(progress, (bool, np.bool_)):
+        raise ArgumentError(f"infer: progress must be True or False, got {progress!r}")
     if (
         isinstance(checkpoint_every, bool)
         or not isinstance(checkpoint_every, numbers.Real)

@@ -115,6 +115,16 @@ def test_unknown_init_address():
         run(m(), init={"nu": 1.0})
 
 
+def test_an_initial_value_that_makes_a_parameter_invalid_is_named_with_init():
+    @th.model
+    def m():
+        s = th.sample("s", dist.HalfNormal(1.0))  # (0 is in its support: a valid choice)
+        th.observe("y", dist.Normal(0.0, s), 1.0)
+
+    with pytest.raises(DistributionError, match=r"scale must be positive.*init= gives: s=0\.0"):
+        run(m(), init={"s": 0.0})
+
+
 def test_a_misspelt_init_key_says_init_and_lists_the_names():
     @th.model
     def m():

@@ -119,6 +119,10 @@ def initialize(program, seed=None, init: dict | None = None, max_tries: int = 10
         except DistributionError as e:  # (a draw of zero probability — e.g. a scale drawn
             invalid.append(str(e))  # below 0 — unless the same every time: constants)
             if len(invalid) >= 5 and len(set(invalid)) == 1 and k == len(invalid):
+                if init:  # (the same each time: an initial value may make it so)
+                    raise DistributionError(
+                        f"{e} (with the initial values init= gives: "
+                        f"{', '.join(f'{a}={v!r}' for a, v in init.items())})") from e
                 raise
             if len(invalid) < max_tries:
                 tries = max(tries, k + 1)  # (with init too: the other choices are drawn)

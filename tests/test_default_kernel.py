@@ -12,7 +12,7 @@ import pytest
 from scipy import integrate, stats
 
 import thrifty as th
-from stat_helpers import Z_MAX, check_continuous, ess, mean_z, prob_z
+from stat_helpers import Z_MAX, check_continuous, ess, mean_z, prob_z, z_threshold
 from test_gradient import (
     MIXTURE_Y,
     RATS_K,
@@ -334,6 +334,37 @@ def test_a_choice_of_many_values_gets_lmh_not_a_run_per_value():
     sd = math.sqrt((ks**2 * w).sum() / w.sum() - mean**2)
     z = mean_z(r["k"].astype(float), mean, sd)
     assert abs(z) < Z_MAX, z
+
+
+@th.model
+def switches(y, where="top"):
+    """y_j ~ N(c_j z_j, 1), z_j ~ Bernoulli(0.4) independent, three numbers in one site: at
+    the top level (``"top"``), in each element of a plate of one (``"plate"``); a vector of
+    one entry (``"one"``, y of length 1)."""
+    c = np.array([1.0, 2.0, 3.0])[: len(y)]
+    if where == "plate":
+        with th.plate("data", 1) as i:
+            z = th.sample("z", dist.Bernoulli(probs=np.full((1, 3), 0.4)))
+            th.observe("y", dist.Normal(c * z, 1.0), y[None][i])
+    else:
+        z = th.sample("z", dist.Bernoulli(probs=np.full(len(y), 0.4)))
+        th.observe("y", dist.Normal(c * z, 1.0), y)
+
+
+def test_a_vector_of_finite_choices_gets_lmh():
+    """Gibbs enumerates one number's support: th.infer without a kernel stopped at set-up
+    with gibbs's error on a vector of Bernoullis (at the top level, in each plate element, a
+    vector of one). LMH takes them, and P(z_j = 1 | y) is right (z-tests with ESS-based
+    errors, Bonferroni over the three)."""
+    y = np.array([0.8, 0.3, 2.5])
+    for where, data in (("top", y), ("plate", y), ("one", y[:1])):
+        assert "assigned LMH to " in default_kernel(switches(data, where))[1]
+    c = np.array([1.0, 2.0, 3.0])
+    a, b = 0.4 * stats.norm.pdf(y, c, 1.0), 0.6 * stats.norm.pdf(y, 0.0, 1.0)
+    r = th.infer(switches(y), num_samples=3000, burn_in=500, seed=2, progress=False)
+    z = r["z"]
+    for j, p in enumerate(a / (a + b)):
+        assert abs(prob_z(z[..., j], 1, p)) < z_threshold(3), j
 
 
 @th.model

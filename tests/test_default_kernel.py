@@ -12,7 +12,16 @@ import pytest
 from scipy import integrate, stats
 
 import thrifty as th
-from stat_helpers import Z_MAX, check_continuous, ess, mean_z, prob_z, z_threshold
+from stat_helpers import (
+    P_MIN,
+    Z_MAX,
+    check_continuous,
+    chisq_p,
+    ess,
+    mean_z,
+    prob_z,
+    z_threshold,
+)
 from test_gradient import (
     MIXTURE_Y,
     RATS_K,
@@ -365,6 +374,39 @@ def test_a_vector_of_finite_choices_gets_lmh():
     z = r["z"]
     for j, p in enumerate(a / (a + b)):
         assert abs(prob_z(z[..., j], 1, p)) < z_threshold(3), j
+
+
+@th.model
+def counts(y):
+    """k ∈ {0, 1, 2}, j ~ Binomial(k + 1, 1/2), u ~ DiscreteUniform(0, j), y ~ N(j + u, 0.7)
+    and c = 2 ~ Binomial(k + 1, 1/2): k = 0 makes c impossible, and u's support moves with
+    j."""
+    k = th.sample("k", dist.Categorical(np.array([0.2, 0.3, 0.5])))
+    j = th.sample("j", dist.Binomial(k + 1, 0.5))
+    u = th.sample("u", dist.DiscreteUniform(0, j))
+    th.observe("y", dist.Normal(j + u, 0.7), y)
+    th.observe("c", dist.Binomial(k + 1, 0.5), 2)
+
+
+def test_finite_choices_some_of_whose_values_are_impossible_get_gibbs():
+    """The set-up tries the top-level finite choices at each combination of their values; a
+    combination the data rule out (k = 0 with c = 2) or the other choices do (u = 1 with
+    j = 0) stopped th.infer without a kernel with an InitializationError about initial values
+    nobody gave. Now Gibbs takes them, and the marginals of k, j, u are right (against
+    enumeration: chi-square on each)."""
+    y = 2.2
+    r = th.infer(counts(y), num_samples=4000, burn_in=500, seed=4, progress=False)
+    assert "assigned Gibbs to k, j, u" in r.notes[0], r.notes[0]
+    w: dict = {}
+    for k in range(3):
+        for j in range(k + 2):
+            for u in range(j + 1):
+                w[k, j, u] = ([0.2, 0.3, 0.5][k] * stats.binom.pmf(j, k + 1, 0.5) / (j + 1)
+                              * stats.norm.pdf(y, j + u, 0.7) * stats.binom.pmf(2, k + 1, 0.5))
+    total = sum(w.values())
+    for i, name in enumerate(("k", "j", "u")):
+        probs = {v: sum(p for key, p in w.items() if key[i] == v) / total for v in range(4)}
+        assert chisq_p(r[name], {v: p for v, p in probs.items() if p > 0}) > P_MIN, name
 
 
 @th.model

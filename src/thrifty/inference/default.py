@@ -56,7 +56,13 @@ from thrifty.core.engine import (
     plate_sizes,
     simulate_run,
 )
-from thrifty.errors import DistributionError, ModelError, NumericalError, SelectionError
+from thrifty.errors import (
+    DistributionError,
+    InitializationError,
+    ModelError,
+    NumericalError,
+    SelectionError,
+)
 
 PRIOR_SIMULATIONS = 20  # prior traces: a choice present in every trace or not
 PARTICLES = 20  # PGAS particles per chain
@@ -263,8 +269,8 @@ def _value_probes(program, names: dict, always: set, rng) -> list:
     for init in inits:
         try:
             out.append(initialize(program, rng, init=init))
-        except (DistributionError, ModelError, NumericalError):
-            continue  # (an impossible value given the data: no state to probe)
+        except (DistributionError, InitializationError, ModelError, NumericalError):
+            continue  # (an impossible value given the data, or given the others: no state)
     return out
 
 

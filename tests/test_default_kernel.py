@@ -12,7 +12,16 @@ import pytest
 from scipy import integrate, stats
 
 import thrifty as th
-from stat_helpers import Z_MAX, check_continuous, ess, mean_z, prob_z
+from stat_helpers import (
+    P_MIN,
+    Z_MAX,
+    check_continuous,
+    chisq_p,
+    ess,
+    mean_z,
+    prob_z,
+    z_threshold,
+)
 from test_gradient import (
     MIXTURE_Y,
     RATS_K,
@@ -334,6 +343,70 @@ def test_a_choice_of_many_values_gets_lmh_not_a_run_per_value():
     sd = math.sqrt((ks**2 * w).sum() / w.sum() - mean**2)
     z = mean_z(r["k"].astype(float), mean, sd)
     assert abs(z) < Z_MAX, z
+
+
+@th.model
+def switches(y, where="top"):
+    """y_j ~ N(c_j z_j, 1), z_j ~ Bernoulli(0.4) independent, three numbers in one site: at
+    the top level (``"top"``), in each element of a plate of one (``"plate"``); a vector of
+    one entry (``"one"``, y of length 1)."""
+    c = np.array([1.0, 2.0, 3.0])[: len(y)]
+    if where == "plate":
+        with th.plate("data", 1) as i:
+            z = th.sample("z", dist.Bernoulli(probs=np.full((1, 3), 0.4)))
+            th.observe("y", dist.Normal(c * z, 1.0), y[None][i])
+    else:
+        z = th.sample("z", dist.Bernoulli(probs=np.full(len(y), 0.4)))
+        th.observe("y", dist.Normal(c * z, 1.0), y)
+
+
+def test_a_vector_of_finite_choices_gets_lmh():
+    """Gibbs enumerates one number's support: th.infer without a kernel stopped at set-up
+    with gibbs's error on a vector of Bernoullis (at the top level, in each plate element, a
+    vector of one). LMH takes them, and P(z_j = 1 | y) is right (z-tests with ESS-based
+    errors, Bonferroni over the three)."""
+    y = np.array([0.8, 0.3, 2.5])
+    for where, data in (("top", y), ("plate", y), ("one", y[:1])):
+        assert "assigned LMH to " in default_kernel(switches(data, where))[1]
+    c = np.array([1.0, 2.0, 3.0])
+    a, b = 0.4 * stats.norm.pdf(y, c, 1.0), 0.6 * stats.norm.pdf(y, 0.0, 1.0)
+    r = th.infer(switches(y), num_samples=3000, burn_in=500, seed=2, progress=False)
+    z = r["z"]
+    for j, p in enumerate(a / (a + b)):
+        assert abs(prob_z(z[..., j], 1, p)) < z_threshold(3), j
+
+
+@th.model
+def counts(y):
+    """k ∈ {0, 1, 2}, j ~ Binomial(k + 1, 1/2), u ~ DiscreteUniform(0, j), y ~ N(j + u, 0.7)
+    and c = 2 ~ Binomial(k + 1, 1/2): k = 0 makes c impossible, and u's support moves with
+    j."""
+    k = th.sample("k", dist.Categorical(np.array([0.2, 0.3, 0.5])))
+    j = th.sample("j", dist.Binomial(k + 1, 0.5))
+    u = th.sample("u", dist.DiscreteUniform(0, j))
+    th.observe("y", dist.Normal(j + u, 0.7), y)
+    th.observe("c", dist.Binomial(k + 1, 0.5), 2)
+
+
+def test_finite_choices_some_of_whose_values_are_impossible_get_gibbs():
+    """The set-up tries the top-level finite choices at each combination of their values; a
+    combination the data rule out (k = 0 with c = 2) or the other choices do (u = 1 with
+    j = 0) stopped th.infer without a kernel with an InitializationError about initial values
+    nobody gave. Now Gibbs takes them, and the marginals of k, j, u are right (against
+    enumeration: chi-square on each)."""
+    y = 2.2
+    r = th.infer(counts(y), num_samples=4000, burn_in=500, seed=4, progress=False)
+    assert "assigned Gibbs to k, j, u" in r.notes[0], r.notes[0]
+    w: dict = {}
+    for k in range(3):
+        for j in range(k + 2):
+            for u in range(j + 1):
+                w[k, j, u] = ([0.2, 0.3, 0.5][k] * stats.binom.pmf(j, k + 1, 0.5) / (j + 1)
+                              * stats.norm.pdf(y, j + u, 0.7) * stats.binom.pmf(2, k + 1, 0.5))
+    total = sum(w.values())
+    for i, name in enumerate(("k", "j", "u")):
+        probs = {v: sum(p for key, p in w.items() if key[i] == v) / total for v in range(4)}
+        assert chisq_p(r[name], {v: p for v, p in probs.items() if p > 0}) > P_MIN, name
 
 
 @th.model

@@ -198,6 +198,29 @@ def test_gibbs_needs_finite_support():
         run(m(), th.gibbs("mu"))
 
 
+def test_gibbs_on_a_vector_of_finite_choices_names_it():
+    """Gibbs enumerates one number's support: on plate elements holding three Bernoullis each
+    it wrote one number into each element's vector (a ValueError blamed on the model's code),
+    and on a one-entry vector a value of the wrong shape; both are refused by name."""
+    @th.model
+    def per_element(y):
+        with th.plate("data", y.shape[0]) as i:
+            z = th.sample("z", dist.Bernoulli(probs=np.full(y[i].shape, 0.4)))
+            th.observe("y", dist.Normal(2.0 * z, 1.0), y[i])
+
+    with pytest.raises(SelectionError, match=r"gibbs: \('data', \*, 'z'\) holds values of "
+                                             r"shape \(3,\)"):
+        run(per_element(np.zeros((4, 3))), th.gibbs("data.z"))
+
+    @th.model
+    def one_entry():
+        z = th.sample("z", dist.Bernoulli(probs=np.array([0.4])))
+        th.observe("y", dist.Normal(2.0 * z, 1.0), np.array([0.5]))
+
+    with pytest.raises(SelectionError, match=r"gibbs: \('z',\) holds values of shape \(1,\)"):
+        run(one_entry(), th.gibbs("z"))
+
+
 def test_gibbs_on_structure_changing_choice():
     @th.model
     def m():

@@ -9,8 +9,8 @@ it chose.
   where θ crosses the data, a wall NUTS diverges at; :meth:`HMC.moving_supports`);
   otherwise ``th.mh(site, th.drift())`` per site, adapted during the burn-in;
 * **finite discrete choices** (``Bernoulli``, ``Categorical``, ``Binomial``, ... at the top
-  level or in plates, of at most 64 values) and the labels of a coupled process (``th.CRP``
-  tables):
+  level or in plates, of at most 64 values, one number a choice or a plate element) and the
+  labels of a coupled process (``th.CRP`` tables):
   ``th.gibbs`` per site (enumeration; tables plus a new one, scored in lanes), unless
   changing one creates or drops other choices (tried on a few prior traces, and on traces
   with the top-level finite choices at every combination of their values, or each at each of
@@ -24,8 +24,9 @@ it chose.
 * **continuous memoized values** (a DP mixture's table parameters): ``th.mh(name,
   th.drift())`` on the keys each trace holds;
 * **the rest** — choices whose existence varies between traces (found in prior simulations),
-  discrete choices without a finite support or with more than 64 values, discrete memoized
-  values: ``th.lmh`` over them (001).
+  discrete choices without a finite support or with more than 64 values, vectors of discrete
+  values (``Bernoulli(probs=[0.4, 0.4, 0.4])``: Gibbs enumerates one number at a time),
+  discrete memoized values: ``th.lmh`` over them (001).
 
 >>> import thrifty as th
 >>> from thrifty import dist
@@ -55,7 +56,13 @@ from thrifty.core.engine import (
     plate_sizes,
     simulate_run,
 )
-from thrifty.errors import DistributionError, ModelError, NumericalError, SelectionError
+from thrifty.errors import (
+    DistributionError,
+    InitializationError,
+    ModelError,
+    NumericalError,
+    SelectionError,
+)
 
 PRIOR_SIMULATIONS = 20  # prior traces: a choice present in every trace or not
 PARTICLES = 20  # PGAS particles per chain
@@ -93,10 +100,12 @@ def _default_kernel(program, rng) -> tuple:
             names.setdefault(n, v)
     continuous, finite, rest = [], [], []
     probes = None
+    plates = tuple(".".join(map(str, p)) + "." for p in plate_sizes(trace))
+    numbers = _numbers(traces, plates)
     for n, (d, discrete) in names.items():
         if n not in always:
             rest.append(n)
-        elif getattr(d, "coupled", False) or (discrete and _few_values(d)):
+        elif getattr(d, "coupled", False) or (discrete and n in numbers and _few_values(d)):
             if probes is None:
                 probes = traces[:STRUCTURE_PROBES] + _value_probes(program, names, always, rng)
             (rest if _decides_structure(n, probes, rng) else finite).append(n)
@@ -120,7 +129,6 @@ def _default_kernel(program, rng) -> tuple:
             said.append(f"NUTS to {', '.join(block)}")
         elif continuous:
             # (plate elements on a simplex, ...: a drift cannot move them — from the prior)
-            plates = tuple(".".join(map(str, p)) + "." for p in plate_sizes(trace))
             fixed = [n for n in continuous
                      if n.startswith(plates) and on_manifold(names[n][0]) is not None]
             walk = [n for n in continuous if n not in fixed]
@@ -222,6 +230,19 @@ def _decides_structure(name, traces, rng) -> bool:
     return False
 
 
+def _numbers(traces, plates: tuple) -> set:
+    """The latent sites whose every value is one number — per element for a plate site — in
+    every prior trace: Gibbs enumerates the support of one number (a vector of finite choices
+    would need its joint support, ``2³`` values for three Bernoullis, which it does not
+    enumerate); the others go to LMH."""
+    shapes: dict = {}
+    for t in traces:
+        for n, v in t.values(include_deterministic=False).items():
+            shape = np.shape(v)[1:] if n.startswith(plates) else np.shape(v)
+            shapes[n] = shapes.get(n, True) and shape == ()
+    return {n for n, one in shapes.items() if one}
+
+
 def _few_values(d) -> bool:
     """A finite support of at most ``GIBBS_VALUES`` values: Gibbs runs the program once per
     value (a DiscreteUniform(0, 10⁴) would cost 10⁴ runs a step); larger ones go to LMH."""
@@ -248,8 +269,8 @@ def _value_probes(program, names: dict, always: set, rng) -> list:
     for init in inits:
         try:
             out.append(initialize(program, rng, init=init))
-        except (DistributionError, ModelError, NumericalError):
-            continue  # (an impossible value given the data: no state to probe)
+        except (DistributionError, InitializationError, ModelError, NumericalError):
+            continue  # (an impossible value given the data, or given the others: no state)
     return out
 
 

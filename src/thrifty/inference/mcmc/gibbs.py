@@ -48,6 +48,18 @@ def _support(d, addr):
     return np.asarray(d.enumerate_support())
 
 
+def _one_number(value, addr) -> None:
+    """Gibbs enumerates the support of one number: a choice holding several (three Bernoullis
+    in one site, or in each plate element) would need their joint support, which it does not
+    enumerate."""
+    shape = np.shape(value)
+    if shape != ():
+        raise SelectionError(
+            f"gibbs: {fmt(addr)} holds values of shape {shape}; enumerating their joint support "
+            "is not supported — put them in a plate (one number per element) or use th.lmh"
+        )
+
+
 def _gumbel_choice(logw: np.ndarray, rng) -> np.ndarray:
     """Index drawn with probabilities ∝ exp(logw) along axis 0 (Gumbel-max)."""
     g = -np.log(-np.log(rng.random(logw.shape)))
@@ -111,22 +123,14 @@ class Gibbs(Selecting):
             view = plate_view(trace, loc.plate_addr)
             return self._element(trace, view, loc.rel, loc.elem,
                                  view.support_of(loc.rel, [loc.elem]), loc.value, rng)
-        self._pick(trace, rng, self._values(loc.dist, addr), loc.value, plan_for(trace, [loc]),
-                   addr)
+        self._pick(trace, rng, self._values(loc.dist, addr, loc.value), loc.value,
+                   plan_for(trace, [loc]), addr)
 
     @staticmethod
-    def _values(d, addr, value=None) -> list:
-        """The values of one choice's finite support; ``value``: the current value of a plate
-        element's choice (whose distribution may hold the other elements' entries too)."""
-        if value is not None:
-            n = value.size if type(value) is np.ndarray else 1
-        else:
-            n = int(np.prod(d.batch_shape)) if d is not None and d.batch_shape else 1
-        if n != 1:
-            raise SelectionError(
-                f"gibbs: {fmt(addr)} holds {n} values; enumerating their joint support is not "
-                "supported — put them in a plate"
-            )
+    def _values(d, addr, value) -> list:
+        """The values of one choice's finite support; ``value``: its current value (a plate
+        element's, whose distribution may hold the other elements' entries too)."""
+        _one_number(value, addr)
         return _support(d, addr).tolist()
 
     def _element(self, trace, view, rel, e: int, d, cur, rng):
@@ -186,8 +190,9 @@ class Gibbs(Selecting):
                 self._site(trace, plate + (e,) + g.rel, rng, one=True)
             return
         addr = plate + ("*",) + g.rel
-        values = _support(view.support_of(g.rel, g.elems), addr)
         elems = g.element_array()
+        _one_number(view.value(g.rel, int(elems[0])), addr)
+        values = _support(view.support_of(g.rel, g.elems), addr)
         plan = view.plan(elems)
         n = len(elems)
         logw = np.empty((len(values), n))

@@ -52,6 +52,8 @@ def _one_number(value, addr) -> None:
     """Gibbs enumerates the support of one number: a choice holding several (three Bernoullis
     in one site, or in each plate element) would need their joint support, which it does not
     enumerate."""
+    if type(value) is int:  # (a plate element's current value: the usual case)
+        return
     shape = np.shape(value)
     if shape != ():
         raise SelectionError(

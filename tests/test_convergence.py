@@ -57,12 +57,42 @@ def test_a_conjugate_model_that_mixes_gives_no_warning():
 
 
 def test_few_effective_draws_warn_with_one_chain():
+    """A random walk: ESS of a few, and its two halves disagree (one chain's split R-hat);
+    independent draws: no warning."""
     rng = np.random.default_rng(0)
-    walk = np.cumsum(rng.normal(size=(1, 500)), axis=1)  # a random walk: ESS of a few
+    walk = np.cumsum(rng.normal(size=(1, 500)), axis=1)
     _, found = _convergence(lambda: check_convergence(
         SimpleNamespace(samples={"x": walk}, num_chains=1, num_draws=500)))
     (w,) = found
-    assert w.rhat == {} and set(w.ess) == {"x"} and w.ess["x"] < 100
+    assert set(w.ess) == {"x"} and w.ess["x"] < 100
+    assert set(w.rhat) == {"x"} and w.rhat["x"] > 1.1 and "two halves" in str(w)
+    _, quiet = _convergence(lambda: check_convergence(
+        SimpleNamespace(samples={"x": rng.normal(size=(1, 500))}, num_chains=1, num_draws=500)))
+    assert quiet == []
+
+
+def test_one_chain_still_moving_from_its_start_is_named_with_its_burn_in():
+    """MH of a fixed small scale from a start drawn from a wide prior, burn_in=0 (the default
+    for a kernel that does not adapt): the sample mean is biased by the first draws, and the
+    chain's split R-hat says so, with the burn-in it did not have (with 1 chain the R-hat
+    check was skipped, and only the ESS was named)."""
+    y = np.random.default_rng(0).normal(2.0, 1.0, 25)
+    r, found = _convergence(lambda: th.infer(far_start(y), th.mh("mu", th.drift(0.3)),
+                                             num_samples=1000, seed=0, progress=False))
+    assert abs(r["mu"][0, 0] - 2.0) > 5  # (this seed starts far out)
+    (w,) = found
+    assert "mu" in w.rhat and "two halves disagree" in str(w) and "burn_in=0" in str(w)
+    _, found = _convergence(lambda: th.infer(far_start(y), th.mh("mu", th.drift(0.3)),
+                                             num_samples=1000, burn_in=500, seed=0,
+                                             progress=False))
+    assert all("R-hat" not in str(m) for m in found), found
+
+
+@th.model
+def far_start(y):
+    mu = th.sample("mu", dist.Normal(0.0, 10.0))
+    with th.plate("data", len(y)) as i:
+        th.observe("y", dist.Normal(mu, 1.0), y[i])
 
 
 def test_labels_and_memoized_values_are_not_read():

@@ -101,22 +101,30 @@ def rhat_ess(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     (Vehtari et al. 2021, §4.2–4.3).  The rank normalisation is done here, for every column in
     one vectorised pass, and ArviZ's split R-hat and ESS are applied to it: about half the
     time of ArviZ's rank methods on 64 columns of 4,000 draws
-    (``benchmarks/runtime_overheads.py``)."""
+    (``benchmarks/runtime_overheads.py``).  One chain's split R-hat compares its two halves
+    (as Stan reports it): a chain still moving from its start shows there."""
     x = np.moveaxis(np.asarray(values, dtype=float), 2, 0)  # (k, chains, draws)
     z = _z_scale(x)
     folded = _z_scale(np.abs(x - np.median(x.reshape(len(x), -1), axis=1)[:, None, None]))
+    one = x.shape[1] == 1  # (ArviZ's split R-hat wants two chains: split it here)
     with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         if AZ1:
             from arviz_stats.base import array_stats
 
-            if x.shape[1] > 1:
-                rhat = np.maximum(array_stats.rhat(z, method="split"),
-                                  array_stats.rhat(folded, method="split"))
-            else:
-                rhat = np.full(len(x), np.nan)
+            how = "identity" if one else "split"
+            rhat = np.maximum(array_stats.rhat(_halves(z) if one else z, method=how),
+                              array_stats.rhat(_halves(folded) if one else folded, method=how))
             return np.asarray(rhat, float), np.asarray(array_stats.ess(z, method="mean"), float)
-        rhat = [max(az.rhat(a, method="split"), az.rhat(b, method="split"))
-                if a.shape[0] > 1 else np.nan for a, b in zip(z, folded)]
+        how = "identity" if one else "split"
+        rhat = [max(az.rhat(a, method=how), az.rhat(b, method=how))
+                for a, b in zip(_halves(z) if one else z, _halves(folded) if one else folded)]
         ess = [az.ess(a, method="mean") for a in z]
         return np.asarray(rhat, float), np.asarray(ess, float)
+
+
+def _halves(x: np.ndarray) -> np.ndarray:
+    """(k, 1, draws) → (k, 2, draws // 2): one chain's first and second halves (the middle
+    draw of an odd number left out), the chains of its split R-hat."""
+    h = x.shape[2] // 2
+    return np.stack([x[:, 0, :h], x[:, 0, x.shape[2] - h:]], axis=1)

@@ -3,9 +3,9 @@
 Chains that have not mixed give draws that are not from the posterior, and nothing else in a run
 says so: two chains of a bimodal mixture each stuck in its own mode look fine one at a time.
 After the draws, the rank-normalised split R-hat (Vehtari et al. 2021) of every small variable is
-computed over the chains (two or more), and its bulk ESS per chain; a :class:`ConvergenceWarning`
-names the variables with R-hat above 1.01 or fewer than 100 effective draws per chain (the
-thresholds of Vehtari et al. and PyMC's).
+computed over the chains (a single chain: over its two halves, as Stan does), and its bulk ESS
+per chain; a :class:`ConvergenceWarning` names the variables with R-hat above 1.01 or fewer
+than 100 effective draws per chain (the thresholds of Vehtari et al. and PyMC's).
 
 The check reads at most :data:`CHECKED_DRAWS` draws in all (evenly spaced; 200 a chain at
 least) of at most :data:`CHECKED_ELEMENTS` elements, of variables of at most
@@ -108,7 +108,7 @@ def check_convergence(result, stacklevel: int = 3) -> None:
         r, e = rhat_ess(values[:, :, cols])
         for j, rj, ej in zip(cols, r, e):
             label = _label(name, shape, int(j))
-            if chains > 1 and rj > RHAT_MAX:
+            if rj > RHAT_MAX:
                 rhat[label] = float(rj)
             if ej < ESS_PER_CHAIN_MIN * chains:
                 ess[label] = float(ej) / chains
@@ -117,10 +117,15 @@ def check_convergence(result, stacklevel: int = 3) -> None:
     parts = []
     if rhat:
         worst = sorted(rhat, key=rhat.get, reverse=True)
-        parts.append(
-            f"R-hat above {RHAT_MAX} for {_names(worst)} (largest {rhat[worst[0]]:.3g}): the "
-            f"{chains} chains disagree, so they have not mixed (a chain stuck in one mode, or "
-            "still moving from its start); the draws are not yet from the posterior")
+        who = (f"the {chains} chains disagree, so they have not mixed (a chain stuck in one "
+               "mode, or still moving from its start)" if chains > 1 else
+               "the chain's two halves disagree: it is still moving from its start, or has "
+               "not mixed")
+        if getattr(result, "config", {}).get("burn_in") == 0:
+            who += (" — and no burn-in was discarded (burn_in=0: the draws start at the "
+                    "initial trace, drawn from the prior or given by init=)")
+        parts.append(f"R-hat above {RHAT_MAX} for {_names(worst)} (largest "
+                     f"{rhat[worst[0]]:.3g}): {who}; the draws are not yet from the posterior")
     if ess:
         worst = sorted(ess, key=ess.get)
         parts.append(

@@ -8,6 +8,7 @@ import pytest
 
 import thrifty as th
 from thrifty import dist
+from thrifty.errors import ArgumentError
 
 
 @th.model
@@ -68,3 +69,45 @@ def test_other_arguments_are_passed_as_they_are():
     ragged = [[1, 2], [3]]
     assert as_data(ragged) is ragged
     assert as_data([1, 2]).dtype.kind == "i"
+
+
+def _chain_step(t, prev, data):
+    x = th.sample("x", dist.Normal(0.9 * prev, 1.0))
+    th.observe("y", dist.Normal(x, 0.5), data["y"][t])
+    return x
+
+
+@th.model
+def chain_of_dict(data):
+    th.markov("s", _chain_step, len(data["y"]), 0.0, data)
+
+
+def test_a_series_held_in_a_dict_is_read_by_position():
+    """``data["y"][t]`` of a Series with a shuffled index, held in a dict argument, read the
+    value labelled t: each of the 20 steps observed another step's value (step 18 observed
+    1.82 instead of 0.22), a silently different posterior.  It is read by position, as a
+    Series argument is: the draws equal those of the plain array, bit for bit."""
+    y = np.random.default_rng(1).normal(1.0, 1.0, 20)
+    s = pd.Series(y, index=np.random.default_rng(2).permutation(20))
+
+    def draws(data):
+        return th.infer(chain_of_dict(data), th.lmh(), num_samples=100, seed=0,
+                        progress=False)["s.x"]
+
+    np.testing.assert_array_equal(draws({"y": s}), draws({"y": y}))
+
+
+def test_a_masked_array_is_refused_naming_the_argument_unless_nothing_is_masked():
+    """The values under a mask were observed as data (the mask silently ignored)."""
+    y = np.ma.masked_array([1.0, 2.0, 3.0, 4.0], mask=[False, True, False, False])
+    with pytest.raises(ArgumentError, match=r"argument 'y' .*1 masked entry of 4"):
+        means(y)
+    with pytest.raises(ArgumentError, match=r"argument 'data'\['y'\] .*masked"):
+        chain_of_dict({"y": y})
+    plain = np.array([1.0, 2.0, 3.0, 4.0])
+    kernel = th.mh("data.mu", th.drift(0.1))
+
+    def draws(v):
+        return th.infer(means(v), kernel, num_samples=50, seed=0, progress=False)["data.mu"]
+
+    np.testing.assert_array_equal(draws(np.ma.masked_array(plain)), draws(plain))

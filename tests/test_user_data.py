@@ -8,7 +8,7 @@ import pytest
 
 import thrifty as th
 from thrifty import dist
-from thrifty.errors import ArgumentError
+from thrifty.errors import ArgumentError, ModelError
 
 
 @th.model
@@ -111,3 +111,36 @@ def test_a_masked_array_is_refused_naming_the_argument_unless_nothing_is_masked(
         return th.infer(means(v), kernel, num_samples=50, seed=0, progress=False)["data.mu"]
 
     np.testing.assert_array_equal(draws(np.ma.masked_array(plain)), draws(plain))
+
+
+@th.model
+def series_values(y):
+    mu = th.sample("mu", dist.Normal(0.0, 1.0))
+    with th.plate("data", len(y)) as i:
+        th.observe("y", dist.Normal(mu, 1.0), y.values[i])
+
+
+@th.model
+def frame_columns(df):
+    b = th.sample("b", dist.Normal(0.0, 1.0))
+    x, y = df["x"], df["y"]
+    with th.plate("data", len(y)) as i:
+        th.observe("y", dist.Normal(b * x[i], 1.0), y[i])
+
+
+def test_pandas_idioms_on_arguments_read_by_position_are_errors_naming_the_argument():
+    """A Series or DataFrame reaches the model as a NumPy array: ``y.values[i]`` was a bare
+    AttributeError, ``df["x"]`` a NumPy IndexError, an xarray Dataset xarray's TypeError
+    when the model was applied; each now names the argument and says how to read it."""
+    import xarray as xr
+
+    df = pd.DataFrame({"x": [0.1, 0.2, 0.3], "y": [1.0, 2.0, 3.0]}, index=[7, 8, 9])
+    runs = {series_values: df["y"], frame_columns: df}
+    for m, data in runs.items():
+        name = "y" if m is series_values else "df"
+        with pytest.raises(ModelError, match=rf"argument '{name}' \(pandas\.\w+\) reaches "
+                                                r"the model as a NumPy array .* not y\.values"):
+            th.infer(m(data), th.mh("mu" if m is series_values else "b"), num_samples=2,
+                     seed=0, progress=False)
+    with pytest.raises(ArgumentError, match=r"argument 'y' \(xarray\.Dataset\) cannot be read"):
+        means(xr.Dataset({"y": ("obs", np.zeros(3))}))

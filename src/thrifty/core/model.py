@@ -71,10 +71,17 @@ class Program:
         self.model = fn if isinstance(fn, Model) else None
         self.fn = fn.fn if isinstance(fn, Model) else fn
         names = _parameter_names(self.fn)
-        self.args = tuple(as_data(a, names[k] if k < len(names) else f"argument {k}")
-                          for k, a in enumerate(args))
-        self.kwargs = {k: as_data(v, f"argument {k!r}") for k, v in (kwargs or {}).items()}
+        given = [(names[k] if k < len(names) else f"argument {k}", a)
+                 for k, a in enumerate(args)]
+        given += [(f"argument {k!r}", v) for k, v in (kwargs or {}).items()]
+        data = [as_data(a, label) for label, a in given]
+        self.args = tuple(data[: len(args)])
+        self.kwargs = dict(zip(kwargs or {}, data[len(args):]))
         self.name = name or getattr(fn, "__name__", "program")
+        self.converted = {  # label -> kind of the array-likes given (pandas, xarray, ...)
+            label: f"{type(a).__module__.partition('.')[0]}.{type(a).__name__}"
+            for (label, a), d in zip(given, data)
+            if d is not a and not isinstance(a, (np.ndarray, list, tuple, dict))}
 
     def __repr__(self) -> str:
         n = len(self.args) + len(self.kwargs)
@@ -111,7 +118,8 @@ class Program:
         return out
 
     def __reduce__(self):
-        return (Program, (self.model or self.fn, self.args, self.kwargs, self.name))
+        return (Program, (self.model or self.fn, self.args, self.kwargs, self.name),
+                {"converted": self.converted})
 
 
 def _argument_arrays(program) -> list[tuple]:
@@ -209,11 +217,16 @@ def as_data(x, name: str = "argument", depth: int = 0):
     if isinstance(x, (int, float, complex, np.generic)):
         return x
     to_numpy = getattr(x, "to_numpy", None)
-    if callable(to_numpy):
-        return as_data(np.asarray(to_numpy()), name, depth)
-    if hasattr(x, "__array__"):
-        return as_data(np.asarray(x), name, depth)
-    return x
+    if not callable(to_numpy) and not hasattr(x, "__array__"):
+        return x
+    try:
+        a = np.asarray(to_numpy() if callable(to_numpy) else x)
+    except (TypeError, ValueError) as e:
+        raise ArgumentError(
+            f"{name} ({type(x).__module__.partition('.')[0]}.{type(x).__name__}) cannot be "
+            f"read as an array ({e}); data are read by position: pass arrays, pandas Series "
+            "or DataFrames, xarray DataArrays, or a dict of them") from e
+    return as_data(a, name, depth)
 
 
 _MAX_DEPTH = 4  # (containers inside containers: how deep data are looked for)

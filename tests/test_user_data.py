@@ -8,6 +8,7 @@ import pytest
 
 import thrifty as th
 from thrifty import dist
+from thrifty.core.model import as_data
 from thrifty.errors import ArgumentError, ModelError
 
 
@@ -60,8 +61,6 @@ def test_list_data_works_with_every_kernel(kernel):
 
 
 def test_other_arguments_are_passed_as_they_are():
-    from thrifty.core.model import as_data
-
     d = {"a": 1}
     assert as_data(d) is d
     assert as_data(["a", "b"]) == ["a", "b"]
@@ -144,3 +143,22 @@ def test_pandas_idioms_on_arguments_read_by_position_are_errors_naming_the_argum
                      seed=0, progress=False)
     with pytest.raises(ArgumentError, match=r"argument 'y' \(xarray\.Dataset\) cannot be read"):
         means(xr.Dataset({"y": ("obs", np.zeros(3))}))
+
+
+def test_numbers_in_an_object_array_or_as_0d_arrays_are_read_as_numbers():
+    """A pandas column of mixed types gives an array of dtype object; a list comprehension
+    over an array gives 0-d arrays.  Both were refused in a plate (``not numeric``, or a
+    TypeError at the index) though a markov step read them; they give the draws of the
+    float array, bit for bit."""
+    y = np.array([0.3, -1.2, 2.5, 0.7])
+    kernel = th.mh("data.mu", th.drift(0.1))
+
+    def draws(v):
+        return th.infer(means(v), kernel, num_samples=50, seed=0, progress=False)["data.mu"]
+
+    expected = draws(y)
+    np.testing.assert_array_equal(draws(y.astype(object)), expected)
+    np.testing.assert_array_equal(draws(pd.Series(list(y), dtype=object)), expected)
+    np.testing.assert_array_equal(draws([np.array(v) for v in y]), expected)
+    strings = np.array(["a", 1.0], dtype=object)
+    assert as_data(strings) is strings

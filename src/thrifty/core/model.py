@@ -178,9 +178,10 @@ def as_data(x, name: str = "argument", depth: int = 0):
       anything with ``to_numpy()`` or ``__array__`` — become NumPy arrays (a pandas Series
       indexed 3, 1, 2 is read as its values in order, never by label), and so do those held
       in dicts, lists and tuples (``m({"y": series})``);
-    * lists and tuples of numbers (or of equal-length lists of numbers) become NumPy arrays,
-      so ``y[i]`` works for the index arrays of plates (the arguments themselves: lists held
-      in a dict stay lists);
+    * lists and tuples of numbers or 0-d arrays (or of equal-length lists of numbers) become
+      NumPy arrays, so ``y[i]`` works for the index arrays of plates (the arguments themselves:
+      lists held in a dict stay lists);
+    * an array of dtype object whose entries are all numbers becomes a numeric array;
     * a masked array without masked entries becomes its data; one with masked entries is an
       :class:`~thrifty.errors.ArgumentError` naming ``name`` — its masked values would be
       observed as they are, and thrifty does not impute;
@@ -192,7 +193,9 @@ def as_data(x, name: str = "argument", depth: int = 0):
     """
     if isinstance(x, np.ma.MaskedArray):
         return _unmasked(x, name)
-    if isinstance(x, np.ndarray) or x is None or isinstance(x, (str, bytes)):
+    if isinstance(x, np.ndarray):
+        return _numeric(x) if x.dtype == object and x.size else x
+    if x is None or isinstance(x, (str, bytes)):
         return x
     if isinstance(x, dict):
         if depth >= _MAX_DEPTH:
@@ -201,7 +204,8 @@ def as_data(x, name: str = "argument", depth: int = 0):
         return x if all(out[k] is v for k, v in x.items()) else out
     if isinstance(x, (list, tuple)):
         if depth == 0 and x and all(
-                isinstance(v, (int, float, bool, complex, np.number, list, tuple)) for v in x):
+                isinstance(v, (int, float, bool, complex, np.number, list, tuple))
+                or (isinstance(v, np.ndarray) and v.ndim == 0) for v in x):
             try:
                 a = np.asarray(x)
             except ValueError:  # ragged
@@ -230,6 +234,15 @@ def as_data(x, name: str = "argument", depth: int = 0):
 
 
 _MAX_DEPTH = 4  # (containers inside containers: how deep data are looked for)
+
+
+def _numeric(x: np.ndarray) -> np.ndarray:
+    """An array of dtype object holding numbers (a pandas column of mixed types) as the
+    numeric array of the same values; else ``x``."""
+    if not all(isinstance(v, (int, float, np.number)) for v in x.flat):
+        return x
+    a = np.array(x.tolist())
+    return a if a.dtype.kind in "biuf" and a.shape == x.shape else x
 
 
 def _unmasked(x: np.ma.MaskedArray, name: str) -> np.ndarray:

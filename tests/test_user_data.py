@@ -162,3 +162,27 @@ def test_numbers_in_an_object_array_or_as_0d_arrays_are_read_as_numbers():
     np.testing.assert_array_equal(draws([np.array(v) for v in y]), expected)
     strings = np.array(["a", 1.0], dtype=object)
     assert as_data(strings) is strings
+
+
+def test_data_changed_in_place_between_two_runs_are_read_anew_whatever_their_type():
+    """An array changed in place between two ``th.infer`` calls of one program was read
+    anew (and so is a dict of arrays whose entry is replaced), a list (copied into an array
+    when the model was applied) or a dict holding a Series (converted then) was not: the
+    second run gave the posterior of the old data, bit for bit."""
+    def draws(prog, kernel, site):
+        return th.infer(prog, kernel, num_samples=30, seed=0, progress=False)[site]
+
+    y = [0.5, 1.0, 1.5]
+    prog = means(y)
+    draws(prog, th.mh("data.mu", th.drift(0.5)), "data.mu")
+    y[0] = 100.0
+    np.testing.assert_array_equal(draws(prog, th.mh("data.mu", th.drift(0.5)), "data.mu"),
+                                  draws(means(np.array(y)), th.mh("data.mu", th.drift(0.5)),
+                                        "data.mu"))
+    data = {"y": pd.Series([0.5, 1.0, 1.5], index=[3, 1, 2])}
+    prog = chain_of_dict(data)
+    draws(prog, th.lmh(), "s.x")
+    data["y"] = pd.Series([100.0, 1.0, 1.5])
+    np.testing.assert_array_equal(draws(prog, th.lmh(), "s.x"),
+                                  draws(chain_of_dict({"y": np.array([100.0, 1.0, 1.5])}),
+                                        th.lmh(), "s.x"))

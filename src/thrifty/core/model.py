@@ -82,6 +82,20 @@ class Program:
             label: f"{type(a).__module__.partition('.')[0]}.{type(a).__name__}"
             for (label, a), d in zip(given, data)
             if d is not a and not isinstance(a, (np.ndarray, list, tuple, dict))}
+        if any(d is not a for (_, a), d in zip(given, data)):
+            self._given = (args, kwargs or {})  # (read again by :meth:`current`)
+
+    def current(self) -> Program:
+        """This program, or — when an argument it converted (a list copied into an array, a
+        Series) now holds other values — the model applied to its arguments as they are now:
+        data changed in place between two ``th.infer`` calls are read anew whatever their
+        type, as arrays are.  O(size of the converted arguments); O(1) without them."""
+        given = self.__dict__.get("_given")
+        if given is None:
+            return self
+        now = Program(self.model or self.fn, *given, self.name)
+        same = _same_data((self.args, self.kwargs), (now.args, now.kwargs))
+        return self if same else now
 
     def __repr__(self) -> str:
         n = len(self.args) + len(self.kwargs)
@@ -141,6 +155,18 @@ def _argument_arrays(program) -> list[tuple]:
             if isinstance(v, np.ndarray) and v.ndim and v.strides[0] > 0:
                 out.append((label, v.__array_interface__["data"][0], v.shape, v.strides))
     return out
+
+
+def _same_data(a, b) -> bool:
+    """Whether two converted arguments hold the same values (arrays: shape, dtype, entries)."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (type(a) is type(b) and a.shape == b.shape and a.dtype == b.dtype
+                and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_data(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same_data(x, y) for x, y in zip(a, b))
+    return a is b
 
 
 def _parameter_names(fn) -> list[str]:
@@ -278,7 +304,7 @@ def model(fn: Callable) -> Model:
 def as_program(program) -> Program:
     """Accept a Program, or a Model / plain function of no arguments."""
     if isinstance(program, Program):
-        return program
+        return program.current()
     if isinstance(program, Model):
         import inspect
 

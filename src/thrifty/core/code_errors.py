@@ -46,6 +46,29 @@ def data_arguments_note(program) -> str:
     return "; " + "; ".join(notes) if notes else ""
 
 
+def converted_note(program) -> str:
+    """``"; argument 'y' (pandas.Series) reaches the model as a NumPy array ..."`` for the program's
+    arguments that were array-likes of other libraries (read by position), else ``""``."""
+    conv = getattr(program, "converted", None)
+    if not conv:
+        return ""
+    names = ", ".join(f"{name} ({kind})" for name, kind in conv.items())
+    how = "es the model as a NumPy array" if len(conv) == 1 else " the model as NumPy arrays"
+    return (f"; {names} reach{how} (data are read by position): index "
+            f"{'it as an array' if len(conv) == 1 else 'them as arrays'} — y[i], not y.values[i], "
+            "y.iloc[i] or y.loc[i]; a DataFrame's columns by position (df[:, j]), or pass each "
+            "column as its own argument")
+
+
+def converted_error(run, exc: AttributeError) -> ModelError | None:
+    """A missing attribute of an array that reached the model in place of a pandas or xarray
+    object (``y.values``, ``df.iloc``), with the note saying why; else None."""
+    note = converted_note(run.trace.program)
+    if not note or "'numpy.ndarray' object has no attribute" not in str(exc):
+        return None
+    return ModelError(f"the model code raised AttributeError: {exc}{_last_choice(run)}{note}")
+
+
 def not_numeric_observation(addr, value, run) -> ModelError:
     """An observed value that is not numeric (strings, objects), naming the site and the
     program's arguments that are not read by position."""
@@ -61,6 +84,11 @@ def _indexed_a_dict(exc: BaseException) -> bool:
     if isinstance(exc, KeyError) and exc.args:
         return isinstance(exc.args[0], (slice, np.ndarray))
     return isinstance(exc, TypeError) and "unhashable type: 'numpy.ndarray'" in str(exc)
+
+
+def _index_note(run, exc) -> str:
+    """:func:`converted_note` for an array indexed by a label (``df["x"]``)."""
+    return converted_note(run.trace.program) if isinstance(exc, IndexError) else ""
 
 
 def _last_choice(run) -> str:
@@ -115,7 +143,7 @@ def plate_code_error(frame, exc: BaseException) -> ModelError:
                 "own branch")
     else:
         text = (f"in {where}: the model code raised {type(exc).__name__}: {msg}"
-                f"{_last_in_plate(frame)}. "
+                f"{_last_in_plate(frame)}{_index_note(frame.run, exc)}. "
                 "Inside a plate, per-element values have one entry per executed element: index "
                 "data and per-element parameters with the plate's index (x[i]), and check that "
                 "the shapes of the choices used here match the data (e.g. a prior vector of "
@@ -160,7 +188,8 @@ def code_error(run, exc: BaseException) -> ModelError:
             "with .any() / .all(), or use np.where(cond, a, b) to choose per entry"
         )
     return ModelError(
-        f"the model code raised {type(exc).__name__}: {exc}{_last_choice(run)}. Check the "
+        f"the model code raised {type(exc).__name__}: {exc}{_last_choice(run)}"
+        f"{_index_note(run, exc)}. Check the "
         "shapes of the choices and data used there (e.g. a prior vector of the wrong length)"
     )
 

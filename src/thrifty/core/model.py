@@ -8,6 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from thrifty.errors import ArgumentError
+
 
 class Model:
     """A probabilistic model: a Python function that calls ``th.sample``, ``th.observe``, ….
@@ -68,9 +70,32 @@ class Program:
     def __init__(self, fn: Callable, args: tuple = (), kwargs: dict | None = None, name=None):
         self.model = fn if isinstance(fn, Model) else None
         self.fn = fn.fn if isinstance(fn, Model) else fn
-        self.args = tuple(as_data(a) for a in args)
-        self.kwargs = {k: as_data(v) for k, v in (kwargs or {}).items()}
+        names = _parameter_names(self.fn)
+        given = [(names[k] if k < len(names) else f"argument {k}", a)
+                 for k, a in enumerate(args)]
+        given += [(f"argument {k!r}", v) for k, v in (kwargs or {}).items()]
+        data = [as_data(a, label) for label, a in given]
+        self.args = tuple(data[: len(args)])
+        self.kwargs = dict(zip(kwargs or {}, data[len(args):]))
         self.name = name or getattr(fn, "__name__", "program")
+        self.converted = {  # label -> kind of the array-likes given (pandas, xarray, ...)
+            label: f"{type(a).__module__.partition('.')[0]}.{type(a).__name__}"
+            for (label, a), d in zip(given, data)
+            if d is not a and not isinstance(a, (np.ndarray, list, tuple, dict))}
+        if any(d is not a for (_, a), d in zip(given, data)):
+            self._given = (args, kwargs or {})  # (read again by :meth:`current`)
+
+    def current(self) -> Program:
+        """This program, or — when an argument it converted (a list copied into an array, a
+        Series) now holds other values — the model applied to its arguments as they are now:
+        data changed in place between two ``th.infer`` calls are read anew whatever their
+        type, as arrays are.  O(size of the converted arguments); O(1) without them."""
+        given = self.__dict__.get("_given")
+        if given is None:
+            return self
+        now = Program(self.model or self.fn, *given, self.name)
+        same = _same_data((self.args, self.kwargs), (now.args, now.kwargs))
+        return self if same else now
 
     def __repr__(self) -> str:
         n = len(self.args) + len(self.kwargs)
@@ -107,20 +132,15 @@ class Program:
         return out
 
     def __reduce__(self):
-        return (Program, (self.model or self.fn, self.args, self.kwargs, self.name))
+        return (Program, (self.model or self.fn, self.args, self.kwargs, self.name),
+                {"converted": self.converted})
 
 
 def _argument_arrays(program) -> list[tuple]:
     """``(name, data pointer, shape, strides)`` of the arrays among the program's arguments
     (and the values of its dict, list and tuple arguments)."""
-    import inspect
-
-    try:
-        params = [p.name for p in inspect.signature(program.fn).parameters.values()
-                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    except (TypeError, ValueError):
-        params = []
-    named = [(f"argument {params[k]!r}" if k < len(params) else f"argument {k}", a)
+    params = _parameter_names(program.fn)
+    named = [(params[k] if k < len(params) else f"argument {k}", a)
              for k, a in enumerate(program.args)]
     named += [(f"argument {k!r}", a) for k, a in program.kwargs.items()]
     out = []
@@ -135,6 +155,29 @@ def _argument_arrays(program) -> list[tuple]:
             if isinstance(v, np.ndarray) and v.ndim and v.strides[0] > 0:
                 out.append((label, v.__array_interface__["data"][0], v.shape, v.strides))
     return out
+
+
+def _same_data(a, b) -> bool:
+    """Whether two converted arguments hold the same values (arrays: shape, dtype, entries)."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (type(a) is type(b) and a.shape == b.shape and a.dtype == b.dtype
+                and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same_data(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same_data(x, y) for x, y in zip(a, b))
+    return a is b
+
+
+def _parameter_names(fn) -> list[str]:
+    """``["argument 'y'", ...]``: the labels of ``fn``'s positional parameters."""
+    import inspect
+
+    try:
+        return [f"argument {p.name!r}" for p in inspect.signature(fn).parameters.values()
+                if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return []
 
 
 def _element_at(off: int, shape: tuple, strides: tuple) -> list | None:
@@ -153,33 +196,91 @@ def _element_at(off: int, shape: tuple, strides: tuple) -> list | None:
     return index if off == 0 else None
 
 
-def as_data(x):
-    """An argument of a program, as the model will read it: data are read *by position*.
+def as_data(x, name: str = "argument", depth: int = 0):
+    """An argument of a program (``name`` in errors), as the model will read it: data are read
+    *by position*.
 
     * array-likes that are not NumPy arrays — pandas Series / DataFrames, xarray objects,
       anything with ``to_numpy()`` or ``__array__`` — become NumPy arrays (a pandas Series
-      indexed 3, 1, 2 is read as its values in order, never by label);
-    * lists and tuples of numbers (or of equal-length lists of numbers) become NumPy arrays,
-      so ``y[i]`` works for the index arrays of plates;
+      indexed 3, 1, 2 is read as its values in order, never by label), and so do those held
+      in dicts, lists and tuples (``m({"y": series})``);
+    * lists and tuples of numbers or 0-d arrays (or of equal-length lists of numbers) become
+      NumPy arrays, so ``y[i]`` works for the index arrays of plates (the arguments themselves:
+      lists held in a dict stay lists);
+    * an array of dtype object whose entries are all numbers becomes a numeric array;
+    * a masked array without masked entries becomes its data; one with masked entries is an
+      :class:`~thrifty.errors.ArgumentError` naming ``name`` — its masked values would be
+      observed as they are, and thrifty does not impute;
     * everything else (scalars, NumPy arrays, dicts, lists of other objects) is passed as is.
+
+    >>> import numpy as np, pandas as pd
+    >>> as_data({"y": pd.Series([3.0, 1.0], index=[1, 0])})["y"]
+    array([3., 1.])
     """
-    if isinstance(x, np.ndarray) or x is None or isinstance(x, (str, bytes, dict)):
+    if isinstance(x, np.ma.MaskedArray):
+        return _unmasked(x, name)
+    if isinstance(x, np.ndarray):
+        return _numeric(x) if x.dtype == object and x.size else x
+    if x is None or isinstance(x, (str, bytes)):
         return x
+    if isinstance(x, dict):
+        if depth >= _MAX_DEPTH:
+            return x
+        out = {k: as_data(v, f"{name}[{k!r}]", depth + 1) for k, v in x.items()}
+        return x if all(out[k] is v for k, v in x.items()) else out
     if isinstance(x, (list, tuple)):
-        if not x or not all(isinstance(v, (int, float, bool, complex, np.number, list, tuple))
-                            for v in x):
+        if depth == 0 and x and all(
+                isinstance(v, (int, float, bool, complex, np.number, list, tuple))
+                or (isinstance(v, np.ndarray) and v.ndim == 0) for v in x):
+            try:
+                a = np.asarray(x)
+            except ValueError:  # ragged
+                a = None
+            if a is not None and a.dtype.kind in "biufc":  # (complex: refused where observed)
+                return a
+        if depth >= _MAX_DEPTH:
             return x
-        try:
-            a = np.asarray(x)
-        except ValueError:  # ragged
+        out = [as_data(v, f"{name}[{j}]", depth + 1) for j, v in enumerate(x)]
+        if all(o is v for o, v in zip(out, x)):
             return x
-        return a if a.dtype.kind in "biufc" else x  # (complex: refused where it is observed)
+        return type(x)._make(out) if hasattr(x, "_make") else type(x)(out)
+    if isinstance(x, (int, float, complex, np.generic)):
+        return x
     to_numpy = getattr(x, "to_numpy", None)
-    if callable(to_numpy) and not isinstance(x, (int, float, complex, np.generic)):
-        return np.asarray(to_numpy())
-    if hasattr(x, "__array__") and not isinstance(x, (int, float, complex, np.generic)):
-        return np.asarray(x)
-    return x
+    if not callable(to_numpy) and not hasattr(x, "__array__"):
+        return x
+    try:
+        a = np.asarray(to_numpy() if callable(to_numpy) else x)
+    except (TypeError, ValueError) as e:
+        raise ArgumentError(
+            f"{name} ({type(x).__module__.partition('.')[0]}.{type(x).__name__}) cannot be "
+            f"read as an array ({e}); data are read by position: pass arrays, pandas Series "
+            "or DataFrames, xarray DataArrays, or a dict of them") from e
+    return as_data(a, name, depth)
+
+
+_MAX_DEPTH = 4  # (containers inside containers: how deep data are looked for)
+
+
+def _numeric(x: np.ndarray) -> np.ndarray:
+    """An array of dtype object holding numbers (a pandas column of mixed types) as the
+    numeric array of the same values; else ``x``."""
+    if not all(isinstance(v, (int, float, np.number)) for v in x.flat):
+        return x
+    a = np.array(x.tolist())
+    return a if a.dtype.kind in "biuf" and a.shape == x.shape else x
+
+
+def _unmasked(x: np.ma.MaskedArray, name: str) -> np.ndarray:
+    """The data of a masked array none of whose entries is masked."""
+    masked = int(np.ma.count_masked(x))
+    if masked:
+        raise ArgumentError(
+            f"{name} is a masked array with {masked} masked entr{'y' if masked == 1 else 'ies'} "
+            f"of {x.size}: the model would read the values under the mask as data (thrifty does "
+            "not impute missing values). Pass only the observed entries (x.compressed(), or "
+            "the rows where ~x.mask), or make the missing values latent choices (th.sample)")
+    return np.ma.getdata(x)
 
 
 def model(fn: Callable) -> Model:
@@ -203,7 +304,7 @@ def model(fn: Callable) -> Model:
 def as_program(program) -> Program:
     """Accept a Program, or a Model / plain function of no arguments."""
     if isinstance(program, Program):
-        return program
+        return program.current()
     if isinstance(program, Model):
         import inspect
 

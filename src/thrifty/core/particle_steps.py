@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from thrifty import _context
-from thrifty.core.code_errors import WRAPPED, step_code_error, wraps
+from thrifty.core.code_errors import WRAPPED, converted_error, step_code_error, wraps
 from thrifty.core.particles import (
     ConditionalStep,
     FusedStep,
@@ -128,6 +128,8 @@ def step_failed(sf, exc: BaseException, where) -> None:
     that names ``where()`` (the step, the chain and the particles); other errors go on."""
     if isinstance(exc, WRAPPED) and wraps(exc):
         raise step_code_error(sf, exc, where()) from exc
+    if isinstance(exc, AttributeError) and (err := converted_error(sf.run, exc)) is not None:
+        raise err from exc
 
 
 def take_observed(frame) -> np.ndarray | None:

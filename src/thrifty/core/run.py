@@ -36,7 +36,7 @@ from thrifty import _context
 from thrifty.core import chain_run, mem, plate, plate_chain
 from thrifty.core.address import fmt
 from thrifty.core.batch import check_data_rows
-from thrifty.core.code_errors import WRAPPED, code_error, wraps
+from thrifty.core.code_errors import WRAPPED, code_error, converted_error, wraps
 from thrifty.core.frame import BlockFrame
 from thrifty.core.node import Node
 from thrifty.core.replay import ScalarLanes
@@ -202,6 +202,11 @@ class Run:
             if not wraps(e):
                 raise
             raise code_error(self, e) from e
+        except AttributeError as e:
+            err = converted_error(self, e)
+            if err is None:
+                raise
+            raise err from e
         except RecursionError:
             last = self.lanes.addr
             raise ModelError(

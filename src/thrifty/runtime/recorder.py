@@ -10,7 +10,10 @@ elements from the trace's columns:
 * plate sites (and markov chains inside plates): the logged elements, O(elements written);
 * markov chains: the logged steps, O(steps written) — a chain whose steps hold nested plates or
   chains is read in full when one of them changes (documented fallback);
-* mem keys: the keys written.
+* mem keys: the keys written;
+* deterministic values of plate elements and markov steps a lazy run left stale (000 §3.5:
+  not executed since a value they read changed): computed afresh on a fork of the trace,
+  never committed, O(stale members) — they are values that changed at this draw.
 
 When choices appear or disappear (a commit with fresh or stale choices) the recorder walks the
 top-level structure again (O(number of nodes and mem keys)) and records whole values for what
@@ -29,7 +32,8 @@ import math
 import numpy as np
 
 from thrifty.core.address import as_pattern, dotted
-from thrifty.core.locate import collect_block
+from thrifty.core.engine import RESCORE, propose
+from thrifty.core.locate import collect_block, stale_parts, stale_plan
 from thrifty.core.trace import ChangeLog
 from thrifty.core.vocab import DETERMINISTIC, LATENT, same_value
 from thrifty.runtime.draws import Series
@@ -209,6 +213,16 @@ def sources(trace, keep) -> tuple[dict, dict, list, set]:
     return out, by_node, generic, skipped
 
 
+def _derives(node) -> bool:
+    """Whether a chain or plate holds deterministic sites (in its nested nodes too)."""
+    if any(s.kind == DETERMINISTIC for s in node.sites.values()):
+        return True
+    inner = [*getattr(node, "chains", {}).values()]
+    for plates, chains, _ in getattr(node, "nested", {}).values():
+        inner += [*plates.values(), *chains.values()]
+    return any(_derives(n) for n in inner)
+
+
 class _ChainAsBlock:
     """A top-level chain seen as a block holding only that chain (for the generic reader)."""
 
@@ -236,6 +250,10 @@ class Recorder:
         self._generic: list = []
         self._last: dict = {}  # name → last recorded whole value of top-level sites / mem keys
         self._dirty: set = set()  # names whose last values came from a kernel, not the trace
+        self._derived: list = []  # (name, source) of the deterministic sites of plates, chains
+        self._fresh: dict = {}  # name → members recorded afresh (the trace holds stale values)
+        self._fresh_generic: set = set()  # chains read in full, recorded afresh likewise
+        self._generic_derived: list = []  # the chains read in full with deterministic sites
         self._new()
 
     def _new(self) -> None:
@@ -292,6 +310,8 @@ class Recorder:
             self._pending(trace, d, *pending)
         elif self._dirty:
             self._reread(trace, d)
+        if pending is None and (trace.stale_nodes or self._fresh or self._fresh_generic):
+            self._stale_derived(trace, d)
         self.lp.append(trace.known_log_joint() if pending is None else pending[1])
         self.n_latent.append(trace.n_latent)
         out = trace.output
@@ -371,6 +391,10 @@ class Recorder:
             if name not in new:
                 self._series(name).set(d, None)
                 self._last.pop(name, None)
+        for name in list(self._fresh):  # (a replaced node was read whole from the trace)
+            prev, src = old.get(name), new.get(name)
+            if src is None or prev is None or prev.node is not src.node:
+                del self._fresh[name]
         gen_names = set()
         for _, _, values in generic:
             for name, v in values.items():
@@ -390,6 +414,10 @@ class Recorder:
                 self.meta[name] = src.meta()
         self._sources, self._by_node, self._generic = new, by_node, generic
         self._roots_of = [(name, src) for name, src in new.items() if src.kind == "root"]
+        self._derived = [(name, src) for name, src in new.items()
+                         if not src.latent and src.kind in ("plate", "plate_chain", "chain")]
+        self._generic_derived = [local for local, chain, values in generic
+                                 if values and _derives(chain)]
         if full:
             self._trace = None  # entries logged before this walk are already included
 
@@ -478,6 +506,64 @@ class Recorder:
                     self._series(name).set(d, None)
             fresh.append((local, chain, values))
         self._generic = fresh
+
+    def _stale_derived(self, trace, d) -> None:
+        """Record the deterministic values of the stale plate elements and markov steps as of
+        this draw.  A lazy run (subsampling kernels, 000 §3.5) executes the top level and some
+        sections only; the others keep the deterministic values computed under older values
+        until a run reads them.  They are computed by one run planned on exactly the stale
+        members of the nodes holding recorded deterministic sites
+        (:func:`~thrifty.core.locate.stale_plan`; a chain read in full: one rescoring run of
+        everything, as a stale step's plan leaves its plates as they are), committed into a
+        fork that is then dropped: the chain's trace and generator are untouched.  Members
+        recorded so at the last draw are read again (from the trace, once no longer stale)."""
+        if not (self._derived or self._generic_derived):
+            return
+        fork = trace.fork() if trace.stale_nodes else trace
+        try:
+            stale: dict = {}
+            if fork is not trace:
+                homes = {src.node.addr for _, src in self._derived}
+                generic = self._generic_derived
+                parts = [(kind, a, items) for kind, a, items in stale_parts(fork)
+                         if a in homes or any(a[: len(local)] == local for local in generic)]
+                for _, addr, items in parts:
+                    stale.setdefault(addr, []).append(np.asarray(items, dtype=np.int64))
+                rng = np.random.default_rng(0)  # (a rescoring draws nothing)
+                if any(a[: len(local)] == local for local in generic for a in stale):
+                    propose(fork, rng, mode=RESCORE).commit()
+                elif parts:
+                    propose(fork, rng, plan=stale_plan(fork, parts)).commit()
+            fresh = {}
+            for name, src in self._derived:
+                now = stale.get(src.node.addr, [])
+                members = [*now, *([self._fresh[name]] if name in self._fresh else [])]
+                if not members:
+                    continue
+                idx = np.unique(np.concatenate(members))
+                node = (fork.root.plates if src.kind != "chain" else fork.root.chains)[
+                    src.node.addr]
+                self._series(name).change(d, idx, _Source(src.kind, node, src.key).part(idx))
+                if now:
+                    fresh[name] = np.unique(np.concatenate(now))
+            self._fresh = fresh
+            fresh_generic = set()
+            for local, _, values in self._generic:
+                if local not in self._generic_derived:
+                    continue
+                if any(a[: len(local)] == local for a in stale):
+                    fresh_generic.add(local)
+                elif local not in self._fresh_generic:
+                    continue
+                out: dict = {}
+                collect_block(_ChainAsBlock(local, fork.root.chains[local]), (), out, True)
+                for k, v in out.items():
+                    if dotted(k) in values:
+                        self._series(dotted(k)).set(d, v)
+            self._fresh_generic = fresh_generic
+        finally:
+            if fork is not trace:
+                trace.revert(fork)
 
     # -- handing over ---------------------------------------------------------------------------
     def take(self) -> dict:

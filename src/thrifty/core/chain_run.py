@@ -147,7 +147,10 @@ class _Local(_Steps):
             prev = self.new_states.get(t - 1, _NOTHING)
             if prev is _NOTHING:
                 prev = self.chunks[(t - 1) >> 6][(t - 1) & 63]
-        return self.step_frame(t, StepView(self.old, t), self.prev_changed), prev
+        old = self.old  # a stale step (000 §3.5) runs its plates and chains in full: what it
+        # holds was computed before a value it reads changed, as if that value had changed now
+        dirty = self.prev_changed or (old.n_stale and old.stamp.get(t) < old.valid_from)
+        return self.step_frame(t, StepView(old, t), dirty), prev
 
     def leave(self, t, frame, state):
         self.new_states[t] = state = self.close(t, frame, state)

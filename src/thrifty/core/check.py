@@ -443,6 +443,8 @@ class _Comparison:
                 self.columns(addr, step(name), _values(a.values), _values(b.values), mask,
                              "deterministic value", CHAIN)
         for t in sorted(set(c.nested) | set(d.nested)):
+            if fresh is not None and not fresh[t]:
+                continue  # (a stale step's plates and chains are as out of date as it is)
             self.block(c.step_view(t), d.step_view(t), addr + (t,), CHAIN, sites=False)
         self.columns(addr, step(()), _values(c.step_total), _values(d.step_total), fresh,
                      "log-density of the step", CHAIN)

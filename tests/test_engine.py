@@ -306,6 +306,25 @@ def test_record_and_exclude_choose_the_variables():
     assert "data.z" not in r and "mu" in r and "s.x" in r
 
 
+@th.model
+def sometimes_extra():
+    b = th.sample("b", dist.Bernoulli(probs=0.3))
+    if b:
+        th.sample("extra", dist.Normal(0.0, 1.0))
+    th.observe("y", dist.Normal(0.0, 1.0), 0.2)
+
+
+def test_record_and_exclude_may_name_a_variable_the_initial_trace_lacks():
+    """``extra`` exists only when b = 1, and the chain starts at b = 0: excluding it is
+    accepted (prior simulations show it) and it is never recorded; a misspelt name is still
+    refused, naming the variables seen (the initial trace's check alone refused both)."""
+    kw = dict(num_samples=200, seed=0, init={"b": 0}, progress=False)
+    r = th.infer(sometimes_extra(), th.lmh(), exclude="extra", **kw)
+    assert r["b"].max() == 1 and set(r.keys()) == {"b"}
+    with pytest.raises(ValueError, match=r"exclude='extr' names no variable .*b, extra"):
+        th.infer(sometimes_extra(), th.lmh(), exclude="extr", **kw)
+
+
 def test_log_joint_per_draw_is_the_trace_log_joint():
     class LogJoint(Capturing):
         def _step(self, trace, rng):

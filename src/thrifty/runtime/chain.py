@@ -26,7 +26,7 @@ import numpy as np
 from thrifty._context import float64
 from thrifty.core.check import raise_if_inconsistent
 from thrifty.core.output import probe
-from thrifty.core.simulate import initialize
+from thrifty.core.simulate import initialize, simulate
 from thrifty.inference.configured import restore_state
 from thrifty.runtime.draws import DrawStore
 from thrifty.runtime.recorder import Recorder, Selector
@@ -94,6 +94,26 @@ def _affordable(spent: float, est: float, chain_seconds: float) -> bool:
     checks within max(AUTO_CHECK_FLOOR, AUTO_CHECK_SHARE of the chain's time), ``spent``
     seconds of checks so far, ``est`` this one, ``chain_seconds`` the chain's expected time."""
     return spent + est <= max(AUTO_CHECK_FLOOR, AUTO_CHECK_SHARE * chain_seconds)
+
+
+PRIOR_NAMES = 20  # prior simulations that may show variables the initial trace lacks
+
+
+def _names(trace, sources) -> set:
+    """The dotted names of the variables of ``trace`` (what ``record=`` patterns match)."""
+    found, _, generic, _ = sources(trace, lambda name: True)
+    return {*found, *(n for _, _, values in generic for n in values)}
+
+
+def _prior_names(program, sources) -> set:
+    """The variables of a few prior simulations (fixed seeds; ones that fail are skipped)."""
+    out: set = set()
+    for seed in range(PRIOR_NAMES):
+        try:
+            out |= _names(simulate(program, seed=seed), sources)
+        except Exception:  # (a prior draw the model refuses: no names from it)
+            continue
+    return out
 
 
 # -- pickling a chain's state without its program -------------------------------------------------
@@ -217,8 +237,10 @@ class ChainRun:
         if snapshot is None and not keep.everything:
             from thrifty.runtime.recorder import sources
 
-            found, _, generic, _ = sources(self.trace, lambda name: True)
-            keep.check([*found, *(n for _, _, values in generic for n in values)])
+            names = _names(self.trace, sources)
+            if keep.missing(names):  # (a variable of some traces only: a branch, a size)
+                names |= _prior_names(self.trace.program, sources)
+                keep.check(names, f" (in the initial trace and {PRIOR_NAMES} prior simulations)")
         self.recorder = Recorder(keep, self.needs_plates, start=self.n_recorded,
                                  live=() if snapshot is None else snapshot.get("recorded", ()))
 

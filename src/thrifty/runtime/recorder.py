@@ -66,17 +66,22 @@ class Selector:
             [] if exclude is None else [_pattern(p, "exclude") for p in _as_list(exclude)]
         )
 
-    def check(self, names) -> None:
-        """Raise if a pattern names no variable among ``names`` (those of a trace)."""
+    def missing(self, names) -> list:
+        """``(what, pattern)`` of the patterns that name no variable among ``names``."""
         parts = [tuple(n.split(".")) for n in names]
-        for what, pats in (("record", self.record or []), ("exclude", self.exclude)):
-            for p in pats:
-                if not any(q[: len(p)] == p for q in parts):
-                    listed = ", ".join(sorted(names)[:12]) + (", ..." if len(names) > 12 else "")
-                    raise ValueError(
-                        f"{what}={'.'.join(p)!r} names no variable of the program; its "
-                        f"variables are {listed or '(none)'}"
-                    )
+        return [(what, p) for what, pats in (("record", self.record or []),
+                                             ("exclude", self.exclude))
+                for p in pats if not any(q[: len(p)] == p for q in parts)]
+
+    def check(self, names, where: str = "") -> None:
+        """Raise if a pattern names no variable among ``names`` (those of some traces,
+        ``where``)."""
+        for what, p in self.missing(names)[:1]:
+            listed = ", ".join(sorted(names)[:12]) + (", ..." if len(names) > 12 else "")
+            raise ValueError(
+                f"{what}={'.'.join(p)!r} names no variable of the program{where}; its "
+                f"variables are {listed or '(none)'}"
+            )
 
     def __call__(self, name: str) -> bool:
         parts = tuple(name.split("."))

@@ -190,13 +190,14 @@ YS_RAGGED = [np.array([0.1, 0.2]), np.array([0.5, 0.3, 0.0]), np.array([1.0])]
 
 
 @th.model
-def ragged():
+def per_step(ys):
+    """A chain of len(ys) steps observing ``ys[t]`` at step t (values of any shape)."""
     def step(t, prev):
         z = th.sample("z", dist.Normal(prev, 1.0))
-        th.observe("y", dist.Normal(z, 0.5), YS_RAGGED[t])
+        th.observe("y", dist.Normal(z, 0.5), ys[t])
         return z
 
-    th.markov("s", step, 3, 0.0)
+    th.markov("s", step, len(ys), 0.0)
 
 
 def test_observations_of_varying_length_across_steps_are_padded_with_nan():
@@ -204,7 +205,7 @@ def test_observations_of_varying_length_across_steps_are_padded_with_nan():
     posterior predictive hold ``s.y`` as (steps, 3) padded with NaN after each step's values,
     the simulated values given each draw N(z_t, 0.5) (standardised: KS, p > 1e-4), and the
     pointwise log-likelihood one point per step, Σ_j log N(y_tj; z_t, 0.5)."""
-    r = th.infer(ragged(), th.lmh(), num_samples=300, burn_in=50, seed=0, progress=False)
+    r = th.infer(per_step(YS_RAGGED), th.lmh(), num_samples=300, burn_in=50, seed=0, progress=False)
     z = r["s.z"]
     data = r.to_arviz(log_likelihood=True)
     want = np.full((3, 3), np.nan)
@@ -215,7 +216,7 @@ def test_observations_of_varying_length_across_steps_are_padded_with_nan():
     for t, y in enumerate(YS_RAGGED):
         np.testing.assert_allclose(ll[..., t], st.norm.logpdf(y, z[..., t, None], 0.5).sum(-1),
                                    rtol=1e-12)
-    sim = th.predictive(ragged(), r, seed=1)["s.y"]
+    sim = th.predictive(per_step(YS_RAGGED), r, seed=1)["s.y"]
     assert sim.shape == (1, 300, 3, 3)
     np.testing.assert_array_equal(np.isnan(sim), np.broadcast_to(np.isnan(want), sim.shape))
     e = (sim - z[..., None]) / 0.5
@@ -225,27 +226,17 @@ def test_observations_of_varying_length_across_steps_are_padded_with_nan():
 YS_RANKS = [0.3, np.array([0.1, -0.2]), np.array([0.5, 0.4])]
 
 
-@th.model
-def ranks():
-    def step(t, prev):
-        z = th.sample("z", dist.Normal(prev, 1.0))
-        th.observe("y", dist.Normal(z, 0.5), YS_RANKS[t])
-        return z
-
-    th.markov("s", step, 3, 0.0)
-
-
 def test_observations_of_varying_rank_are_left_out_with_a_warning_naming_them():
     """A scalar at step 0 and 2-vectors after: no one array holds ``s.y``, so the observed
     data and the predictive leave it out — saying so, not silently; the pointwise
     log-likelihood (one point per step) keeps it."""
-    r = th.infer(ranks(), th.lmh(), num_samples=20, seed=0, progress=False)
+    r = th.infer(per_step(YS_RANKS), th.lmh(), num_samples=20, seed=0, progress=False)
     with pytest.warns(obs.VaryingRankWarning, match="'s.y'.*ranks \\[0, 1\\]"):
         data = r.to_arviz(log_likelihood=True)
     assert "observed_data" not in data or "s.y" not in data["observed_data"]
     assert data["log_likelihood"]["s.y"].shape[-1] == 3
     with pytest.warns(obs.VaryingRankWarning, match="'s.y'"):
-        pred = th.predictive(ranks(), r, seed=1)
+        pred = th.predictive(per_step(YS_RANKS), r, seed=1)
     assert "s.y" not in pred
 
 

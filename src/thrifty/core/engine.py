@@ -135,7 +135,7 @@ from thrifty.core.sections import (
     top_values,
     watch_rows,
 )
-from thrifty.core.simulate import initialize, simulate_run
+from thrifty.core.simulate import initialize, latent_names, simulate_run
 from thrifty.core.sites import Chain
 from thrifty.core.snapshot import provisional_commit
 from thrifty.core.trace import Trace
@@ -209,6 +209,7 @@ __all__ = [
     "key_name",
     "lane_choices",
     "lane_lps",
+    "latent_names",
     "latent_sites",
     "locate",
     "locate_choice",

@@ -64,14 +64,20 @@ def simulate_run(program, seed=None, init: dict | None = None):
     return trace, run
 
 
+def latent_names(trace) -> str:
+    """A short list of the trace's latent names, for error messages."""
+    names = sorted(trace.values(include_deterministic=False))
+    text = ", ".join(repr(n) for n in names[:12])
+    return text + (", ..." if len(names) > 12 else "") if names else "(none)"
+
+
 def _latent_names(trace, init) -> str:
     """The program's latent names (and the closest to ``init``'s keys), for an error."""
     names = sorted(trace.values(include_deterministic=False))
-    text = ", ".join(repr(n) for n in names[:12]) + (", ..." if len(names) > 12 else "")
     close = [m for k in init if isinstance(k, str)
              for m in difflib.get_close_matches(k, names, 1)]
     hint = f" (did you mean {', '.join(repr(m) for m in close)}?)" if close else ""
-    return f"the program's latent choices are named {text or '(none)'}{hint}"
+    return f"the program's latent choices are named {latent_names(trace)}{hint}"
 
 
 def _init_targets(init) -> dict:

@@ -279,6 +279,9 @@ def take_rows(x: np.ndarray, idx):
     return x[idx]
 
 
+_ND = np.ndarray
+
+
 def holding(old, new) -> np.ndarray:
     """A copy of the members' values ``old`` into which ``new`` can be written exactly: of the
     dtype NumPy promotes the two to.  A column of ints set to draws of a continuous family (an
@@ -289,9 +292,6 @@ def holding(old, new) -> np.ndarray:
         return old.copy()  # (the usual case, without dtype arithmetic)
     a, b = np.asarray(old).dtype, np.asarray(new).dtype
     return np.array(old, dtype=a if a == b else np.promote_types(a, b))
-
-
-_ND = np.ndarray
 
 
 def readonly(value):

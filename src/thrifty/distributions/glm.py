@@ -289,13 +289,7 @@ _P = (1.0, -1.0, 3.0, -15.0, 105.0, -945.0, 10395.0, -135135.0)
 _Q = (1.0, -3.0, 15.0, -105.0, 945.0, -10395.0, 135135.0)
 _N = (-2.0, 30.0, -396.0, 5460.0, -81990.0)
 _FAR = -40.0
-
-
-def _series(c, v):
-    out = 0.0
-    for a in reversed(c):
-        out = out * v + a
-    return out
+_polyval = np.polynomial.polynomial.polyval  # Σ c_k v^k (Horner)
 
 
 def _probit_curvature(z):
@@ -308,9 +302,9 @@ def _probit_curvature(z):
         with np.errstate(all="ignore"):
             x = -z
             v = 1.0 / (x * x)
-            p = _series(_P, v)
-            h2 = np.where(far, _series(_Q, v) / (p * p), h2)
-            h3 = np.where(far, _series(_N, v) * (v / x) / (p * p * p), h3)
+            p = _polyval(v, _P)
+            h2 = np.where(far, _polyval(v, _Q) / (p * p), h2)
+            h3 = np.where(far, _polyval(v, _N) * (v / x) / (p * p * p), h3)
     return h2, h3
 
 

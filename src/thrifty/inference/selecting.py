@@ -12,6 +12,7 @@ import numpy as np
 
 from thrifty.core.address import fmt
 from thrifty.core.engine import (
+    latent_names,
     plate_sizes,
     simulate_run,
 )
@@ -55,7 +56,7 @@ class Selecting(Kernel):
             if not part.resolve(trace) and not _exists_in_some_trace(part, trace):
                 raise SelectionError(
                     f"{self.name}: {part!r} (in {self.selection!r}) selects no latent choice "
-                    f"of the program; its latent choices are named {_names(trace)}")
+                    f"of the program; its latent choices are named {latent_names(trace)}")
         if self.selection.resolve(trace):
             return
         if not _exists_in_some_trace(self.selection, trace):
@@ -65,7 +66,7 @@ class Selecting(Kernel):
                     "program: their sites have no choices)") if empty else ""
             raise SelectionError(
                 f"{self.name}: {self.selection!r} selects no latent choice of the "
-                f"program; its latent choices are named {_names(trace)}{hint}"
+                f"program; its latent choices are named {latent_names(trace)}{hint}"
             )
 
     def label(self) -> str:
@@ -111,8 +112,3 @@ def _exists_in_some_trace(selection, trace, tries: int = 20) -> bool:
     return False
 
 
-def _names(trace) -> str:
-    """A short list of the trace's latent names, for error messages."""
-    names = sorted(trace.values(include_deterministic=False))
-    text = ", ".join(repr(n) for n in names[:12])
-    return text + (", ..." if len(names) > 12 else "") if names else "(none)"

@@ -32,7 +32,7 @@ import math
 import numpy as np
 
 from thrifty.core.address import as_pattern, dotted
-from thrifty.core.engine import RESCORE, propose
+from thrifty.core.engine import propose
 from thrifty.core.locate import collect_block, stale_parts, stale_plan
 from thrifty.core.trace import ChangeLog
 from thrifty.core.vocab import DETERMINISTIC, LATENT, same_value
@@ -518,9 +518,9 @@ class Recorder:
         sections only; the others keep the deterministic values computed under older values
         until a run reads them.  They are computed by one run planned on exactly the stale
         members of the nodes holding recorded deterministic sites
-        (:func:`~thrifty.core.locate.stale_plan`; a chain read in full: one rescoring run of
-        everything, as a stale step's plan leaves its plates as they are), committed into a
-        fork that is then dropped: the chain's trace and generator are untouched.  Members
+        (:func:`~thrifty.core.locate.stale_plan`: a stale step runs its nested plates and
+        chains in full), committed into a fork that is then dropped: the chain's trace and
+        generator are untouched.  Members
         recorded so at the last draw are read again (from the trace, once no longer stale)."""
         if not (self._derived or self._generic_derived):
             return
@@ -534,11 +534,8 @@ class Recorder:
                          if a in homes or any(a[: len(local)] == local for local in generic)]
                 for _, addr, items in parts:
                     stale.setdefault(addr, []).append(np.asarray(items, dtype=np.int64))
-                rng = np.random.default_rng(0)  # (a rescoring draws nothing)
-                if any(a[: len(local)] == local for local in generic for a in stale):
-                    propose(fork, rng, mode=RESCORE).commit()
-                elif parts:
-                    propose(fork, rng, plan=stale_plan(fork, parts)).commit()
+                if parts:  # (a rescoring draws nothing: any generator)
+                    propose(fork, np.random.default_rng(0), plan=stale_plan(fork, parts)).commit()
             fresh = {}
             for name, src in self._derived:
                 now = stale.get(src.node.addr, [])

@@ -186,3 +186,24 @@ def test_data_changed_in_place_between_two_runs_are_read_anew_whatever_their_typ
     np.testing.assert_array_equal(draws(prog, th.lmh(), "s.x"),
                                   draws(chain_of_dict({"y": np.array([100.0, 1.0, 1.5])}),
                                         th.lmh(), "s.x"))
+
+
+@th.model
+def three_of_dict(data):
+    mu = th.sample("mu", dist.Normal(0.0, 1.0))
+    with th.plate("p", 3) as i:
+        th.observe("y", dist.Normal(mu, 1.0), data["y"][i])
+
+
+def test_an_array_swapped_in_a_dict_between_two_runs_is_checked_for_its_rows():
+    """A plate of 3 reading a dict's array of 4 observes 3 of the 4 points, which is refused;
+    when the array was swapped into the dict after a first run of the program, the check read
+    the old array's memory (kept from the first run) and the second run observed 3 of 4
+    silently."""
+    data = {"y": np.zeros(3)}
+    prog = three_of_dict(data)
+    kernel = th.mh("mu", th.drift(0.5))
+    th.infer(prog, kernel, num_samples=5, seed=0, progress=False)
+    data["y"] = np.arange(4.0)
+    with pytest.raises(ModelError, match=r"'data'\['y'\], which has 4"):
+        th.infer(prog, kernel, num_samples=5, seed=0, progress=False)

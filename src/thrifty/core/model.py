@@ -107,7 +107,8 @@ class Program:
         same memory, the same row stride, beginning at the start of a row).  Several when
         arguments share memory (``m(y[:-1], y)``): the memory cannot say which one the model
         indexed.  Arguments are the program's arrays and the arrays held in its dict, list and
-        tuple arguments; O(number of them) per call.
+        tuple arguments, as they are at the call (a dict's array may be swapped between two
+        ``th.infer`` calls); O(number of them) per call.
 
         >>> import numpy as np, thrifty as th
         >>> y = np.arange(8.0).reshape(4, 2)
@@ -115,9 +116,7 @@ class Program:
         >>> prog.rows_of(y[0:3, 1]), prog.rows_of(y[1:3]), prog.rows_of(np.zeros(3))
         ([("argument 'data'", 4, 0)], [("argument 'data'", 4, 1)], [])
         """
-        arrays = self.__dict__.get("_arrays")
-        if arrays is None:
-            arrays = self._arrays = _argument_arrays(self)
+        arrays = _argument_arrays(self)
         if not arrays or value.ndim == 0:
             return []
         ptr = value.__array_interface__["data"][0]
@@ -139,7 +138,9 @@ class Program:
 def _argument_arrays(program) -> list[tuple]:
     """``(name, data pointer, shape, strides)`` of the arrays among the program's arguments
     (and the values of its dict, list and tuple arguments)."""
-    params = _parameter_names(program.fn)
+    params = program.__dict__.get("_params")
+    if params is None:
+        params = program._params = _parameter_names(program.fn)
     named = [(params[k] if k < len(params) else f"argument {k}", a)
              for k, a in enumerate(program.args)]
     named += [(f"argument {k!r}", a) for k, a in program.kwargs.items()]

@@ -207,3 +207,12 @@ def test_an_array_swapped_in_a_dict_between_two_runs_is_checked_for_its_rows():
     data["y"] = np.arange(4.0)
     with pytest.raises(ModelError, match=r"'data'\['y'\], which has 4"):
         th.infer(prog, kernel, num_samples=5, seed=0, progress=False)
+
+
+def test_a_range_argument_is_read_as_its_numbers():
+    """A ``range`` is a sequence of numbers, read by position as a list of them is (it was
+    passed as is, and ``y[i]`` in a plate raised a TypeError about scalar indices)."""
+    kernel = th.mh("data.mu", th.drift(0.1))
+    r = th.infer(means(range(4)), kernel, num_samples=30, seed=0, progress=False)
+    expected = th.infer(means([0, 1, 2, 3]), kernel, num_samples=30, seed=0, progress=False)
+    np.testing.assert_array_equal(r["data.mu"], expected["data.mu"])

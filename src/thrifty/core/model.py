@@ -207,7 +207,7 @@ def as_data(x, name: str = "argument", depth: int = 0):
       in dicts, lists and tuples (``m({"y": series})``);
     * lists and tuples of numbers or 0-d arrays (or of equal-length lists of numbers) become
       NumPy arrays, so ``y[i]`` works for the index arrays of plates (the arguments themselves:
-      lists held in a dict stay lists);
+      lists held in a dict stay lists), and so does a ``range`` argument;
     * an array of dtype object whose entries are all numbers becomes a numeric array;
     * a masked array without masked entries becomes its data; one with masked entries is an
       :class:`~thrifty.errors.ArgumentError` naming ``name`` — its masked values would be
@@ -229,6 +229,8 @@ def as_data(x, name: str = "argument", depth: int = 0):
             return x
         out = {k: as_data(v, f"{name}[{k!r}]", depth + 1) for k, v in x.items()}
         return x if all(out[k] is v for k, v in x.items()) else out
+    if isinstance(x, range) and depth == 0:
+        return np.arange(x.start, x.stop, x.step)
     if isinstance(x, (list, tuple)):
         if depth == 0 and x and all(
                 isinstance(v, (int, float, bool, complex, np.number, list, tuple))

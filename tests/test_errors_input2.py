@@ -337,3 +337,20 @@ def test_a_memoized_function_that_draws_is_named():
 
     with pytest.raises(ModelError, match=r"th\.mem \('mu',\): its function called th\.sample"):
         th.infer(m(np.zeros(3)), num_samples=5, seed=0, progress=False)
+
+
+def test_mixture_and_cycle_name_the_entry_that_is_not_a_kernel():
+    """``th.mixture([k1, k2])`` (kernels without their probabilities) raised a bare "cannot
+    unpack non-iterable MH object"; a NaN probability and ``repeats=2.5`` were accepted."""
+    a, b = th.mh("mu", th.drift(0.5)), th.lmh()
+    with pytest.raises(ArgumentError, match=r"entry 0 is .*\(probability, kernel\)"):
+        th.mixture([a, b])
+    with pytest.raises(ArgumentError, match="entry 1 is"):
+        th.mixture([(0.5, a), (0.5, "lmh")])
+    with pytest.raises(ArgumentError, match="finite"):
+        th.mixture([(float("nan"), a), (0.5, b)])
+    with pytest.raises(ArgumentError, match="entry 1 is 'lmh'"):
+        th.cycle([a, "lmh"])
+    with pytest.raises(ArgumentError, match="repeats must be an integer"):
+        th.cycle([a, b], repeats=2.5)
+    assert th.mixture([(1, a), (np.float64(3.0), b)]).probs.tolist() == [0.25, 0.75]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from thrifty.errors import ArgumentError
 from thrifty.inference.kernel import Kernel
 
 
@@ -37,10 +38,13 @@ class Cycle(_Composite):
     def __init__(self, kernels, repeats: int = 1):
         super().__init__()
         self.children = list(kernels)
-        if not self.children or not all(isinstance(k, Kernel) for k in self.children):
-            raise TypeError("cycle: expected a non-empty list of kernels")
-        if int(repeats) < 1:
-            raise ValueError(f"cycle: repeats must be >= 1, got {repeats}")
+        bad = [j for j, k in enumerate(self.children) if not isinstance(k, Kernel)]
+        if not self.children or bad:
+            raise ArgumentError(
+                "cycle: expected a non-empty list of kernels"
+                + (f"; entry {bad[0]} is {self.children[bad[0]]!r}" if bad else ""))
+        if isinstance(repeats, bool) or not isinstance(repeats, int | np.integer) or repeats < 1:
+            raise ArgumentError(f"cycle: repeats must be an integer >= 1, got {repeats!r}")
         self.repeats = int(repeats)
 
     def _step(self, trace, rng):
@@ -63,10 +67,18 @@ class Mixture(_Composite):
         super().__init__()
         pairs = list(weighted)
         if not pairs:
-            raise TypeError("mixture: expected a non-empty list of (probability, kernel)")
+            raise ArgumentError("mixture: expected a non-empty list of (probability, kernel)")
+        for j, pair in enumerate(pairs):
+            if not (isinstance(pair, tuple | list) and len(pair) == 2
+                    and isinstance(pair[0], int | float | np.number)
+                    and not isinstance(pair[0], bool) and isinstance(pair[1], Kernel)):
+                raise ArgumentError(
+                    f"mixture: entry {j} is {pair!r}; expected (probability, kernel) pairs, "
+                    "e.g. th.mixture([(0.9, th.mh('mu', th.drift(0.5))), (0.1, th.lmh())])")
         p = np.array([float(w) for w, _ in pairs])
-        if np.any(p < 0) or not p.sum() > 0:
-            raise ValueError(f"mixture: probabilities must be >= 0 and not all 0, got {p}")
+        if not np.all(np.isfinite(p)) or np.any(p < 0) or not p.sum() > 0:
+            raise ArgumentError(
+                f"mixture: probabilities must be finite, >= 0 and not all 0, got {p}")
         self.probs = p / p.sum()
         self._cdf = np.cumsum(self.probs)
         self.children = [k for _, k in pairs]

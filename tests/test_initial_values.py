@@ -89,3 +89,27 @@ def test_a_site_whose_family_turns_continuous_gets_non_integer_draws():
     normal = x[f == 0]
     assert len(normal) > 500
     assert np.mean(normal != np.round(normal)) > 0.95
+
+
+@th.model
+def two_globals():
+    mu = th.sample("mu", dist.Normal(0.0, 1.0))
+    k = th.sample("k", dist.Poisson(2.0))
+    th.observe("y", dist.Normal(mu + k, 1.0), 2.5)
+
+
+def test_initial_values_of_a_top_level_site_are_held_as_its_family_draws():
+    """A JAX array, a NumPy float32 and a Python int given for a continuous site, and a float
+    or a bool for a count, were kept as given: a JAX value made the recorded column of dtype
+    object (one JAX array per draw) and an int one of int64 while the site did not move.
+    They are held as the family's own draws: Python floats and ints."""
+    jnp = __import__("pytest").importorskip("jax.numpy")
+    kernel = th.mh("k", th.prior())  # (mu never moves: its column holds the initial value)
+    for mu0 in (jnp.array(0.5), np.float32(0.5), 1, True):
+        for k0 in (3.0, np.int32(3), True):
+            tr = th.initialize(two_globals(), seed=0, init={"mu": mu0, "k": k0})
+            assert type(tr["mu"]) is float and type(tr["k"]) is int, (mu0, k0)
+            r = th.infer(two_globals(), kernel, num_samples=5, seed=0, progress=False,
+                         init={"mu": mu0, "k": k0})
+            assert r["mu"].dtype == np.float64 and np.all(r["mu"] == float(mu0)), (mu0, k0)
+            assert r["k"].dtype == np.int64, (mu0, k0)

@@ -43,6 +43,7 @@ from thrifty.core.vocab import (
     RESAMPLE,
     StructureChange,
     ZeroProbability,
+    given_value,
     holding,
     infinite_error,
     nan_error,
@@ -253,12 +254,15 @@ class ScalarLanes:
     def given(self, d, target, acct):
         bs, es = d.batch_shape, d.event_shape
         if bs or es or type(target) is not float:  # a value set from outside (init=, a proposal)
+            target = given_value(d, target)
             want = tuple(bs) + tuple(es)
             if np.shape(target) != want:
                 raise ModelError(
                     f"the value given for {fmt(self.addr)} has shape {np.shape(target)}, but "
                     f"{d!r} draws values of shape {want} (check init= or the proposal)"
                 )
+        elif d.is_discrete:  # (a float given for a count)
+            target = given_value(d, target)
         lp = self.log_prob(d, target)
         if not lp > NEG_INF:
             raise ZeroProbability(self.addr, d, target)

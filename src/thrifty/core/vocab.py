@@ -294,6 +294,29 @@ def holding(old, new) -> np.ndarray:
     return np.array(old, dtype=a if a == b else np.promote_types(a, b))
 
 
+def given_value(d, value):
+    """A value given from outside (``init=``) for one member of a site of ``d``, held as the
+    family's own draws are: a scalar as a Python ``float`` (continuous) or ``int`` (discrete,
+    when the value is a whole number), an array as a NumPy array of float64 or int64 — so
+    ``init={"mu": 1}``, a NumPy float32 or a JAX array keep no dtype of their own in the
+    trace and the recorded draws.  Values of other kinds are left to the family's checks."""
+    t, discrete = type(value), d.is_discrete
+    if t is (int if discrete else float) or (
+            t is _ND and value.dtype == (_I64 if discrete else _F64)):
+        return value  # (the engine's own values: proposals)
+    a = np.asarray(value) if not isinstance(value, (list, tuple)) else np.array(value)
+    if a.dtype.kind not in "biuf":
+        return value
+    if d.is_discrete:
+        if a.dtype.kind == "f" and not np.array_equal(a, np.round(a)):
+            return value  # (not a whole number: outside the support, said by the family)
+        return int(a) if a.ndim == 0 else a.astype(_I64, copy=False)
+    return float(a) if a.ndim == 0 else a.astype(_F64, copy=False)
+
+
+_I64, _F64 = np.dtype(np.int64), np.dtype(np.float64)
+
+
 def readonly(value):
     """``value`` as the model may see it: an array the engine keeps (a choice's value, a
     memoized value) is handed out read-only, so the model cannot change the trace behind the

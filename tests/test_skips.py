@@ -355,3 +355,29 @@ def test_a_commit_into_a_fork_leaves_the_original_collapsed_state_alone():
     keys = lambda t: t.root.plates[("data",)].procs[("x",)].keys.array()  # noqa: E731
     assert keys(tr)[3] == 0 and keys(fork)[3] == 1
     assert node.procs[("x",)].keys.array().sum() == 0
+
+
+def test_a_proposal_of_the_present_value_stops_at_the_choice():
+    """LMH, and MH from the prior, on a choice whose redraw is its present value (a category of
+    one value) run none of the model's code after the choice and commit nothing: the move
+    x' = x, accepted with probability 1 (001 Eq. 4).  The code after it is counted (a list the
+    model appends to: 200 steps appended 200 times before); the posterior of the other choice
+    under a cycle with MH on it is exact (x | y ~ N(y/2, 1/2))."""
+    seen = []
+
+    @th.model
+    def one_valued(y):
+        k = th.sample("k", dist.Categorical(np.array([1.0])))
+        seen.append(k)
+        x = th.sample("x", dist.Normal(0.0, 1.0))
+        th.observe("y", dist.Normal(x, 1.0), y)
+
+    for kernel in (th.mh("k", th.prior()), th.lmh("k")):
+        seen.clear()
+        r = th.infer(one_valued(0.8), kernel, num_samples=200, seed=0, progress=False,
+                     check=False)
+        assert len(seen) < 10, kernel.label()
+        assert r.stats[kernel.label()]["acceptance_rate"] == 1.0
+    r = th.infer(one_valued(0.8), th.cycle([th.lmh("k"), th.mh("x", th.drift(1.0))]),
+                 num_samples=3000, burn_in=200, seed=1, progress=False)
+    check_continuous(r["x"], 0.4, 0.5**0.5, stats.norm(0.4, 0.5**0.5).cdf, "x")

@@ -18,10 +18,12 @@ import numpy as np
 
 from thrifty.core import sites
 from thrifty.core.address import ONE_PART, as_name, fmt
-from thrifty.core.replay import FRESH, REDRAWN
+from thrifty.core.replay import FRESH, REDRAWN, SET
 from thrifty.core.trace import EMPTY_BLOCK, Block, Site
-from thrifty.core.vocab import DETERMINISTIC, FACTOR, LATENT, OBSERVED, check_dist
+from thrifty.core.vocab import DETERMINISTIC, FACTOR, LATENT, OBSERVED, Unchanged, check_dist
 from thrifty.errors import ModelError
+
+_NUMBERS = (int, float)  # (a choice's Python value; arrays are not compared)
 
 
 class BlockFrame:
@@ -115,6 +117,10 @@ class BlockFrame:
                 run.note_stale(addr)
             run.note_fresh(addr)
         if status:
+            if status == SET and run.identity and old is not None and (
+                    type(value) in _NUMBERS and type(old[0]) is type(value)
+                    and value == old[0] and lp == old[1]):
+                raise Unchanged  # (the one proposed choice, its value and density as they are)
             self.dirty = True
         new = self.new
         new.sites[local] = Site(value, lp, LATENT, d.is_discrete, d)

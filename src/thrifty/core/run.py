@@ -55,6 +55,7 @@ from thrifty.core.vocab import (  # noqa: F401  (re-exported: the engine's words
     Plan,
     StaleRead,
     StructureChange,
+    Unchanged,
     VecTarget,
     ZeroProbability,
     check_dist,
@@ -107,6 +108,7 @@ class Run:
     captured: list | None = None  # (address, distribution, value, element indices) (capture)
     stop: int | None = None  # pause after this many observations (see ``stop`` below)
     paused = False
+    unchanged = False  # an identity run whose proposal was the present value (Unchanged)
     n_obs = 0
     inc = 0.0  # the log-density of the observation it paused after
     new_obs: dict | None = None  # simulated observations (simulate_observations)
@@ -126,6 +128,7 @@ class Run:
         created: dict | None = None,
         stop: int | None = None,
         written: dict | None = None,
+        identity: bool = False,
     ):
         self.trace = trace
         if written:
@@ -142,6 +145,8 @@ class Run:
         self.mode = mode
         self.targets = targets or None
         self.vec = vec or None
+        # one choice proposed: its present value again is the identity move (Unchanged)
+        self.identity = identity and len(targets or ()) == 1 and not vec
         # proposing new values of an existing trace: invalid parameters reject the proposal
         self.proposing = trace.clock > 0 and (self.targets is not None or self.vec is not None)
         self.plan = plan or EMPTY_PLAN
@@ -193,6 +198,9 @@ class Run:
         except StaleRead as e:  # stale elements or steps ahead: rescore them, run again
             self.stale_read = e
             self.lp_new = NAN
+            return self
+        except Unchanged:  # the identity move: nothing to commit
+            self.unchanged = True
             return self
         except Pause:  # the observation it was to stop after (never committed)
             self.paused = True

@@ -187,6 +187,12 @@ class Pause(Exception):
     """A run that pauses after a number of observations (``Run(stop=k)``) stops here."""
 
 
+class Unchanged(Exception):
+    """A run of one proposed choice (``Run(identity=True)``) gave it its present value under its
+    present distribution: the proposal is the identity move, which MH accepts with probability
+    1 (001 Eq. 4 with x' = x) and which leaves the trace as it is, so the run stops there."""
+
+
 class ZeroProbability(Exception):
     """A proposed value outside its support: the proposal has probability zero, so the run
     stops there (executing on would feed an impossible value to what depends on it)."""

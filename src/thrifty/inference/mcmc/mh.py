@@ -142,7 +142,13 @@ class MH(Selecting):
             new = self.proposal.propose_many(g.plate_addr + ("*",) + g.rel, cur, discrete, rng)
             vec[(g.plate_addr, g.rel)] = VecTarget(g.element_array(), new)
             plan_elements(trace, plan, g.plate_addr, g.element_array())
-        run = self.execute(trace, rng, targets=targets, vec=vec, plan=plan)
+        run = self.execute(trace, rng, targets=targets, vec=vec, plan=plan, identity=True)
+        if run.unchanged:  # the proposal was the present value: the identity move, accepted
+            self.info.proposed += 1
+            self.info.accepted += 1
+            if self.tuning and self._adapts:
+                self.proposal.learn_block(1.0, True)
+            return
         run.check_targets(len(targets), vec.keys(),
                           may_drop={a for a, v in targets.items() if v is RESAMPLE})
         log_alpha = run.log_weight + log_q
@@ -290,7 +296,11 @@ class LMH(Selecting):
             vec = {(loc.plate_addr, loc.rel): VecTarget(np.array([loc.elem]), RESAMPLE)}
             run = self.execute(trace, rng, vec=vec, plan=plan)
         else:
-            run = self.execute(trace, rng, targets={addr: RESAMPLE}, plan=plan)
+            run = self.execute(trace, rng, targets={addr: RESAMPLE}, plan=plan, identity=True)
+            if run.unchanged:  # its present value redrawn: the identity move, accepted
+                self.info.proposed += 1
+                self.info.accepted += 1
+                return trace
         log_alpha = run.log_weight
         if run.n_fresh or run.n_stale:
             if self.selection is None:

@@ -361,8 +361,8 @@ def test_a_proposal_of_the_present_value_stops_at_the_choice():
     """LMH, and MH from the prior, on a choice whose redraw is its present value (a category of
     one value) run none of the model's code after the choice and commit nothing: the move
     x' = x, accepted with probability 1 (001 Eq. 4).  The code after it is counted (a list the
-    model appends to: 200 steps appended 200 times before); the posterior of the other choice
-    under a cycle with MH on it is exact (x | y ~ N(y/2, 1/2))."""
+    model body, or a plate's body, appends to: 200 steps appended 200 times before); the
+    posterior of the other choice under a cycle with MH on it is exact (x | y ~ N(y/2, 1/2))."""
     seen = []
 
     @th.model
@@ -381,3 +381,15 @@ def test_a_proposal_of_the_present_value_stops_at_the_choice():
     r = th.infer(one_valued(0.8), th.cycle([th.lmh("k"), th.mh("x", th.drift(1.0))]),
                  num_samples=3000, burn_in=200, seed=1, progress=False)
     check_continuous(r["x"], 0.4, 0.5**0.5, stats.norm(0.4, 0.5**0.5).cdf, "x")
+
+    @th.model
+    def one_valued_elements(y):
+        with th.plate("data", len(y)) as i:
+            k = th.sample("k", dist.Categorical(np.array([1.0])))
+            seen.append(k)
+            th.observe("y", dist.Normal(k, 1.0), y[i])
+
+    seen.clear()
+    r = th.infer(one_valued_elements(np.zeros(5)), th.lmh(), num_samples=200, seed=0,
+                 progress=False, check=False)
+    assert len(seen) < 10 and r.stats["lmh()"]["acceptance_rate"] == 1.0

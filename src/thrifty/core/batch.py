@@ -21,7 +21,7 @@ import numpy as np
 
 from thrifty.core import coupled, sites
 from thrifty.core.address import ONE_PART, as_name, fmt
-from thrifty.core.replay import BatchLanes
+from thrifty.core.replay import SET, BatchLanes
 from thrifty.core.vocab import (
     DETERMINISTIC,
     FACTOR,
@@ -29,6 +29,7 @@ from thrifty.core.vocab import (
     LATENT,
     NEG_INF,
     OBSERVED,
+    Unchanged,
     check_dist,
     infinite_error,
     outside_support,
@@ -405,6 +406,9 @@ class BatchFrame:
         self.acc._add("lat_lp", lp, total(lp))
         self.new[local] = MemberSite(value, lp, LATENT, d.is_discrete, d)
         if status:
+            if status == SET and self.run.identity and old is not None and self.acc.n == 1 and (
+                    value.tolist() == old[0].tolist() and lp.tolist() == old[1].tolist()):
+                raise Unchanged  # (one element's one proposed choice: see BlockFrame)
             self.changed.add(local)
         return value
 

@@ -145,8 +145,10 @@ class Run:
         self.mode = mode
         self.targets = targets or None
         self.vec = vec or None
-        # one choice proposed: its present value again is the identity move (Unchanged)
-        self.identity = identity and len(targets or ()) == 1 and not vec
+        # one choice proposed (one scalar, or one element's): its present value again is the
+        # identity move (Unchanged)
+        self.identity = identity and len(targets or ()) + sum(
+            len(v.elems) for v in (vec or {}).values()) == 1
         # proposing new values of an existing trace: invalid parameters reject the proposal
         self.proposing = trace.clock > 0 and (self.targets is not None or self.vec is not None)
         self.plan = plan or EMPTY_PLAN

@@ -294,13 +294,13 @@ class LMH(Selecting):
         plan = plan_for(trace, [loc])
         if loc.kind == "element":
             vec = {(loc.plate_addr, loc.rel): VecTarget(np.array([loc.elem]), RESAMPLE)}
-            run = self.execute(trace, rng, vec=vec, plan=plan)
+            run = self.execute(trace, rng, vec=vec, plan=plan, identity=True)
         else:
             run = self.execute(trace, rng, targets={addr: RESAMPLE}, plan=plan, identity=True)
-            if run.unchanged:  # its present value redrawn: the identity move, accepted
-                self.info.proposed += 1
-                self.info.accepted += 1
-                return trace
+        if run.unchanged:  # its present value redrawn: the identity move, accepted
+            self.info.proposed += 1
+            self.info.accepted += 1
+            return trace
         log_alpha = run.log_weight
         if run.n_fresh or run.n_stale:
             if self.selection is None:

@@ -158,9 +158,9 @@ class AdaptiveLMH(Kernel):
         plan = plan_for(trace, [loc])
         if loc.kind == "element":  # line 5: resample x_k from its prior
             vec = {(loc.plate_addr, loc.rel): VecTarget(np.array([loc.elem]), RESAMPLE)}
-            run = self.execute(trace, rng, vec=vec, plan=plan)
+            run = self.execute(trace, rng, vec=vec, plan=plan, identity=True)
         else:
-            run = self.execute(trace, rng, targets={addr: RESAMPLE}, plan=plan)
+            run = self.execute(trace, rng, targets={addr: RESAMPLE}, plan=plan, identity=True)
         log_alpha = run.log_weight
         self.n_steps += 1
         self.info.proposed += 1
@@ -168,7 +168,9 @@ class AdaptiveLMH(Kernel):
         mine[3] += 1
         counts = mine[2]  # the site name's totals
         counts[0] += 1
-        if run.n_fresh or run.n_stale:  # Eq. 6: α'_k/α_k = ΣW / ΣW'
+        if run.unchanged:  # its present value redrawn: the identity move, accepted
+            pass
+        elif run.n_fresh or run.n_stale:  # Eq. 6: α'_k/α_k = ΣW / ΣW'
             fork = provisional_commit(trace, run)
             changes = self._changes(run, fork)
             if changes is None:  # one pass over the proposed trace's choices

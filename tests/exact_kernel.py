@@ -98,6 +98,47 @@ class _AcceptDraw:
         return self.script._take([u for u, _ in options], [q for _, q in options])
 
 
+def _uniform_pick(script, n: int) -> float:
+    """A uniform whose ``int(u * n)`` is each of ``0..n-1`` with probability 1/n (scripted)."""
+    return (script._take(list(range(n)), [1.0 / n] * n) + 0.5) / n
+
+
+class _Given:
+    def __init__(self, u: float):
+        self.u = u
+
+    def random(self) -> float:
+        return self.u
+
+
+def selected_lmh_draws(mp, script):
+    """The draws of ``th.lmh(selection)`` (or ``exclude=``): :func:`lmh_draws`'s, with the
+    pick among the n selected choices (each with probability 1/n) in place of the pick among
+    all of them."""
+    from thrifty.inference.selection import ChoiceSet
+
+    rng = lmh_draws(mp, script)
+    real = ChoiceSet.address
+
+    def address(cs, r):  # (the pick's uniform, already drawn, was 0)
+        return real(cs, int(_uniform_pick(script, cs.count) * cs.count))
+
+    mp.setattr(ChoiceSet, "address", address)
+    return rng
+
+
+def one_draws(mp, script):
+    """The draws of ``th.mh(th.one(sel), th.prior())``: :func:`mh_draws`'s and the block pick
+    (each of the n blocks with probability 1/n)."""
+    from thrifty.inference.selection import ChoiceSet
+
+    rng = mh_draws(mp, script)
+    real = ChoiceSet.pick_block
+    mp.setattr(ChoiceSet, "pick_block",
+               lambda cs, _rng: real(cs, _Given(_uniform_pick(script, cs.n_blocks()))))
+    return rng
+
+
 def mh_draws(mp, script):
     """The draws of a ``th.mh(sel, th.prior())`` step on top-level finite choices: as
     :func:`lmh_draws`, with no site pick (the selection is the block)."""

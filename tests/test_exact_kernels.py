@@ -16,6 +16,8 @@ from exact_kernel import (
     assert_stationary,
     lmh_draws,
     mh_draws,
+    one_draws,
+    selected_lmh_draws,
     transition_matrix,
     transition_row,
 )
@@ -225,6 +227,55 @@ def test_mh_sweep_on_choices_that_decide_which_others_exist():
     with pytest.raises(SelectionError, match=r"updating \('b',\) created or dropped \('c',\)"):
         transition_matrix(switched(), th.mh(th.each(["b", "c", "d"]), th.prior()), SWITCHED,
                           init_of, _switched_state, draws=mh_draws)
+
+
+@th.model
+def two_families():
+    """b picks x's family: Categorical over {0, 1, 2} or Bernoulli.  A proposal of b = 0 at
+    x = 2 redraws x (outside the Bernoulli's support), and the reverse move would keep the
+    redrawn 0 or 1: it has no reverse, and MH rejects it (its run stops there)."""
+    b = th.sample("b", dist.Bernoulli(0.3))
+    x = th.sample("x", dist.Categorical(CS)) if b else th.sample("x", dist.Bernoulli(0.4))
+    d = th.sample("d", dist.Bernoulli(0.6))
+    th.observe("y", dist.Normal(x + 0.5 * b + d, 1.0), 1.7)
+
+
+TWO_FAMILIES = [(b, x, d) for b in range(2) for x in range(3 if b else 2) for d in range(2)]
+
+
+def _two_families_posterior() -> np.ndarray:
+    lw = [math.log((0.3 * CS[x]) if b else 0.7 * (0.4 if x else 0.6)) + math.log(0.6 if d else 0.4)
+          + stats.norm.logpdf(1.7, x + 0.5 * b + d, 1.0) for b, x, d in TWO_FAMILIES]
+    return np.exp(np.array(lw) - np.logaddexp.reduce(lw))
+
+
+def test_kernels_that_count_a_proposed_trace_reject_a_redraw_without_reverse():
+    """th.lmh on a selection and th.mh on th.one(...) weigh a proposal that creates or drops
+    choices by the proposed trace's number of choices or blocks, asked of it once committed
+    into a fork; the run of a redraw without reverse stops, and committing it raised
+    RuntimeError ("cannot commit a run with probability zero") at the first such proposal —
+    adaptive LMH's Eq. 6 term too.  Exact P on the 10 states: πP = π (d stays with th.lmh
+    on b and x); adaptive LMH: its draws of (b, x) against π (chi-square)."""
+    from stat_helpers import chisq_p
+
+    def init_of(s):
+        return {"b": s[0], "x": s[1], "d": s[2]}
+
+    def state_of(t):
+        return int(t["b"]), int(t["x"]), int(t["d"])
+
+    pi = _two_families_posterior()
+    P = transition_matrix(two_families(), th.lmh(["b", "x"]), TWO_FAMILIES, init_of, state_of,
+                          draws=selected_lmh_draws)
+    assert_stationary(pi, P, connected=False)
+    P = transition_matrix(two_families(), th.mh(th.one(["b", "x", "d"]), th.prior()),
+                          TWO_FAMILIES, init_of, state_of, draws=one_draws)
+    assert_stationary(pi, P)
+    r = th.infer(two_families(), th.adaptive_lmh(), num_samples=6000, seed=2, progress=False)
+    cells = 3 * r["b"][0] + r["x"][0]
+    probs = {3 * b + x: sum(p for (b2, x2, _), p in zip(TWO_FAMILIES, pi) if (b2, x2) == (b, x))
+             for b, x, _ in TWO_FAMILIES}
+    assert chisq_p(cells, probs) > 1e-4
 
 
 @th.model

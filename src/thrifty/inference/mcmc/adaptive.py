@@ -168,7 +168,7 @@ class AdaptiveLMH(Kernel):
         mine[3] += 1
         counts = mine[2]  # the site name's totals
         counts[0] += 1
-        if run.n_fresh or run.n_stale:  # Eq. 6: α'_k/α_k = ΣW / ΣW'
+        if run.aborted is None and (run.n_fresh or run.n_stale):  # Eq. 6: α'_k/α_k = ΣW / ΣW'
             fork = provisional_commit(trace, run)
             changes = self._changes(run, fork)
             if changes is None:  # one pass over the proposed trace's choices

@@ -146,7 +146,7 @@ class MH(Selecting):
         run.check_targets(len(targets), vec.keys(),
                           may_drop={a for a, v in targets.items() if v is RESAMPLE})
         log_alpha = run.log_weight + log_q
-        if n_blocks is not None and (run.n_fresh or run.n_stale):
+        if n_blocks is not None and run.aborted is None and (run.n_fresh or run.n_stale):
             fork = provisional_commit(trace, run)
             n_new = self.selection.resolve(fork).n_blocks()
             log_alpha += math.log(n_blocks) - math.log(max(n_new, 1))
@@ -292,7 +292,7 @@ class LMH(Selecting):
         else:
             run = self.execute(trace, rng, targets={addr: RESAMPLE}, plan=plan)
         log_alpha = run.log_weight
-        if run.n_fresh or run.n_stale:
+        if run.aborted is None and (run.n_fresh or run.n_stale):
             if self.selection is None:
                 log_alpha += math.log(n) - math.log(n + run.n_fresh - run.n_stale)
             else:

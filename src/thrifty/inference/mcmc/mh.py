@@ -92,13 +92,16 @@ class MH(Selecting):
             n_blocks = cs.n_blocks()
             self._update(trace, cs.pick_block(rng), rng, n_blocks)
         elif isinstance(self.selection, Each):
-            addrs = list(cs.scalars)
+            addrs, start = list(cs.scalars), trace.structure
             for i, addr in enumerate(addrs):
                 structure = trace.structure
                 self._update(trace, ChoiceSet([addr], [], [addr]), rng)
                 if trace.structure != structure:
                     self._same_sweep(trace, addr, addrs[i + 1:])
-            for g in cs.groups:
+            # the plate elements last, those that exist now: a site's every possible element
+            # in turn, each kept where it does not exist (a plate a choice above resized)
+            groups = cs.groups if trace.structure == start else self.selection.resolve(trace).groups
+            for g in groups:
                 self._elementwise(trace, [g], rng)
         else:
             self._update(trace, cs, rng)

@@ -151,10 +151,12 @@ def lmh_draws(mp, script):
     """The draws of a ``th.lmh()`` step (paper 001 §2; every latent choice: top-level sites and
     plate elements), scripted: the site pick (each of the trace's n latent choices with
     probability 1/n), each Bernoulli or Categorical prior draw of one value (each value of
-    its support with its probability) and the accept test."""
+    its support with its probability), each draw of a process (each table of its
+    predictive) and the accept test."""
     from thrifty.distributions import discrete
     from thrifty.inference import kernel as kernel_module
     from thrifty.inference.mcmc import mh as mh_module
+    from thrifty.processes.base import Tables
 
     locate = mh_module.locate_choice
     script.pick_pending = True
@@ -175,9 +177,14 @@ def lmh_draws(mp, script):
         v = script._take([values[j] for j in keep], [p[j] for j in keep])
         return np.full(one, v) if one else v
 
+    def table_draw(state, rng):  # a process's draw: each table of its predictive
+        tables = state.predictive()
+        return script._take([k for k, _ in tables], [p for _, p in tables])
+
     mp.setattr(mh_module, "locate_choice", pick)
     for family in (discrete.Bernoulli, discrete.Categorical):
         mp.setattr(family, "sample", prior_draw)
+    mp.setattr(Tables, "sample", table_draw)
     for name in ("accept", "accept_fork"):
         real = getattr(kernel_module.Kernel, name)
 

@@ -137,6 +137,44 @@ def test_mh_from_the_prior_moves_table_labels_one_at_a_time_never_in_a_block():
                                                 np.random.default_rng(0))
 
 
+@th.model
+def shifted_dpm(x, u):
+    """A collapsed DP mixture whose plate also observes u_i ~ N(k, 1): a change of k
+    re-executes the plate's elements and leaves the clusters as they are."""
+    k = th.sample("k", dist.Bernoulli(0.5))
+    crp = th.CRP(1.0)
+    feats = th.mem("feats", lambda t: th.collapsed.NormalGamma(*NG))
+    with th.plate("data", len(x)) as i:
+        th.observe("x", feats(th.sample("z", crp)), x[i])
+        th.observe("u", dist.Normal(k, 1.0), u[i])
+
+
+def test_a_fork_keeps_its_clusters_apart_from_the_trace_it_forked():
+    """A run committed into a fork that re-executed a collapsed site without moving an
+    element installed the trace's own cluster state in the fork; the fork's next move then
+    wrote its keys into the trace's columns (the trace's element 0 said cluster 1, its
+    clusters {0}: KeyError at its next run).  Every exact matrix here forks its state for
+    each path of a step of several commits: Gibbs on k then on the labels (5 partitions × 2
+    values of k) leaves the posterior invariant only with the forks apart (before: KeyError)."""
+    x, u = X6[[0, 2, 4]], np.array([0.8, 1.1, 0.3])
+    states = [(k, p) for k in range(2) for p in [(0, 0, 0), (0, 0, 1), (0, 1, 0), (0, 1, 1),
+                                                  (0, 1, 2)]]
+    lw = []
+    for k, p in states:
+        lp = log_ewens(np.array(p), 1.0) + stats.norm.logpdf(u, k, 1.0).sum()
+        for t in range(max(p) + 1):
+            f = NormalGamma(*NG)
+            for v in x[np.array(p) == t]:
+                f.incorporate(v)
+            lp += f.marginal_log_prob()
+        lw.append(lp)
+    pi = np.exp(np.array(lw) - np.logaddexp.reduce(lw))
+    P = transition_matrix(shifted_dpm(x, u), th.cycle([th.gibbs("k"), th.gibbs("data.z")]),
+                          states, lambda s: {"k": s[0], **_init(s[1])},
+                          lambda t: (int(t["k"]), _labels(t)))
+    assert_stationary(pi, P)
+
+
 def test_gibbs_on_niw_mixture_labels_leaves_the_partition_posterior_invariant():
     """Bivariate points, a collapsed Normal–inverse-Wishart per table, over the 52 partitions
     of five points; negative control: the posterior for a prior scale matrix of 2 I."""

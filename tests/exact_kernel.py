@@ -98,6 +98,47 @@ class _AcceptDraw:
         return self.script._take([u for u, _ in options], [q for _, q in options])
 
 
+def _uniform_pick(script, n: int) -> float:
+    """A uniform whose ``int(u * n)`` is each of ``0..n-1`` with probability 1/n (scripted)."""
+    return (script._take(list(range(n)), [1.0 / n] * n) + 0.5) / n
+
+
+class _Given:
+    def __init__(self, u: float):
+        self.u = u
+
+    def random(self) -> float:
+        return self.u
+
+
+def selected_lmh_draws(mp, script):
+    """The draws of ``th.lmh(selection)`` (or ``exclude=``): :func:`lmh_draws`'s, with the
+    pick among the n selected choices (each with probability 1/n) in place of the pick among
+    all of them."""
+    from thrifty.inference.selection import ChoiceSet
+
+    rng = lmh_draws(mp, script)
+    real = ChoiceSet.address
+
+    def address(cs, r):  # (the pick's uniform, already drawn, was 0)
+        return real(cs, int(_uniform_pick(script, cs.count) * cs.count))
+
+    mp.setattr(ChoiceSet, "address", address)
+    return rng
+
+
+def one_draws(mp, script):
+    """The draws of ``th.mh(th.one(sel), th.prior())``: :func:`mh_draws`'s and the block pick
+    (each of the n blocks with probability 1/n)."""
+    from thrifty.inference.selection import ChoiceSet
+
+    rng = mh_draws(mp, script)
+    real = ChoiceSet.pick_block
+    mp.setattr(ChoiceSet, "pick_block",
+               lambda cs, _rng: real(cs, _Given(_uniform_pick(script, cs.n_blocks()))))
+    return rng
+
+
 def mh_draws(mp, script):
     """The draws of a ``th.mh(sel, th.prior())`` step on top-level finite choices: as
     :func:`lmh_draws`, with no site pick (the selection is the block)."""
@@ -110,10 +151,12 @@ def lmh_draws(mp, script):
     """The draws of a ``th.lmh()`` step (paper 001 §2; every latent choice: top-level sites and
     plate elements), scripted: the site pick (each of the trace's n latent choices with
     probability 1/n), each Bernoulli or Categorical prior draw of one value (each value of
-    its support with its probability) and the accept test."""
+    its support with its probability), each draw of a process (each table of its
+    predictive) and the accept test."""
     from thrifty.distributions import discrete
     from thrifty.inference import kernel as kernel_module
     from thrifty.inference.mcmc import mh as mh_module
+    from thrifty.processes.base import Tables
 
     locate = mh_module.locate_choice
     script.pick_pending = True
@@ -134,9 +177,14 @@ def lmh_draws(mp, script):
         v = script._take([values[j] for j in keep], [p[j] for j in keep])
         return np.full(one, v) if one else v
 
+    def table_draw(state, rng):  # a process's draw: each table of its predictive
+        tables = state.predictive()
+        return script._take([k for k, _ in tables], [p for _, p in tables])
+
     mp.setattr(mh_module, "locate_choice", pick)
     for family in (discrete.Bernoulli, discrete.Categorical):
         mp.setattr(family, "sample", prior_draw)
+    mp.setattr(Tables, "sample", table_draw)
     for name in ("accept", "accept_fork"):
         real = getattr(kernel_module.Kernel, name)
 

@@ -386,8 +386,8 @@ def install(node, frame) -> None:
         for rel in [r for r in procs if r not in frame.coupled]:
             del procs[rel]
     for rel, w in frame.coupled.items():
-        if w.new is not None:
-            procs[rel] = w.new
+        if w.new is not None and w.new is not w.old:  # (unchanged: a fork keeps its own copy,
+            procs[rel] = w.new  # never the original trace's state, whose columns it shares)
             if w.moves is not None:
                 st, (elems, keys, values) = w.new, w.moves
                 if node is not frame.old_node and w.old is not None:

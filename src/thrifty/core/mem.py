@@ -480,10 +480,19 @@ def account_plate_reads(run, frame, old_node) -> None:
     """Reference-count and reader changes of a plate execution.
 
     ``old_node`` is the node the frame updates (``None`` for a new node; a replaced node of
-    another size is accounted when it is dropped).
+    another size is accounted when it is dropped).  The node keeps one sequence of reads (a
+    key column per call) for all its elements, which only a run of every element may change.
     """
     elems = frame.member_indices()
     calls = set(frame.mem_keys) | (set(old_node.mem_keys) if old_node is not None else set())
+    if old_node is not None and not frame.full and len(elems) and set(
+            frame.mem_keys) != set(old_node.mem_keys):
+        raise ModelError(
+            f"plate {fmt(frame.addr)}: a run of {len(elems)} of its {frame.N} elements read "
+            "memoized values in another sequence than the other elements (a call of mem "
+            f"{', '.join(sorted({fmt(c[0]) for c in calls}))} made or left out): the calls "
+            "must not depend on which elements run (a test of the batch, as z.any()), and a "
+            "choice that decides them needs a kernel whose runs execute every element")
     for call in calls:
         j = journal(run, call[0])
         new_keys = frame.mem_keys.get(call)
@@ -496,6 +505,21 @@ def account_plate_reads(run, frame, old_node) -> None:
             j.plate_moves.append((frame.addr, elems, old_keys, np.asarray(new_keys)))
         elif old_keys is not None:
             j.plate_moves.append((frame.addr, elems, old_keys, None))
+
+
+def write_plate_keys(node, frame, idx) -> None:
+    """Commit the keys the elements ``idx`` read into the plate ``node`` (a column per call);
+    after a run of every element, the calls it did not make leave (their reads were given
+    back by :func:`account_plate_reads`)."""
+    from thrifty.core.column import Column
+
+    for call in [c for c in node.mem_keys if frame.full and c not in frame.mem_keys]:
+        del node.mem_keys[call]
+    for call, keys in frame.mem_keys.items():
+        col = node.mem_keys.get(call)
+        if col is None:
+            col = node.mem_keys[call] = Column(np.empty(node.size, dtype=np.asarray(keys).dtype))
+        col.put(idx, keys)
 
 
 def _few_unique(keys: np.ndarray) -> tuple:

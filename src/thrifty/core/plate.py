@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from thrifty.core import coupled
+from thrifty.core import coupled, mem
 from thrifty.core.address import fmt
 from thrifty.core.batch import BatchFrame, MemberSite
 from thrifty.core.code_errors import leave_with_error
@@ -532,11 +532,7 @@ class PlateUpdate(Update):
                 node.exec_log = ExecLog(node.exec_log, np.array(idx), f.watched, f.dirty)
         if restructured:
             node._latent = None
-        for key, keys in f.mem_keys.items():
-            col = node.mem_keys.get(key)
-            if col is None:
-                col = node.mem_keys[key] = Column(np.empty(node.size, dtype=np.asarray(keys).dtype))
-            col.put(idx, keys)
+        mem.write_plate_keys(node, f, idx)
         if node.n_stale or node.mem_stale:
             trace.stale_nodes.add(node)
         else:

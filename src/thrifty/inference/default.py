@@ -14,7 +14,9 @@ it chose.
   ``th.gibbs`` per site (enumeration; tables plus a new one, scored in lanes), unless
   changing one creates or drops other choices (tried on a few prior traces, and on traces
   with the top-level finite choices at every combination of their values, or each at each of
-  its values when the combinations are more than 64): LMH then;
+  its values when the combinations are more than 64): LMH then; and LMH too for a choice
+  some of whose values put another choice's value outside its support (tried on the same
+  traces), where Gibbs gives those values weight 0 and, supports apart, never moves it;
 * **the states of each markov chain** (at the top level or in a plate): joined to the NUTS
   block when the chain has the same length (and plate size) in every prior trace and its states
   are continuous and differentiable (the block's density is traced once to find out);
@@ -48,12 +50,16 @@ import numpy as np
 
 from thrifty._context import float64
 from thrifty.core.engine import (
+    VecTarget,
     chain_states,
     chains,
     initialize,
     latent_sites,
+    locate,
     memo_families,
+    plan_for,
     plate_sizes,
+    propose,
     simulate_run,
 )
 from thrifty.errors import (
@@ -62,6 +68,7 @@ from thrifty.errors import (
     ModelError,
     NumericalError,
     SelectionError,
+    ThriftyError,
 )
 
 PRIOR_SIMULATIONS = 20  # prior traces: a choice present in every trace or not
@@ -99,6 +106,7 @@ def _default_kernel(program, rng) -> tuple:
         for n, v in present.items():
             names.setdefault(n, v)
     continuous, finite, rest = [], [], []
+    moving: dict = {}  # finite choice → a choice one of its values puts outside its support
     probes = None
     plates = tuple(".".join(map(str, p)) + "." for p in plate_sizes(trace))
     numbers = _numbers(traces, plates)
@@ -109,6 +117,10 @@ def _default_kernel(program, rng) -> tuple:
             if probes is None:
                 probes = traces[:STRUCTURE_PROBES] + _value_probes(program, names, always, rng)
             (rest if _decides_structure(n, probes, rng) else finite).append(n)
+            if finite and finite[-1] == n and not getattr(d, "coupled", False):
+                other = _moved_support(n, probes)
+                if other is not None:
+                    moving[n] = other
         elif discrete:
             rest.append(n)
         else:
@@ -159,12 +171,20 @@ def _default_kernel(program, rng) -> tuple:
             continue
         parts.append(pgibbs(name, PARTICLES))
         said.append(f"PGAS ({PARTICLES} particles) to the chain {name}")
-    if rest:  # (every choice the other kernels do not take: also those that appear later)
-        taken = [n for n in names if n not in rest] + walked + [
+    if rest or moving:  # (every choice the other kernels do not take: also those that
+        # appear later; and the finite choices some of whose values put another's outside
+        # its support, which LMH redraws — 001 §2 — where Gibbs, one choice at a time, may
+        # never leave the part of the space it starts in)
+        taken = [n for n in names if n not in rest and n not in moving] + walked + [
             ".".join(map(str, (plate or ()) + chain)) for plate, chain in chains(trace)
             if (plate, chain) in sampled]
         parts.append(lmh(exclude=taken) if taken else lmh())
-        said.append(f"LMH to {', '.join(rest)} and any other choice that appears")
+        if rest:
+            said.append(f"LMH to {', '.join(rest)} and any other choice that appears")
+        if moving:
+            said.append("LMH also to " + ", ".join(
+                f"{n} (a value of it puts {o} outside its support)" for n, o in moving.items())
+                + (" and any other choice that appears" if not rest else ""))
     if not parts:
         raise SelectionError("th.infer: the program has no latent choice to sample; "
                              "th.simulate(program) runs it")
@@ -228,6 +248,41 @@ def _decides_structure(name, traces, rng) -> bool:
                 return True
             raise
     return False
+
+
+def _moved_support(name, traces) -> str | None:
+    """A latent choice that some value of the finite choice ``name`` puts outside its
+    support in one of ``traces`` (a run giving ``name`` each value of its support, which
+    redraws such a choice as LMH does), or None.  Gibbs gives those values weight 0: when the
+    supports do not overlap (``x ~ DiscreteUniform(0, 0)`` if b else ``DiscreteUniform(2,
+    3)``) it never changes ``name``, and a chain stays where it started."""
+    from thrifty.core.engine import plate as plate_view
+    from thrifty.inference.selection import select
+
+    rng = np.random.default_rng(0)  # (the chains' draws do not depend on it)
+    sel = select(name)
+    for t in traces:
+        cs = sel.resolve(t)
+        loc = locate(t, cs.address(0)) if cs else None
+        if loc is None:
+            continue
+        element = loc.kind == "element"
+        d = plate_view(t, loc.plate_addr).support_of(loc.rel, [loc.elem]) if element else (
+            loc.dist)
+        for v in np.asarray(d.enumerate_support()).reshape(-1).tolist():
+            if v == loc.value:
+                continue
+            given = ({"vec": {(loc.plate_addr, loc.rel): VecTarget(np.array([loc.elem]),
+                                                                   np.array([v]))}}
+                     if element else {"targets": {loc.addr: v}})
+            try:
+                run = propose(t, rng, plan=plan_for(t, [loc]), **given)
+            except ThriftyError:
+                continue
+            if run.n_stale:
+                where = getattr(run.aborted, "addr", None) or run.stale_choices[0][0]
+                return ".".join(str(p) for p in where if p != "*")
+    return None
 
 
 def _numbers(traces, plates: tuple) -> set:

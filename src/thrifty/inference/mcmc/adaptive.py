@@ -170,7 +170,7 @@ class AdaptiveLMH(Kernel):
         counts[0] += 1
         if run.unchanged:  # its present value redrawn: the identity move, accepted
             pass
-        elif run.n_fresh or run.n_stale:  # Eq. 6: α'_k/α_k = ΣW / ΣW'
+        elif run.aborted is None and (run.n_fresh or run.n_stale):  # Eq. 6: α'_k/α_k = ΣW / ΣW'
             fork = provisional_commit(trace, run)
             changes = self._changes(run, fork)
             if changes is None:  # one pass over the proposed trace's choices

@@ -6,6 +6,8 @@ function, each p ≈ 6e-5 two-sided); fixed seeds throughout.
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -191,6 +193,47 @@ def test_docstring_examples_run():
         mod = importlib.import_module(name)
         result = doctest.testmod(mod, verbose=False, report=False)
         assert result.attempted > 0 and result.failed == 0, name
+
+
+Counted = namedtuple("Counted", "z c")
+
+
+@th.model
+def counted_hmm(kind):
+    """hmm()'s chain whose state is a pair (z_t, the number of steps in state 1 so far) kept
+    as a tuple, a named tuple or a dict (the engine keeps a dict state as a read-only mapping)."""
+    ys = OBSERVATIONS
+
+    def step(t, prev):
+        z0, c0 = (None, 0) if prev is None else (prev["z"], prev["c"]) if kind == "dict" else prev
+        z = th.sample("z", dist.Categorical(INITIAL if t == 0 else TRANSITIONS[z0]))
+        if 1 <= t <= len(ys):
+            th.observe("y", dist.Normal(MEANS[z], 1.0), ys[t - 1])
+        c = th.deterministic("c", c0 + (z == 1))
+        return {"dict": {"z": z, "c": c}, "named": Counted(z, c)}.get(kind, (z, c))
+
+    th.markov("s", step, len(ys) + 2, None)
+
+
+@pytest.mark.parametrize("kind", ["dict", "named"])
+def test_dict_and_named_tuple_states_follow_each_particles_ancestry(kind):
+    """Resampling reindexes every entry of a tuple, named tuple or dict state (003 §3: a
+    particle's state is its own history): along every stored path the count c_t is the number
+    of z_s = 1 up to t, and th.smc and th.pgibbs (PGAS and CSMC) make the same draws as with a
+    tuple state (same seeds).  A dict state kept its entries unresampled: Ẑ/Z averaged
+    1.10 ± 0.03 (z = 3.9, 2,000 runs of 3 particles on a 5-step HMM) and CSMC's smoothing
+    marginals were off by 16–20 standard errors; a named tuple raised TypeError."""
+    for s in range(5):
+        a = th.smc(counted_hmm("tuple"), particles=5, ess_threshold=1.0, seed=s)
+        b = th.smc(counted_hmm(kind), particles=5, ess_threshold=1.0, seed=s)
+        assert b.log_evidence == a.log_evidence
+        np.testing.assert_array_equal(b["s.c"], np.cumsum(b["s.z"] == 1, axis=1))
+        np.testing.assert_array_equal(b["s.z"], a["s.z"])
+    for AS in (True, False):
+        a, b = (th.infer(counted_hmm(k), th.pgibbs("s", 3, ancestor_sampling=AS),
+                         num_samples=60, seed=2, progress=False) for k in ("tuple", kind))
+        np.testing.assert_array_equal(b["s.z"], a["s.z"])
+        np.testing.assert_array_equal(b["s.c"], np.cumsum(b["s.z"] == 1, axis=2))
 
 
 # -- th.pgibbs: particle Gibbs (CSMC) and PGAS ---------------------------------------------------

@@ -93,7 +93,7 @@ from thrifty.core.particle_steps import (
     take_member_lp,
     take_observed,
 )
-from thrifty.core.particles import per_particle, take
+from thrifty.core.particles import parts, per_particle, rebuilt, take
 from thrifty.core.run import (
     DEFAULT,
     LAZY,
@@ -218,6 +218,7 @@ __all__ = [
     "memo_families",
     "memo_names",
     "other_values",
+    "parts",
     "per_particle",
     "pinned_step",
     "plan_elements",
@@ -230,6 +231,7 @@ __all__ = [
     "plate_sizes",
     "propose",
     "provisional_commit",
+    "rebuilt",
     "replay_particle",
     "run_lp",
     "run_particles",

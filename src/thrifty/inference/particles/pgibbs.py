@@ -23,6 +23,9 @@ one scalar re-execution of the chain to write the new trajectory into the trace.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+
 import numpy as np
 
 from thrifty._args import int_arg
@@ -34,7 +37,9 @@ from thrifty.core.engine import (
     conditional_step,
     fused_step,
     member_lps,
+    parts,
     pinned_step,
+    rebuilt,
     run_particles,
     same_value,
     step_record,
@@ -242,12 +247,10 @@ def _stack(a, b, m: int):
         if not (isinstance(b, np.ndarray) and b.shape == a.shape):
             return None
         return np.concatenate([a, b])
-    if isinstance(a, (tuple, list)) and type(b) is type(a) and len(a) == len(b):
-        parts = [_stack(x, y, m) for x, y in zip(a, b)]
-        return None if any(p is None for p in parts) else type(a)(parts)
-    if isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys():
-        parts = {k: _stack(a[k], b[k], m) for k in a}
-        return None if any(p is None for p in parts.values()) else parts
+    if isinstance(a, (tuple, list, dict, MappingProxyType)) and type(b) is type(a) and (
+            len(a) == len(b) and (not isinstance(a, Mapping) or a.keys() == b.keys())):
+        both = [_stack(x, y, m) for x, y in zip(parts(a), parts(b))]
+        return None if any(p is None for p in both) else rebuilt(a, both)
     return a if same_value(a, b) else None
 
 
@@ -275,8 +278,8 @@ def _coalesced(states, G: int, n: int) -> bool:
 def _member(state, i):
     if isinstance(state, np.ndarray) and state.ndim:
         return state[i]
-    if isinstance(state, (tuple, list)):
-        return type(state)(_member(s, i) for s in state)
+    if isinstance(state, (tuple, list, dict, MappingProxyType)):
+        return rebuilt(state, [_member(s, i) for s in parts(state)])
     return state
 
 

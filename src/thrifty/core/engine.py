@@ -54,6 +54,7 @@ True
 
 from __future__ import annotations
 
+from thrifty.core.chain_site import States
 from thrifty.core.choices import starts_with, walk, walk_steps
 from thrifty.core.gradient import (
     ARGUMENT,
@@ -186,6 +187,7 @@ __all__ = [
     "Mode",
     "Plan",
     "Run",
+    "States",
     "StructureChange",
     "Trace",
     "VecTarget",

@@ -57,7 +57,8 @@ class PMMH(Kernel):
         self.proposal = proposal
         require_scale("pmmh", self.proposal)
         self.resample = resample
-        # the current state's (trace uid, clock, log p(choices outside the chains), log Ẑ)
+        # the current state's (trace uid, clock, log p(choices outside the chains), log p(those
+        # the kernel does not update), log Ẑ)
         self._current = None
 
     def label(self) -> str:
@@ -89,7 +90,7 @@ class PMMH(Kernel):
     def _smc(self, trace, rng, values: dict):
         """One SMC sweep with the selected choices at ``values`` (or RESAMPLE), the other
         choices outside the chains at their trace values.  Returns (log p(θ) of the choices
-        outside the chains, minus those drawn from their priors; log Ẑ; driver; frame)."""
+        outside the chains, minus those drawn from their priors; log Ẑ; driver; the run)."""
         driver = Generations(self.particles, self.resample, 0.5, rng)
         driver.records = []  # (an accepted proposal's trajectory is written back from them)
 
@@ -122,18 +123,23 @@ class PMMH(Kernel):
 
         pr = run_particles(trace, rng, self.particles, given, driver)
         self.info.count("refreshes", 1)
-        return pr.shared_lp, driver.log_z
+        return pr.shared_lp, self._rest(pr), driver.log_z
+
+    def _rest(self, pr) -> float:
+        """log p of the choices outside the chains that the kernel does not update (given
+        its choices: a prior proposal's ratio keeps them, 000 Eq. 2–4's absorbing nodes)."""
+        return sum(lp for a, lp in pr.lps.items() if a not in self.addrs)
 
     def _step(self, trace, rng):
         key = (trace.uid, trace.clock)
         if self._current is None or self._current[0] != trace.uid:
             cur = {a: top_choice(trace, a)[0] for a in self.addrs}
-            prior, log_z, _, _ = self._smc(trace, rng, cur)
-            self._current = (*key, prior, log_z)
+            prior, log_z, _, pr = self._smc(trace, rng, cur)
+            self._current = (*key, prior, self._rest(pr), log_z)
         elif self._current[1] != trace.clock:  # another kernel changed the trace
             self.resample = "multinomial"
             self._current = (*key, *self._refresh(trace, rng))
-        _, _, prior, log_z = self._current
+        _, _, prior, rest, log_z = self._current
         # (a drift on a simplex walks in its unconstrained coordinates: log_q, its Jacobians)
         new, log_q = self.proposal.propose_block(trace, [locate(trace, a) for a in self.addrs],
                                                  rng)
@@ -146,8 +152,9 @@ class PMMH(Kernel):
         self.info.count("generations", len(driver.ess))
         self.info.count("resampling_events", sum(driver.resampled))
         self.info.count("mean_ess", float(np.mean(driver.ess)) if driver.ess else 0.0)
-        if isinstance(self.proposal, Prior):  # q(θ | θ') = p(θ): the priors cancel
-            log_alpha = log_z2 - log_z
+        rest2 = self._rest(pr)
+        if isinstance(self.proposal, Prior):  # q(θ | θ') = p(θ | parents): those terms cancel
+            log_alpha = log_z2 - log_z + (rest2 - rest)
         else:  # symmetric drift
             log_alpha = prior2 + log_z2 - prior - log_z + log_q
         if not (log_alpha >= 0 or np.log(rng.random()) < log_alpha):
@@ -155,7 +162,7 @@ class PMMH(Kernel):
         self.info.accepted += 1
         targets = {a: pr.values[a] for a in self.addrs}  # (drawn, for th.prior())
         write_trajectories(self, trace, rng, driver, targets)
-        self._current = (trace.uid, trace.clock, prior2 + pr.prior_drawn_lp, log_z2)
+        self._current = (trace.uid, trace.clock, prior2 + pr.prior_drawn_lp, rest2, log_z2)
         return trace
 
 

@@ -251,7 +251,7 @@ class Generations:
         follow them; a state read outside the steps before (a value the program may keep, and
         that would keep the old order) is an error."""
         for out in self.outputs:
-            if out.read_between:
+            if out.reads:
                 raise ModelError(
                     f"the states of chain {dotted(out.chain)!r} were read outside its steps before "
                     f"chain {dotted(local)!r}, whose resampling reorders the particles: a value "
@@ -400,13 +400,13 @@ class ParticleStates(States):
     it — read the states of the particles they hold.  A state read outside the steps before a
     later chain resamples is refused then (:meth:`Generations._reorder`)."""
 
-    __slots__ = ("_driver", "_idx", "chain", "read_between")
+    __slots__ = ("_driver", "_idx", "chain", "reads")
 
     def bind(self, driver: Generations, chain: tuple) -> None:
         """The states of ``chain``, whose members are ``driver``'s."""
         self._driver, self.chain = driver, chain
         self._idx: np.ndarray | None = None  # per member now, its member when the chain ended
-        self.read_between = False
+        self.reads: set = set()  # the steps whose states were read outside the steps
 
     def follow(self, a: np.ndarray) -> None:
         """The members were resampled with ancestors ``a``."""
@@ -419,7 +419,7 @@ class ParticleStates(States):
             return States.__getitem__(self, t)  # (a slice, an index array: state by state)
         v = States.__getitem__(self, t)
         if not self._driver.running:
-            self.read_between = True
+            self.reads.add(t + len(self) if t < 0 else t)
         return v if self._idx is None else take(v, self._idx, self._driver.members)
 
     def __iter__(self):

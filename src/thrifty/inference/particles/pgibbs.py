@@ -46,6 +46,7 @@ from thrifty.core.engine import (
     step_values,
     take,
     take_member_lp,
+    take_observed,
     top_choice,
     trajectory,
     writable,
@@ -117,6 +118,29 @@ class Conditional(Generations):
     def step_frame(self, frame, rel, t):
         return conditional_step(frame, rel, self.refs[t], self.n)
 
+    last_pinned = False  # the last step's state is its choices' values (:func:`_pinned_state`)
+
+    def weigh(self, frame, addr) -> None:
+        """:meth:`Generations.weigh`; with ancestor sampling, what the program observes after
+        the chain must not depend on the reference's ancestors: 003 §4.4's weights rescore
+        the chain's steps only.  It may read the last state when that state is the last
+        step's choices (the reference's own whatever its ancestors)."""
+        inc = take_observed(frame)
+        if self.ancestor_sampling and self.outputs and inc is not None and (
+                len(inc) == self.members and np.ptp(inc.reshape(self.G, self.n), axis=1).any()):
+            for out in self.outputs:
+                if out.reads - ({len(out) - 1} if self.last_pinned else set()):
+                    steps = ", ".join(map(str, sorted(out.reads)))
+                    raise ModelError(
+                        "pgibbs: the program observes after the chain "
+                        f"{'.'.join(map(str, out.chain))!r} what its particles weigh "
+                        f"differently, having read the chain's states at step(s) {steps}: "
+                        "ancestor sampling (PGAS, 003 §4.4) rescores the reference's suffix in "
+                        "the chain's steps, not what the program does after the chain; "
+                        "observe it in the chain's last step, or use "
+                        "ancestor_sampling=False")
+        self._weigh_inc(inc, addr)
+
     def choose_ancestors(self, frame, local, step, args, t, state, a):
         if a is None:  # after the last step (or no resampling)
             return None
@@ -160,6 +184,8 @@ class Conditional(Generations):
         return fused_step(frame, local + (t,), self.refs[t], self.n), both
 
     def leave(self, chain, t, sf, state):
+        if t == len(self.refs) - 1:
+            self.last_pinned = _pinned_state(step_record(sf, state))
         if t < self.lo or t > self.hi:
             lp = take_member_lp(chain.frame)
             if t > self.hi:

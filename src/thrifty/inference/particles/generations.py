@@ -265,7 +265,10 @@ class Generations:
     def chain_states(self, chain) -> list:
         """What ``th.markov`` returns: the states along each member's ancestry, as the members
         are when they are read (:class:`ParticleStates`)."""
-        out = ParticleStates.of(self._lineage(chain.out))
+        return self._output(chain, self._lineage(chain.out))
+
+    def _output(self, chain, lineage: list) -> ParticleStates:
+        out = ParticleStates.of(lineage)
         out.bind(self, chain.local)
         self.outputs.append(out)
         return out
@@ -282,15 +285,17 @@ class Generations:
         return f"step {t} of chain {fmt(local)} over {self.n} particles{plate}"
 
     # -- ancestry -----------------------------------------------------------------------------
-    def _lineage(self, states: list) -> list:
-        """The chain's states along each current member's ancestry."""
+    def _lineage(self, states: list, lo: int = 0, hi: int | None = None) -> list:
+        """The chain's states along each current member's ancestry: its generations are its
+        steps lo..hi (the last ones remembered), the members of the other steps keep their
+        rows (conditional SMC on a block of steps: before it every member holds the
+        reference's states, after it each member runs its own)."""
+        hi = len(states) - 1 if hi is None else hi
         m, out = self.members, [None] * len(states)
+        gens = self.ancestors[len(self.ancestors) - (hi - lo + 1):]
         idx = np.arange(m)
-        k = len(self.ancestors)
         for t in range(len(states) - 1, -1, -1):
-            k -= 1
-            a = self.ancestors[k]
-            if a is not None and t < len(states) - 1:
+            if lo <= t < hi and (a := gens[t - lo]) is not None:
                 idx = a[idx]
             out[t] = take(states[t], idx, m)
         return out

@@ -104,7 +104,7 @@ class Conditional(Generations):
         if chain.suffix is None:
             return super().chain_states(chain)
         self.log_w = self.log_w + chain.suffix  # p(reference's suffix | each member's prefix)
-        return chain.out
+        return self._output(chain, self._lineage(chain.out, self.lo, self.hi))
 
     def _pinned(self, frame, local, step, args, s, prev):
         """Step s with every member taking the reference's choices; (state, lat + obs lp,

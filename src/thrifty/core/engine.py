@@ -54,6 +54,7 @@ True
 
 from __future__ import annotations
 
+from thrifty.core.chain_site import States
 from thrifty.core.choices import starts_with, walk, walk_steps
 from thrifty.core.gradient import (
     ARGUMENT,
@@ -93,7 +94,7 @@ from thrifty.core.particle_steps import (
     take_member_lp,
     take_observed,
 )
-from thrifty.core.particles import per_particle, take
+from thrifty.core.particles import parts, per_particle, rebuilt, take
 from thrifty.core.run import (
     DEFAULT,
     LAZY,
@@ -186,6 +187,7 @@ __all__ = [
     "Mode",
     "Plan",
     "Run",
+    "States",
     "StructureChange",
     "Trace",
     "VecTarget",
@@ -218,6 +220,7 @@ __all__ = [
     "memo_families",
     "memo_names",
     "other_values",
+    "parts",
     "per_particle",
     "pinned_step",
     "plan_elements",
@@ -230,6 +233,7 @@ __all__ = [
     "plate_sizes",
     "propose",
     "provisional_commit",
+    "rebuilt",
     "replay_particle",
     "run_lp",
     "run_particles",

@@ -56,11 +56,12 @@ from thrifty.errors import ModelError
 class ParticleRun:
     """What a particle run says of the choices outside the chains: ``shared_lp`` (their
     log-density, the same for every particle), ``prior_drawn_lp`` (of it, the choices drawn
-    from their priors) and ``values`` (address → value)."""
+    from their priors), ``values`` and ``lps`` (address → value, log-density)."""
 
     shared_lp: float
     prior_drawn_lp: float
     values: dict
+    lps: dict
 
 
 def run_particles(trace, rng, n: int, given, driver, proposing: bool = False) -> ParticleRun:
@@ -79,8 +80,10 @@ def run_particles(trace, rng, n: int, given, driver, proposing: bool = False) ->
         _context.RUNS.pop()
         run.frame = None
     driver.weigh(frame, ("<end>",))  # observations after the last chain
+    latent = {a: s for a, s in frame.new.items() if s.kind == LATENT}
     return ParticleRun(frame.shared_lp, frame.prior_drawn_lp,
-                       {a: s.values for a, s in frame.new.items() if s.kind == LATENT})
+                       {a: s.values for a, s in latent.items()},
+                       {a: float(s.lp) for a, s in latent.items()})
 
 
 def free_step(frame, rel: tuple) -> StepFrame:

@@ -15,6 +15,7 @@ particle kernel updates (``th.pgibbs``: the current global parameters), or by ``
 from __future__ import annotations
 
 from functools import lru_cache
+from types import MappingProxyType
 
 import numpy as np
 
@@ -343,14 +344,28 @@ def _group_rows(G: int, per: int, copies: int) -> np.ndarray:
 
 def take(state, idx: np.ndarray, n: int):
     """A particle state reindexed by ancestors ``idx``: arrays with a leading particle axis,
-    and tuples / lists / dicts of them; anything else is shared by the particles."""
+    and tuples (named ones too) / lists / dicts of them — a dict as the engine keeps a state,
+    a read-only mapping (:func:`~thrifty.core.vocab.frozen_state`); anything else is shared by
+    the particles."""
     if isinstance(state, np.ndarray):
         return take_rows(state, idx) if state.ndim and state.shape[0] == n else state
-    if isinstance(state, (tuple, list)):
-        return type(state)(take(s, idx, n) for s in state)
-    if isinstance(state, dict):
-        return {k: take(v, idx, n) for k, v in state.items()}
+    if isinstance(state, (tuple, list, dict, MappingProxyType)):
+        return rebuilt(state, [take(s, idx, n) for s in parts(state)])
     return state
+
+
+def parts(state) -> list:
+    """The entries of a tuple / list / dict state (a dict's values, in key order)."""
+    return list(state.values() if isinstance(state, (dict, MappingProxyType)) else state)
+
+
+def rebuilt(state, items: list):
+    """A state of the kind of ``state`` (tuple, named tuple, list, dict, read-only mapping)
+    holding ``items`` in place of its :func:`parts`."""
+    if isinstance(state, (dict, MappingProxyType)):
+        d = dict(zip(state.keys(), items))
+        return MappingProxyType(d) if type(state) is MappingProxyType else d
+    return type(state)(*items) if hasattr(state, "_fields") else type(state)(items)
 
 
 def per_particle(init, n: int, per_member: bool = False):

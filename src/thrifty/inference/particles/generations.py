@@ -13,11 +13,14 @@ generation's choices and ancestors so that the particles' trajectories can be tr
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
-from thrifty.core.address import fmt
+from thrifty.core.address import dotted, fmt
 from thrifty.core.engine import (
     Chain,
+    States,
     chain_length,
     free_step,
     frozen_state,
@@ -66,6 +69,8 @@ class Generations:
         # NEXT generation's members were drawn from (None: none resampled)
         self.sites: list[tuple] = []
         self.ancestors: list[np.ndarray | None] = []
+        self.outputs: list[ParticleStates] = []  # what the ended chains returned
+        self.running = False  # a chain's steps are executing
 
     # per generation, its sites and states (:func:`~thrifty.core.engine.step_record`) — kept
     # when ``[]``, by the drivers whose drawn trajectory is written back into a trace
@@ -237,11 +242,36 @@ class Generations:
         a = self.choose_ancestors(frame, local, chain.step, chain.args, t, state,
                                   self.maybe_resample(t != chain.last))
         self.ancestors.append(a)
+        if a is not None:
+            self._reorder(local, a)
         return state, (state if a is None else take(state, a, self.members))
 
+    def _reorder(self, local, a: np.ndarray) -> None:
+        """The members were resampled (ancestors ``a``): the states the ended chains returned
+        follow them; a state read outside the steps before (a value the program may keep, and
+        that would keep the old order) is an error."""
+        for out in self.outputs:
+            if out.reads:
+                raise ModelError(
+                    f"the states of chain {dotted(out.chain)!r} were read outside its steps before "
+                    f"chain {dotted(local)!r}, whose resampling reorders the particles: a value "
+                    "computed from them would stay with the particles' old order. Read them in "
+                    f"the steps of {dotted(local)!r} (pass them as an argument: th.markov(name, "
+                    "step, T, init, states), and at t = 0 use them in place of init) or after "
+                    "the last chain"
+                )
+            out.follow(a)
+
     def chain_states(self, chain) -> list:
-        """What ``th.markov`` returns: the states along each final member's ancestry."""
-        return self._lineage(chain.out)
+        """What ``th.markov`` returns: the states along each member's ancestry, as the members
+        are when they are read (:class:`ParticleStates`)."""
+        return self._output(chain, self._lineage(chain.out))
+
+    def _output(self, chain, lineage: list) -> ParticleStates:
+        out = ParticleStates.of(lineage)
+        out.bind(self, chain.local)
+        self.outputs.append(out)
+        return out
 
     def call_step(self, frame, sf, local, step, t, prev, args):
         """``step(t, prev, *args)`` executed by the step frame ``sf`` over the members outside
@@ -255,15 +285,17 @@ class Generations:
         return f"step {t} of chain {fmt(local)} over {self.n} particles{plate}"
 
     # -- ancestry -----------------------------------------------------------------------------
-    def _lineage(self, states: list) -> list:
-        """The chain's states along each current member's ancestry."""
+    def _lineage(self, states: list, lo: int = 0, hi: int | None = None) -> list:
+        """The chain's states along each current member's ancestry: its generations are its
+        steps lo..hi (the last ones remembered), the members of the other steps keep their
+        rows (conditional SMC on a block of steps: before it every member holds the
+        reference's states, after it each member runs its own)."""
+        hi = len(states) - 1 if hi is None else hi
         m, out = self.members, [None] * len(states)
+        gens = self.ancestors[len(self.ancestors) - (hi - lo + 1):]
         idx = np.arange(m)
-        k = len(self.ancestors)
         for t in range(len(states) - 1, -1, -1):
-            k -= 1
-            a = self.ancestors[k]
-            if a is not None and t < len(states) - 1:
+            if lo <= t < hi and (a := gens[t - lo]) is not None:
                 idx = a[idx]
             out[t] = take(states[t], idx, m)
         return out
@@ -345,6 +377,7 @@ class ChainGenerations(Chain):
         driver, frame = self.driver, self.frame
         self.plate = plate_of(frame)
         driver.begin_chain(frame, self.plate)
+        driver.running = True
         self.T = chain_length(self.local, self.length, self.step)
         self.last = self.T - 1  # (no resampling after the last generation)
         return driver.first_generation(self)
@@ -361,4 +394,39 @@ class ChainGenerations(Chain):
         step_failed(frame, exc, lambda: self.driver.where(self.local, t))
 
     def states(self):
+        self.driver.running = False
         return self.driver.chain_states(self)
+
+
+class ParticleStates(States):
+    """What ``th.markov`` returns in a particle run: the chain's states along the ancestry of
+    each member *as the members are when read*.  A later chain's resampling reorders the
+    members (a particle is its whole history, 003 §3), and its steps — and the program after
+    it — read the states of the particles they hold.  A state read outside the steps before a
+    later chain resamples is refused then (:meth:`Generations._reorder`)."""
+
+    __slots__ = ("_driver", "_idx", "chain", "reads")
+
+    def bind(self, driver: Generations, chain: tuple) -> None:
+        """The states of ``chain``, whose members are ``driver``'s."""
+        self._driver, self.chain = driver, chain
+        self._idx: np.ndarray | None = None  # per member now, its member when the chain ended
+        self.reads: set = set()  # the steps whose states were read outside the steps
+
+    def follow(self, a: np.ndarray) -> None:
+        """The members were resampled with ancestors ``a``."""
+        self._idx = a if self._idx is None else self._idx[a]
+
+    def __getitem__(self, t):
+        try:
+            t = operator.index(t)
+        except TypeError:
+            return States.__getitem__(self, t)  # (a slice, an index array: state by state)
+        v = States.__getitem__(self, t)
+        if not self._driver.running:
+            self.reads.add(t + len(self) if t < 0 else t)
+        return v if self._idx is None else take(v, self._idx, self._driver.members)
+
+    def __iter__(self):
+        for t in range(len(self)):
+            yield self[t]

@@ -23,6 +23,9 @@ one scalar re-execution of the chain to write the new trajectory into the trace.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+
 import numpy as np
 
 from thrifty._args import int_arg
@@ -34,13 +37,16 @@ from thrifty.core.engine import (
     conditional_step,
     fused_step,
     member_lps,
+    parts,
     pinned_step,
+    rebuilt,
     run_particles,
     same_value,
     step_record,
     step_values,
     take,
     take_member_lp,
+    take_observed,
     top_choice,
     trajectory,
     writable,
@@ -98,7 +104,7 @@ class Conditional(Generations):
         if chain.suffix is None:
             return super().chain_states(chain)
         self.log_w = self.log_w + chain.suffix  # p(reference's suffix | each member's prefix)
-        return chain.out
+        return self._output(chain, self._lineage(chain.out, self.lo, self.hi))
 
     def _pinned(self, frame, local, step, args, s, prev):
         """Step s with every member taking the reference's choices; (state, lat + obs lp,
@@ -111,6 +117,29 @@ class Conditional(Generations):
 
     def step_frame(self, frame, rel, t):
         return conditional_step(frame, rel, self.refs[t], self.n)
+
+    last_pinned = False  # the last step's state is its choices' values (:func:`_pinned_state`)
+
+    def weigh(self, frame, addr) -> None:
+        """:meth:`Generations.weigh`; with ancestor sampling, what the program observes after
+        the chain must not depend on the reference's ancestors: 003 §4.4's weights rescore
+        the chain's steps only.  It may read the last state when that state is the last
+        step's choices (the reference's own whatever its ancestors)."""
+        inc = take_observed(frame)
+        if self.ancestor_sampling and self.outputs and inc is not None and (
+                len(inc) == self.members and np.ptp(inc.reshape(self.G, self.n), axis=1).any()):
+            for out in self.outputs:
+                if out.reads - ({len(out) - 1} if self.last_pinned else set()):
+                    steps = ", ".join(map(str, sorted(out.reads)))
+                    raise ModelError(
+                        "pgibbs: the program observes after the chain "
+                        f"{'.'.join(map(str, out.chain))!r} what its particles weigh "
+                        f"differently, having read the chain's states at step(s) {steps}: "
+                        "ancestor sampling (PGAS, 003 §4.4) rescores the reference's suffix in "
+                        "the chain's steps, not what the program does after the chain; "
+                        "observe it in the chain's last step, or use "
+                        "ancestor_sampling=False")
+        self._weigh_inc(inc, addr)
 
     def choose_ancestors(self, frame, local, step, args, t, state, a):
         if a is None:  # after the last step (or no resampling)
@@ -155,6 +184,8 @@ class Conditional(Generations):
         return fused_step(frame, local + (t,), self.refs[t], self.n), both
 
     def leave(self, chain, t, sf, state):
+        if t == len(self.refs) - 1:
+            self.last_pinned = _pinned_state(step_record(sf, state))
         if t < self.lo or t > self.hi:
             lp = take_member_lp(chain.frame)
             if t > self.hi:
@@ -242,12 +273,10 @@ def _stack(a, b, m: int):
         if not (isinstance(b, np.ndarray) and b.shape == a.shape):
             return None
         return np.concatenate([a, b])
-    if isinstance(a, (tuple, list)) and type(b) is type(a) and len(a) == len(b):
-        parts = [_stack(x, y, m) for x, y in zip(a, b)]
-        return None if any(p is None for p in parts) else type(a)(parts)
-    if isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys():
-        parts = {k: _stack(a[k], b[k], m) for k in a}
-        return None if any(p is None for p in parts.values()) else parts
+    if isinstance(a, (tuple, list, dict, MappingProxyType)) and type(b) is type(a) and (
+            len(a) == len(b) and (not isinstance(a, Mapping) or a.keys() == b.keys())):
+        both = [_stack(x, y, m) for x, y in zip(parts(a), parts(b))]
+        return None if any(p is None for p in both) else rebuilt(a, both)
     return a if same_value(a, b) else None
 
 
@@ -275,8 +304,8 @@ def _coalesced(states, G: int, n: int) -> bool:
 def _member(state, i):
     if isinstance(state, np.ndarray) and state.ndim:
         return state[i]
-    if isinstance(state, (tuple, list)):
-        return type(state)(_member(s, i) for s in state)
+    if isinstance(state, (tuple, list, dict, MappingProxyType)):
+        return rebuilt(state, [_member(s, i) for s in parts(state)])
     return state
 
 

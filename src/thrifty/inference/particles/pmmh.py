@@ -6,11 +6,16 @@ states as particles:
 
     α = min(1, Ẑ(θ') p(θ') q(θ | θ') / (Ẑ(θ) p(θ) q(θ' | θ))).
 
-The estimate of the current state is kept until the state changes (re-estimating it every step
-would be a different, "Monte Carlo within Metropolis", algorithm that is not exact).  On
+The estimate of the current state is kept until the state changes (re-estimating it by a new
+SMC sweep would be a different, "Monte Carlo within Metropolis", algorithm that is not exact).  On
 acceptance the chains are set to one particle's trajectory drawn from the final weights, so the
-kernel leaves the joint posterior of θ and the chains invariant.  Cost per step: one SMC sweep,
-O(N·T).
+kernel leaves the joint posterior of θ and the chains invariant.  When another kernel has changed
+the trace since (a ``th.cycle`` with ``th.pgibbs`` or MH on other choices), the particles behind
+the kept estimate are no longer those of the current state: the estimate is refreshed by
+conditional SMC with the chain's current trajectory as the reference — the particles' law given
+θ and that trajectory under PMMH's extended target (Andrieu, Doucet & Holenstein 2010, §4) — and,
+conditional SMC being implemented for multinomial resampling, the kernel resamples multinomially
+from then on.  Cost per step: one SMC sweep, O(N·T) (two after another kernel's change).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from thrifty._args import int_arg
 from thrifty.core.address import as_name, as_pattern, dotted, fmt
 from thrifty.core.engine import (
     ZeroProbability,
+    chain_references,
     chains,
     locate,
     plate_sizes,
@@ -30,7 +36,7 @@ from thrifty.core.engine import (
 from thrifty.errors import ModelError, SelectionError
 from thrifty.inference.kernel import Kernel
 from thrifty.inference.particles.generations import Generations, NoParticleLeft
-from thrifty.inference.particles.pgibbs import write_trajectories
+from thrifty.inference.particles.pgibbs import Conditional, write_trajectories
 from thrifty.inference.proposals.base import Drift, Prior, Proposal, require_scale
 
 
@@ -51,7 +57,8 @@ class PMMH(Kernel):
         self.proposal = proposal
         require_scale("pmmh", self.proposal)
         self.resample = resample
-        # the current state's (trace uid, clock, log p(choices outside the chains), log Ẑ)
+        # the current state's (trace uid, clock, log p(choices outside the chains), log p(those
+        # the kernel does not update), log Ẑ)
         self._current = None
 
     def label(self) -> str:
@@ -83,7 +90,7 @@ class PMMH(Kernel):
     def _smc(self, trace, rng, values: dict):
         """One SMC sweep with the selected choices at ``values`` (or RESAMPLE), the other
         choices outside the chains at their trace values.  Returns (log p(θ) of the choices
-        outside the chains, minus those drawn from their priors; log Ẑ; driver; frame)."""
+        outside the chains, minus those drawn from their priors; log Ẑ; driver; the run)."""
         driver = Generations(self.particles, self.resample, 0.5, rng)
         driver.records = []  # (an accepted proposal's trajectory is written back from them)
 
@@ -98,13 +105,41 @@ class PMMH(Kernel):
         pr = run_particles(trace, rng, self.particles, given, driver, proposing=True)
         return pr.shared_lp - pr.prior_drawn_lp, driver.log_z, driver, pr
 
+    def _refresh(self, trace, rng):
+        """(log p(θ) of the choices outside the chains, log Ẑ(θ)) of the current state by
+        conditional SMC with the trace's trajectory as the reference (the module docstring)."""
+        found = chains(trace)
+        if len(found) != 1:
+            names = ", ".join(repr(dotted((p or ()) + c)) for p, c in found)
+            raise ModelError(
+                f"pmmh: another kernel changed the trace, and refreshing the estimate of the "
+                f"current state takes conditional SMC on one chain; the program has {names}")
+        plate, chain = found[0]
+        _, _, _, refs = chain_references(trace, (plate or ()) + chain, "pmmh")
+        driver = _Refresh(self.particles, rng, refs, (plate, chain))
+
+        def given(local):
+            return top_choice(trace, local)[0]
+
+        pr = run_particles(trace, rng, self.particles, given, driver)
+        self.info.count("refreshes", 1)
+        return pr.shared_lp, self._rest(pr), driver.log_z
+
+    def _rest(self, pr) -> float:
+        """log p of the choices outside the chains that the kernel does not update (given
+        its choices: a prior proposal's ratio keeps them, 000 Eq. 2–4's absorbing nodes)."""
+        return sum(lp for a, lp in pr.lps.items() if a not in self.addrs)
+
     def _step(self, trace, rng):
         key = (trace.uid, trace.clock)
-        if self._current is None or self._current[:2] != key:
+        if self._current is None or self._current[0] != trace.uid:
             cur = {a: top_choice(trace, a)[0] for a in self.addrs}
-            prior, log_z, _, _ = self._smc(trace, rng, cur)
-            self._current = (*key, prior, log_z)
-        _, _, prior, log_z = self._current
+            prior, log_z, _, pr = self._smc(trace, rng, cur)
+            self._current = (*key, prior, self._rest(pr), log_z)
+        elif self._current[1] != trace.clock:  # another kernel changed the trace
+            self.resample = "multinomial"
+            self._current = (*key, *self._refresh(trace, rng))
+        _, _, prior, rest, log_z = self._current
         # (a drift on a simplex walks in its unconstrained coordinates: log_q, its Jacobians)
         new, log_q = self.proposal.propose_block(trace, [locate(trace, a) for a in self.addrs],
                                                  rng)
@@ -117,8 +152,9 @@ class PMMH(Kernel):
         self.info.count("generations", len(driver.ess))
         self.info.count("resampling_events", sum(driver.resampled))
         self.info.count("mean_ess", float(np.mean(driver.ess)) if driver.ess else 0.0)
-        if isinstance(self.proposal, Prior):  # q(θ | θ') = p(θ): the priors cancel
-            log_alpha = log_z2 - log_z
+        rest2 = self._rest(pr)
+        if isinstance(self.proposal, Prior):  # q(θ | θ') = p(θ | parents): those terms cancel
+            log_alpha = log_z2 - log_z + (rest2 - rest)
         else:  # symmetric drift
             log_alpha = prior2 + log_z2 - prior - log_z + log_q
         if not (log_alpha >= 0 or np.log(rng.random()) < log_alpha):
@@ -126,8 +162,26 @@ class PMMH(Kernel):
         self.info.accepted += 1
         targets = {a: pr.values[a] for a in self.addrs}  # (drawn, for th.prior())
         write_trajectories(self, trace, rng, driver, targets)
-        self._current = (trace.uid, trace.clock, prior2 + pr.prior_drawn_lp, log_z2)
+        self._current = (trace.uid, trace.clock, prior2 + pr.prior_drawn_lp, rest2, log_z2)
         return trace
+
+
+class _Refresh(Conditional):
+    """Conditional SMC with the kernel's SMC's resampling (multinomial, when the ESS falls below
+    half the particles), keeping its evidence estimate; one chain."""
+
+    evidence = True
+
+    def __init__(self, n, rng, refs, target):
+        super().__init__(n, rng, refs, False)
+        self.threshold = 0.5
+        self.target = target
+
+    def chain(self, frame, local, step, length, init, args):
+        if (getattr(frame, "plate_addr", None), local) != self.target:
+            raise ModelError("pmmh: the program runs another markov chain than the one its "
+                             "trace holds")
+        return super().chain(frame, local, step, length, init, args)
 
 
 def pmmh(selection, particles: int = 100, proposal: Proposal | None = None,

@@ -14,6 +14,7 @@ generation's choices and ancestors so that the particles' trajectories can be tr
 from __future__ import annotations
 
 import operator
+import weakref
 
 import numpy as np
 
@@ -405,11 +406,14 @@ class ParticleStates(States):
     it — read the states of the particles they hold.  A state read outside the steps before a
     later chain resamples is refused then (:meth:`Generations._reorder`)."""
 
-    __slots__ = ("_driver", "_idx", "chain", "reads")
+    __slots__ = ("_driver", "_idx", "_members", "chain", "reads")
 
     def bind(self, driver: Generations, chain: tuple) -> None:
-        """The states of ``chain``, whose members are ``driver``'s."""
-        self._driver, self.chain = driver, chain
+        """The states of ``chain``, whose members are ``driver``'s (held weakly: the driver
+        holds its outputs, and a cycle would keep every generation's arrays of a finished run
+        until a full garbage collection)."""
+        self._driver, self.chain = weakref.ref(driver), chain
+        self._members = driver.members
         self._idx: np.ndarray | None = None  # per member now, its member when the chain ended
         self.reads: set = set()  # the steps whose states were read outside the steps
 
@@ -423,9 +427,10 @@ class ParticleStates(States):
         except TypeError:
             return States.__getitem__(self, t)  # (a slice, an index array: state by state)
         v = States.__getitem__(self, t)
-        if not self._driver.running:
+        driver = self._driver()
+        if driver is None or not driver.running:
             self.reads.add(t + len(self) if t < 0 else t)
-        return v if self._idx is None else take(v, self._idx, self._driver.members)
+        return v if self._idx is None else take(v, self._idx, self._members)
 
     def __iter__(self):
         for t in range(len(self)):

@@ -11,6 +11,9 @@ families of the sections, found once per chain in O(N):
   of the plates must be one of them (compared per element), neither the families nor the rows
   x_i may depend on θ (U_i(θ) = U(x_i·θ, y_i) is linear in θ only with x_i fixed: 002's
   control variates and bounds are of that function), and the structure must not change;
+* the change of the full log-density must be the sections' plus that of the lazy run the
+  kernels take the global factor from (:func:`skipped_terms`): a term of θ in a markov step or
+  in the density of a memoized value would otherwise be in neither;
 * :class:`Sections` holds their X, y, families and which plates hold them.
 
 The data are computed by the plates' bodies from what precedes them and the elements' own

@@ -503,6 +503,8 @@ def test_observations_of_w_inside_markov_steps_are_refused():
     X, y, _ = synthetic_logistic(200, 2, seed=13)
     Xc, yc, _ = synthetic_logistic(20, 2, seed=14)
     _err(glm_in_markov_steps(X, y, Xc, yc, True), match=r"markov chain\(s\) \('c',\)")
+    trace = th.simulate(glm_in_markov_steps(X, y, Xc, yc, True), seed=0)
+    th.mh("w", th.sgld(1e-3, batch_size=20)).step(trace, np.random.default_rng(0))  # (exact MH)
     trace = th.simulate(glm_in_markov_steps(X, y, Xc, yc, False), seed=0)
     k = smh("w")
     k.step(trace, np.random.default_rng(0))

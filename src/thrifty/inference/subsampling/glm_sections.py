@@ -179,7 +179,8 @@ def find(kernel, trace, prev: Sections | None, prior) -> tuple[Sections, bool]:
                 f"observations (element {j}: log-density changes by {diff[j]:.6g}, the glm "
                 f"observations by {expected[j]:.6g}); smh can only subsample glm observations"
             )
-    skipped_terms(kernel, trace, rng0, addr, theta_b, run_a, run_b, groups)
+    if getattr(kernel, "global_split", True):  # (False: sections that only steer a proposal)
+        skipped_terms(kernel, trace, rng0, addr, theta_b, run_a, run_b, groups)
     return build(trace, addr, site, groups, prior), False
 
 

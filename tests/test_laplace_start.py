@@ -50,14 +50,15 @@ def start(program, kernel, work, seed=0):
 
 @pytest.mark.parametrize("n", [5_000, 20_000])
 def test_the_glm_start_costs_a_few_full_data_passes(counted, n):
-    """Three executions (two to find the GLM sections, one to move the chain) — 3N plate
+    """Four executions (two to find the GLM sections and a lazy one, with no plate element, to
+    check that they and the global terms are all of w; one to move the chain) — 3N plate
     elements at N = 5·10³ and 2·10⁴ alike — and at most 20 Newton passes over X; the chain
     starts within 5 posterior sds of the mode (a Laplace draw: |z_j| > 5 has probability
     6e-7) and the walk's covariance is the Laplace covariance of a NumPy Newton."""
     X, y, _ = synthetic_logistic(n, 5, seed=0)
     k = th.mh("w", th.drift())
     trace = start(logistic_regression(X, y), k, counted)
-    assert counted["elements"] <= 3 * n and counted["runs"] <= 3, counted
+    assert counted["elements"] <= 3 * n and counted["runs"] <= 4, counted
     (cost,) = k.stats.start
     assert cost["method"] == "glm"
     assert cost["executions"] == counted["runs"] and cost["elements"] == counted["elements"]

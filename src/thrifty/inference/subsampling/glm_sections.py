@@ -11,6 +11,9 @@ families of the sections, found once per chain in O(N):
   of the plates must be one of them (compared per element), neither the families nor the rows
   x_i may depend on θ (U_i(θ) = U(x_i·θ, y_i) is linear in θ only with x_i fixed: 002's
   control variates and bounds are of that function), and the structure must not change;
+* the change of the full log-density must be the sections' plus that of the lazy run the
+  kernels take the global factor from (:func:`skipped_terms`): a term of θ in a markov step or
+  in the density of a memoized value would otherwise be in neither;
 * :class:`Sections` holds their X, y, families and which plates hold them.
 
 The data are computed by the plates' bodies from what precedes them and the elements' own
@@ -29,6 +32,7 @@ import numpy as np
 
 from thrifty.core.address import fmt
 from thrifty.core.engine import (
+    LAZY,
     RESCORE_CAPTURE,
     plate_clock,
     run_plate_lps,
@@ -175,7 +179,38 @@ def find(kernel, trace, prev: Sections | None, prior) -> tuple[Sections, bool]:
                 f"observations (element {j}: log-density changes by {diff[j]:.6g}, the glm "
                 f"observations by {expected[j]:.6g}); smh can only subsample glm observations"
             )
+    if getattr(kernel, "global_split", True):  # (False: sections that only steer a proposal)
+        skipped_terms(kernel, trace, rng0, addr, theta_b, run_a, run_b, groups)
     return build(trace, addr, site, groups, prior), False
+
+
+def skipped_terms(kernel, trace, rng, addr, theta_b, run_a, run_b, groups) -> None:
+    """Refuse a θ whose terms are neither sections nor in the global factor.
+
+    The kernels split the change θ → θ_b into the global factor G — a lazy run, in which plates
+    and markov chains execute no element (000 §3.1; 002's first factor) — and the sections.
+    Anything else of θ (an observation inside a markov step, beside a plate of sections) would
+    be dropped from every acceptance ratio; so the full log-weight must equal G's plus the
+    sections' (compared at θ_b, O(N) once per set-up).
+    """
+    lazy = kernel.execute(trace, rng, targets={addr: theta_b}, mode=LAZY)
+    sec = sum(float(np.sum(g[3].log_prob(g[2]) - g[1].log_prob(g[2]))) for g in groups)
+    full = run_b.lp_new - run_a.lp_new
+    split = (lazy.lp_new - lazy.lp_old) + sec
+    if full == split:  # (also both -inf: θ_b outside the prior's support)
+        return
+    tol = 1e-9 * (1.0 + abs(run_a.lp_new) + abs(run_b.lp_new))
+    if abs(full - split) <= tol:
+        return
+    chains = [fmt(a) for kind, a, _ in lazy.sections if kind != "plate"]
+    where = f" (through the markov chain(s) {', '.join(chains)})" if chains else ""
+    raise SelectionError(
+        f"smh: {fmt(addr)} enters terms that are neither glm observations in a plate nor "
+        f"global{where}: changing it changes the log-density by {full:.6g}, the glm sections "
+        f"and the global terms by {split:.6g}; smh evaluates the global terms with no plate "
+        "element or markov step executed — put the observations in a th.plate, or use "
+        "th.mh / th.subsampled_mh"
+    )
 
 
 def same_sections(prev, trace, addr, run) -> list | None:

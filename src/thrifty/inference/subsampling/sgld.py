@@ -56,6 +56,7 @@ class SGLD(Proposal):
         ):
             if h is None or h.selection.pattern != loc.addr:
                 h = self._helper = SMH(loc.addr)
+                h.global_split = False  # the gradient steers; the MH ratio is the full one
             st = h.setup(trace, precompute=False)
         return st
 

@@ -24,7 +24,7 @@ from scipy import stats
 import thrifty as th
 from stat_helpers import P_MIN, Z_MAX, check_continuous, ks_p, mean_z
 from thrifty import dist
-from thrifty.errors import ModelError, SelectionError
+from thrifty.errors import DistributionError, ModelError, SelectionError
 
 Y8 = np.array([28.0, 8, -3, 7, -1, 1, 18, 12])
 S8 = np.array([15.0, 10, 16, 11, 9, 11, 10, 18])
@@ -114,6 +114,32 @@ def test_each_transform_gives_the_conjugate_posterior():
         d = stats.beta(a, 6.0 - a)
         check_continuous(w[..., j], d.mean(), d.std(), d.cdf, what=f"w[{j}]")
     assert np.allclose(w.sum(-1), 1.0)
+
+
+@th.model
+def one_sided(upper):
+    """A truncation bound that is another choice of the block, the other side open: x's support
+    is (a, ∞) or (−∞, a)."""
+    a = th.sample("a", dist.Normal(0.0, 1.0))
+    x = th.sample("x", dist.Truncated(dist.Normal(0.0, 1.0), **{"high" if upper else "low": a}))
+    th.observe("y", dist.Normal(x, 1.0), 0.5)
+
+
+@pytest.mark.parametrize("upper", [False, True])
+def test_a_one_sided_truncation_at_a_choice_of_the_block_gives_the_grid_posterior(upper):
+    """x | a ~ N(0, 1) truncated to (a, ∞) (or (−∞, a)), y = 0.5 ~ N(x, 1): (a, x) on a grid.
+    Both sides open in x's transform give x = a + exp(u) (a − exp(u)); a transform for a
+    finite interval would put x at ±∞."""
+    r = th.infer(one_sided(upper), th.nuts(["a", "x"]), num_samples=1500, burn_in=500, seed=5,
+                 progress=False)
+    A, X = np.meshgrid(np.linspace(-7, 7, 701), np.linspace(-9, 9, 901), indexing="ij")
+    inside = X < A if upper else X > A
+    tail = stats.norm.logcdf(A) if upper else stats.norm.logsf(A)
+    lp = stats.norm.logpdf(A) + stats.norm.logpdf(X) - tail + stats.norm.logpdf(0.5, X, 1.0)
+    w = np.exp(np.where(inside, lp, -np.inf) - lp[inside].max())
+    for name, g, axis in (("a", A[:, 0], 1), ("x", X[0], 0)):
+        mean, sd, cdf = _marginal(g, w.sum(axis))
+        check_continuous(r[name], mean, sd, cdf, what=name)
 
 
 @th.model
@@ -343,6 +369,32 @@ def test_errors_name_the_site_and_the_fix():
         th.infer(own_family_obs(1.0), th.nuts("mu"), num_samples=5, progress=False)
     with pytest.raises(ModelError, match="coupled process"):
         th.infer(crp_model(np.zeros(4)), th.nuts("mu"), num_samples=5, progress=False)
+
+
+@th.model
+def mixed_bounds(low):
+    with th.plate("data", len(low)) as i:
+        x = th.sample("x", dist.Truncated(dist.Normal(0.0, 1.0), low=low[i]))
+        th.observe("y", dist.Normal(x, 1.0), 0.5)
+
+
+@th.model
+def on_an_interval():
+    u = th.sample("u", dist.Uniform(0.0, 2.0))
+    th.observe("y", dist.Normal(u, 1.0), 0.3)
+
+
+def test_supports_without_a_transform_and_values_on_a_boundary_are_refused_by_name():
+    """A plate's bound infinite for some elements only (ExpAbove put those at −∞: NaN draws),
+    and a value on a closed boundary, which the unconstrained coordinates place at infinity
+    (a NaN log-density, reported as a buffer rewritten in place)."""
+    with pytest.raises(DistributionError, match=r"nuts: \('data', \*, 'x'\).*infinite on "
+                                                "some entries"):
+        th.infer(mixed_bounds(np.array([-np.inf, 0.0])), th.nuts("data.x"), num_samples=5,
+                 progress=False)
+    with pytest.raises(DistributionError, match=r"nuts: \('u',\).*boundary of the support"):
+        th.infer(on_an_interval(), th.nuts("u"), num_samples=5, progress=False,
+                 init={"u": 2.0})
 
 
 def test_the_examples_run():

@@ -59,7 +59,7 @@ from thrifty.core.engine import (
     top_site,
 )
 from thrifty.core.engine import plate as plate_view
-from thrifty.errors import ModelError, NotDifferentiable, SelectionError
+from thrifty.errors import DistributionError, ModelError, NotDifferentiable, SelectionError
 from thrifty.fingerprint import value_digest
 from thrifty.inference.selecting import Selecting
 
@@ -663,30 +663,42 @@ class HMC(Selecting):
 
         def inverse(support, value):
             b = biject_to(support)
-            u = np.asarray(b.inverse(value))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                u = np.asarray(b.inverse(value))
+            if not np.all(np.isfinite(u)):
+                raise DistributionError(
+                    f"a value lies on the boundary of the support {support!r}, which the "
+                    "unconstrained coordinates of a gradient kernel place at infinity "
+                    "(Stan's constraint transforms): start it inside the support (init=), or "
+                    "move it with th.mh")
             return u, float(np.sum(b.log_abs_det_jacobian(u))) if jacobian else 0.0
 
         block = self._block(trace, cs)
         keys = tuple(b[0] for b in block)
         us, jac = [], 0.0
-        for key, _, value, d, _ in block:
+        for key, name, value, d, _ in block:
             value = np.asarray(value, dtype=float)
-            if type(d) is list:  # a chain site's steps: one support, or one per step
-                first = d[0].support
-                axis = 1 if is_plate_chain(key) else 0  # (elements, steps, ...) in a plate
-                if all(di.support is first for di in d):
-                    u, j = inverse(first, value)
-                else:
-                    steps = [inverse(di.support, v)
-                             for di, v in zip(d, np.moveaxis(value, axis, 0))]
-                    u, j = np.stack([u for u, _ in steps], axis=axis), sum(j for _, j in steps)
-            else:
-                u, j = inverse(d.support, value)
+            try:
+                u, j = self._inverse(key, value, d, inverse)
+            except DistributionError as e:  # (a support with no transform)
+                raise DistributionError(f"{self.name}: {name}: {e}") from e
             us.append(u)
             jac += j
         ushapes = tuple(u.shape for u in us)
         u0 = np.concatenate([u.ravel() for u in us]) if us else np.zeros(0)
         return (keys, u0, ushapes, jac) if jacobian else (keys, u0, ushapes)
+
+    @staticmethod
+    def _inverse(key, value, d, inverse):
+        """A block choice's unconstrained values and their log-Jacobian (see :meth:`_start`)."""
+        if type(d) is not list:
+            return inverse(d.support, value)
+        first = d[0].support  # a chain site's steps: one support, or one per step
+        if all(di.support is first for di in d):
+            return inverse(first, value)
+        axis = 1 if is_plate_chain(key) else 0  # (elements, steps, ...) in a plate
+        steps = [inverse(di.support, v) for di, v in zip(d, np.moveaxis(value, axis, 0))]
+        return np.stack([u for u, _ in steps], axis=axis), sum(j for _, j in steps)
 
     def _step(self, trace, rng):
         cs = self.choices(trace)

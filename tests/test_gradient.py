@@ -143,6 +143,22 @@ def test_a_one_sided_truncation_at_a_choice_of_the_block_gives_the_grid_posterio
 
 
 @th.model
+def far_tail():
+    mu = th.sample("mu", dist.Normal(0.0, 1.0))
+    th.sample("x", dist.Truncated(dist.Normal(mu, 1.0), low=40.0))
+
+
+def test_a_truncation_in_a_far_tail_gives_the_prior():
+    """x | mu truncated 40 sd above mu's prior mean, nothing observed: mu keeps its prior
+    N(0, 1).  (The log-normaliser's derivative was NaN there: every transition diverged and
+    mu stayed at its start.)"""
+    r = th.infer(far_tail(), th.nuts(["mu", "x"]), num_samples=500, burn_in=200, seed=6,
+                 progress=False)
+    check_continuous(r["mu"], 0.0, 1.0, stats.norm.cdf, what="mu")
+    assert r.sample_stats["diverging"].mean() < 0.02
+
+
+@th.model
 def rats(n, k):
     """Beta–Binomial with a count per group: ``Binomial(n[i], p)``, an array total_count."""
     with th.plate("g", len(n)) as i:

@@ -218,11 +218,14 @@ class Truncated(Distribution):
         a = self.low - 1.0 if self.is_discrete else self.low
         la, sa = self._xp_tails(xp, a, -INF)
         lb, sb = self._xp_tails(xp, self.high, INF)
-        self._upper = la > sa
+        upper = self._upper = la > sa
         self._tails = la, lb, sa, sb
-        from_sf = sa + xp.log(-xp.expm1(xp.asarray(sb - sa)))
-        from_cdf = lb + xp.log(-xp.expm1(xp.asarray(la - lb)))
-        log_z = xp.where(self._upper, from_sf, from_cdf)
+        # each side's formula given its own arguments only: the other's is log 0 in a far tail
+        # (la = log F(40) rounds to 0), and its derivative, ∞, times the where's 0 is NaN
+        cond = xp.asarray(upper)
+        from_sf = sa + xp.log(-xp.expm1(xp.where(cond, xp.asarray(sb - sa), -1.0)))
+        from_cdf = lb + xp.log(-xp.expm1(xp.where(cond, -1.0, xp.asarray(la - lb))))
+        log_z = xp.where(cond, from_sf, from_cdf)
         return xp.where(xp.isnan(log_z), -INF, log_z)
 
     @property

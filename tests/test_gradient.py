@@ -24,7 +24,7 @@ from scipy import stats
 import thrifty as th
 from stat_helpers import P_MIN, Z_MAX, check_continuous, ks_p, mean_z
 from thrifty import dist
-from thrifty.errors import DistributionError, ModelError, SelectionError
+from thrifty.errors import DistributionError, ModelError, NotDifferentiable, SelectionError
 
 Y8 = np.array([28.0, 8, -3, 7, -1, 1, 18, 12])
 S8 = np.array([15.0, 10, 16, 11, 9, 11, 10, 18])
@@ -365,6 +365,24 @@ def test_a_family_failing_on_traced_values_is_not_called_numpy_only(monkeypatch)
                                          r"TracerArrayConversionError: The numpy") as e:
         th.infer(poisson_obs(2), th.nuts("lam"), num_samples=5, progress=False)
     assert "NumPy only" not in str(e.value)
+
+
+@th.model
+def truncated_t(y):
+    nu = th.sample("nu", dist.Gamma(2.0, 0.5))
+    th.observe("y", dist.Truncated(dist.StudentT(nu, 0.0, 1.0), low=0.0), y)
+
+
+def test_a_derivative_jax_lacks_is_refused_by_the_probe():
+    """The truncated t's normaliser is an incomplete beta function, which JAX differentiates
+    in x only: tracing the derivative raises.  The probe traces it, so the error names the
+    model's line before a step (it was JAX's ValueError from the first step), and th.infer's
+    default kernel moves nu with MH (it chose NUTS, which then failed)."""
+    with pytest.raises(NotDifferentiable, match=r"Truncated\(dist.StudentT.*StudentT failed "
+                                                r"on the traced values.*Betainc gradient"):
+        th.infer(truncated_t(1.3), th.nuts("nu"), num_samples=5, progress=False)
+    r = th.infer(truncated_t(1.3), num_samples=5, burn_in=5, seed=0, progress=False)
+    assert next(iter(r.stats)) == "mh('nu', drift())"
 
 
 @th.model

@@ -230,9 +230,11 @@ class _Compiled:
             return position, (vals, lj, eps_out, stats)
 
         def probe(u, ovals):
-            """Trace the program once (nothing compiled): its errors surface before a step's,
-            the shapes of the constrained values are known, and XLA's estimate of the flops
-            of one evaluation of the density."""
+            """Trace the program and its derivative (nothing compiled): their errors surface
+            before a step's, named by the site (a family with no derivative in a parameter
+            on JAX raises as the derivative is traced), the shapes of the constrained values
+            are known, and XLA's estimate of the flops of one evaluation of the density."""
+            jax.eval_shape(lambda v: jax.jvp(lambda w: run(w, ovals).lp, (v,), (v,)), u)
             lowered = observe.lower(u, ovals)  # (traced once: the shapes are its outputs')
             self.shapes = lowered.out_info
             cost = lowered.cost_analysis()

@@ -159,6 +159,35 @@ def test_a_truncation_in_a_far_tail_gives_the_prior():
 
 
 @th.model
+def mixtures(gap):
+    x = th.sample("x", dist.Mixture(np.array([0.3, 0.7]), [dist.Uniform(0.0, 1.0),
+                                                          dist.Uniform(3.0 if gap else 0.5, 3.5)]))
+    th.observe("y", dist.Normal(x, 1.0), 1.5)
+    g = th.sample("g", dist.Mixture(np.array([0.5, 0.5]), [dist.Gamma(2.0, 1.0),
+                                                          dist.LogNormal(0.0, 1.0)]))
+    th.observe("k", dist.Poisson(g), 3)
+
+
+def test_nuts_on_mixtures_moves_in_the_span_of_their_supports_and_refuses_a_gap():
+    """x's components are uniform on [0, 1] and [0.5, 3.5]: x moves in [0, 3.5] (its support
+    was the real line, the components' domain); g's are a gamma and a log-normal, supports
+    [0, ∞) and (0, ∞): (0, ∞) (it was refused).  With [0, 1] and [3, 3.5], a gap NUTS could
+    never cross: refused by name (x stayed in the component it started in: P(x < 2) = 0 or 1
+    against the exact 0.54)."""
+    r = th.infer(mixtures(False), th.nuts(["x", "g"]), num_samples=1000, burn_in=500, seed=7,
+                 progress=False)
+    gx, gg = np.linspace(1e-9, 3.5 - 1e-9, 70001), np.linspace(1e-9, 60.0, 120001)
+    px = (0.3 * stats.uniform(0, 1).pdf(gx) + 0.7 * stats.uniform(0.5, 3).pdf(gx)) * \
+        stats.norm.pdf(1.5, gx, 1.0)
+    pg = (0.5 * stats.gamma(2.0).pdf(gg) + 0.5 * stats.lognorm(1.0).pdf(gg)) * \
+        stats.poisson.pmf(3, gg)
+    check_continuous(r["x"], *_marginal(gx, px), what="x")
+    check_continuous(r["g"], *_marginal(gg, pg), what="g")
+    with pytest.raises(DistributionError, match=r"nuts: \('x',\).*cannot cross the gap"):
+        th.infer(mixtures(True), th.nuts("x"), num_samples=5, progress=False)
+
+
+@th.model
 def rats(n, k):
     """Beta–Binomial with a count per group: ``Binomial(n[i], p)``, an array total_count."""
     with th.plate("g", len(n)) as i:

@@ -133,6 +133,28 @@ def test_every_continuous_family_has_a_transform_and_discrete_ones_refuse():
             biject_to(constraints.interval(np.array(lo), np.array(hi)))
 
 
+def test_a_mixture_s_support_joins_its_components():
+    """Intervals that overlap or touch join into the interval spanning them (entry by entry);
+    a gap leaves a union, which has no transform (a mixture's support was the union of the
+    components' domains: the real line for uniforms on [0, 1] and [2, 3])."""
+    def mix(*comps):
+        return dist.Mixture(np.ones(len(comps)) / len(comps), list(comps))
+
+    t = biject_to(mix(dist.Uniform(0.0, 2.0), dist.Uniform(1.0, 3.0)).support)
+    assert type(t) is SigmoidInterval and (t.lower, t.upper) == (0.0, 3.0)
+    assert type(biject_to(mix(dist.Gamma(2.0, 1.0), dist.LogNormal(0.0, 1.0)).support)) is ExpAbove
+    assert type(biject_to(mix(dist.Normal(0.0, 1.0), dist.Gamma(2.0, 1.0)).support)) is Identity
+    assert type(biject_to(mix(dist.Normal(0.0, 1.0), dist.Normal(3.0, 1.0)).support)) is Identity
+    lo = np.array([0.0, 5.0])
+    s = mix(dist.Uniform(lo, lo + 1.0), dist.Uniform(lo + 0.5, lo + 2.0)).support
+    np.testing.assert_array_equal(s.lower, lo)
+    np.testing.assert_array_equal(s.upper, lo + 2.0)
+    for gap in (mix(dist.Uniform(0.0, 1.0), dist.Uniform(2.0, 3.0)),
+                mix(dist.Uniform(lo, lo + 1.0), dist.Uniform(lo + np.array([0.5, 1.5]), 9.0))):
+        with pytest.raises(DistributionError, match="cannot cross the gap"):
+            biject_to(gap.support)
+
+
 def test_a_traced_bound_with_an_open_side_opens_that_side():
     """A bound of the array library (a gradient run's traced choice) is taken as finite; an
     open side (a Python or NumPy infinity) stays open: x = lo + exp(u), not lo + ∞ · σ(u)."""

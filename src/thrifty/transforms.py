@@ -372,4 +372,9 @@ def biject_to(support: constraints.Constraint) -> Transform:
         return CorrCholesky()
     if kind is constraints._PositiveDefinite:
         return PositiveDefinite()
+    if kind is constraints._Union:
+        raise DistributionError(f"no transform to unconstrained space for the support "
+                                f"{support!r}: a gradient kernel's trajectories cannot cross "
+                                "the gap of zero density between its parts (move the choice "
+                                "with th.lmh or th.mh)")
     raise DistributionError(f"no transform to unconstrained space for the support {support!r}")

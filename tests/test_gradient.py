@@ -414,6 +414,23 @@ def test_a_derivative_jax_lacks_is_refused_by_the_probe():
     assert next(iter(r.stats)) == "mh('nu', drift())"
 
 
+def test_a_gradient_run_computing_another_density_is_refused(monkeypatch):
+    """A family whose array path (JAX) computes another density than its NumPy one: the
+    compiled density agrees with JAX's eager run but not with the engine's log-joint, and
+    NUTS would sample another posterior (here Gamma(2, 0.7) for Gamma(2, 1), silently)."""
+    from thrifty.distributions.xp import is_foreign
+
+    numpy_path = dist.Gamma.log_prob
+
+    def tilted(self, value):
+        return numpy_path(self, value) + (0.3 * value if is_foreign(value) else 0.0)
+
+    monkeypatch.setattr(dist.Gamma, "log_prob", tilted)
+    with pytest.raises(ModelError, match=r"differs from the program's .* by more than "
+                                         "rounding"):
+        th.infer(poisson_obs(2), th.nuts("lam"), num_samples=5, progress=False)
+
+
 @th.model
 def crp_model(x):
     crp = th.CRP(1.0)

@@ -291,9 +291,13 @@ def _name(key) -> str:
 AGREE = 1e-9  # a compiled log-density agrees within this, relative and absolute: rounding
 
 
-def _close(a: float, b: float) -> bool:
-    """Whether two log-densities agree up to rounding (:data:`AGREE`; both −∞ agree)."""
-    return a == b or abs(a - b) <= AGREE * (1.0 + abs(b))
+ROUNDING = 1e-6  # JAX's functions and NumPy's (special functions in far tails) agree within
+# this, relative and absolute: a larger difference is another density
+
+
+def _close(a: float, b: float, tol: float = AGREE) -> bool:
+    """Whether two log-densities agree up to rounding (``tol``; both −∞ agree)."""
+    return a == b or abs(a - b) <= tol * (1.0 + abs(b))
 
 
 def jax_tree_map(f, tree):
@@ -618,7 +622,9 @@ class HMC(Selecting):
         Raises ModelError when the compiled density differs from the eager run: JAX keeps a
         NumPy array that traced code reads by reference until it compiles the whole trace,
         so an array the model refills in place between uses (a buffer refilled at each step
-        of a chain) is read with its last contents at every use."""
+        of a chain) is read with its last contents at every use; and when the eager run
+        differs from the engine's by more than JAX's and NumPy's rounding (:data:`ROUNDING`):
+        the gradient run computes another density."""
         import jax.numpy as jnp
 
         b = trace.known_log_joint()
@@ -635,10 +641,23 @@ class HMC(Selecting):
         e = comp.eager(u0, ovals)
         if not _close(a, e):
             raise ModelError(self._disagreement(keys, a, e, b))
+        if b == b and not comp.data_inputs and not _close(e, b, ROUNDING):
+            raise ModelError(self._another_density(keys, e, b))
         self._eager_agreed.add(comp)
         if b != b:
             return None
         return not comp.data_inputs
+
+    def _another_density(self, keys, eager, engine) -> str:
+        """The gradient run computes another density than the engine's (beyond rounding)."""
+        names = ", ".join(map(_name, keys))
+        who = (f"th.infer's default kernel assigned NUTS to {names}, and the log-density"
+               if self.by_default else f"{self.label()}: the log-density of the block {names}")
+        return (f"{who} that JAX computes differs from the program's at the trace's state "
+                f"({eager:.10g} with JAX, {engine:.10g} the engine's log-joint) by more than "
+                "rounding: a family's array path computes another density than its NumPy "
+                "one there, or a support's transform differs; a gradient kernel would sample "
+                "another posterior. Move these choices with th.mh(..., th.drift()) or th.lmh()")
 
     def _disagreement(self, keys, compiled, eager, engine) -> str:
         """Why the compiled density is not the program's, and the fixes."""

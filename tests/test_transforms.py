@@ -149,6 +149,9 @@ def test_a_mixture_s_support_joins_its_components():
     s = mix(dist.Uniform(lo, lo + 1.0), dist.Uniform(lo + 0.5, lo + 2.0)).support
     np.testing.assert_array_equal(s.lower, lo)
     np.testing.assert_array_equal(s.upper, lo + 2.0)
+    # a traced bound (a gradient run's): joined by maximum, a side open in one part stays open
+    t = biject_to(mix(dist.Gamma(2.0, 1.0), dist.Uniform(0.0, xs.asarray(2.0))).support)
+    assert type(t) is ExpAbove and t.lower == 0.0
     for gap in (mix(dist.Uniform(0.0, 1.0), dist.Uniform(2.0, 3.0)),
                 mix(dist.Uniform(lo, lo + 1.0), dist.Uniform(lo + np.array([0.5, 1.5]), 9.0))):
         with pytest.raises(DistributionError, match="cannot cross the gap"):

@@ -309,17 +309,23 @@ def _bounds(c) -> tuple | None:
 
 def _span(bounds: list):
     """The interval spanning the intervals ``bounds`` ((lower, upper) pairs), or None where
-    they leave a gap.  A side open in every one stays open; bounds of another array library
+    they leave a gap.  A side open in one of them is open; bounds of another array library
     (a gradient run's traced values) are joined by minimum and maximum — their gaps are
     checked on the trace's values, with NumPy, before a gradient kernel's step."""
     los, his = [b[0] for b in bounds], [b[1] for b in bounds]
     if any(is_foreign(v) for v in los + his):
         xp = namespace(*los, *his)
-        lo = -INF if all(not is_foreign(v) and all_true(np.asarray(v) == -INF) for v in los) \
-            else _fold(xp.minimum, los)
-        hi = INF if all(not is_foreign(v) and all_true(np.asarray(v) == INF) for v in his) \
-            else _fold(xp.maximum, his)
-        return constraints.interval(lo, hi)
+
+        def side(values, inf, join, fixed):
+            if any(not is_foreign(v) and all_true(np.asarray(v) == inf) for v in values):
+                return inf
+            if not any(is_foreign(v) for v in values):  # (this side's bounds: NumPy)
+                out = fixed(np.broadcast_arrays(*(np.asarray(v, float) for v in values)), 0)
+                return float(out) if out.ndim == 0 else out
+            return _fold(join, values)
+
+        return constraints.interval(side(los, -INF, xp.minimum, np.min),
+                                    side(his, INF, xp.maximum, np.max))
     lo = np.stack(np.broadcast_arrays(*(np.asarray(v, float) for v in los + his)), -1)
     lo, hi = lo[..., :len(los)], lo[..., len(los):]
     order = np.argsort(lo, axis=-1)

@@ -143,6 +143,27 @@ def test_a_one_sided_truncation_at_a_choice_of_the_block_gives_the_grid_posterio
 
 
 @th.model
+def upper_truncated_scale():
+    s = th.sample("s", dist.Gamma(2.0, 1.0))
+    th.sample("x", dist.Truncated(dist.HalfNormal(s), high=3.0))
+
+
+def test_a_truncation_above_a_positive_family_moves_within_its_support():
+    """x ~ HalfNormal(s) truncated above at 3 moves in [0, 3], its support within the base's,
+    not in (−∞, 3], whose negative half has density 0 (a wall: 75% of the transitions
+    diverged).  s keeps its prior Gamma(2, 1); x against a grid of the joint."""
+    r = th.infer(upper_truncated_scale(), th.nuts(["s", "x"]), num_samples=1000, burn_in=500,
+                 seed=8, progress=False)
+    g = stats.gamma(2.0)
+    check_continuous(r["s"], g.mean(), g.std(), g.cdf, what="s")
+    S, X = np.meshgrid(np.linspace(1e-3, 15.0, 1500), np.linspace(1e-4, 3.0, 600),
+                       indexing="ij")
+    w = g.pdf(S) * stats.halfnorm.pdf(X, scale=S) / stats.halfnorm.cdf(3.0, scale=S)
+    check_continuous(r["x"], *_marginal(X[0], w.sum(0)), what="x")
+    assert r.sample_stats["diverging"].mean() < 0.02
+
+
+@th.model
 def far_tail():
     mu = th.sample("mu", dist.Normal(0.0, 1.0))
     th.sample("x", dist.Truncated(dist.Normal(mu, 1.0), low=40.0))

@@ -115,6 +115,8 @@ def test_every_continuous_family_has_a_transform_and_discrete_ones_refuse():
         dist.Truncated(dist.Normal(0.0, 1.0), -1.0, 2.0): SigmoidInterval,
         dist.Truncated(dist.Normal(0.0, 1.0), low=0.5): ExpAbove,
         dist.Truncated(dist.Normal(0.0, 1.0), high=0.5): ExpBelow,
+        dist.Truncated(dist.HalfNormal(1.0), high=0.5): SigmoidInterval,  # [0, 0.5]
+        dist.Truncated(dist.Gamma(2.0, 1.0), low=-1.0): ExpAbove,  # (0, ∞)
         dist.Truncated(dist.Normal(0.0, 1.0), low=np.array([-1.0, 0.0])): ExpAbove,
         dist.Dirichlet(np.ones(3)): StickBreaking,
         dist.LKJCholesky(3, 1.0): CorrCholesky,

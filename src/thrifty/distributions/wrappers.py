@@ -230,9 +230,16 @@ class Truncated(Distribution):
 
     @property
     def support(self):
+        """``[low, high]`` within the base's support (a half-normal truncated above at 3:
+        ``[0, 3]``, where a gradient kernel's transform maps; not ``(−∞, 3]``, whose negative
+        half has density 0)."""
         if self.is_discrete:
             return constraints.integer_interval(self.low, self.high)
-        return constraints.interval(self.low, self.high)
+        inner = _bounds(self.base.support)
+        if inner is None:
+            return constraints.interval(self.low, self.high)
+        return constraints.interval(_meet(self.low, inner[0], max),
+                                    _meet(self.high, inner[1], min))
 
     @property
     def has_enumerate_support(self):
@@ -336,6 +343,18 @@ def _span(bounds: list):
     lo, hi = lo[..., 0], reach[..., -1]
     return constraints.interval(float(lo) if lo.ndim == 0 else lo,
                                 float(hi) if hi.ndim == 0 else hi)
+
+
+def _meet(bound, inner, pick):
+    """The tighter of a truncation bound and the base's support's (``pick``: max below, min
+    above), entry by entry; a bound of another array library through its namespace."""
+    if not (is_foreign(bound) or is_foreign(inner)):
+        out = (np.maximum if pick is max else np.minimum)(np.asarray(bound, float), inner)
+        return float(out) if out.ndim == 0 else out
+    if not is_foreign(inner) and all_true(np.asarray(inner) == (-INF if pick is max else INF)):
+        return bound  # (the base's support open on that side)
+    xp = namespace(bound, inner)
+    return (xp.maximum if pick is max else xp.minimum)(bound, inner)
 
 
 def _fold(f, values):

@@ -290,6 +290,26 @@ def test_truncated_cdfs_on_the_array_api():
         np.testing.assert_allclose(np.asarray(g), _central(log_z(m, lo, hi), c), rtol=1e-6)
 
 
+def test_the_log_normaliser_of_a_far_tail_has_its_derivative():
+    """Truncated to a far tail (40 sd from the centre, either side): the branch of the
+    log-normaliser not taken is log 0 there, and its derivative must not reach the one taken
+    (NaN: every NUTS trajectory diverged).  Against central differences of the NumPy
+    normaliser (exact in log space)."""
+    cases = ((40.0, None), (None, -40.0), (38.0, 45.0))
+
+    @jax.jit
+    def run(mu):
+        return [jax.value_and_grad(lambda m, lo=lo, hi=hi: dist.Truncated(
+            dist.Normal(m, 1.0), lo, hi)._log_z)(mu) for lo, hi in cases]
+
+    for (lo, hi), (got, g) in zip(cases, run(jnp.asarray(0.3))):
+        def ref(p, lo=lo, hi=hi):
+            return dist.Truncated(dist.Normal(p[0], 1.0), lo, hi)._log_z
+
+        assert np.isclose(float(got), ref([0.3]), rtol=1e-9), (lo, hi)
+        np.testing.assert_allclose(float(g), _central(ref, (0.3,))[0], rtol=1e-6)
+
+
 def test_glm_on_jax():
     from thrifty import glm
 

@@ -24,7 +24,7 @@ from scipy import stats
 import thrifty as th
 from stat_helpers import P_MIN, Z_MAX, check_continuous, ks_p, mean_z
 from thrifty import dist
-from thrifty.errors import ModelError, SelectionError
+from thrifty.errors import DistributionError, ModelError, NotDifferentiable, SelectionError
 
 Y8 = np.array([28.0, 8, -3, 7, -1, 1, 18, 12])
 S8 = np.array([15.0, 10, 16, 11, 9, 11, 10, 18])
@@ -114,6 +114,98 @@ def test_each_transform_gives_the_conjugate_posterior():
         d = stats.beta(a, 6.0 - a)
         check_continuous(w[..., j], d.mean(), d.std(), d.cdf, what=f"w[{j}]")
     assert np.allclose(w.sum(-1), 1.0)
+
+
+@th.model
+def one_sided(upper):
+    """A truncation bound that is another choice of the block, the other side open: x's support
+    is (a, ∞) or (−∞, a)."""
+    a = th.sample("a", dist.Normal(0.0, 1.0))
+    x = th.sample("x", dist.Truncated(dist.Normal(0.0, 1.0), **{"high" if upper else "low": a}))
+    th.observe("y", dist.Normal(x, 1.0), 0.5)
+
+
+@pytest.mark.parametrize("upper", [False, True])
+def test_a_one_sided_truncation_at_a_choice_of_the_block_gives_the_grid_posterior(upper):
+    """x | a ~ N(0, 1) truncated to (a, ∞) (or (−∞, a)), y = 0.5 ~ N(x, 1): (a, x) on a grid.
+    Both sides open in x's transform give x = a + exp(u) (a − exp(u)); a transform for a
+    finite interval would put x at ±∞."""
+    r = th.infer(one_sided(upper), th.nuts(["a", "x"]), num_samples=1500, burn_in=500, seed=5,
+                 progress=False)
+    A, X = np.meshgrid(np.linspace(-7, 7, 701), np.linspace(-9, 9, 901), indexing="ij")
+    inside = X < A if upper else X > A
+    tail = stats.norm.logcdf(A) if upper else stats.norm.logsf(A)
+    lp = stats.norm.logpdf(A) + stats.norm.logpdf(X) - tail + stats.norm.logpdf(0.5, X, 1.0)
+    w = np.exp(np.where(inside, lp, -np.inf) - lp[inside].max())
+    for name, g, axis in (("a", A[:, 0], 1), ("x", X[0], 0)):
+        mean, sd, cdf = _marginal(g, w.sum(axis))
+        check_continuous(r[name], mean, sd, cdf, what=name)
+
+
+@th.model
+def upper_truncated_scale():
+    s = th.sample("s", dist.Gamma(2.0, 1.0))
+    th.sample("x", dist.Truncated(dist.HalfNormal(s), high=3.0))
+
+
+def test_a_truncation_above_a_positive_family_moves_within_its_support():
+    """x ~ HalfNormal(s) truncated above at 3 moves in [0, 3], its support within the base's,
+    not in (−∞, 3], whose negative half has density 0 (a wall: 75% of the transitions
+    diverged).  s keeps its prior Gamma(2, 1); x against a grid of the joint."""
+    r = th.infer(upper_truncated_scale(), th.nuts(["s", "x"]), num_samples=1000, burn_in=500,
+                 seed=8, progress=False)
+    g = stats.gamma(2.0)
+    check_continuous(r["s"], g.mean(), g.std(), g.cdf, what="s")
+    S, X = np.meshgrid(np.linspace(1e-3, 15.0, 1500), np.linspace(1e-4, 3.0, 600),
+                       indexing="ij")
+    w = g.pdf(S) * stats.halfnorm.pdf(X, scale=S) / stats.halfnorm.cdf(3.0, scale=S)
+    check_continuous(r["x"], *_marginal(X[0], w.sum(0)), what="x")
+    assert r.sample_stats["diverging"].mean() < 0.02
+
+
+@th.model
+def far_tail():
+    mu = th.sample("mu", dist.Normal(0.0, 1.0))
+    th.sample("x", dist.Truncated(dist.Normal(mu, 1.0), low=40.0))
+
+
+def test_a_truncation_in_a_far_tail_gives_the_prior():
+    """x | mu truncated 40 sd above mu's prior mean, nothing observed: mu keeps its prior
+    N(0, 1).  (The log-normaliser's derivative was NaN there: every transition diverged and
+    mu stayed at its start.)"""
+    r = th.infer(far_tail(), th.nuts(["mu", "x"]), num_samples=500, burn_in=200, seed=6,
+                 progress=False)
+    check_continuous(r["mu"], 0.0, 1.0, stats.norm.cdf, what="mu")
+    assert r.sample_stats["diverging"].mean() < 0.02
+
+
+@th.model
+def mixtures(gap):
+    x = th.sample("x", dist.Mixture(np.array([0.3, 0.7]), [dist.Uniform(0.0, 1.0),
+                                                          dist.Uniform(3.0 if gap else 0.5, 3.5)]))
+    th.observe("y", dist.Normal(x, 1.0), 1.5)
+    g = th.sample("g", dist.Mixture(np.array([0.5, 0.5]), [dist.Gamma(2.0, 1.0),
+                                                          dist.LogNormal(0.0, 1.0)]))
+    th.observe("k", dist.Poisson(g), 3)
+
+
+def test_nuts_on_mixtures_moves_in_the_span_of_their_supports_and_refuses_a_gap():
+    """x's components are uniform on [0, 1] and [0.5, 3.5]: x moves in [0, 3.5] (its support
+    was the real line, the components' domain); g's are a gamma and a log-normal, supports
+    [0, ∞) and (0, ∞): (0, ∞) (it was refused).  With [0, 1] and [3, 3.5], a gap NUTS could
+    never cross: refused by name (x stayed in the component it started in: P(x < 2) = 0 or 1
+    against the exact 0.54)."""
+    r = th.infer(mixtures(False), th.nuts(["x", "g"]), num_samples=1000, burn_in=500, seed=7,
+                 progress=False)
+    gx, gg = np.linspace(1e-9, 3.5 - 1e-9, 70001), np.linspace(1e-9, 60.0, 120001)
+    px = (0.3 * stats.uniform(0, 1).pdf(gx) + 0.7 * stats.uniform(0.5, 3).pdf(gx)) * \
+        stats.norm.pdf(1.5, gx, 1.0)
+    pg = (0.5 * stats.gamma(2.0).pdf(gg) + 0.5 * stats.lognorm(1.0).pdf(gg)) * \
+        stats.poisson.pmf(3, gg)
+    check_continuous(r["x"], *_marginal(gx, px), what="x")
+    check_continuous(r["g"], *_marginal(gg, pg), what="g")
+    with pytest.raises(DistributionError, match=r"nuts: \('x',\).*cannot cross the gap"):
+        th.infer(mixtures(True), th.nuts("x"), num_samples=5, progress=False)
 
 
 @th.model
@@ -326,6 +418,41 @@ def test_a_family_failing_on_traced_values_is_not_called_numpy_only(monkeypatch)
 
 
 @th.model
+def truncated_t(y):
+    nu = th.sample("nu", dist.Gamma(2.0, 0.5))
+    th.observe("y", dist.Truncated(dist.StudentT(nu, 0.0, 1.0), low=0.0), y)
+
+
+def test_a_derivative_jax_lacks_is_refused_by_the_probe():
+    """The truncated t's normaliser is an incomplete beta function, which JAX differentiates
+    in x only: tracing the derivative raises.  The probe traces it, so the error names the
+    model's line before a step (it was JAX's ValueError from the first step), and th.infer's
+    default kernel moves nu with MH (it chose NUTS, which then failed)."""
+    with pytest.raises(NotDifferentiable, match=r"Truncated\(dist.StudentT.*StudentT failed "
+                                                r"on the traced values.*Betainc gradient"):
+        th.infer(truncated_t(1.3), th.nuts("nu"), num_samples=5, progress=False)
+    r = th.infer(truncated_t(1.3), num_samples=5, burn_in=5, seed=0, progress=False)
+    assert next(iter(r.stats)) == "mh('nu', drift())"
+
+
+def test_a_gradient_run_computing_another_density_is_refused(monkeypatch):
+    """A family whose array path (JAX) computes another density than its NumPy one: the
+    compiled density agrees with JAX's eager run but not with the engine's log-joint, and
+    NUTS would sample another posterior (here Gamma(2, 0.7) for Gamma(2, 1), silently)."""
+    from thrifty.distributions.xp import is_foreign
+
+    numpy_path = dist.Gamma.log_prob
+
+    def tilted(self, value):
+        return numpy_path(self, value) + (0.3 * value if is_foreign(value) else 0.0)
+
+    monkeypatch.setattr(dist.Gamma, "log_prob", tilted)
+    with pytest.raises(ModelError, match=r"differs from the program's .* by more than "
+                                         "rounding"):
+        th.infer(poisson_obs(2), th.nuts("lam"), num_samples=5, progress=False)
+
+
+@th.model
 def crp_model(x):
     crp = th.CRP(1.0)
     mu = th.sample("mu", dist.Normal(0.0, 1.0))
@@ -343,6 +470,32 @@ def test_errors_name_the_site_and_the_fix():
         th.infer(own_family_obs(1.0), th.nuts("mu"), num_samples=5, progress=False)
     with pytest.raises(ModelError, match="coupled process"):
         th.infer(crp_model(np.zeros(4)), th.nuts("mu"), num_samples=5, progress=False)
+
+
+@th.model
+def mixed_bounds(low):
+    with th.plate("data", len(low)) as i:
+        x = th.sample("x", dist.Truncated(dist.Normal(0.0, 1.0), low=low[i]))
+        th.observe("y", dist.Normal(x, 1.0), 0.5)
+
+
+@th.model
+def on_an_interval():
+    u = th.sample("u", dist.Uniform(0.0, 2.0))
+    th.observe("y", dist.Normal(u, 1.0), 0.3)
+
+
+def test_supports_without_a_transform_and_values_on_a_boundary_are_refused_by_name():
+    """A plate's bound infinite for some elements only (ExpAbove put those at −∞: NaN draws),
+    and a value on a closed boundary, which the unconstrained coordinates place at infinity
+    (a NaN log-density, reported as a buffer rewritten in place)."""
+    with pytest.raises(DistributionError, match=r"nuts: \('data', \*, 'x'\).*infinite on "
+                                                "some entries"):
+        th.infer(mixed_bounds(np.array([-np.inf, 0.0])), th.nuts("data.x"), num_samples=5,
+                 progress=False)
+    with pytest.raises(DistributionError, match=r"nuts: \('u',\).*boundary of the support"):
+        th.infer(on_an_interval(), th.nuts("u"), num_samples=5, progress=False,
+                 init={"u": 2.0})
 
 
 def test_the_examples_run():

@@ -15,6 +15,7 @@ from thrifty.errors import DistributionError
 from thrifty.transforms import (
     CorrCholesky,
     ExpAbove,
+    ExpBelow,
     Identity,
     PositiveDefinite,
     SigmoidInterval,
@@ -25,6 +26,7 @@ from thrifty.transforms import (
 # transform, number of unconstrained values, the free coordinates of a constrained value
 TRANSFORMS = {
     "exp": (ExpAbove(1.5), 1, lambda x: np.atleast_1d(x)),
+    "exp_below": (ExpBelow(-0.5), 1, lambda x: np.atleast_1d(x)),
     "interval": (SigmoidInterval(-2.0, 3.0), 1, lambda x: np.atleast_1d(x)),
     "simplex": (StickBreaking(), 4, lambda x: x[:-1]),
     "corr_cholesky": (CorrCholesky(), 6, lambda x: x[np.tril_indices(4, -1)]),
@@ -48,7 +50,9 @@ def test_round_trip_and_support(name):
     xb = t.forward(batch)
     np.testing.assert_allclose(t.inverse(xb), batch, atol=1e-10)
     assert np.shape(t.log_abs_det_jacobian(batch)) == (7,)
-    support = {"exp": constraints.greater_than(1.5), "interval": constraints.interval(-2, 3),
+    support = {"exp": constraints.greater_than(1.5),
+               "exp_below": constraints.interval(-np.inf, -0.5),
+               "interval": constraints.interval(-2, 3),
                "simplex": constraints.simplex, "corr_cholesky": constraints.corr_cholesky,
                "positive_definite": constraints.positive_definite}[name]
     assert np.all(support.check(xb))
@@ -110,6 +114,10 @@ def test_every_continuous_family_has_a_transform_and_discrete_ones_refuse():
         dist.Beta(2.0, 2.0): SigmoidInterval, dist.Uniform(-1.0, 1.0): SigmoidInterval,
         dist.Truncated(dist.Normal(0.0, 1.0), -1.0, 2.0): SigmoidInterval,
         dist.Truncated(dist.Normal(0.0, 1.0), low=0.5): ExpAbove,
+        dist.Truncated(dist.Normal(0.0, 1.0), high=0.5): ExpBelow,
+        dist.Truncated(dist.HalfNormal(1.0), high=0.5): SigmoidInterval,  # [0, 0.5]
+        dist.Truncated(dist.Gamma(2.0, 1.0), low=-1.0): ExpAbove,  # (0, ∞)
+        dist.Truncated(dist.Normal(0.0, 1.0), low=np.array([-1.0, 0.0])): ExpAbove,
         dist.Dirichlet(np.ones(3)): StickBreaking,
         dist.LKJCholesky(3, 1.0): CorrCholesky,
         dist.Wishart(3.0, scale=np.eye(2)): PositiveDefinite,
@@ -120,6 +128,47 @@ def test_every_continuous_family_has_a_transform_and_discrete_ones_refuse():
         with pytest.raises(DistributionError, match="discrete"):
             biject_to(d.support)
     assert type(biject_to(constraints.positive_definite)) is PositiveDefinite
+    # a bound infinite on some entries only: no one transform (ExpAbove would put those
+    # entries at −∞)
+    for lo, hi in (([-np.inf, 0.0], np.inf), (0.0, [np.inf, 1.0]), ([-np.inf, 0.0], 2.0)):
+        with pytest.raises(DistributionError, match="infinite on some entries"):
+            biject_to(constraints.interval(np.array(lo), np.array(hi)))
+
+
+def test_a_mixture_s_support_joins_its_components():
+    """Intervals that overlap or touch join into the interval spanning them (entry by entry);
+    a gap leaves a union, which has no transform (a mixture's support was the union of the
+    components' domains: the real line for uniforms on [0, 1] and [2, 3])."""
+    def mix(*comps):
+        return dist.Mixture(np.ones(len(comps)) / len(comps), list(comps))
+
+    t = biject_to(mix(dist.Uniform(0.0, 2.0), dist.Uniform(1.0, 3.0)).support)
+    assert type(t) is SigmoidInterval and (t.lower, t.upper) == (0.0, 3.0)
+    assert type(biject_to(mix(dist.Gamma(2.0, 1.0), dist.LogNormal(0.0, 1.0)).support)) is ExpAbove
+    assert type(biject_to(mix(dist.Normal(0.0, 1.0), dist.Gamma(2.0, 1.0)).support)) is Identity
+    assert type(biject_to(mix(dist.Normal(0.0, 1.0), dist.Normal(3.0, 1.0)).support)) is Identity
+    lo = np.array([0.0, 5.0])
+    s = mix(dist.Uniform(lo, lo + 1.0), dist.Uniform(lo + 0.5, lo + 2.0)).support
+    np.testing.assert_array_equal(s.lower, lo)
+    np.testing.assert_array_equal(s.upper, lo + 2.0)
+    # a traced bound (a gradient run's): joined by maximum, a side open in one part stays open
+    t = biject_to(mix(dist.Gamma(2.0, 1.0), dist.Uniform(0.0, xs.asarray(2.0))).support)
+    assert type(t) is ExpAbove and t.lower == 0.0
+    for gap in (mix(dist.Uniform(0.0, 1.0), dist.Uniform(2.0, 3.0)),
+                mix(dist.Uniform(lo, lo + 1.0), dist.Uniform(lo + np.array([0.5, 1.5]), 9.0))):
+        with pytest.raises(DistributionError, match="cannot cross the gap"):
+            biject_to(gap.support)
+
+
+def test_a_traced_bound_with_an_open_side_opens_that_side():
+    """A bound of the array library (a gradient run's traced choice) is taken as finite; an
+    open side (a Python or NumPy infinity) stays open: x = lo + exp(u), not lo + ∞ · σ(u)."""
+    lo, hi = xs.asarray(0.5), xs.asarray(-0.5)
+    assert type(biject_to(constraints.interval(lo, np.inf))) is ExpAbove
+    assert type(biject_to(constraints.interval(-np.inf, hi))) is ExpBelow
+    assert type(biject_to(constraints.interval(lo, xs.asarray(2.0)))) is SigmoidInterval
+    x = biject_to(constraints.interval(lo, np.inf)).forward(xs.asarray([-1.0, 3.0]))
+    np.testing.assert_allclose(np.asarray(x), 0.5 + np.exp([-1.0, 3.0]))
 
 
 @pytest.mark.parametrize("name", list(TRANSFORMS))

@@ -11,6 +11,7 @@ support                              ``forward(u)``                             
 ===================================  =========================================  ===============
 real, real vector                    u                                          same shape
 (lower, ∞)                           lower + exp(u)                             same shape
+(−∞, upper)                          upper − exp(u)                             same shape
 (lower, upper), unit interval        lower + (upper − lower) σ(u)               same shape
 simplex of K                         stick-breaking, σ(u_k − log(K − 1 − k))   K − 1
 Cholesky factor of a correlation     canonical partial correlations tanh(u)     K(K − 1)/2
@@ -117,6 +118,27 @@ class ExpAbove(Transform):
 
     def __repr__(self) -> str:
         return f"ExpAbove({self.lower})"
+
+
+class ExpBelow(Transform):
+    """(−∞, upper): x = upper − exp(u), log-Jacobian u."""
+
+    def __init__(self, upper=0.0):
+        self.upper = upper
+
+    def forward(self, u):
+        u = _as_array(u)
+        return self.upper - _ns(u).exp(u)
+
+    def inverse(self, x):
+        x = _as_array(x)
+        return _ns(x).log(self.upper - x)
+
+    def log_abs_det_jacobian(self, u):
+        return _as_array(u)
+
+    def __repr__(self) -> str:
+        return f"ExpBelow({self.upper})"
 
 
 class SigmoidInterval(Transform):
@@ -303,6 +325,23 @@ class PositiveDefinite(Transform):
         return (_tril_size(event_shape[-1], diag=True),)
 
 
+def _open(bound, inf: float, support) -> bool:
+    """Whether an interval's ``bound`` is ``inf`` (−∞ below, +∞ above) on every entry: a side
+    the transform leaves open.  A bound of another array library (traced in a gradient run: a
+    choice's value, or data given as inputs) is taken as finite, as a bound read from the
+    model's choices is; one infinite on some entries only has no single transform."""
+    if is_foreign(bound):
+        return False
+    b = np.asarray(bound)
+    if np.all(b == inf):
+        return True
+    if np.any(np.isinf(b)):
+        raise DistributionError(f"no transform for the interval {support!r}: a bound is "
+                                "infinite on some entries and finite on others (give those "
+                                "entries separate sites, or a finite bound)")
+    return False
+
+
 def biject_to(support: constraints.Constraint) -> Transform:
     """The transform from unconstrained space onto ``support`` (a
     :class:`~thrifty.distributions.constraints.Constraint`; a distribution's ``.support``).
@@ -319,15 +358,13 @@ def biject_to(support: constraints.Constraint) -> Transform:
         return ExpAbove(support.lower)
     if kind is constraints._Interval:
         lo, hi = support.lower, support.upper
-        if is_foreign(lo) or is_foreign(hi):  # traced bounds (a gradient run): finite ones
-            return SigmoidInterval(lo, hi)
-        if np.all(np.isneginf(lo)) and np.all(np.isposinf(hi)):
+        open_lo, open_hi = _open(lo, -np.inf, support), _open(hi, np.inf, support)
+        if open_lo and open_hi:
             return Identity(0)
-        if np.all(np.isposinf(hi)):
+        if open_hi:
             return ExpAbove(lo)
-        if np.any(np.isinf(lo)) or np.any(np.isinf(hi)):
-            raise DistributionError(f"no transform for the interval {support!r} (an interval "
-                                    "bounded above only is not supported)")
+        if open_lo:
+            return ExpBelow(hi)
         return SigmoidInterval(lo, hi)
     if kind is constraints._Simplex:
         return StickBreaking()
@@ -335,4 +372,9 @@ def biject_to(support: constraints.Constraint) -> Transform:
         return CorrCholesky()
     if kind is constraints._PositiveDefinite:
         return PositiveDefinite()
+    if kind is constraints._Union:
+        raise DistributionError(f"no transform to unconstrained space for the support "
+                                f"{support!r}: a gradient kernel's trajectories cannot cross "
+                                "the gap of zero density between its parts (move the choice "
+                                "with th.lmh or th.mh)")
     raise DistributionError(f"no transform to unconstrained space for the support {support!r}")

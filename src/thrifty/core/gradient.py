@@ -487,6 +487,13 @@ def explain(run: GradientRun, e: BaseException) -> ModelError:
             f"{site}: {type(family).__name__} failed on the traced values of a gradient run "
             f"({name}: {text}), so a gradient kernel cannot differentiate through it here; "
             "update the choices it depends on with another kernel (th.mh, th.gibbs)")
+    if family is not None and name != "DistributionError":  # a derivative JAX lacks (the
+        # incomplete beta function's in its shape parameters), met as the gradient is traced
+        return NotDifferentiable(
+            f"the model's code{where}{after}: {type(family).__name__} failed on the traced "
+            "values of a gradient run "
+            f"({name}: {str(e).strip()}), so a gradient kernel cannot differentiate through it "
+            "here; update the choices it depends on with another kernel (th.mh, th.gibbs)")
     if name in _JAX_TRACER_ERRORS:
         what = ("a NumPy function or Python control flow (if, int(), float()) was given a value "
                 "that depends on the gradient kernel's block or on another continuous choice "

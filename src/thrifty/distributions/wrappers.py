@@ -218,18 +218,28 @@ class Truncated(Distribution):
         a = self.low - 1.0 if self.is_discrete else self.low
         la, sa = self._xp_tails(xp, a, -INF)
         lb, sb = self._xp_tails(xp, self.high, INF)
-        self._upper = la > sa
+        upper = self._upper = la > sa
         self._tails = la, lb, sa, sb
-        from_sf = sa + xp.log(-xp.expm1(xp.asarray(sb - sa)))
-        from_cdf = lb + xp.log(-xp.expm1(xp.asarray(la - lb)))
-        log_z = xp.where(self._upper, from_sf, from_cdf)
+        # each side's formula given its own arguments only: the other's is log 0 in a far tail
+        # (la = log F(40) rounds to 0), and its derivative, ∞, times the where's 0 is NaN
+        cond = xp.asarray(upper)
+        from_sf = sa + xp.log(-xp.expm1(xp.where(cond, xp.asarray(sb - sa), -1.0)))
+        from_cdf = lb + xp.log(-xp.expm1(xp.where(cond, -1.0, xp.asarray(la - lb))))
+        log_z = xp.where(cond, from_sf, from_cdf)
         return xp.where(xp.isnan(log_z), -INF, log_z)
 
     @property
     def support(self):
+        """``[low, high]`` within the base's support (a half-normal truncated above at 3:
+        ``[0, 3]``, where a gradient kernel's transform maps; not ``(−∞, 3]``, whose negative
+        half has density 0)."""
         if self.is_discrete:
             return constraints.integer_interval(self.low, self.high)
-        return constraints.interval(self.low, self.high)
+        inner = _bounds(self.base.support)
+        if inner is None:
+            return constraints.interval(self.low, self.high)
+        return constraints.interval(_meet(self.low, inner[0], max),
+                                    _meet(self.high, inner[1], min))
 
     @property
     def has_enumerate_support(self):
@@ -293,6 +303,67 @@ class Truncated(Distribution):
         return f"{self.base!r}, low={describe(self.low)}, high={describe(self.high)}"
 
 
+def _bounds(c) -> tuple | None:
+    """(lower, upper) of a support that is an interval, a half-line or the real line."""
+    if c is constraints.real:
+        return -INF, INF
+    if type(c) is constraints._GreaterThan:
+        return c.lower, INF
+    if type(c) is constraints._Interval:
+        return c.lower, c.upper
+    return None
+
+
+def _span(bounds: list):
+    """The interval spanning the intervals ``bounds`` ((lower, upper) pairs), or None where
+    they leave a gap.  A side open in one of them is open; bounds of another array library
+    (a gradient run's traced values) are joined by minimum and maximum — their gaps are
+    checked on the trace's values, with NumPy, before a gradient kernel's step."""
+    los, his = [b[0] for b in bounds], [b[1] for b in bounds]
+    if any(is_foreign(v) for v in los + his):
+        xp = namespace(*los, *his)
+
+        def side(values, inf, join, fixed):
+            if any(not is_foreign(v) and all_true(np.asarray(v) == inf) for v in values):
+                return inf
+            if not any(is_foreign(v) for v in values):  # (this side's bounds: NumPy)
+                out = fixed(np.broadcast_arrays(*(np.asarray(v, float) for v in values)), 0)
+                return float(out) if out.ndim == 0 else out
+            return _fold(join, values)
+
+        return constraints.interval(side(los, -INF, xp.minimum, np.min),
+                                    side(his, INF, xp.maximum, np.max))
+    lo = np.stack(np.broadcast_arrays(*(np.asarray(v, float) for v in los + his)), -1)
+    lo, hi = lo[..., :len(los)], lo[..., len(los):]
+    order = np.argsort(lo, axis=-1)
+    lo, hi = np.take_along_axis(lo, order, -1), np.take_along_axis(hi, order, -1)
+    reach = np.maximum.accumulate(hi, axis=-1)
+    if np.any(lo[..., 1:] > reach[..., :-1]):
+        return None
+    lo, hi = lo[..., 0], reach[..., -1]
+    return constraints.interval(float(lo) if lo.ndim == 0 else lo,
+                                float(hi) if hi.ndim == 0 else hi)
+
+
+def _meet(bound, inner, pick):
+    """The tighter of a truncation bound and the base's support's (``pick``: max below, min
+    above), entry by entry; a bound of another array library through its namespace."""
+    if not (is_foreign(bound) or is_foreign(inner)):
+        out = (np.maximum if pick is max else np.minimum)(np.asarray(bound, float), inner)
+        return float(out) if out.ndim == 0 else out
+    if not is_foreign(inner) and all_true(np.asarray(inner) == (-INF if pick is max else INF)):
+        return bound  # (the base's support open on that side)
+    xp = namespace(bound, inner)
+    return (xp.maximum if pick is max else xp.minimum)(bound, inner)
+
+
+def _fold(f, values):
+    out = values[0]
+    for v in values[1:]:
+        out = f(out, v)
+    return out
+
+
 class Mixture(Distribution):
     """Finite mixture: ``x`` is drawn from ``components[k]`` with probability ``weights[k]``
     (PyMC's ``Mixture(w, comp_dists)``; NumPyro's ``MixtureGeneral``).
@@ -302,7 +373,8 @@ class Mixture(Distribution):
     ``weights`` has the components on its last axis (leading axes are batch axes) and must be
     non-negative and sum to 1.  The components must share their event shape and be all discrete
     or all continuous; each has scalar parameters or parameters of the mixture's full batch
-    shape.  ``domain`` is the union of the components' domains.  ``mean`` / ``variance`` come
+    shape.  ``domain`` is the union of the components' domains; ``support`` joins their supports
+    (see :attr:`support`).  ``mean`` / ``variance`` come
     from the components'; ``cdf``, ``sf`` and their logs too when every component has them
     (so a mixture can be truncated, though not sampled truncated: it has no ``icdf``).  The
     weights and the components' parameters may be JAX arrays (a gradient kernel's): invalid
@@ -413,6 +485,21 @@ class Mixture(Distribution):
         self.is_discrete = bool(comps[0].is_discrete)
         self.domain = constraints.union(*(c.domain for c in comps))
         self._log_w = xp.log(w)
+
+    @property
+    def support(self):
+        """The components' supports joined: the one set they all are; where they are intervals
+        (half-lines, the real line) that overlap or touch, entry by entry, the interval
+        spanning them, onto which a gradient kernel's transform maps; otherwise (a gap
+        between them) their union, which has no transform: a gradient kernel's trajectories
+        cannot cross a gap of zero density, and it refuses the choice.  A discrete mixture:
+        its domain."""
+        parts = [c.support for c in self.components]
+        if self.is_discrete or not parts or all(p is parts[0] for p in parts):
+            return parts[0] if parts and not self.is_discrete else self.domain
+        bounds = [_bounds(p) for p in parts]
+        hull = None if any(b is None for b in bounds) else _span(bounds)
+        return constraints.union(*parts) if hull is None else hull
 
     # -- density ---------------------------------------------------------------------------
     def log_prob(self, value):

@@ -59,7 +59,7 @@ from thrifty.core.engine import (
     top_site,
 )
 from thrifty.core.engine import plate as plate_view
-from thrifty.errors import ModelError, NotDifferentiable, SelectionError
+from thrifty.errors import DistributionError, ModelError, NotDifferentiable, SelectionError
 from thrifty.fingerprint import value_digest
 from thrifty.inference.selecting import Selecting
 
@@ -230,9 +230,11 @@ class _Compiled:
             return position, (vals, lj, eps_out, stats)
 
         def probe(u, ovals):
-            """Trace the program once (nothing compiled): its errors surface before a step's,
-            the shapes of the constrained values are known, and XLA's estimate of the flops
-            of one evaluation of the density."""
+            """Trace the program and its derivative (nothing compiled): their errors surface
+            before a step's, named by the site (a family with no derivative in a parameter
+            on JAX raises as the derivative is traced), the shapes of the constrained values
+            are known, and XLA's estimate of the flops of one evaluation of the density."""
+            jax.eval_shape(lambda v: jax.jvp(lambda w: run(w, ovals).lp, (v,), (v,)), u)
             lowered = observe.lower(u, ovals)  # (traced once: the shapes are its outputs')
             self.shapes = lowered.out_info
             cost = lowered.cost_analysis()
@@ -289,9 +291,13 @@ def _name(key) -> str:
 AGREE = 1e-9  # a compiled log-density agrees within this, relative and absolute: rounding
 
 
-def _close(a: float, b: float) -> bool:
-    """Whether two log-densities agree up to rounding (:data:`AGREE`; both −∞ agree)."""
-    return a == b or abs(a - b) <= AGREE * (1.0 + abs(b))
+ROUNDING = 1e-6  # JAX's functions and NumPy's (special functions in far tails) agree within
+# this, relative and absolute: a larger difference is another density
+
+
+def _close(a: float, b: float, tol: float = AGREE) -> bool:
+    """Whether two log-densities agree up to rounding (``tol``; both −∞ agree)."""
+    return a == b or abs(a - b) <= tol * (1.0 + abs(b))
 
 
 def jax_tree_map(f, tree):
@@ -616,7 +622,9 @@ class HMC(Selecting):
         Raises ModelError when the compiled density differs from the eager run: JAX keeps a
         NumPy array that traced code reads by reference until it compiles the whole trace,
         so an array the model refills in place between uses (a buffer refilled at each step
-        of a chain) is read with its last contents at every use."""
+        of a chain) is read with its last contents at every use; and when the eager run
+        differs from the engine's by more than JAX's and NumPy's rounding (:data:`ROUNDING`):
+        the gradient run computes another density."""
         import jax.numpy as jnp
 
         b = trace.known_log_joint()
@@ -633,10 +641,23 @@ class HMC(Selecting):
         e = comp.eager(u0, ovals)
         if not _close(a, e):
             raise ModelError(self._disagreement(keys, a, e, b))
+        if b == b and not comp.data_inputs and not _close(e, b, ROUNDING):
+            raise ModelError(self._another_density(keys, e, b))
         self._eager_agreed.add(comp)
         if b != b:
             return None
         return not comp.data_inputs
+
+    def _another_density(self, keys, eager, engine) -> str:
+        """The gradient run computes another density than the engine's (beyond rounding)."""
+        names = ", ".join(map(_name, keys))
+        who = (f"th.infer's default kernel assigned NUTS to {names}, and the log-density"
+               if self.by_default else f"{self.label()}: the log-density of the block {names}")
+        return (f"{who} that JAX computes differs from the program's at the trace's state "
+                f"({eager:.10g} with JAX, {engine:.10g} the engine's log-joint) by more than "
+                "rounding: a family's array path computes another density than its NumPy "
+                "one there, or a support's transform differs; a gradient kernel would sample "
+                "another posterior. Move these choices with th.mh(..., th.drift()) or th.lmh()")
 
     def _disagreement(self, keys, compiled, eager, engine) -> str:
         """Why the compiled density is not the program's, and the fixes."""
@@ -663,30 +684,42 @@ class HMC(Selecting):
 
         def inverse(support, value):
             b = biject_to(support)
-            u = np.asarray(b.inverse(value))
+            with np.errstate(divide="ignore", invalid="ignore"):
+                u = np.asarray(b.inverse(value))
+            if not np.all(np.isfinite(u)):
+                raise DistributionError(
+                    f"a value lies on the boundary of the support {support!r}, which the "
+                    "unconstrained coordinates of a gradient kernel place at infinity "
+                    "(Stan's constraint transforms): start it inside the support (init=), or "
+                    "move it with th.mh")
             return u, float(np.sum(b.log_abs_det_jacobian(u))) if jacobian else 0.0
 
         block = self._block(trace, cs)
         keys = tuple(b[0] for b in block)
         us, jac = [], 0.0
-        for key, _, value, d, _ in block:
+        for key, name, value, d, _ in block:
             value = np.asarray(value, dtype=float)
-            if type(d) is list:  # a chain site's steps: one support, or one per step
-                first = d[0].support
-                axis = 1 if is_plate_chain(key) else 0  # (elements, steps, ...) in a plate
-                if all(di.support is first for di in d):
-                    u, j = inverse(first, value)
-                else:
-                    steps = [inverse(di.support, v)
-                             for di, v in zip(d, np.moveaxis(value, axis, 0))]
-                    u, j = np.stack([u for u, _ in steps], axis=axis), sum(j for _, j in steps)
-            else:
-                u, j = inverse(d.support, value)
+            try:
+                u, j = self._inverse(key, value, d, inverse)
+            except DistributionError as e:  # (a support with no transform)
+                raise DistributionError(f"{self.name}: {name}: {e}") from e
             us.append(u)
             jac += j
         ushapes = tuple(u.shape for u in us)
         u0 = np.concatenate([u.ravel() for u in us]) if us else np.zeros(0)
         return (keys, u0, ushapes, jac) if jacobian else (keys, u0, ushapes)
+
+    @staticmethod
+    def _inverse(key, value, d, inverse):
+        """A block choice's unconstrained values and their log-Jacobian (see :meth:`_start`)."""
+        if type(d) is not list:
+            return inverse(d.support, value)
+        first = d[0].support  # a chain site's steps: one support, or one per step
+        if all(di.support is first for di in d):
+            return inverse(first, value)
+        axis = 1 if is_plate_chain(key) else 0  # (elements, steps, ...) in a plate
+        steps = [inverse(di.support, v) for di, v in zip(d, np.moveaxis(value, axis, 0))]
+        return np.stack([u for u, _ in steps], axis=axis), sum(j for _, j in steps)
 
     def _step(self, trace, rng):
         cs = self.choices(trace)

@@ -108,6 +108,7 @@ class Run:
     captured: list | None = None  # (address, distribution, value, element indices) (capture)
     stop: int | None = None  # pause after this many observations (see ``stop`` below)
     paused = False
+    identity = False  # one choice proposed: its present value again stops the run (Unchanged)
     unchanged = False  # an identity run whose proposal was the present value (Unchanged)
     n_obs = 0
     inc = 0.0  # the log-density of the observation it paused after
@@ -145,10 +146,9 @@ class Run:
         self.mode = mode
         self.targets = targets or None
         self.vec = vec or None
-        # one choice proposed (one scalar, or one element's): its present value again is the
-        # identity move (Unchanged)
-        self.identity = identity and len(targets or ()) + sum(
-            len(v.elems) for v in (vec or {}).values()) == 1
+        if identity:  # one choice proposed (a scalar, or one element's): see Unchanged
+            self.identity = len(targets) == 1 and not vec if targets else (
+                vec is not None and len(vec) == 1 and sum(len(v.elems) for v in vec.values()) == 1)
         # proposing new values of an existing trace: invalid parameters reject the proposal
         self.proposing = trace.clock > 0 and (self.targets is not None or self.vec is not None)
         self.plan = plan or EMPTY_PLAN

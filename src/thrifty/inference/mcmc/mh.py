@@ -148,7 +148,8 @@ class MH(Selecting):
             new = self.proposal.propose_many(g.plate_addr + ("*",) + g.rel, cur, discrete, rng)
             vec[(g.plate_addr, g.rel)] = VecTarget(g.element_array(), new)
             plan_elements(trace, plan, g.plate_addr, g.element_array())
-        run = self.execute(trace, rng, targets=targets, vec=vec, plan=plan, identity=True)
+        run = self.execute(trace, rng, targets=targets, vec=vec, plan=plan,
+                           identity=not vec and len(targets) == 1)
         if run.unchanged:  # the proposal was the present value: the identity move, accepted
             self.info.proposed += 1
             self.info.accepted += 1

@@ -354,3 +354,33 @@ def test_mixture_and_cycle_name_the_entry_that_is_not_a_kernel():
     with pytest.raises(ArgumentError, match="repeats must be an integer"):
         th.cycle([a, b], repeats=2.5)
     assert th.mixture([(1, a), (np.float64(3.0), b)]).probs.tolist() == [0.25, 0.75]
+
+
+MU2 = np.array([-1.0, 1.0])
+
+
+@th.model
+def chain_then_choice(y, reads_states):
+    def step(t, prev):
+        z = th.sample("z", dist.Bernoulli(0.5))
+        th.observe("y", dist.Normal(MU2[z], 1.0), y[t])
+        return z
+
+    xs = th.markov("s", step, len(y))
+    th.sample("theta", dist.Normal(MU2[xs[-1]] if reads_states else 0.0, 1.0))
+
+
+def test_particle_methods_name_a_choice_after_the_chain():
+    """A latent choice after the chain, not in ``fixed=``: th.smc listed "latent choices
+    outside it ()", naming none.  One whose parameters read the chain's states (an axis of the
+    particles): th.pgibbs said the given value had the wrong shape and to check init= or the
+    proposal."""
+    y = np.array([0.5, -0.3, 1.1])
+    with pytest.raises(ModelError, match=r"latent choice \('theta',\) comes after a markov"):
+        th.smc(chain_then_choice(y, False), 10, seed=0)
+    assert np.isfinite(th.smc(chain_then_choice(y, False), 10, seed=0,
+                              fixed={"theta": 0.2}).log_evidence)
+    kernel = th.cycle([th.pgibbs("s", 5), th.mh("theta", th.drift(1.0))])
+    with pytest.raises(ModelError, match=r"\('theta',\) outside the chains has parameters with "
+                                         "an axis of the 5 particles"):
+        _infer(chain_then_choice(y, True), kernel)

@@ -87,6 +87,7 @@ class ParticleFrame(BatchFrame):
             return BatchFrame.site_lanes(self, local, d, what)
         if d._error is not None:
             check_dist(d, local, self.run)
+        self._dist = d  # (its given value's shape is checked in site_target)
         return ScalarLanes(local, self.run.rng, False, self.run)
 
     def site_stored(self, local, lanes):
@@ -94,8 +95,21 @@ class ParticleFrame(BatchFrame):
 
     def site_target(self, local, lanes):
         """Its value given (a target: scored, −∞ → ZeroProbability) or ``RESAMPLE`` (drawn from
-        the prior: a fresh choice whose density is the proposal's, ``prior_drawn_lp``)."""
-        return self.given(local)
+        the prior: a fresh choice whose density is the proposal's, ``prior_drawn_lp``).  A value
+        of one particle's shape under parameters with the particles' axis is a choice that reads
+        what the particles hold (a chain's states): an error saying so."""
+        target = self.given(local)
+        d, n = self._dist, self.n
+        bs = d.batch_shape
+        if target is not RESAMPLE and n > 1 and len(bs) and bs[0] == n and (
+                np.shape(target) != tuple(bs) + tuple(d.event_shape)):
+            raise ModelError(
+                f"choice {fmt(local)} outside the chains has parameters with an axis of the {n} "
+                f"particles ({d!r}): it reads what the particles hold, such as a chain's states. "
+                "Particle methods keep one value of a choice outside the chains, shared by the "
+                "particles: move the choice into the chain's steps (the last one, to read the "
+                "last state), or update the chain with th.lmh / th.mh instead")
+        return target
 
     @property
     def sink(self):

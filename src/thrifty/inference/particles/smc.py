@@ -133,6 +133,11 @@ def smc(
     except _NotBatchable:
         if fixed:
             _check_fixed(program, given_values)
+        if driver.sites:  # a chain ran before the choice: no general path for this program
+            raise ModelError(
+                f"th.smc: the latent choice {fmt(asked[-1])} comes after a markov chain; "
+                "particles hold the chains' choices only — give it with fixed={name: value} "
+                "(or update it with th.pmmh / th.pgibbs inside th.infer)") from None
         driver.sites = []
     if not driver.sites:  # no chain: a generation per top-level observation
         if fixed:

@@ -313,7 +313,7 @@ def given_value(d, value):
     a = np.asarray(value) if not isinstance(value, (list, tuple)) else np.array(value)
     if a.dtype.kind not in "biuf":
         return value
-    if d.is_discrete:
+    if discrete:
         if a.dtype.kind == "f" and not np.array_equal(a, np.round(a)):
             return value  # (not a whole number: outside the support, said by the family)
         return int(a) if a.ndim == 0 else a.astype(_I64, copy=False)

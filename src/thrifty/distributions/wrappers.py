@@ -235,11 +235,22 @@ class Truncated(Distribution):
         half has density 0)."""
         if self.is_discrete:
             return constraints.integer_interval(self.low, self.high)
-        inner = _bounds(self.base.support)
+        base = self.base.support
+        if type(base) is constraints._Union:  # (a mixture with a gap: each part within bounds)
+            parts = [self._within(_bounds(c)) for c in base.parts]
+            kept = [c for c in parts if c is not None]
+            return constraints.union(*kept) if kept else constraints.interval(self.low, self.high)
+        return self._within(_bounds(base)) or constraints.interval(self.low, self.high)
+
+    def _within(self, inner):
+        """``[low, high]`` within the interval ``inner`` = (lower, upper); None: not an
+        interval, or (NumPy bounds) empty for every entry."""
         if inner is None:
-            return constraints.interval(self.low, self.high)
-        return constraints.interval(_meet(self.low, inner[0], max),
-                                    _meet(self.high, inner[1], min))
+            return None
+        lo, hi = _meet(self.low, inner[0], max), _meet(self.high, inner[1], min)
+        if not (is_foreign(lo) or is_foreign(hi)) and np.all(np.asarray(lo) > np.asarray(hi)):
+            return None
+        return constraints.interval(lo, hi)
 
     @property
     def has_enumerate_support(self):

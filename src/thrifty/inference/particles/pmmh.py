@@ -57,6 +57,7 @@ class PMMH(Kernel):
         self.proposal = proposal
         require_scale("pmmh", self.proposal)
         self.resample = resample
+        self._refreshed = False  # a refresh ran: multinomial resampling from then on
         # the current state's (trace uid, clock, log p(choices outside the chains), log p(those
         # the kernel does not update), log Ẑ)
         self._current = None
@@ -91,7 +92,8 @@ class PMMH(Kernel):
         """One SMC sweep with the selected choices at ``values`` (or RESAMPLE), the other
         choices outside the chains at their trace values.  Returns (log p(θ) of the choices
         outside the chains, minus those drawn from their priors; log Ẑ; driver; the run)."""
-        driver = Generations(self.particles, self.resample, 0.5, rng)
+        scheme = "multinomial" if self._refreshed else self.resample
+        driver = Generations(self.particles, scheme, 0.5, rng)
         driver.records = []  # (an accepted proposal's trajectory is written back from them)
 
         def given(local):
@@ -137,7 +139,7 @@ class PMMH(Kernel):
             prior, log_z, _, pr = self._smc(trace, rng, cur)
             self._current = (*key, prior, self._rest(pr), log_z)
         elif self._current[1] != trace.clock:  # another kernel changed the trace
-            self.resample = "multinomial"
+            self._refreshed = True
             self._current = (*key, *self._refresh(trace, rng))
         _, _, prior, rest, log_z = self._current
         # (a drift on a simplex walks in its unconstrained coordinates: log_q, its Jacobians)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from scipy import stats
 
 import thrifty as th
@@ -103,7 +104,7 @@ def test_initial_values_of_a_top_level_site_are_held_as_its_family_draws():
     or a bool for a count, were kept as given: a JAX value made the recorded column of dtype
     object (one JAX array per draw) and an int one of int64 while the site did not move.
     They are held as the family's own draws: Python floats and ints."""
-    jnp = __import__("pytest").importorskip("jax.numpy")
+    jnp = pytest.importorskip("jax.numpy")
     kernel = th.mh("k", th.prior())  # (mu never moves: its column holds the initial value)
     for mu0 in (jnp.array(0.5), np.float32(0.5), 1, True):
         for k0 in (3.0, np.int32(3), True):

@@ -280,6 +280,30 @@ def test_dims_and_coords_read_well():
     assert post["observed_data"]["o"].values == 0.5
 
 
+def test_the_prior_s_memoized_keys_are_its_own_coordinates():
+    """A memoized function whose keys differ between the posterior's draws (keys 1, 2: the
+    observation rules key 0 out) and the prior's (keys 0, 1): ``to_arviz(prior=...)`` merged
+    the prior's keys with the posterior's record of where variables live, so ``f.0`` stayed
+    apart and ``f`` got the coordinate [1], which then replaced the posterior's [1, 2] —
+    xarray's CoordinateValidationError.  Each group now holds its own keys and values."""
+    @th.model
+    def m():
+        k = th.sample("k", dist.Categorical(np.array([0.5, 0.49, 0.01])))
+        f = th.mem("f", lambda key: dist.Normal(10.0 * key, 1.0))
+        f(k)
+        th.observe("y", dist.Bernoulli(0.0 if k == 0 else 0.5), 1)
+
+    r = th.infer(m(), th.lmh(), num_samples=200, seed=0, progress=False)
+    prior = th.predictive(m(), num_samples=20, seed=0)
+    assert sorted(r.keys()) == ["f.1", "f.2", "k"] and sorted(prior.latent) == ["f.0", "f.1", "k"]
+    data = r.to_arviz(prior=prior)
+    post, pri = data["posterior"]["f"], data["prior"]["f"]
+    assert list(post.coords["f_key"].values) == [1, 2]
+    assert list(pri.coords["f_key"].values) == [0, 1]
+    np.testing.assert_array_equal(post.values[..., 1], r["f.2"])
+    np.testing.assert_array_equal(pri.values[..., 0], prior.latent["f.0"])
+
+
 @th.model
 def _scale_model(y):
     mu = th.sample("mu", dist.Normal(0.0, 3.0))

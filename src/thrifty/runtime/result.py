@@ -433,7 +433,8 @@ class Result:
         if self.program is not None and self._stores is not None:
             groups.update(self._observation_groups(log_likelihood, prior, obs_dims))
         meta = self._meta()
-        return to_arviz_groups(groups, meta, obs_dims, coords, dims, chain_ids=self.chain_ids)
+        return to_arviz_groups(groups, meta, obs_dims, coords, dims, chain_ids=self.chain_ids,
+                               prior_meta=None if prior is None else prior.meta)
 
     def _observation_groups(self, log_likelihood: bool, prior, obs_dims: dict) -> dict:
         from thrifty.runtime.pointwise import log_likelihood as pointwise

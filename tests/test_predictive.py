@@ -304,6 +304,56 @@ def test_the_prior_s_memoized_keys_are_its_own_coordinates():
     np.testing.assert_array_equal(pri.values[..., 0], prior.latent["f.0"])
 
 
+def test_factors_are_named_by_the_pointwise_log_likelihood_and_the_prior_predictive():
+    """A factor's log-weight may be a prior term or a likelihood term.  The pointwise
+    log-likelihood left every factor out silently: a likelihood written as a factor per plate
+    element gave no log_likelihood group at all (az.loo then failed with ArviZ's "log
+    likelihood not found"), and beside observations a partial one.  A factor in a plate
+    element or markov step is now an error naming it, a top-level one is left out with a
+    FactorWarning naming it, and a program that observes nothing is an error.  The prior
+    predictive drew every choice from its distribution whatever the factors: with
+    ``factor(0 if mu > 0 else -inf)`` P(mu < 0) was 0.51 against 0; it is now an error naming
+    the factor (the posterior predictive, given the draws, is unaffected)."""
+    y = np.array([0.3, -0.2, 1.0])
+
+    @th.model
+    def m(kind):
+        mu = th.sample("mu", dist.Normal(0.0, 1.0))
+        with th.plate("data", len(y)) as i:
+            if kind == "element":
+                th.factor("lik", dist.Normal(mu, 1.0).log_prob(y[i]))
+            else:
+                th.observe("y", dist.Normal(mu, 1.0), y[i])
+        if kind != "element":
+            th.factor("pos", 0.0 if mu > 0 else -np.inf)
+
+    def run(kind):
+        return th.infer(m(kind), th.mh("mu", th.drift(1.0)), num_samples=20, seed=0,
+                        progress=False, init={"mu": 0.5})
+
+    with pytest.raises(ModelError, match=r"factor\(s\) 'data\.lik' add a log-weight per plate"):
+        run("element").to_arviz(log_likelihood=True)
+    r = run("top")
+    with pytest.warns(obs.FactorWarning, match="'pos' are left out"):
+        ll = r.to_arviz(log_likelihood=True)["log_likelihood"]["data.y"].values
+    np.testing.assert_allclose(ll, st.norm.logpdf(y, r["mu"][..., None], 1.0), rtol=1e-12)
+    with pytest.raises(ModelError, match=r"'pos'.*prior predictive"):
+        th.predictive(m("top"), num_samples=10, seed=0)
+    pred = th.predictive(m("top"), r, seed=1)["data.y"]
+    assert pred.shape == (1, 20, 3)
+
+    @th.model
+    def factors_only():
+        mu = th.sample("mu", dist.Normal(0.0, 1.0))
+        th.factor("lik", dist.Normal(mu, 1.0).log_prob(y).sum())
+
+    r = th.infer(factors_only(), th.mh("mu", th.drift(1.0)), num_samples=5, seed=0,
+                 progress=False)
+    with pytest.raises(ModelError, match=r"observes nothing.*'lik' are not observations"):
+        with pytest.warns(obs.FactorWarning):
+            r.to_arviz(log_likelihood=True)
+
+
 @th.model
 def _scale_model(y):
     mu = th.sample("mu", dist.Normal(0.0, 3.0))

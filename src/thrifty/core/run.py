@@ -106,6 +106,7 @@ class Run:
     stale_read: StaleRead | None = None  # a fresh-reads run that met stale elements or steps
     fresh_reads = False  # mode.fresh_reads: stop before stale sections (see Mode)
     captured: list | None = None  # (address, distribution, value, element indices) (capture)
+    factors: list | None = None  # the addresses of the factors executed (capture)
     stop: int | None = None  # pause after this many observations (see ``stop`` below)
     paused = False
     identity = False  # one choice proposed: its present value again stops the run (Unchanged)
@@ -153,7 +154,7 @@ class Run:
         self.proposing = trace.clock > 0 and (self.targets is not None or self.vec is not None)
         self.plan = plan or EMPTY_PLAN
         if mode.capture:
-            self.captured = []
+            self.captured, self.factors = [], []
         if mode.simulate_observations:
             self.new_obs = {}
         self.obs_values = trace.obs_values

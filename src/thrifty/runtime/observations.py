@@ -27,6 +27,22 @@ class VaryingRankWarning(UserWarning):
     data, the predictive or the pointwise log-likelihood (no one array holds them)."""
 
 
+class FactorWarning(UserWarning):
+    """Top-level factors (``th.factor``) were left out of the pointwise log-likelihood, as
+    prior terms: a factor's log-weight may be a prior term or a likelihood term, and only
+    observations are its points."""
+
+
+def factors_left_out(names: list) -> None:
+    """Warn that the top-level factors ``names`` are not in the pointwise log-likelihood."""
+    warnings.warn(FactorWarning(
+        f"log_likelihood: the factor(s) {', '.join(map(repr, names))} are left out of the "
+        "pointwise log-likelihood (taken as prior terms: its points are the observations); "
+        "if one is a likelihood term, LOO and WAIC leave it out too — write it as th.observe "
+        "with a distribution"
+    ), stacklevel=5)
+
+
 def left_out(name: str, ranks) -> None:
     """Warn that the observations ``name``, of the value ranks ``ranks``, have no array."""
     warnings.warn(VaryingRankWarning(

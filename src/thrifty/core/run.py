@@ -357,6 +357,8 @@ class Run:
         if self.candidates is not None or self.paused:
             raise RuntimeError("cannot commit a run that scores candidate values in lanes or "
                                "that paused")
+        if self.mode.strict:
+            self._refuse_unread_keys()
         trace = self.trace if trace is None else trace
         trace.clock += 1
         clock = trace.clock
@@ -380,6 +382,18 @@ class Run:
         elif self.mode.rescore and trace.stale_nodes:
             trace.stale_nodes = {n for n in trace.stale_nodes if n.has_stale(trace.mems)}
         self.trace = trace
+
+
+    def _refuse_unread_keys(self) -> None:
+        """A strict run keeps no account of the mem keys whose last reader went away (its
+        scoring runs are hypothetical configurations: :meth:`~thrifty.core.mem.MemJournal.finish`);
+        committed, such a key would leave the trace with |x| and the structure unchanged.
+        Leaving out a choice is a change of structure, which strict runs refuse."""
+        for addr, j in self.mem_journals.items():
+            refs, values = (j.table.refs, j.table.values) if j.table is not None else ({}, ())
+            for key, delta in j.ref_delta.items():
+                if delta < 0 and key in values and refs.get(key, 0) + delta <= 0:
+                    raise StructureChange(addr + (key,), dropped=True)
 
 
 def _block_addresses(block, prefix: tuple):

@@ -354,6 +354,41 @@ def test_factors_are_named_by_the_pointwise_log_likelihood_and_the_prior_predict
             r.to_arviz(log_likelihood=True)
 
 
+def test_a_program_whose_latent_choices_differ_from_the_draws_is_named():
+    """th.predictive of a program whose latent choices are not those of the result's draws:
+    a plate of 3 elements given the draws of 6 raised a ModelError blaming the model's code
+    (IndexError: index 3 is out of bounds), a chain of 3 steps given the draws of 6 a bare
+    ValueError listing steps 0..4 as not reached (it reached 0..2).  Both are now
+    RecordingErrors naming what differs; a larger plate or a longer chain (new elements,
+    steps ahead) are drawn given the recorded choices, as before."""
+    from thrifty.errors import RecordingError
+
+    @th.model
+    def plated(n):
+        mu = th.sample("mu", dist.Normal(0.0, 1.0))
+        with th.plate("data", n) as i:
+            z = th.sample("z", dist.Normal(mu, 1.0))
+            th.observe("y", dist.Normal(z, 1.0), np.zeros(n)[i])
+
+    @th.model
+    def chain(n):
+        def step(t, prev):
+            x = th.sample("x", dist.Normal(prev, 1.0))
+            th.observe("o", dist.Normal(x, 1.0), 0.5)
+            return x
+
+        th.markov("c", step, n, 0.0)
+
+    for model, part in ((plated, r"6 values given to the 3 elements of \('data', \*, 'z'\)"),
+                        (chain, r"did not reach the address\(es\) \('c', 3, 'x'\), "
+                                r"\('c', 4, 'x'\), \('c', 5, 'x'\)\)")):
+        r = th.infer(model(6), th.lmh(), num_samples=5, seed=0, progress=False)
+        with pytest.raises(RecordingError, match=part):
+            th.predictive(model(3), r)
+        sim = th.predictive(model(9), r, seed=0)
+        assert next(iter(sim.values())).shape == (1, 5, 9)
+
+
 @th.model
 def _scale_model(y):
     mu = th.sample("mu", dist.Normal(0.0, 3.0))

@@ -329,6 +329,9 @@ class Run:
 
     def _seen_addresses(self) -> set:
         seen = set(_block_addresses(self.root, ()))
+        for addr, blocks in self.chain_frames.items():  # (the steps this run executed)
+            for t, block in blocks.items():
+                seen.update(_block_addresses(block, addr + (t,)))
         for addr, journal in self.mem_journals.items():
             seen.update(addr + (k,) for k in journal.entries)
         return seen

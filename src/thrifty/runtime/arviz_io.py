@@ -122,6 +122,28 @@ def _check_coords_dims(coords, dims) -> None:
                                 f"got {type(ds).__name__} {ds!r}")
 
 
+def _check_sizes(groups: dict, all_dims: dict, dims: Mapping, coords: Mapping) -> None:
+    """``dims`` that give a variable more dimensions than its value has axes, and ``coords``
+    of another length than their dimension: an ArgumentError naming them (xarray's error
+    names neither the argument nor the variable)."""
+    sizes: dict = {}
+    for g, variables in groups.items():
+        lead = 2 if g in SAMPLED else 0
+        for name, arr in variables.items():
+            shape = np.shape(arr)[lead:]
+            if len(dims.get(name, ())) > len(shape):
+                raise ArgumentError(
+                    f"to_arviz: dims[{name!r}] names {len(dims[name])} dimensions, but the "
+                    f"values of {name!r} have {len(shape)} axes (shape {shape})")
+            for d, n in zip(all_dims[name], shape):
+                sizes.setdefault(d, {})[n] = name
+    for k, v in coords.items():
+        if k in sizes and np.ndim(v) == 1 and len(v) not in sizes[k]:
+            n, name = next(iter(sizes[k].items()))
+            raise ArgumentError(f"to_arviz: coords[{k!r}] has {len(v)} values, but the "
+                                f"dimension {k!r} has {n} (in {name!r})")
+
+
 def to_arviz_groups(groups: dict[str, dict], meta: dict, obs_dims: dict,
                     coords: dict | None = None, dims: dict | None = None,
                     chain_ids=None, prior_meta: dict | None = None):
@@ -152,6 +174,7 @@ def to_arviz_groups(groups: dict[str, dict], meta: dict, obs_dims: dict,
             "result.notes)")
     extra.update(dims or {})
     all_dims = variable_dims(groups, meta, SAMPLED, extra)
+    _check_sizes(groups, all_dims, dims or {}, coords or {})
     if chain_ids is not None:
         all_coords["chain"] = np.asarray(chain_ids, dtype=np.int64)
     all_coords.update(coords or {})

@@ -389,6 +389,28 @@ def test_a_program_whose_latent_choices_differ_from_the_draws_is_named():
         assert next(iter(sim.values())).shape == (1, 5, 9)
 
 
+def test_one_number_observed_by_every_plate_element():
+    """th.observe("y", Normal(mu, 1), 0.7) in a plate of 3: every element observes 0.7 (the
+    posterior of mu is that of three observations).  to_arviz() raised ValueError (cannot
+    reshape array of size 1 into shape (3,)) reading the observed data, and the pointwise
+    log-likelihood likewise; the observed data is now 0.7 per element and each element's
+    log-likelihood log N(0.7; mu, 1)."""
+    @th.model
+    def m():
+        mu = th.sample("mu", dist.Normal(0.0, 1.0))
+        with th.plate("data", 3):
+            th.observe("y", dist.Normal(mu, 1.0), 0.7)
+
+    r = th.infer(m(), th.mh("mu", th.drift(0.8)), num_samples=50, seed=0, progress=False)
+    data = r.to_arviz(log_likelihood=True)
+    np.testing.assert_array_equal(data["observed_data"]["data.y"].values, [0.7, 0.7, 0.7])
+    ll = data["log_likelihood"]["data.y"]
+    assert ll.dims == ("chain", "draw", "data")
+    np.testing.assert_allclose(ll.values, np.repeat(st.norm.logpdf(0.7, r["mu"], 1.0)[..., None],
+                                                    3, axis=2), rtol=1e-12)
+    assert th.predictive(m(), r, seed=0)["data.y"].shape == (1, 50, 3)
+
+
 @th.model
 def _scale_model(y):
     mu = th.sample("mu", dist.Normal(0.0, 3.0))

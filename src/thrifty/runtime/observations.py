@@ -72,6 +72,8 @@ def _pointwise_lp(d, value, members) -> np.ndarray | float:
     lp = np.asarray(d.log_prob(value), dtype=float)
     if members is None:
         return float(lp.sum())
+    if lp.ndim == 0:  # one number observed by every element, under shared parameters
+        return np.full(len(members), float(lp))
     return lp.reshape(len(members), -1).sum(axis=1)
 
 
@@ -94,6 +96,8 @@ def gather(captured: list, what: str = "value") -> dict[str, tuple[list[str], np
             idx = [np.asarray(members) if p == "*" else np.full(k, p) for p in addr if _is_index(p)]
             cols.append(idx)
             x = np.asarray(x, dtype=float)
+            if members is not None and x.ndim == 0:  # one number observed by every element
+                x = np.full(k, x)
             vals.append(x.reshape((k,) + x.shape[1:]) if members is not None else x[None])
         if len({v.ndim for v in vals}) != 1:  # varying rank under one name: no array
             left_out(name, [v.ndim - 1 for v in vals])

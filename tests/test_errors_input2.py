@@ -272,6 +272,26 @@ def test_to_arviz_coords_of_an_unknown_dimension(small_result):
         small_result.to_arviz(coords={"school": [0, 1]})
 
 
+def test_to_arviz_dims_and_coords_of_another_size_are_named():
+    """dims giving a scalar two dimension names were cut to none silently, and coords of
+    the wrong length raised xarray's CoordinateValidationError naming no argument."""
+    @th.model
+    def m():
+        mu = th.sample("mu", dist.Normal(0.0, 1.0))
+        with th.plate("data", 3) as i:
+            th.observe("y", dist.Normal(mu, 1.0), np.zeros(3)[i])
+
+    r = _infer(m(), th.mh("mu", th.drift(0.5)), num_samples=5)
+    with pytest.raises(ArgumentError, match=r"dims\['mu'\] names 2 dimensions, but the "
+                                            r"values of 'mu' have 0 axes"):
+        r.to_arviz(dims={"mu": ["a", "b"]})
+    with pytest.raises(ArgumentError, match=r"coords\['data'\] has 2 values, but the "
+                                            r"dimension 'data' has 3 \(in 'data\.y'\)"):
+        r.to_arviz(coords={"data": ["a", "b"]})
+    data = r.to_arviz(coords={"data": ["a", "b", "c"]})
+    assert list(data["observed_data"]["data"].values) == ["a", "b", "c"]
+
+
 def test_to_arviz_var_names_unknown(small_result):
     with pytest.raises(SelectionError, match=r"no variable 'nope' in the result; variables: mu"):
         small_result.to_arviz(var_names=["nope"])

@@ -280,6 +280,137 @@ def test_dims_and_coords_read_well():
     assert post["observed_data"]["o"].values == 0.5
 
 
+def test_the_prior_s_memoized_keys_are_its_own_coordinates():
+    """A memoized function whose keys differ between the posterior's draws (keys 1, 2: the
+    observation rules key 0 out) and the prior's (keys 0, 1): ``to_arviz(prior=...)`` merged
+    the prior's keys with the posterior's record of where variables live, so ``f.0`` stayed
+    apart and ``f`` got the coordinate [1], which then replaced the posterior's [1, 2] —
+    xarray's CoordinateValidationError.  Each group now holds its own keys and values."""
+    @th.model
+    def m():
+        k = th.sample("k", dist.Categorical(np.array([0.5, 0.49, 0.01])))
+        f = th.mem("f", lambda key: dist.Normal(10.0 * key, 1.0))
+        f(k)
+        th.observe("y", dist.Bernoulli(0.0 if k == 0 else 0.5), 1)
+
+    r = th.infer(m(), th.lmh(), num_samples=200, seed=0, progress=False)
+    prior = th.predictive(m(), num_samples=20, seed=0)
+    assert sorted(r.keys()) == ["f.1", "f.2", "k"] and sorted(prior.latent) == ["f.0", "f.1", "k"]
+    data = r.to_arviz(prior=prior)
+    post, pri = data["posterior"]["f"], data["prior"]["f"]
+    assert list(post.coords["f_key"].values) == [1, 2]
+    assert list(pri.coords["f_key"].values) == [0, 1]
+    np.testing.assert_array_equal(post.values[..., 1], r["f.2"])
+    np.testing.assert_array_equal(pri.values[..., 0], prior.latent["f.0"])
+
+
+def test_factors_are_named_by_the_pointwise_log_likelihood_and_the_prior_predictive():
+    """A factor's log-weight may be a prior term or a likelihood term.  The pointwise
+    log-likelihood left every factor out silently: a likelihood written as a factor per plate
+    element gave no log_likelihood group at all (az.loo then failed with ArviZ's "log
+    likelihood not found"), and beside observations a partial one.  A factor in a plate
+    element or markov step is now an error naming it, a top-level one is left out with a
+    FactorWarning naming it, and a program that observes nothing is an error.  The prior
+    predictive drew every choice from its distribution whatever the factors: with
+    ``factor(0 if mu > 0 else -inf)`` P(mu < 0) was 0.51 against 0; it is now an error naming
+    the factor (the posterior predictive, given the draws, is unaffected)."""
+    y = np.array([0.3, -0.2, 1.0])
+
+    @th.model
+    def m(kind):
+        mu = th.sample("mu", dist.Normal(0.0, 1.0))
+        with th.plate("data", len(y)) as i:
+            if kind == "element":
+                th.factor("lik", dist.Normal(mu, 1.0).log_prob(y[i]))
+            else:
+                th.observe("y", dist.Normal(mu, 1.0), y[i])
+        if kind != "element":
+            th.factor("pos", 0.0 if mu > 0 else -np.inf)
+
+    def run(kind):
+        return th.infer(m(kind), th.mh("mu", th.drift(1.0)), num_samples=20, seed=0,
+                        progress=False, init={"mu": 0.5})
+
+    with pytest.raises(ModelError, match=r"factor\(s\) 'data\.lik' add a log-weight per plate"):
+        run("element").to_arviz(log_likelihood=True)
+    r = run("top")
+    with pytest.warns(obs.FactorWarning, match="'pos' are left out"):
+        ll = r.to_arviz(log_likelihood=True)["log_likelihood"]["data.y"].values
+    np.testing.assert_allclose(ll, st.norm.logpdf(y, r["mu"][..., None], 1.0), rtol=1e-12)
+    with pytest.raises(ModelError, match=r"'pos'.*prior predictive"):
+        th.predictive(m("top"), num_samples=10, seed=0)
+    pred = th.predictive(m("top"), r, seed=1)["data.y"]
+    assert pred.shape == (1, 20, 3)
+
+    @th.model
+    def factors_only():
+        mu = th.sample("mu", dist.Normal(0.0, 1.0))
+        th.factor("lik", dist.Normal(mu, 1.0).log_prob(y).sum())
+
+    r = th.infer(factors_only(), th.mh("mu", th.drift(1.0)), num_samples=5, seed=0,
+                 progress=False)
+    with pytest.raises(ModelError, match=r"observes nothing.*'lik' are not observations"):
+        with pytest.warns(obs.FactorWarning):
+            r.to_arviz(log_likelihood=True)
+
+
+def test_a_program_whose_latent_choices_differ_from_the_draws_is_named():
+    """th.predictive of a program whose latent choices are not those of the result's draws:
+    a plate of 3 elements given the draws of 6 raised a ModelError blaming the model's code
+    (IndexError: index 3 is out of bounds), a chain of 3 steps given the draws of 6 a bare
+    ValueError listing steps 0..4 as not reached (it reached 0..2).  Both are now
+    RecordingErrors naming what differs; a larger plate or a longer chain (new elements,
+    steps ahead) are drawn given the recorded choices, as before."""
+    from thrifty.errors import RecordingError
+
+    @th.model
+    def plated(n):
+        mu = th.sample("mu", dist.Normal(0.0, 1.0))
+        with th.plate("data", n) as i:
+            z = th.sample("z", dist.Normal(mu, 1.0))
+            th.observe("y", dist.Normal(z, 1.0), np.zeros(n)[i])
+
+    @th.model
+    def chain(n):
+        def step(t, prev):
+            x = th.sample("x", dist.Normal(prev, 1.0))
+            th.observe("o", dist.Normal(x, 1.0), 0.5)
+            return x
+
+        th.markov("c", step, n, 0.0)
+
+    for model, part in ((plated, r"6 values given to the 3 elements of \('data', \*, 'z'\)"),
+                        (chain, r"did not reach the address\(es\) \('c', 3, 'x'\), "
+                                r"\('c', 4, 'x'\), \('c', 5, 'x'\)\)")):
+        r = th.infer(model(6), th.lmh(), num_samples=5, seed=0, progress=False)
+        with pytest.raises(RecordingError, match=part):
+            th.predictive(model(3), r)
+        sim = th.predictive(model(9), r, seed=0)
+        assert next(iter(sim.values())).shape == (1, 5, 9)
+
+
+def test_one_number_observed_by_every_plate_element():
+    """th.observe("y", Normal(mu, 1), 0.7) in a plate of 3: every element observes 0.7 (the
+    posterior of mu is that of three observations).  to_arviz() raised ValueError (cannot
+    reshape array of size 1 into shape (3,)) reading the observed data, and the pointwise
+    log-likelihood likewise; the observed data is now 0.7 per element and each element's
+    log-likelihood log N(0.7; mu, 1)."""
+    @th.model
+    def m():
+        mu = th.sample("mu", dist.Normal(0.0, 1.0))
+        with th.plate("data", 3):
+            th.observe("y", dist.Normal(mu, 1.0), 0.7)
+
+    r = th.infer(m(), th.mh("mu", th.drift(0.8)), num_samples=50, seed=0, progress=False)
+    data = r.to_arviz(log_likelihood=True)
+    np.testing.assert_array_equal(data["observed_data"]["data.y"].values, [0.7, 0.7, 0.7])
+    ll = data["log_likelihood"]["data.y"]
+    assert ll.dims == ("chain", "draw", "data")
+    np.testing.assert_allclose(ll.values, np.repeat(st.norm.logpdf(0.7, r["mu"], 1.0)[..., None],
+                                                    3, axis=2), rtol=1e-12)
+    assert th.predictive(m(), r, seed=0)["data.y"].shape == (1, 50, 3)
+
+
 @th.model
 def _scale_model(y):
     mu = th.sample("mu", dist.Normal(0.0, 3.0))

@@ -287,6 +287,9 @@ def test_unknown_variable_lists_names():
     with pytest.raises(KeyError, match=r"data\.z.*mu|mu.*data\.z"):
         r["nope"]
     np.testing.assert_array_equal(r[("data", 3, "z")], r["data.z"][:, :, 3])
+    n = r["data.z"].shape[2]  # an element past the plate's end: named (it was an IndexError)
+    with pytest.raises(KeyError, match=rf"\('data', {n}, 'z'\).*'data.z' has {n} elements"):
+        r[("data", n, "z")]
 
 
 # -- Ctrl-C ------------------------------------------------------------------------------------
@@ -501,6 +504,31 @@ def test_arviz_skips_ragged_variables():
     idata = r.to_arviz()
     assert "x" not in idata.posterior and "k" in idata.posterior
     assert any("'x'" in n for n in r.notes)
+
+
+def test_a_variable_of_another_shape_in_each_chain_is_read_per_draw():
+    """A plate whose size is a choice, held at one element in chain 0 and two in chain 1
+    (th.mh moves the elements only): each chain's values have one shape, the chains differ.
+    ``result["x.v"]`` raised ValueError (a chain's (draws, size) array written into a row of
+    per-draw objects), and so did ``to_arviz()``, ``summary()`` and ``plot_trace()``; it is now
+    an object array of each draw's values, left out of ArviZ's posterior with a note, and
+    ``result[("x", 1, "v")]`` is NaN in the chain without that element."""
+    @th.model
+    def sized():
+        n = th.sample("n", dist.Categorical(np.array([0.5, 0.5]))) + 1
+        with th.plate("x", n):
+            th.sample("v", dist.Normal(0.0, 1.0))
+
+    r = th.infer(sized(), th.mh("x.v", th.drift(0.5)), num_samples=5, chains=2, seed=0,
+                 init=[{"n": 0}, {"n": 1}], progress=False, workers=1)
+    v = r["x.v"]
+    assert v.shape == (2, 5) and v.dtype == object
+    assert {np.shape(x) for x in v[0]} == {(1,)} and {np.shape(x) for x in v[1]} == {(2,)}
+    second = r[("x", 1, "v")]
+    assert np.isnan(second[0]).all() and np.array_equal(second[1], [x[1] for x in v[1]])
+    assert "x.v" not in r.to_arviz().posterior and any("'x.v'" in n for n in r.notes)
+    with pytest.raises(KeyError, match=r"no draw of 'x\.v' has element 2"):
+        r[("x", 2, "v")]
 
 
 def test_plot_trace_writes_png(tmp_path):

@@ -38,6 +38,7 @@ from stat_helpers import (
     z_threshold,
 )
 from thrifty import dist
+from thrifty.errors import SelectionError
 from thrifty.inference.mcmc.mh import LMH
 
 
@@ -504,3 +505,37 @@ def test_a_memoized_key_the_elements_read_again_returns_to_the_trace():
                  check=False)
     b, x2 = r["b"][0], r["x.2"][0]
     check_discrete(np.where(b == 1, 1 + np.nan_to_num(x2), 0).astype(int), cells, "(b, x(2))")
+
+
+@th.model
+def labels_of_memoized_means(y):
+    """A finite mixture whose K = 3 means are memoized by label: a mean exists while an
+    element reads it."""
+    means = th.mem("means", lambda k: dist.Normal(0.0, 3.0))
+    with th.plate("data", len(y)) as i:
+        z = th.sample("z", dist.Categorical(np.ones(3) / 3))
+        th.observe("y", dist.Normal(means(z), 0.3), y[i])
+
+
+def test_gibbs_and_plate_mh_refuse_a_value_that_leaves_a_memoized_key_unread():
+    """Enumerative Gibbs and th.mh on plate elements run strictly: a value that creates a
+    choice is refused, and one that leaves a choice out must be too (the reverse move would
+    create it).  Their commits dropped the mem keys that lost their last reader without
+    counting them: from three points each alone under its own label, one step of
+    th.cycle([th.lmh(), th.gibbs("data")]) dropped keys 0 and 2 but |x| stayed 6 (4 by a
+    full execution; th.mh("data.z") in its place: 6 against 5) and the structure counter
+    unchanged — the recorded n_latent was 6, th.lmh() picked among 6 choices, th.mh("means")
+    failed on its cached ('means', 0), and check mode raised CheckError.  Now the commit is
+    refused, naming the key — and th.infer's default kernel, whose set-up tries Gibbs on the
+    labels, gives them LMH (it assigned Gibbs, and the run failed on ('means', 0))."""
+    y = np.array([2.9, 3.1, 3.0])
+    init = {("data", 0, "z"): 0, ("data", 1, "z"): 1, ("data", 2, "z"): 2,
+            ("means", 0): -3.0, ("means", 1): 3.0, ("means", 2): -3.0}
+    for kernel in (th.cycle([th.lmh(), th.gibbs("data")]),
+                   th.cycle([th.lmh(), th.mh("data.z")])):
+        with pytest.raises(SelectionError, match=r"leave out the choice \('means', [02]\)"):
+            th.infer(labels_of_memoized_means(y), kernel, num_samples=1, seed=0, init=init,
+                     progress=False, check=False)
+    r = th.infer(labels_of_memoized_means(np.random.default_rng(1).normal(size=12) + 1.0),
+                 num_samples=20, burn_in=20, seed=0, progress=False)
+    assert "LMH to data.z" in r.notes[0]

@@ -136,7 +136,7 @@ class GradientRun:
         self.last = None  # the address of the last site executed (for error messages)
         self.new_obs = None  # (a run that simulates no observation)
         self.obs_values = others  # observations the trace holds in place of the data
-        self.captured = None
+        self.captured = self.factors = None
         self.bounds: list = []  # (address, bound) of fixed values on supports with array bounds
 
     def execute(self):

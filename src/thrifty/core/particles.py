@@ -394,7 +394,7 @@ def per_particle(init, n: int, per_member: bool = False):
     if isinstance(init, (tuple, list, dict)):
         if isinstance(init, dict):
             return {k: per_particle(v, n, per_member) for k, v in init.items()}
-        return type(init)(per_particle(s, n, per_member) for s in init)
+        return rebuilt(init, [per_particle(s, n, per_member) for s in init])
     a = np.asarray(init)
     if a.dtype == object:
         return init

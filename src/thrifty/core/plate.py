@@ -34,7 +34,7 @@ from thrifty.core.locate import addressed_target
 from thrifty.core.node import Node, Update
 from thrifty.core.plate_chain import ChainColumns
 from thrifty.core.vocab import LATENT, StaleRead, total, weak_run
-from thrifty.errors import ModelError
+from thrifty.errors import ModelError, SelectionError
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 _FIRST = np.zeros(1, dtype=np.int64)  # the position of the one executed element
@@ -308,6 +308,9 @@ class PlateFrame(BatchFrame):
             tgt = vec.get((self.addr, rel))
             if tgt is not None:
                 run.vec_seen.add((self.addr, rel))
+                if self.full and len(tgt.elems) > self.N:
+                    raise SelectionError(f"{len(tgt.elems)} values given to the {self.N} "
+                                         f"elements of {fmt(self.generic_all(rel))}")
                 return self.positions(tgt.elems), tgt.values
         if run.targets is not None:  # targets by address (init=)
             return addressed_target(self, rel)

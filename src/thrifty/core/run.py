@@ -106,6 +106,7 @@ class Run:
     stale_read: StaleRead | None = None  # a fresh-reads run that met stale elements or steps
     fresh_reads = False  # mode.fresh_reads: stop before stale sections (see Mode)
     captured: list | None = None  # (address, distribution, value, element indices) (capture)
+    factors: list | None = None  # the addresses of the factors executed (capture)
     stop: int | None = None  # pause after this many observations (see ``stop`` below)
     paused = False
     identity = False  # one choice proposed: its present value again stops the run (Unchanged)
@@ -153,7 +154,7 @@ class Run:
         self.proposing = trace.clock > 0 and (self.targets is not None or self.vec is not None)
         self.plan = plan or EMPTY_PLAN
         if mode.capture:
-            self.captured = []
+            self.captured, self.factors = [], []
         if mode.simulate_observations:
             self.new_obs = {}
         self.obs_values = trace.obs_values
@@ -328,6 +329,9 @@ class Run:
 
     def _seen_addresses(self) -> set:
         seen = set(_block_addresses(self.root, ()))
+        for addr, blocks in self.chain_frames.items():  # (the steps this run executed)
+            for t, block in blocks.items():
+                seen.update(_block_addresses(block, addr + (t,)))
         for addr, journal in self.mem_journals.items():
             seen.update(addr + (k,) for k in journal.entries)
         return seen
@@ -356,6 +360,8 @@ class Run:
         if self.candidates is not None or self.paused:
             raise RuntimeError("cannot commit a run that scores candidate values in lanes or "
                                "that paused")
+        if self.mode.strict:
+            self._refuse_unread_keys()
         trace = self.trace if trace is None else trace
         trace.clock += 1
         clock = trace.clock
@@ -379,6 +385,18 @@ class Run:
         elif self.mode.rescore and trace.stale_nodes:
             trace.stale_nodes = {n for n in trace.stale_nodes if n.has_stale(trace.mems)}
         self.trace = trace
+
+
+    def _refuse_unread_keys(self) -> None:
+        """A strict run keeps no account of the mem keys whose last reader went away (its
+        scoring runs are hypothetical configurations: :meth:`~thrifty.core.mem.MemJournal.finish`);
+        committed, such a key would leave the trace with |x| and the structure unchanged.
+        Leaving out a choice is a change of structure, which strict runs refuse."""
+        for addr, j in self.mem_journals.items():
+            refs, values = (j.table.refs, j.table.values) if j.table is not None else ({}, ())
+            for key, delta in j.ref_delta.items():
+                if delta < 0 and key in values and refs.get(key, 0) + delta <= 0:
+                    raise StructureChange(addr + (key,), dropped=True)
 
 
 def _block_addresses(block, prefix: tuple):

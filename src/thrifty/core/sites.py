@@ -86,6 +86,8 @@ def factor(frame, name, log_weight):
     local = frame.site_name(name)
     lanes = frame.site_lanes(local, None, "factor")
     lp, total = lanes.factor_lp(log_weight)
+    if frame.run.factors is not None:
+        frame.run.factors.append(lanes.captured(None, None)[0])
     frame.keep_observed(local, lanes, None, None, lp, total)
 
 

@@ -122,22 +122,49 @@ def _check_coords_dims(coords, dims) -> None:
                                 f"got {type(ds).__name__} {ds!r}")
 
 
+def _check_sizes(groups: dict, all_dims: dict, dims: Mapping, coords: Mapping) -> None:
+    """``dims`` that give a variable more dimensions than its value has axes, and ``coords``
+    of another length than their dimension: an ArgumentError naming them (xarray's error
+    names neither the argument nor the variable)."""
+    sizes: dict = {}
+    for g, variables in groups.items():
+        lead = 2 if g in SAMPLED else 0
+        for name, arr in variables.items():
+            shape = np.shape(arr)[lead:]
+            if len(dims.get(name, ())) > len(shape):
+                raise ArgumentError(
+                    f"to_arviz: dims[{name!r}] names {len(dims[name])} dimensions, but the "
+                    f"values of {name!r} have {len(shape)} axes (shape {shape})")
+            for d, n in zip(all_dims[name], shape):
+                sizes.setdefault(d, {})[n] = name
+    for k, v in coords.items():
+        if k in sizes and np.ndim(v) == 1 and len(v) not in sizes[k]:
+            n, name = next(iter(sizes[k].items()))
+            raise ArgumentError(f"to_arviz: coords[{k!r}] has {len(v)} values, but the "
+                                f"dimension {k!r} has {n} (in {name!r})")
+
+
 def to_arviz_groups(groups: dict[str, dict], meta: dict, obs_dims: dict,
                     coords: dict | None = None, dims: dict | None = None,
-                    chain_ids=None):
+                    chain_ids=None, prior_meta: dict | None = None):
     """An ArviZ ``DataTree`` (``InferenceData`` on 0.2x) of ``{group: {name: array}}`` with the
-    dimension names of the module docstring."""
+    dimension names of the module docstring.  ``meta`` says where the posterior's variables
+    live, ``prior_meta`` the prior's (default ``meta``): each group's memoized functions are
+    merged by its own draws, and hold the keys those draws have as coordinates (a prior
+    simulation of a CRP mixture opens other tables than the posterior's draws)."""
     from thrifty.diagnostics._arviz import from_groups, merge
 
     _check_coords_dims(coords, dims)
     extra: dict = dict(obs_dims)
     all_coords: dict = {}
-    for g in ("posterior", "prior"):
+    prior_coords: dict = {}  # the prior's mem keys: its own coordinates
+    for g, m, out in (("posterior", meta, all_coords),
+                      ("prior", meta if prior_meta is None else prior_meta, prior_coords)):
         if groups.get(g):
-            merged, mdims, mcoords = merge_mems(dict(groups[g]), meta)
+            merged, mdims, mcoords = merge_mems(dict(groups[g]), m)
             groups[g] = merged
             extra.update(mdims)
-            all_coords.update(mcoords)
+            out.update(mcoords)
     names = {n for variables in groups.values() for n in variables}
     unknown = [n for n in (dims or {}) if n not in names]
     if unknown:
@@ -147,10 +174,12 @@ def to_arviz_groups(groups: dict[str, dict], meta: dict, obs_dims: dict,
             "result.notes)")
     extra.update(dims or {})
     all_dims = variable_dims(groups, meta, SAMPLED, extra)
+    _check_sizes(groups, all_dims, dims or {}, coords or {})
     if chain_ids is not None:
         all_coords["chain"] = np.asarray(chain_ids, dtype=np.int64)
     all_coords.update(coords or {})
     used = {d for ds in all_dims.values() for d in ds}
+    user_coords = {k: v for k, v in (coords or {}).items() if k not in ("chain", "draw")}
     for k in coords or {}:
         if k not in used and k not in ("chain", "draw"):
             raise ArgumentError(
@@ -160,7 +189,9 @@ def to_arviz_groups(groups: dict[str, dict], meta: dict, obs_dims: dict,
     all_coords = {k: v for k, v in all_coords.items() if k in used or k in ("chain", "draw")}
     prior_side = {g: groups.pop(g) for g in ("prior", "prior_predictive") if g in groups}
     data = from_groups(groups, coords=all_coords, dims=all_dims)
-    if prior_side:  # its own chain and draw coordinates
+    if prior_side:  # its own chain and draw coordinates, and mem keys
         pc = {k: v for k, v in all_coords.items() if k not in ("chain", "draw")}
+        pc.update({k: v for k, v in prior_coords.items() if k in used})
+        pc.update(user_coords)
         data = merge(data, from_groups(prior_side, coords=pc, dims=all_dims))
     return data

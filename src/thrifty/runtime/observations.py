@@ -27,6 +27,22 @@ class VaryingRankWarning(UserWarning):
     data, the predictive or the pointwise log-likelihood (no one array holds them)."""
 
 
+class FactorWarning(UserWarning):
+    """Top-level factors (``th.factor``) were left out of the pointwise log-likelihood, as
+    prior terms: a factor's log-weight may be a prior term or a likelihood term, and only
+    observations are its points."""
+
+
+def factors_left_out(names: list) -> None:
+    """Warn that the top-level factors ``names`` are not in the pointwise log-likelihood."""
+    warnings.warn(FactorWarning(
+        f"log_likelihood: the factor(s) {', '.join(map(repr, names))} are left out of the "
+        "pointwise log-likelihood (taken as prior terms: its points are the observations); "
+        "if one is a likelihood term, LOO and WAIC leave it out too — write it as th.observe "
+        "with a distribution"
+    ), stacklevel=5)
+
+
 def left_out(name: str, ranks) -> None:
     """Warn that the observations ``name``, of the value ranks ``ranks``, have no array."""
     warnings.warn(VaryingRankWarning(
@@ -56,6 +72,8 @@ def _pointwise_lp(d, value, members) -> np.ndarray | float:
     lp = np.asarray(d.log_prob(value), dtype=float)
     if members is None:
         return float(lp.sum())
+    if lp.ndim == 0:  # one number observed by every element, under shared parameters
+        return np.full(len(members), float(lp))
     return lp.reshape(len(members), -1).sum(axis=1)
 
 
@@ -78,6 +96,8 @@ def gather(captured: list, what: str = "value") -> dict[str, tuple[list[str], np
             idx = [np.asarray(members) if p == "*" else np.full(k, p) for p in addr if _is_index(p)]
             cols.append(idx)
             x = np.asarray(x, dtype=float)
+            if members is not None and x.ndim == 0:  # one number observed by every element
+                x = np.full(k, x)
             vals.append(x.reshape((k,) + x.shape[1:]) if members is not None else x[None])
         if len({v.ndim for v in vals}) != 1:  # varying rank under one name: no array
             left_out(name, [v.ndim - 1 for v in vals])

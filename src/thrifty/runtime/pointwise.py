@@ -15,6 +15,7 @@ from thrifty.core.model import as_program
 from thrifty.core.run import Run
 from thrifty.core.trace import Trace
 from thrifty.core.vocab import CAPTURE, RESCORE_CAPTURE
+from thrifty.errors import ModelError
 from thrifty.runtime import observations as obs
 from thrifty.runtime.draws import DrawStore
 from thrifty.runtime.replay_values import draw_values, recorded_latents, replay
@@ -31,13 +32,16 @@ def observed_data(program) -> tuple[dict, dict]:
     return {n: a for n, (_, a) in g.items()}, {n: d for n, (d, _) in g.items()}
 
 
-def per_draw(program, store, rng, mode, what: str) -> list[dict]:
-    """``gather`` of each draw of one chain, replayed in ``mode``."""
+def per_draw(program, store, rng, mode, what: str, factors: set | None = None) -> list[dict]:
+    """``gather`` of each draw of one chain, replayed in ``mode``; the addresses of the
+    factors the replays execute are added to ``factors``."""
     names = recorded_latents(store)
     out = []
     for d, cur in draw_values(store, names):
         run = replay(Trace(program), rng, store.meta, cur, d, mode=mode, commit=False)
         out.append(obs.gather(run.captured, what))
+        if factors is not None:
+            factors.update(run.factors)
     return out
 
 
@@ -75,10 +79,33 @@ def draw_stores(result) -> list[DrawStore]:
 
 def log_likelihood(result) -> tuple[dict, dict]:
     """Pointwise log-likelihood of every kept draw: ``({name: (chains, draws, ...)},
-    {name: dims})``.  Costs one full execution of the program per draw."""
+    {name: dims})``.  Costs one full execution of the program per draw.
+
+    Its points are the observations (``th.observe``).  A ``th.factor`` adds a log-weight
+    that may be a prior term or a likelihood term: one in a plate element or a markov step
+    is a log-weight per element or step, which LOO would need as a point of its own — a
+    :class:`~thrifty.errors.ModelError` names it; one at the top level is left out, as a
+    prior term, with a :class:`~thrifty.runtime.observations.FactorWarning` naming it."""
     program = result.program
     rng = np.random.default_rng(0)  # (replays draw nothing: every latent choice is set)
+    factors: set = set()
     with float64():  # (model code written with jax.numpy: float64, as in the run)
-        per_chain = [per_draw(program, st, rng, CAPTURE, "log_lik")
+        per_chain = [per_draw(program, st, rng, CAPTURE, "log_lik", factors)
                      for st in draw_stores(result)]
-    return stack_chains(per_chain)
+    names = {obs.layout(a)[0]: obs.layout(a)[1] for a in factors}
+    pointwise = sorted(n for n, dims in names.items() if dims)
+    if pointwise:
+        raise ModelError(
+            f"log_likelihood: the factor(s) {', '.join(map(repr, pointwise))} add a log-weight "
+            "per plate element or markov step, which the pointwise log-likelihood cannot place "
+            "(its points are the observations); write a likelihood term as th.observe with a "
+            "distribution, or leave out log_likelihood=True")
+    if names:
+        obs.factors_left_out(sorted(names))
+    arrays, dims = stack_chains(per_chain)
+    if not arrays and result.num_draws:
+        raise ModelError("log_likelihood: the program observes nothing (th.observe), so it has "
+                         "no pointwise log-likelihood"
+                         + (f"; its factors {', '.join(map(repr, sorted(names)))} are not "
+                            "observations" if names else ""))
+    return arrays, dims

@@ -28,7 +28,7 @@ from thrifty.core.model import as_program
 from thrifty.core.run import Run
 from thrifty.core.trace import Trace
 from thrifty.core.vocab import CAPTURE, SIMULATE_CAPTURE
-from thrifty.errors import ArgumentError
+from thrifty.errors import ArgumentError, ModelError
 from thrifty.runtime import observations as obs
 from thrifty.runtime.draws import DrawStore
 from thrifty.runtime.pointwise import draw_stores, observed_data, per_draw, stack_chains
@@ -155,6 +155,14 @@ def _prior(program, num_samples: int, seed, observed: dict) -> Predictive:
     for _ in range(num_samples):
         trace = Trace(program)
         run = Run(trace, rng, mode=_SIMULATE).execute()
+        if run.factors:
+            raise ModelError(
+                f"predictive: the program has the factor(s) "
+                f"{', '.join(repr(obs.layout(a)[0]) for a in run.factors)}, which reweight its "
+                "joint density; the prior predictive draws each choice from its distribution "
+                "in program order and cannot apply them (its draws would be of another "
+                "prior). Give a result for the posterior predictive, or write the factor as a "
+                "distribution of the choices it constrains")
         run.commit()
         recorder.record(trace)
         draws.append(obs.gather(run.captured, "value"))

@@ -93,13 +93,15 @@ def replay(trace, rng, meta: dict, values: dict, d: int, mode=RESCORE, commit=Tr
     """One full execution of ``trace``'s program with every latent choice set to ``values``
     (draw ``d``), committed to ``trace`` unless ``commit`` is False."""
     targets, vec = _targets(meta, values)
-    run = Run(trace, rng, targets=targets, vec=vec, mode=mode).execute()
     try:
+        run = Run(trace, rng, targets=targets, vec=vec, mode=mode).execute()
         run.check_targets(len(targets), vec.keys())
     except SelectionError as e:
-        raise ValueError(
-            f"draw {d} cannot be replayed from the recorded values ({e}); the program's "
-            "structure at that draw differs from a fresh execution"
+        raise RecordingError(
+            f"draw {d} cannot be replayed from the recorded values ({e}): the program's "
+            "latent choices at that draw differ from the recorded ones (th.predictive's "
+            "program must be the result's model, applied to inputs that keep its latent "
+            "choices)"
         ) from None
     if commit:
         run.commit()

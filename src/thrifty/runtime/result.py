@@ -35,10 +35,10 @@ def _common_layout(series: list[Series]):
 def _variable(name: str, series: list[Series], n: int, dense_bytes: int):
     """The (chains, n, ...) array of a variable, or its :class:`SparseDraws`."""
     lay = _common_layout(series)
-    if lay is None:
+    if lay is None:  # (each chain's values may have one shape, another in another chain)
         out = np.empty((len(series), n), dtype=object)
         for c, s in enumerate(series):
-            out[c] = s.materialize(n) if len(s) else np.full(n, None)
+            out[c] = s.objects(n) if len(s) else np.full(n, None)
         return out
     shape, dtype, complete = lay
     if not complete and dtype.kind != "f":
@@ -173,6 +173,24 @@ def _stat_array(name: str, columns: list, n: int) -> np.ndarray:
     if base in _INTEGER_STATS and not np.isnan(a).any():
         return a.astype(np.int64)
     return a
+
+
+def _entry(v: np.ndarray, e: int, addr: tuple, name: str) -> np.ndarray:
+    """Element or step ``e`` of each draw of the (chains, draws, ...) variable ``name``: NaN
+    at draws whose value has no such entry (a plate a choice resized; an object array holds
+    values of varying sizes)."""
+    if v.dtype != object:
+        if v.ndim < 3 or not 0 <= e < v.shape[2]:
+            raise KeyError(f"no variable at address {addr!r}: {name!r} has "
+                           f"{v.shape[2] if v.ndim >= 3 else 'no'} elements at each draw")
+        return v[:, :, e]
+    out = np.full(v.shape, np.nan)
+    for idx, x in np.ndenumerate(v):
+        if x is not None and np.ndim(x) and 0 <= e < len(x):
+            out[idx] = x[e]
+    if np.isnan(out).all():
+        raise KeyError(f"no variable at address {addr!r}: no draw of {name!r} has element {e}")
+    return out
 
 
 COMPACT_ABOVE = 12
@@ -310,11 +328,8 @@ class Result:
                 if name in self.samples:
                     v = self.samples[name]
                     if isinstance(v, SparseDraws):
-                        return np.stack([
-                            s.materialize(v.n)[:, int(part)] if len(s) else np.full(v.n, np.nan)
-                            for s in v.series
-                        ])
-                    return v[:, :, int(part)]
+                        v = v.materialize()
+                    return _entry(v, int(part), addr, name)
         raise KeyError(
             f"no variable at address {addr!r}; variables: {', '.join(sorted(self.samples))}"
         )
@@ -418,7 +433,8 @@ class Result:
         if self.program is not None and self._stores is not None:
             groups.update(self._observation_groups(log_likelihood, prior, obs_dims))
         meta = self._meta()
-        return to_arviz_groups(groups, meta, obs_dims, coords, dims, chain_ids=self.chain_ids)
+        return to_arviz_groups(groups, meta, obs_dims, coords, dims, chain_ids=self.chain_ids,
+                               prior_meta=None if prior is None else prior.meta)
 
     def _observation_groups(self, log_likelihood: bool, prior, obs_dims: dict) -> dict:
         from thrifty.runtime.pointwise import log_likelihood as pointwise

@@ -372,7 +372,7 @@ class Series:
         ``out`` when given."""
         lay = self.layout()
         if lay is None:
-            return self._objects(n)
+            return self.objects(n)
         shape, dtype, complete = lay
         if not complete and dtype.kind != "f":
             dtype = np.dtype(float)
@@ -403,7 +403,9 @@ class Series:
             out[prev:n] = np.nan if cur is None else cur
         return out
 
-    def _objects(self, n: int) -> np.ndarray:
+    def objects(self, n: int) -> np.ndarray:
+        """The value at draws 0..n-1 as an object array of ``n`` per-draw values (None where
+        the variable is absent)."""
         out = np.empty(n, dtype=object)
         cur = None
         prev = 0

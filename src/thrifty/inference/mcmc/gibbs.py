@@ -170,7 +170,15 @@ class Gibbs(Selecting):
         info.proposed += 1
         info.accepted += 1
         if runs[k] is not None:
-            runs[k].commit()
+            self._commit(runs[k], addr, values[k])
+
+    def _commit(self, run, addr, value) -> None:
+        """Commit the run of the value drawn; a value under which a choice would be left out
+        (a mem key that loses its last reader) is refused as its creation is."""
+        try:
+            run.commit()
+        except StructureChange as e:
+            raise self._structure_error(addr, value, e) from None
 
     def _group(self, trace, g, rng):
         plate = g.plate_addr
@@ -213,7 +221,8 @@ class Gibbs(Selecting):
             e2 = elems[changed]
             vec = {(plate, g.rel): VecTarget(e2, new[changed])}
             plan2 = view.plan(e2)
-            self.execute(trace, rng, vec=vec, plan=plan2, mode=STRICT).commit()
+            self._commit(self.execute(trace, rng, vec=vec, plan=plan2, mode=STRICT), addr,
+                         sorted(set(new[changed].tolist())))
 
 
     def _coupled(self, trace, plate, rel, e, rng):
@@ -262,9 +271,10 @@ class Gibbs(Selecting):
                 f"{lp[now]} in the run scoring the candidates, though the trace holds it")
         j = _gumbel_pick((lp - lp[now]).tolist(), rng)
         if j != now:
-            self.execute(
+            self._commit(self.execute(
                 trace, rng, vec={(plate, rel): VecTarget(np.array([e]), np.array([values[j]]))},
-                plan=plan, mode=mode, created=lane_choices(lanes, plate, j)).commit()
+                plan=plan, mode=mode, created=lane_choices(lanes, plate, j)),
+                plate + (e,) + rel, values[j])
 
 
 def gibbs(selection) -> Gibbs:

@@ -228,10 +228,7 @@ class MH(Selecting):
         try:
             run = self.execute(trace, rng, vec=vec, plan=plan, mode=STRICT)
         except StructureChange as e:
-            raise SelectionError(
-                f"mh on {self.selection!r}: the proposal changes the structure of plate "
-                f"{fmt(plate)} ({e}); use th.lmh for structure-changing choices"
-            ) from None
+            raise self._structure_error(plate, e) from None
         if run.aborted is not None:
             if len(elems) == 1:
                 self.info.proposed += 1
@@ -270,7 +267,15 @@ class MH(Selecting):
             sel = np.isin(ge, keep)
             vec2[(plate, rel)] = VecTarget(ge[sel], run_values(run, plate, rel, ge[sel]))
         plan2 = plan_elements(trace, _new_plan(), plate, keep)
-        self.execute(trace, rng, vec=vec2, plan=plan2, mode=STRICT).commit()
+        try:  # (a mem key that loses its last reader: a choice left out)
+            self.execute(trace, rng, vec=vec2, plan=plan2, mode=STRICT).commit()
+        except StructureChange as e:
+            raise self._structure_error(plate, e) from None
+
+    def _structure_error(self, plate, e) -> SelectionError:
+        return SelectionError(
+            f"mh on {self.selection!r}: the proposal changes the structure of plate "
+            f"{fmt(plate)} ({e}); use th.lmh for structure-changing choices")
 
 
 def _new_plan():

@@ -94,7 +94,8 @@ def smc(
     work on it as plate bodies do (parameters with a leading particle axis).  ``resample`` is
     ``"systematic"`` (default), ``"stratified"``, ``"residual"`` or ``"multinomial"``;
     resampling happens when the ESS is below ``ess_threshold · particles`` (1.0: every step).
-    Latent choices outside the chains must be given in ``fixed`` (address → value).
+    Latent choices outside the chains must be given in ``fixed`` (address → value); the
+    evidence is then p(y | fixed values) (their own prior density is not in it).
 
     A program without ``th.markov`` chains (recursion, stochastic branching: 003 §4) runs on the
     general path: a generation per top-level observation, each particle replaying its choices

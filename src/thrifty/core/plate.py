@@ -344,9 +344,14 @@ class PlateFrame(BatchFrame):
         cols = self.old_node.chains.get(local)
         return None if cols is None else cols.gather(self.idx)
 
-    def stored_member_dist(self, local, j: int):  # (executed element j: ColumnSite.member_dist)
-        s = None if self.fresh_node else self.old_node.sites.get(local)
-        return None if s is None else s.member_dist(j if self.full else int(self.idx[j]))
+    def stored_member_dist(self, local, j: int):  # (a site of the body or of a chain step)
+        """Executed element ``j``'s distribution of ``local`` in the trace the run replays."""
+        if self.fresh_node:
+            return None
+        e = j if self.full else int(self.idx[j])
+        if (s := self.old_node.site(local)) is not None and (d := s.member_dist(e)) is not None:
+            return d  # (kept when the run that wrote element e executed it)
+        return self.run.element_dist(self.addr, local, e, self.member_indices())
 
     def site_at(self, rel: tuple) -> MemberSite:
         """The site ``rel`` as this execution left it (values, log-densities, distribution over

@@ -357,3 +357,33 @@ def test_kernels_on_small_models_leave_the_posterior_invariant(model, label, mak
     P = transition_matrix(program, make(program, inits), keys,
                           lambda s: inits[keys.index(s)], state_of, draws=all_draws, check=True)
     assert_stationary(pi, P, connected=connects)
+
+
+def test_a_step_depends_on_the_state_not_on_the_history_that_led_there():
+    """Each state's row of th.lmh('b') and th.mh('b') (b moves the supports of plate elements
+    apart, so its proposals redraw them) from traces that random sequences of Gibbs, MH and LMH
+    steps left there equals its row from a trace made afresh: a kernel's step is a function
+    of the state, whatever the trace keeps of the steps before (which elements the last run
+    wrote, forks, copy-on-write columns).  Before a6a6f8f they differed: from (b, x) = (0, (0, 0))
+    left by Gibbs on one element, b = 1 had probability 0 against 0.087 from a fresh trace."""
+    from exact_kernel import transition_row
+    from test_exact_kernels import _apart_state, _apart_states, apart
+
+    program = apart(False)
+    inits, _ = _apart_states(chain=False)
+    fresh = {_apart_state(t): t for t in (th.initialize(program, 0, init=i) for i in inits)}
+    movers = [th.gibbs("data.x"), th.mh("data.x", P_()), th.lmh(), th.gibbs("b"),
+              th.mh(th.one("data.x"), P_())]
+    rng, seen = np.random.default_rng(0), {}
+    t = th.initialize(program, 0, init=inits[0])
+    for _ in range(150):
+        t = movers[rng.integers(len(movers))].step(t, rng)
+        seen.setdefault(_apart_state(t), []).append(t.fork())
+    assert len(seen) >= 4  # (every state with b = 0)
+    for kernel in (th.lmh("b"), th.mh("b", P_())):
+        for s, traces in seen.items():
+            row = transition_row(fresh[s], kernel, _apart_state, all_draws)
+            for h in traces[:3]:
+                other = transition_row(h, kernel, _apart_state, all_draws, check=True)
+                assert max(abs(row.get(k, 0.0) - other.get(k, 0.0))
+                           for k in set(row) | set(other)) < 1e-12, (s, row, other)

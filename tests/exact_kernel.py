@@ -196,9 +196,13 @@ def lmh_draws(mp, script):
     return _AcceptDraw(script)
 
 
-def transition_row(trace, kernel, state_of, draws=gibbs_draws) -> dict:
+def transition_row(trace, kernel, state_of, draws=gibbs_draws, check=False) -> dict:
     """{state: probability} of one ``kernel`` step from ``trace`` (left unchanged): every path
-    of the step's draws (scripted by ``draws``), each run on a fork of ``trace``."""
+    of the step's draws (scripted by ``draws``), each run on a fork of ``trace`` — and with
+    ``check``, the trace each path leaves compared with a full execution of the program
+    (:func:`thrifty.core.check.check_trace`: every stored value and log-density)."""
+    from thrifty.core.check import check_trace
+
     row: dict = {}
     stack = [()]
     while stack:
@@ -208,6 +212,7 @@ def transition_row(trace, kernel, state_of, draws=gibbs_draws) -> dict:
         with pytest.MonkeyPatch.context() as mp:
             kernel.step(fork, draws(mp, script))
         chosen = prefix + (0,) * (len(script.draws) - len(prefix))
+        assert not (check and check_trace(fork)), (chosen, check_trace(fork)[:3])
         s = state_of(fork)
         row[s] = row.get(s, 0.0) + script.probability(chosen)
         for d in range(len(prefix), len(script.draws)):
@@ -217,16 +222,19 @@ def transition_row(trace, kernel, state_of, draws=gibbs_draws) -> dict:
 
 
 def transition_matrix(program, kernel, states: list, init_of, state_of,
-                      draws=gibbs_draws) -> np.ndarray:
+                      draws=gibbs_draws, check=False) -> np.ndarray:
     """P[a, b]: probability that one ``kernel`` step takes ``states[a]`` to ``states[b]``;
     ``init_of(state)`` is the ``init=`` of :func:`thrifty.initialize` giving that state,
-    ``state_of(trace)`` reads a trace's state (an element of ``states``)."""
+    ``state_of(trace)`` reads a trace's state (an element of ``states``); the kernel is
+    prepared on the first state's trace, as a chain's is."""
     index = {s: a for a, s in enumerate(states)}
     P = np.zeros((len(states), len(states)))
     for a, s in enumerate(states):
         trace = th.initialize(program, 0, init=init_of(s))
         assert state_of(trace) == s, (state_of(trace), s)
-        for t, p in transition_row(trace, kernel, state_of, draws).items():
+        if a == 0:
+            kernel.prepare_all(trace)
+        for t, p in transition_row(trace, kernel, state_of, draws, check).items():
             P[a, index[t]] += p
         assert state_of(trace) == s, "a step changed the trace it forked"
     return P
@@ -246,3 +254,118 @@ def assert_stationary(pi: np.ndarray, P: np.ndarray, tol: float = 1e-10,
     for _ in range(int(np.ceil(np.log2(max(on.sum(), 2))))):  # paths of length 2, 4, 8, ...
         closure = np.minimum(closure @ closure, 1.0)
     assert closure.min() > 0, "the kernel does not connect every state of positive probability"
+
+
+# -- every draw of any composed kernel, scripted -------------------------------------------------
+# The kernels draw with a handful of idioms, each scripted here without touching their code:
+# a uniform pick ``int(rng.random() * n)`` (LMH's site, a selection's choice, th.one's block), an
+# accept test ``math.log(rng.random()) < log_alpha`` (one decision) or ``np.log(rng.random(n)) <
+# log_alpha`` (element-wise MH), Bernoulli and Categorical prior draws of any shape, a process's
+# table draw, Gibbs's Gumbel-max draws; th.mixture's kernel pick and adaptive LMH's arm draw are
+# replaced by their probabilities.  Any other use of the generator fails.
+class _Uniform:
+    def __init__(self, script):
+        self.script = script
+
+    def __mul__(self, n):  # int(u * n): each of 0..n-1 with probability 1/n
+        return _UniformPick(self.script, n)
+
+
+class _UniformPick:
+    def __init__(self, script, n):
+        self.script, self.n = script, n
+
+    def __int__(self):
+        return self.script._take(list(range(self.n)), [1.0 / self.n] * self.n)
+
+
+def _accept_probability(a: float) -> float:
+    return 1.0 if a >= 0 else (math.exp(a) if a > -math.inf else 0.0)
+
+
+class _LogUniform:
+    """log u: ``log u < a`` is True with probability min(1, e^a) (for each entry of ``a``)."""
+
+    def __init__(self, script):
+        self.script = script
+
+    def __lt__(self, a):
+        per = [_accept_probability(float(x)) for x in np.ravel(a)]
+        options = list(itertools.product((True, False), repeat=len(per)))
+        probs = [math.prod(p if o else 1.0 - p for p, o in zip(per, opt)) for opt in options]
+        keep = [k for k, q in enumerate(probs) if q > 0]
+        got = self.script._take([options[k] for k in keep], [probs[k] for k in keep])
+        return got[0] if np.ndim(a) == 0 else np.array(got)
+
+
+class _Uniforms:
+    def __init__(self, script):
+        self.script = script
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kw):
+        assert ufunc is np.log and method == "__call__", "an unscripted use of uniforms"
+        return _LogUniform(self.script)
+
+
+class _ScriptedGenerator:
+    def __init__(self, script):
+        self.script = script
+
+    def random(self, size=None):
+        return _Uniform(self.script) if size is None else _Uniforms(self.script)
+
+
+class _ScriptedMath:
+    """``math`` as the kernels' modules see it: the log of a scripted uniform is scripted."""
+
+    def __getattr__(self, name):
+        return getattr(math, name)
+
+    @staticmethod
+    def log(x, *base):
+        return _LogUniform(x.script) if isinstance(x, _Uniform) else math.log(x, *base)
+
+
+def all_draws(mp, script):
+    """The draws of any kernel a user composes of th.lmh, th.mh(..., th.prior()), th.gibbs,
+    th.adaptive_lmh, th.cycle and th.mixture, on Bernoulli, Categorical and process choices
+    (see above)."""
+    from thrifty.distributions import discrete
+    from thrifty.inference import compose
+    from thrifty.inference import kernel as kernel_module
+    from thrifty.inference.mcmc import adaptive
+    from thrifty.inference.mcmc.arms import Arms
+    from thrifty.processes.base import Tables
+
+    gibbs_draws(mp, script)
+
+    def prior_draw(d, rng, shape=()):  # each entry independently, each value with its probability
+        full = tuple(shape) + tuple(d.batch_shape)
+        K = 2 if isinstance(d, discrete.Bernoulli) else d.num_categories
+        p = [np.exp(np.broadcast_to(np.asarray(d.log_prob(np.full(full, v)), float), full)).ravel()
+             for v in range(K)]
+        options = list(itertools.product(range(K), repeat=int(np.prod(full))))
+        probs = [math.prod(p[v][c] for c, v in enumerate(o)) for o in options]
+        keep = [k for k, q in enumerate(probs) if q > 0]
+        o = script._take([options[k] for k in keep], [probs[k] for k in keep])
+        return np.array(o, dtype=np.int64).reshape(full) if full else o[0]
+
+    for family in (discrete.Bernoulli, discrete.Categorical):
+        mp.setattr(family, "sample", prior_draw)
+    mp.setattr(Tables, "sample", lambda state, rng: script._take(
+        [k for k, _ in state.predictive()], [p for _, p in state.predictive()]))
+    mp.setattr(kernel_module, "math", _ScriptedMath())
+    mp.setattr(adaptive, "math", _ScriptedMath())
+
+    def mixture_step(self, trace, rng):
+        i = script._take(list(range(len(self.children))), list(self.probs))
+        return self._part(self.children[i], trace, rng)
+
+    def arm_draw(self, rng):  # (arms in the order of their addresses: the same on every path)
+        order = sorted(range(len(self.addrs)), key=lambda i: repr(self.addrs[i]))
+        w = [self.weight(self.addrs[i]) for i in order]
+        return script._take(order, [x / sum(w) for x in w])
+
+    mp.setattr(compose.Mixture, "_step", mixture_step)
+    mp.setattr(Arms, "draw", arm_draw)
+    return _ScriptedGenerator(script)

@@ -244,6 +244,40 @@ def test_gibbs_on_structure_changing_choice():
                  init={"data.z": np.array([0, 0])}, seed=0, progress=False)
 
 
+def test_a_strict_run_that_leaves_a_memoized_key_out_refuses_as_one_that_creates_it():
+    """Gibbs (and element-wise MH) refused a value under which a memoized key would be created,
+    but took one under which a key loses its last reader: the step back would create it, so a
+    chain moved one way and raised the other, and the commit kept |x| (trace.n_latent, read
+    by LMH's pick and size factor) one too high — held 3 against 2 after k: 1 → 0 below, 5
+    against 4 in the plate.  Both directions now raise naming the key."""
+    @th.model
+    def keyed():
+        k = th.sample("k", dist.Bernoulli(0.4))
+        f = th.mem("w", lambda key: dist.Bernoulli(0.3 + 0.4 * key))
+        th.observe("y", dist.Normal(2.0 * f(k) - k + f(0), 1.0), 1.3)
+
+    @th.model
+    def labels(y):
+        f = th.mem("w", lambda key: dist.Bernoulli(0.3 + 0.4 * key))
+        with th.plate("data", len(y)) as i:
+            z = th.sample("z", dist.Bernoulli(0.5))
+            th.observe("y", dist.Normal(2.0 * f(z) - 1.0, 1.0), y[i])
+
+    t = th.initialize(keyed(), 0, init={"k": 1, "w.0": 1, "w.1": 0})
+    assert t.n_latent == 3
+    with pytest.raises(SelectionError, match=r"gibbs on \('k',\): the value 0 changes the "
+                                             r"program's structure \(re-execution would leave "
+                                             r"out the choice \('w', 1\)\)"):
+        th.gibbs("k").step(t, np.random.default_rng(0))
+    y = np.array([0.7, -0.9, 1.5])
+    for kernel in (th.gibbs(("data", 1, "z")), th.mh("data.z", th.prior())):
+        t = th.initialize(labels(y), 0, init={"data.z": np.array([1, 0, 1]), "w.0": 0, "w.1": 1})
+        assert t.n_latent == 5
+        with pytest.raises(SelectionError, match=r"leave out the choice \('w', [01]\)"):
+            for seed in range(20):  # (MH: until a proposal moves an element)
+                kernel.step(t, np.random.default_rng(seed))
+
+
 def test_values_from_a_plate_used_after_it():
     @th.model
     def m():

@@ -102,6 +102,12 @@ class BatchFrame:
         self.new_chains: dict[tuple, list] = {}
         self.mem_keys: dict[tuple, np.ndarray] = {}
 
+    def stored_member_dist(self, local, j: int):
+        """Member ``j``'s distribution of ``local`` in the trace the run replays, as the
+        accumulating frame has it (a chain step's in a plate: the plate's, at the step)."""
+        acc = self._acc
+        return None if acc is None else acc.stored_member_dist(self.rel + local, j)
+
     # member addressing and targets: supplied by subclasses
     def member_addr(self, j: int, rel: tuple) -> tuple:
         raise NotImplementedError

@@ -391,10 +391,8 @@ def per_particle(init, n: int, per_member: bool = False):
         return None
     if per_member and isinstance(init, np.ndarray) and init.ndim and init.shape[0] == n:
         return init
-    if isinstance(init, (tuple, list, dict)):
-        if isinstance(init, dict):
-            return {k: per_particle(v, n, per_member) for k, v in init.items()}
-        return rebuilt(init, [per_particle(s, n, per_member) for s in init])
+    if isinstance(init, (tuple, list, dict)):  # (a named tuple too: see rebuilt)
+        return rebuilt(init, [per_particle(s, n, per_member) for s in parts(init)])
     a = np.asarray(init)
     if a.dtype == object:
         return init

@@ -33,7 +33,7 @@ from thrifty.core.exec_log import ExecLog
 from thrifty.core.locate import addressed_target
 from thrifty.core.node import Node, Update
 from thrifty.core.plate_chain import ChainColumns
-from thrifty.core.vocab import LATENT, StaleRead, total, weak_run
+from thrifty.core.vocab import LATENT, RESAMPLE, StaleRead, total, weak_run
 from thrifty.errors import ModelError, SelectionError
 
 _EMPTY = np.zeros(0, dtype=np.int64)
@@ -216,10 +216,7 @@ class PlateContext:
 
     def __exit__(self, exc_type, exc, tb):
         self.parent.run.frame = self.parent
-        if exc_type is None:
-            self.frame.finalize()
-        else:
-            leave_with_error(self.frame, exc)
+        self.frame.finalize() if exc_type is None else leave_with_error(self.frame, exc)
         return False
 
 
@@ -308,7 +305,7 @@ class PlateFrame(BatchFrame):
             tgt = vec.get((self.addr, rel))
             if tgt is not None:
                 run.vec_seen.add((self.addr, rel))
-                if self.full and len(tgt.elems) > self.N:
+                if self.full and len(tgt.elems) > self.N and tgt.values is not RESAMPLE:
                     raise SelectionError(f"{len(tgt.elems)} values given to the {self.N} "
                                          f"elements of {fmt(self.generic_all(rel))}")
                 return self.positions(tgt.elems), tgt.values
@@ -337,19 +334,23 @@ class PlateFrame(BatchFrame):
             raise ModelError(
                 f"plate {fmt(self.addr)}: {what} at {fmt(self.generic(rel))} appeared while "
                 "running a subset of the elements; a plate's structure must not depend on its "
-                "elements' values"
-            )
+                "elements' values")
 
     def old_chain(self, local):
         """The stored chain ``local`` gathered at the executed elements (or None)."""
         if self.fresh_node:
             return None
-        cols = self.old_node.chains.get(local)
-        return None if cols is None else cols.gather(self.idx)
+        return None if (cols := self.old_node.chains.get(local)) is None else cols.gather(
+            self.idx)
 
-    def stored_member_dist(self, local, j: int):  # (executed element j: ColumnSite.member_dist)
-        s = None if self.fresh_node else self.old_node.sites.get(local)
-        return None if s is None else s.member_dist(j if self.full else int(self.idx[j]))
+    def stored_member_dist(self, local, j: int):  # (a site of the body or of a chain step)
+        """Executed element ``j``'s distribution of ``local`` in the trace the run replays."""
+        if self.fresh_node:
+            return None
+        e = j if self.full else int(self.idx[j])
+        if (s := self.old_node.site(local)) is not None and (d := s.member_dist(e)) is not None:
+            return d  # (kept when the run that wrote element e executed it)
+        return self.run.element_dist(self.addr, local, e, self.member_indices())
 
     def site_at(self, rel: tuple) -> MemberSite:
         """The site ``rel`` as this execution left it (values, log-densities, distribution over

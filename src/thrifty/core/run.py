@@ -32,18 +32,23 @@ from __future__ import annotations
 import itertools
 import math
 
+import numpy as np
+
 from thrifty import _context
 from thrifty.core import chain_run, mem, plate, plate_chain
 from thrifty.core.address import fmt
 from thrifty.core.batch import check_data_rows
 from thrifty.core.code_errors import WRAPPED, code_error, converted_error, wraps
+from thrifty.core.column import ColumnSite
 from thrifty.core.frame import BlockFrame
+from thrifty.core.locate import plan_elements
 from thrifty.core.node import Node
 from thrifty.core.replay import ScalarLanes
 from thrifty.core.trace import Block
 from thrifty.core.vocab import (  # noqa: F401  (re-exported: the engine's words)
     DEFAULT,
     EMPTY_PLAN,
+    LATENT,
     LAZY,
     NEG_INF,
     RESAMPLE,
@@ -117,6 +122,7 @@ class Run:
     written: dict | None = None  # chain address → its steps as columns (see ``written``)
     fresh_choices: list | None = None  # (address, count) of the choices created (see below)
     stale_choices: list | None = None  # (address, count) of the choices dropped
+    replayed: dict | None = None  # (plate, site) → its old distributions (see element_dist)
 
     def __init__(
         self,
@@ -279,6 +285,22 @@ class Run:
     def note_impossible(self, addr, d, value) -> None:
         self.impossible.append((addr, d, value))
 
+    def element_dist(self, plate_addr: tuple, rel: tuple, e: int, elems: np.ndarray):
+        """Element ``e``'s distribution of the site ``rel`` (of the plate body or of one of its
+        chains' steps) in the trace this run replays, from a strict replay there of the
+        elements ``elems`` that this run executes (once per site; never committed, drawing
+        nothing): the old distribution a redraw's reverse move replays under
+        (:func:`thrifty.core.replay._reversed_by_redraw`) when the plate did not keep it."""
+        if self.replayed is None:
+            self.replayed = {}
+        site = self.replayed.get((plate_addr, rel))
+        if site is None:
+            plan = plan_elements(self.trace, Plan(), plate_addr, elems)
+            other = Run(self.trace, np.random.default_rng(0), plan=plan, mode=STRICT).execute()
+            d = other.plate_frames[plate_addr].site_at(rel).dist
+            site = self.replayed[(plate_addr, rel)] = ColumnSite(None, None, LATENT, True, d, elems)
+        return site.member_dist(e)
+
     # -- which choices a proposal creates and drops (adaptive LMH needs them, not only counts) --
     def note_fresh(self, addr, count: int = 1) -> None:
         """``count`` choices at ``addr`` were created (a generic address with ``"*"`` for the
@@ -360,8 +382,6 @@ class Run:
         if self.candidates is not None or self.paused:
             raise RuntimeError("cannot commit a run that scores candidate values in lanes or "
                                "that paused")
-        if self.mode.strict:
-            self._refuse_unread_keys()
         trace = self.trace if trace is None else trace
         trace.clock += 1
         clock = trace.clock
@@ -386,17 +406,6 @@ class Run:
             trace.stale_nodes = {n for n in trace.stale_nodes if n.has_stale(trace.mems)}
         self.trace = trace
 
-
-    def _refuse_unread_keys(self) -> None:
-        """A strict run keeps no account of the mem keys whose last reader went away (its
-        scoring runs are hypothetical configurations: :meth:`~thrifty.core.mem.MemJournal.finish`);
-        committed, such a key would leave the trace with |x| and the structure unchanged.
-        Leaving out a choice is a change of structure, which strict runs refuse."""
-        for addr, j in self.mem_journals.items():
-            refs, values = (j.table.refs, j.table.values) if j.table is not None else ({}, ())
-            for key, delta in j.ref_delta.items():
-                if delta < 0 and key in values and refs.get(key, 0) + delta <= 0:
-                    raise StructureChange(addr + (key,), dropped=True)
 
 
 def _block_addresses(block, prefix: tuple):

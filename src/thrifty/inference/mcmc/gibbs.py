@@ -103,6 +103,8 @@ class Gibbs(Selecting):
         return trace
 
     def _structure_error(self, addr, value, e):
+        if isinstance(value, np.generic):
+            value = value.item()  # (named as the model's code would write it)
         return SelectionError(
             f"gibbs on {fmt(addr)}: "
             + (f"a value among {value!r}" if isinstance(value, list) else f"the value {value!r}")
@@ -170,15 +172,17 @@ class Gibbs(Selecting):
         info.proposed += 1
         info.accepted += 1
         if runs[k] is not None:
-            self._commit(runs[k], addr, values[k])
+            runs[k].commit()
 
-    def _commit(self, run, addr, value) -> None:
-        """Commit the run of the value drawn; a value under which a choice would be left out
-        (a mem key that loses its last reader) is refused as its creation is."""
+    def _commit(self, trace, rng, addr, value, **kw) -> None:
+        """Run the drawn value (``kw``: the run's targets, plan and mode) and commit it; a
+        value under which a choice would be created or left out (a memoized key that loses its
+        last reader) is refused."""
         try:
-            run.commit()
+            run = self.execute(trace, rng, **kw)
         except StructureChange as e:
             raise self._structure_error(addr, value, e) from None
+        run.commit()
 
     def _group(self, trace, g, rng):
         plate = g.plate_addr
@@ -221,8 +225,8 @@ class Gibbs(Selecting):
             e2 = elems[changed]
             vec = {(plate, g.rel): VecTarget(e2, new[changed])}
             plan2 = view.plan(e2)
-            self._commit(self.execute(trace, rng, vec=vec, plan=plan2, mode=STRICT), addr,
-                         sorted(set(new[changed].tolist())))
+            self._commit(trace, rng, addr, sorted(set(new[changed].tolist())), vec=vec,
+                         plan=plan2, mode=STRICT)
 
 
     def _coupled(self, trace, plate, rel, e, rng):
@@ -271,10 +275,10 @@ class Gibbs(Selecting):
                 f"{lp[now]} in the run scoring the candidates, though the trace holds it")
         j = _gumbel_pick((lp - lp[now]).tolist(), rng)
         if j != now:
-            self._commit(self.execute(
-                trace, rng, vec={(plate, rel): VecTarget(np.array([e]), np.array([values[j]]))},
-                plan=plan, mode=mode, created=lane_choices(lanes, plate, j)),
-                plate + (e,) + rel, values[j])
+            self._commit(
+                trace, rng, plate + (e,) + rel, values[j],
+                vec={(plate, rel): VecTarget(np.array([e]), np.array([values[j]]))},
+                plan=plan, mode=mode, created=lane_choices(lanes, plate, j))
 
 
 def gibbs(selection) -> Gibbs:

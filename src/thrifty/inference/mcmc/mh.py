@@ -224,11 +224,7 @@ class MH(Selecting):
         some distribution's parameters invalid aborts the batched run without saying which
         element did it: the same proposals are then decided in two halves, down to single
         elements, whose invalid proposals are rejected."""
-        plan = plan_elements(trace, _new_plan(), plate, elems)
-        try:
-            run = self.execute(trace, rng, vec=vec, plan=plan, mode=STRICT)
-        except StructureChange as e:
-            raise self._structure_error(plate, e) from None
+        run = self._strict(trace, rng, plate, vec, plan_elements(trace, _new_plan(), plate, elems))
         if run.aborted is not None:
             if len(elems) == 1:
                 self.info.proposed += 1
@@ -267,15 +263,20 @@ class MH(Selecting):
             sel = np.isin(ge, keep)
             vec2[(plate, rel)] = VecTarget(ge[sel], run_values(run, plate, rel, ge[sel]))
         plan2 = plan_elements(trace, _new_plan(), plate, keep)
-        try:  # (a mem key that loses its last reader: a choice left out)
-            self.execute(trace, rng, vec=vec2, plan=plan2, mode=STRICT).commit()
-        except StructureChange as e:
-            raise self._structure_error(plate, e) from None
+        self._strict(trace, rng, plate, vec2, plan2).commit()
 
-    def _structure_error(self, plate, e) -> SelectionError:
-        return SelectionError(
-            f"mh on {self.selection!r}: the proposal changes the structure of plate "
-            f"{fmt(plate)} ({e}); use th.lmh for structure-changing choices")
+    def _strict(self, trace, rng, plate, vec, plan):
+        """A strict run of element-wise proposals.  A change of structure (a memoized key
+        created, or left without a reader) refuses: the elements' decisions are independent
+        only while the choices around them stay — the proposals of all may keep every key read
+        while those accepted leave one out."""
+        try:
+            return self.execute(trace, rng, vec=vec, plan=plan, mode=STRICT)
+        except StructureChange as e:
+            raise SelectionError(
+                f"mh on {self.selection!r}: the proposal changes the structure of plate "
+                f"{fmt(plate)} ({e}); use th.lmh for structure-changing choices"
+            ) from None
 
 
 def _new_plan():

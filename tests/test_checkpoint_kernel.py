@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import thrifty as th
+from shared_models import ar_chain
 from test_runtime import ARMED, Interrupting
 from thrifty import dist, glm
 from thrifty.models import hmm
@@ -113,6 +114,9 @@ STATEFUL = {  # kernels that adapt or cache while running: resumed bit for bit
     "subsampled_mh taylor": (lambda: logistic(X, Y),
                              lambda: th.subsampled_mh("w", 50, 0.05, th.drift(0.1),
                                                       proxy="taylor"), "w"),
+    "pmmh": (lambda: ar_chain(6), lambda: th.pmmh("phi", 8, th.drift(0.3)), "h.h"),
+    "pmmh refreshed in a cycle": (lambda: ar_chain(6), lambda: th.cycle(
+        [th.pmmh("phi", 8, th.drift(0.3)), th.pgibbs("h", 8)]), "h.h"),
 }
 
 

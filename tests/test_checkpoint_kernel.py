@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import thrifty as th
+from shared_models import ar_chain
 from test_runtime import ARMED, Interrupting
 from thrifty import dist, glm
 from thrifty.models import hmm
@@ -113,6 +114,9 @@ STATEFUL = {  # kernels that adapt or cache while running: resumed bit for bit
     "subsampled_mh taylor": (lambda: logistic(X, Y),
                              lambda: th.subsampled_mh("w", 50, 0.05, th.drift(0.1),
                                                       proxy="taylor"), "w"),
+    "pmmh": (lambda: ar_chain(6), lambda: th.pmmh("phi", 8, th.drift(0.3)), "h.h"),
+    "pmmh refreshed in a cycle": (lambda: ar_chain(6), lambda: th.cycle(
+        [th.pmmh("phi", 8, th.drift(0.3)), th.pgibbs("h", 8)]), "h.h"),
 }
 
 
@@ -167,3 +171,26 @@ def test_a_kernel_built_from_a_generator_is_configured_and_copied(tmp_path):
     again = th.infer(logistic(X, Y), th.cycle([th.mh("w", th.drift(0.3))]), num_samples=5,
                      seed=0, progress=False, checkpoint=path)
     np.testing.assert_array_equal(again["w"], first["w"])
+
+
+def test_a_kernel_that_shares_a_part_is_not_resumed_by_one_with_separate_parts(tmp_path):
+    """``th.cycle([k, k])`` steps one kernel twice — one adaptation of ``th.drift()``, one set
+    of statistics — and ``th.cycle([k1, k2])`` two: equal configurations of two runs (other
+    draws).  A resume of one by the other was accepted, and gave the draws of neither."""
+    def shared():
+        k = th.mh("w", th.drift())
+        return th.cycle([k, k])
+
+    def separate():
+        return th.cycle([th.mh("w", th.drift()), th.mh("w", th.drift())])
+
+    assert shared().config() == separate().config()
+    kw = dict(num_samples=5, burn_in=20, seed=0, progress=False)
+    for first, then in ((shared, separate), (separate, shared)):
+        path = tmp_path / f"{first.__name__}.ckpt"
+        done = th.infer(logistic(X, Y), first(), checkpoint=path, **kw)
+        again = th.infer(logistic(X, Y), first(), checkpoint=path, **kw)  # fresh objects
+        np.testing.assert_array_equal(again["w"], done["w"])
+        with pytest.raises(ValueError, match=r"the kernel differs: .*\(one object at: .*"
+                                             r"args\.kernels\[0\], args\.kernels\[1\]"):
+            th.infer(logistic(X, Y), then(), checkpoint=path, **kw)

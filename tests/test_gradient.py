@@ -17,6 +17,8 @@ thinned to ≈ independence, Geweke min p > 1e-4 (Bonferroni over its test funct
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -367,6 +369,46 @@ def test_nuts_with_gibbs_on_labels(compose):
         assert 0.4 < idle.mean() < 0.6 and np.isnan(r.sample_stats["energy"][0][idle]).all()
         assert not r.sample_stats["diverging"][0][idle].any()
     check_continuous(r["mu"], *mixture_grid(MIXTURE_Y), what="mu")
+
+
+def test_nuts_compiling_after_gibbs_leaves_the_labels_writable():
+    """NUTS's first step compiles its density, probing it with the other choices' values: the
+    plate's column of labels that Gibbs, stepping first, owns and writes in place.  The probe's
+    run handed that array to the model read-only — as a run hands every value it keeps — by
+    marking the array itself, and Gibbs's next write raised ValueError ("assignment
+    destination is read-only")."""
+    from thrifty.inference.gradient import hmc
+
+    hmc._CACHE.clear()  # (compiled by the tests above: no probe)
+    r = th.infer(mixture(MIXTURE_Y), th.cycle([th.gibbs("data.z"), th.nuts("mu")]),
+                 num_samples=20, burn_in=10, seed=0, progress=False)
+    assert r.num_draws == 20 and len(np.unique(r["mu"])) > 10
+
+
+def test_a_chain_resumed_where_nuts_compiles_anew_gives_the_same_draws(tmp_path, monkeypatch):
+    """A checkpoint resumed in a new process, whose NUTS compiles its density anew (the cache
+    cleared here): the unpickled trace owns every column, and the probe made the labels' array
+    read-only — Gibbs's first write after the resume raised ValueError."""
+    from test_runtime import ARMED, Interrupting
+    from thrifty.inference.gradient import hmc
+
+    def kernel():
+        return Interrupting(th.cycle([th.nuts("mu"), th.gibbs("data.z")]), after=15,
+                            how="raise")
+
+    kw = dict(num_samples=20, burn_in=10, seed=1, progress=False)
+    straight = th.infer(mixture(MIXTURE_Y), kernel(), **kw)
+    path = tmp_path / "run.ckpt"
+    monkeypatch.setenv(ARMED, "1")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        part = th.infer(mixture(MIXTURE_Y), kernel(), checkpoint=path, checkpoint_every=0.0,
+                        **kw)
+    assert part.interrupted
+    hmc._CACHE.clear()
+    resumed = th.infer(mixture(MIXTURE_Y), kernel(), checkpoint=path, **kw)
+    np.testing.assert_array_equal(resumed["mu"], straight["mu"])
+    np.testing.assert_array_equal(resumed["data.z"], straight["data.z"])
 
 
 @th.model

@@ -306,6 +306,22 @@ def test_keyboard_interrupt_in_process_returns_partial_draws():
     np.testing.assert_array_equal(r["s.z"][0], straight["s.z"][0])
 
 
+def test_an_interrupted_run_returns_variables_kept_sparse():
+    """Chains of unequal lengths keep every chain's draws (``chain_draws``): a variable above
+    ``dense_bytes``, kept as events (:class:`~thrifty.runtime.draws.SparseDraws`), was indexed
+    as an array when the result was built, and the Ctrl-C raised TypeError instead of
+    returning the draws."""
+    k = Interrupting(th.lmh(), after=30, how="raise")
+    with pytest.warns(InterruptedWarning, match="chain 0: 30 draws"):
+        r = th.infer(hmm(), k, num_samples=100, chains=2, seed=0, workers=1, progress=False,
+                     dense_bytes=0)
+    straight = th.infer(hmm(), th.lmh(), num_samples=100, chains=2, seed=0, progress=False,
+                        dense_bytes=0)
+    assert r.truncated and r.chain_ids == [0] and r.sparse("s.z").shape == (1, 30, 18)
+    np.testing.assert_array_equal(r.chain_draws[0]["s.z"], straight["s.z"][0, :30])
+    assert r.chain_draws[1] == {}
+
+
 def test_sigint_in_process_stops_between_steps():
     k = Interrupting(th.lmh(), after=300, how="signal")
     handler = signal.getsignal(signal.SIGINT)

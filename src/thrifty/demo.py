@@ -35,6 +35,15 @@ def _marginals(z: np.ndarray, K: int = 3) -> np.ndarray:
     return np.stack([(z == k).mean(axis=0) for k in range(K)], axis=1)
 
 
+def _infer(*args, **kwargs):
+    """``th.infer``; a Ctrl-C, after which it returns the draws so far, ends the demo (its
+    tables and timings are those of complete runs)."""
+    r = th.infer(*args, **kwargs)
+    if r.interrupted:
+        raise KeyboardInterrupt
+    return r
+
+
 def _rule(title: str) -> None:
     print()
     print(title)
@@ -47,12 +56,12 @@ def hmm_section(out: Path, steps: int, chains: int, seed: int) -> dict:
     T = exact.shape[0]
     sweeps = max(steps // T, 1)
     t0 = time.perf_counter()
-    r_lmh = th.infer(hmm(), th.lmh(), num_samples=steps, burn_in=steps // 10, chains=chains,
-                     seed=seed, progress=False)
+    r_lmh = _infer(hmm(), th.lmh(), num_samples=steps, burn_in=steps // 10, chains=chains,
+                  seed=seed, progress=False)
     t_lmh = time.perf_counter() - t0
     t0 = time.perf_counter()
-    r_gibbs = th.infer(hmm(), th.gibbs("s"), num_samples=sweeps, burn_in=sweeps // 10,
-                       chains=chains, seed=seed + 1, progress=False)
+    r_gibbs = _infer(hmm(), th.gibbs("s"), num_samples=sweeps, burn_in=sweeps // 10,
+                    chains=chains, seed=seed + 1, progress=False)
     t_gibbs = time.perf_counter() - t0
     m_lmh, m_gibbs = _marginals(r_lmh["s.z"]), _marginals(r_gibbs["s.z"])
     mae_lmh = float(np.abs(m_lmh - exact).mean())
@@ -100,8 +109,8 @@ def logistic_section(out: Path, n: int, draws: int, chains: int, seed: int) -> d
     _rule(f"2. Bayesian logistic regression (paper 000 §4.1): MH on N = {n:,}, d = 5")
     X, y, theta = synthetic_logistic(n, 5, theta=[1.0, -0.5, 0.25, 0.0, 0.75], seed=seed)
     t0 = time.perf_counter()
-    r = th.infer(logistic_regression(X, y), th.mh("w", th.drift(0.02)), num_samples=draws,
-                 burn_in=draws // 2, chains=chains, seed=seed, progress=False)
+    r = _infer(logistic_regression(X, y), th.mh("w", th.drift(0.02)), num_samples=draws,
+              burn_in=draws // 2, chains=chains, seed=seed, progress=False)
     elapsed = time.perf_counter() - t0
     summary = r.summary()
     summary.insert(0, "true", theta)
@@ -145,8 +154,8 @@ def tall_section(out: Path, n: int, draws: dict, seed: int) -> dict:
         t0 = time.perf_counter()
         with warnings.catch_warnings():  # (runs sized to compare ESS/s, shown in the table:
             warnings.simplefilter("ignore", th.ConvergenceWarning)  # the slow ones have little)
-            r = th.infer(prog, k, num_samples=draws[name], burn_in=draws[name] // 10, chains=2,
-                         seed=seed, init={"w": mode}, progress=False)
+            r = _infer(prog, k, num_samples=draws[name], burn_in=draws[name] // 10, chains=2,
+                      seed=seed, init={"w": mode}, progress=False)
         wall = time.perf_counter() - t0
         st = r.stats[k.label()]
         w = r["w"]
@@ -227,8 +236,8 @@ def particle_section(out: Path, T: int, sweeps: int, seed: int) -> dict:
     ess, secs, err = {}, {}, {}
     for label, AS in (("PGAS", True), ("CSMC", False)):
         t0 = time.perf_counter()
-        res = th.infer(prog, th.pgibbs("x", 10, ancestor_sampling=AS), num_samples=sweeps,
-                       burn_in=20, seed=seed, progress=False)
+        res = _infer(prog, th.pgibbs("x", 10, ancestor_sampling=AS), num_samples=sweeps,
+                    burn_in=20, seed=seed, progress=False)
         secs[label] = time.perf_counter() - t0
         x = res["x.z"][0, :, :, 0]  # first coordinate of each state
         # a state that never moved has no meaningful ESS (ArviZ reports n): count it as 1

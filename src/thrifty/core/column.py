@@ -98,6 +98,14 @@ class Column:
             self._own()
         return self.data
 
+    def frozen(self) -> np.ndarray:
+        """Every element, as a read-only view: for values handed to a run, which marks what it
+        hands to the model read-only (:func:`~thrifty.core.vocab.readonly`) — on the view, not
+        on the array this column may write in place."""
+        view = self.array().view()
+        view.flags.writeable = False
+        return view
+
     def _patched(self, idx, out):
         p = self.patch
         if isinstance(idx, slice):

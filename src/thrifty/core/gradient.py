@@ -66,15 +66,15 @@ def other_values(trace, block: set) -> dict:
     for paddr, node in root.plates.items():
         for rel, col in node.sites.items():
             if col.kind == LATENT and (paddr, rel) not in block:
-                out[(paddr, rel)] = col.values.array()
+                out[(paddr, rel)] = col.values.frozen()
         for crel, cols in node.chains.items():
             for rel, col in cols.sites.items():
                 if col.kind == LATENT and (paddr, crel, rel) not in block:
-                    out[(paddr, crel, rel)] = col.values.array()
+                    out[(paddr, crel, rel)] = col.values.frozen()
     for caddr, node in root.chains.items():
         for rel, site in node.sites.items():
             if site.kind == LATENT and (caddr, rel) not in block:
-                out[(caddr, rel)] = site.values.array()
+                out[(caddr, rel)] = site.values.frozen()
     for key, value in (trace.obs_values or {}).items():  # observations simulated in place of
         out[(OBSERVED, key)] = value  # the data (Geweke's successive-conditional simulator)
     return out

@@ -59,20 +59,50 @@ class Configured(metaclass=_Recording):
         """(:meth:`config`, [what could not be fingerprinted])."""
         unhashable: list = []
         cls = type(self)
-        args, kwargs = getattr(self, "_init_args", ((), {}))
-        try:
-            bound = inspect.signature(cls.__init__).bind(None, *args, **kwargs)
-            bound.apply_defaults()
-            named = dict(list(bound.arguments.items())[1:])
-        except (TypeError, ValueError):  # a signature inspect cannot read
-            named = {"args": list(args), "kwargs": dict(kwargs)}
         out = {"class": f"{cls.__module__}.{cls.__qualname__}",
                "args": {k: _encode(v, f"{cls.__qualname__}({k}=...)", unhashable)
-                        for k, v in named.items()}}
+                        for k, v in self.arguments().items()}}
         if not is_library(cls.__module__):
             out["code"], more = class_digest(cls)
             unhashable += more
         return out, unhashable
+
+
+    def arguments(self) -> dict:
+        """The constructor arguments by name, defaults included."""
+        args, kwargs = getattr(self, "_init_args", ((), {}))
+        try:
+            bound = inspect.signature(type(self).__init__).bind(None, *args, **kwargs)
+            bound.apply_defaults()
+            return dict(list(bound.arguments.items())[1:])
+        except (TypeError, ValueError):  # a signature inspect cannot read
+            return {"args": list(args), "kwargs": dict(kwargs)}
+
+
+def shared_parts(root: Configured) -> list[list[str]]:
+    """The places of ``root``'s configuration that hold one object, for each object held at
+    more than one: ``th.cycle([k, k])`` steps one kernel twice (one adaptation of its
+    proposal, one set of statistics), ``th.cycle([k1, k2])`` two kernels — equal
+    configurations (:meth:`Configured.config`) of two runs."""
+    places: dict = {}
+
+    def walk(x, path):
+        if isinstance(x, Configured):
+            seen = places.setdefault(id(x), (x, []))[1]
+            seen.append(path)
+            if len(seen) == 1:
+                for name, v in x.arguments().items():
+                    walk(v, f"{path}.{name}" if path else name)
+        elif type(x) in (list, tuple):
+            for i, v in enumerate(x):
+                walk(v, f"{path}[{i}]")
+        elif type(x) is dict:
+            for k, v in x.items():
+                walk(v, f"{path}[{k!r}]")
+
+    for name, v in root.arguments().items():
+        walk(v, f"args.{name}")
+    return [paths for _, paths in places.values() if len(paths) > 1]
 
 
 def _encode(v, where: str, unhashable: list):

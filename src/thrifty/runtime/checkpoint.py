@@ -52,6 +52,7 @@ import numpy as np
 
 from thrifty.errors import CheckpointError, CheckpointWarning
 from thrifty.fingerprint import fingerprint_program, value_digest
+from thrifty.inference.configured import shared_parts
 from thrifty.inference.kernel import Stats
 from thrifty.runtime.chain import ChainRecord, loads_state
 from thrifty.runtime.draws import DrawStore, Series
@@ -78,6 +79,9 @@ def run_identity(program, kernel, keep, inits) -> dict:
     fingerprinted."""
     items, unhashable = fingerprint_program(program)
     kcfg, more = kernel.config_and_warnings()
+    shared = shared_parts(kernel)
+    if shared:  # (th.cycle([k, k]) and th.cycle([k1, k2]): one configuration, two runs)
+        kcfg["one object at"] = [", ".join(paths) for paths in shared]
     init, more_init = value_digest(inits, "init")
     unhashable = list(dict.fromkeys(unhashable + more + more_init))
     if unhashable:

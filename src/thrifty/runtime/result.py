@@ -137,7 +137,7 @@ def build_result(records, *, program, stats, interrupted, notes, config,
             m = lens[c]
             full.append(
                 {
-                    "draws": {k: v[0] for k, v in stack_stores([r.store], m, dense_bytes).items()},
+                    "draws": stack_stores([r.store], m, dense_bytes),  # (built when read)
                     "store": r.store.prefix(m),
                     "sample_stats": {
                         "lp": np.array(r.store.lp[:m], dtype=float),
@@ -365,8 +365,7 @@ class Result:
         """Per chain (all chains of the run), ``{name: array (draws, ...)}`` with every draw."""
         if self._full is not None:
             return [
-                {k: v.materialize()[0] if isinstance(v, SparseDraws) else v
-                 for k, v in f["draws"].items()}
+                {k: np.asarray(v)[0] for k, v in f["draws"].items()}  # (SparseDraws too)
                 for f in self._full
             ]
         return [{k: self._dense(k)[i] for k in self.samples} for i in range(self.num_chains)]

@@ -58,8 +58,10 @@ class PMMH(Kernel):
         require_scale("pmmh", self.proposal)
         self.resample = resample
         self._refreshed = False  # a refresh ran: multinomial resampling from then on
-        # the current state's (trace uid, clock, log p(choices outside the chains), log p(those
-        # the kernel does not update), log Ẑ)
+        # the current state's (trace, clock, log p(choices outside the chains), log p(those
+        # the kernel does not update), log Ẑ) — the trace itself, not its uid: a checkpoint
+        # pickles the kernel with its trace, which comes back a new object of a new uid but
+        # the same object as this reference, and the resumed chain keeps the estimate
         self._current = None
 
     def label(self) -> str:
@@ -133,8 +135,8 @@ class PMMH(Kernel):
         return sum(lp for a, lp in pr.lps.items() if a not in self.addrs)
 
     def _step(self, trace, rng):
-        key = (trace.uid, trace.clock)
-        if self._current is None or self._current[0] != trace.uid:
+        key = (trace, trace.clock)
+        if self._current is None or self._current[0] is not trace:
             cur = {a: top_choice(trace, a)[0] for a in self.addrs}
             prior, log_z, _, pr = self._smc(trace, rng, cur)
             self._current = (*key, prior, self._rest(pr), log_z)
@@ -164,7 +166,7 @@ class PMMH(Kernel):
         self.info.accepted += 1
         targets = {a: pr.values[a] for a in self.addrs}  # (drawn, for th.prior())
         write_trajectories(self, trace, rng, driver, targets)
-        self._current = (trace.uid, trace.clock, prior2 + pr.prior_drawn_lp, rest2, log_z2)
+        self._current = (trace, trace.clock, prior2 + pr.prior_drawn_lp, rest2, log_z2)
         return trace
 
 

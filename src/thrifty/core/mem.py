@@ -236,8 +236,7 @@ class MemJournal(Update):
         return entry
 
     def finish(self, run) -> None:
-        """Keys whose last reader went away leave the trace (stale choices: a strict run then
-        raises StructureChange, as for a choice it would create)."""
+        """Keys whose last reader went away leave the trace (stale: a strict run refuses)."""
         table = self.table
         if table is None:
             return

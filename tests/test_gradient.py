@@ -889,3 +889,24 @@ def test_a_block_resized_by_another_kernel_keeps_one_step_size_per_size_after_th
           mean_z(np.log(mu), special.digamma(2.0), np.sqrt(special.polygamma(1, 2.0)))]
     assert max(map(abs, zs)) < z_threshold(2), zs
 
+
+@th.model
+def latent_means(y):
+    mu = th.sample("mu", dist.Normal(0.0, 3.0))
+    with th.plate("data", len(y)) as i:
+        x = th.sample("x", dist.Normal(mu, 1.0))
+        th.observe("y", dist.Normal(x, 1.0), y[i])
+
+
+def test_a_checkpoint_after_nuts_read_elements_a_subsampling_kernel_left_stale(tmp_path):
+    """Where the trace's log-joint is not known (elements left stale by th.subsampled_mh),
+    NUTS checks its compiled density against the model executed eagerly and remembers the
+    compiled functions that agreed: those went into the checkpoint's pickle of the kernel,
+    which failed (TypeError: can't pickle local object '_Compiled.__init__.<locals>.probe').
+    They stay behind, as the other compiled functions do."""
+    y = np.random.default_rng(0).normal(1.0, 1.5, 1000)
+    k = th.mixture([(0.5, th.subsampled_mh("mu", batch_size=10, epsilon=0.1, max_fraction=0.2)),
+                    (0.5, th.nuts("data.x"))])
+    r = th.infer(latent_means(y), k, num_samples=20, seed=0, progress=False,
+                 checkpoint=str(tmp_path / "c.ckpt"))
+    assert r["data.x"].shape == (1, 20, 1000)

@@ -457,6 +457,7 @@ class HMC(Selecting):
         state["_since"] = None
         state["_keys"] = {}
         state["_agreed"] = set()
+        state["_eager_agreed"] = set()
         if self._adapt or self._tuned:
             import jax
 

@@ -910,3 +910,16 @@ def test_a_checkpoint_after_nuts_read_elements_a_subsampling_kernel_left_stale(t
     r = th.infer(latent_means(y), k, num_samples=20, seed=0, progress=False,
                  checkpoint=str(tmp_path / "c.ckpt"))
     assert r["data.x"].shape == (1, 20, 1000)
+
+
+
+def test_the_first_draw_of_a_mixture_has_no_statistics_of_the_burn_in():
+    """In th.mixture, a draw no NUTS transition preceded has no NUTS statistics; the first
+    draw after the burn-in showed the burn-in's last transition (a step size of the
+    adaptation, 0.40 beside the 0.25 fixed after it; its divergence counted among the
+    draws')."""
+    k = th.mixture([(0.3, th.nuts(["mu", "sigma"])), (0.7, th.mh("mu", th.drift(0.3)))])
+    r = th.infer(small(np.array([0.3, -0.2, 0.8])), k, num_samples=40, burn_in=160, seed=0,
+                 progress=False)
+    eps = r.sample_stats["step_size"][0]
+    assert np.unique(eps[~np.isnan(eps)]).size == 1

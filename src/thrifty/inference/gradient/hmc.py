@@ -976,6 +976,8 @@ class HMC(Selecting):
         if not on and self.tuning:
             self._tuned = {}  # the adaptation's final values are taken at the next step
             self._ahead = None  # (transitions computed with the adaptation's values)
+            self.draw_stats()  # (the burn-in's last transition is no draw's: a first draw
+            # no transition of this kernel preceded has none)
         self.tuning = on
 
     def _record(self, stats, step_size) -> None:

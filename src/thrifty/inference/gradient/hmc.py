@@ -928,7 +928,7 @@ class HMC(Selecting):
         the heuristic's at the kernel's first transition.  A step size chosen by the
         heuristic at a later state would make each transition's kernel depend on the state it
         starts from (and on its own random key, which the heuristic shares): the chain would
-        no longer leave the posterior invariant (Andrieu & Thoms 2008, §2)."""
+        no longer leave the posterior invariant (Andrieu & Thoms 2008)."""
         import jax.numpy as jnp
 
         shape = (keys, comp.size)

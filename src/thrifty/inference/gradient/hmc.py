@@ -431,8 +431,10 @@ class HMC(Selecting):
         self.target_accept = float(target_accept)
         self.dense_mass = bool(dense_mass)
         self.max_tree_depth = int(max_tree_depth)
-        self._adapt = None  # (adaptation state, schedule, index) during the burn-in
-        self._tuned = None  # (step size, inverse mass matrix) after it
+        self._adapt: dict = {}  # per structure of the block (_parameters): [adaptation
+        # state, schedule, index] during the burn-in
+        self._tuned: dict = {}  # per structure: (step size, inverse mass matrix) after it
+        self._first_step = None  # the heuristic's step size, without an adaptation
         self.burn_in_steps = 0
         self._last: dict = {}  # the statistics of the last transition (per-draw stats)
         self._since = None  # ((trace uid, clock, choices), what _prepare gave) after a step
@@ -455,16 +457,15 @@ class HMC(Selecting):
         state["_since"] = None
         state["_keys"] = {}
         state["_agreed"] = set()
-        if self._adapt is not None or self._tuned is not None:
+        state["_eager_agreed"] = set()
+        if self._adapt or self._tuned:
             import jax
 
             def as_numpy(tree):
                 return jax.tree.map(np.asarray, tree)
 
-            if self._adapt is not None:
-                state["_adapt"] = (as_numpy(self._adapt[0]), *self._adapt[1:])
-            if self._tuned is not None:
-                state["_tuned"] = as_numpy(self._tuned)
+            state["_adapt"] = {k: [as_numpy(a[0]), *a[1:]] for k, a in self._adapt.items()}
+            state["_tuned"] = {k: as_numpy(t) for k, t in self._tuned.items()}
         return state
 
     def label(self) -> str:
@@ -765,11 +766,12 @@ class HMC(Selecting):
             keys, u0, comp, ovals = self._prepare(trace, cs, transitions=True)
         seed = np.uint32(rng.integers(2**32))
         n = comp.length if self._alone and not computes_values(trace) else 1
-        eps, imm = self._parameters(comp, u0, ovals, seed)
+        eps, imm = self._parameters(comp, keys, u0, ovals, seed)
         adapting = False
         stages, a_state = comp.no_stages, comp.idle
-        if self.tuning and self._adapt is not None:
-            a_state, schedule, i = self._adapt
+        adapt = self._adapt.get((keys, comp.size)) if self.tuning else None
+        if adapt is not None:
+            a_state, schedule, i = adapt
             if i < len(schedule):
                 adapting = True
                 n = min(n, len(schedule) - i)
@@ -778,7 +780,7 @@ class HMC(Selecting):
         packed, a_new = comp.chunk(seed, np.int64(n), u0, ovals, a_state, stages,
                                    np.bool_(adapting), np.float64(eps), imm)
         if adapting:
-            self._adapt = (a_new, self._adapt[1], self._adapt[2] + n)
+            adapt[0], adapt[2] = a_new, adapt[2] + n
         position, (values, lj, eps_out, stats) = comp.unpack(np.asarray(packed))
         return _Ahead(trace, keys, n, values, lj, eps_out, stats,
                       not np.array_equal(position, u0), (comp, ovals))
@@ -913,47 +915,69 @@ class HMC(Selecting):
         return (self.nuts, self.num_steps, self.target_accept, self.dense_mass,
                 self.max_tree_depth, self.step_size is None, self._alone)
 
-    def _parameters(self, comp, u0, ovals, seed):
-        """(step size, inverse mass matrix) of the next transitions outside the adaptation's
-        schedule: its final values after the burn-in; without an adaptation (no burn-in, or a
-        kernel stepped directly), a unit mass matrix and the step size of Hoffman & Gelman's
-        (2014) Alg. 4 heuristic at the first state (:func:`_reasonable_step_size`), which also
-        starts the adaptation's dual averaging (as Stan does).  During the burn-in the
-        adaptation's state gives them (see :class:`_Compiled`)."""
+    def _parameters(self, comp, keys, u0, ovals, seed):
+        """(step size, inverse mass matrix) of the next transitions, per structure of the
+        block (its keys and size: another kernel in a ``th.cycle`` may resize a plate of the
+        block or create and drop its choices).  During the burn-in the structure's adaptation
+        gives them (see :class:`_Compiled`), started at its first transition with the step
+        size of Hoffman & Gelman's (2014) Alg. 4 heuristic (:func:`_reasonable_step_size`),
+        as Stan starts its dual averaging.  After the burn-in they are fixed per structure and
+        depend on the burn-in alone: the adaptation's final values, and for a structure the
+        burn-in did not adapt a unit mass matrix and the step size adapted over the most
+        transitions — or, with no adaptation at all (no burn-in, a kernel stepped directly),
+        the heuristic's at the kernel's first transition.  A step size chosen by the
+        heuristic at a later state would make each transition's kernel depend on the state it
+        starts from (and on its own random key, which the heuristic shares): the chain would
+        no longer leave the posterior invariant (Andrieu & Thoms 2008)."""
         import jax.numpy as jnp
 
-        def reasonable(imm):
+        shape = (keys, comp.size)
+
+        def unit():
+            return jnp.eye(comp.size) if self.dense_mass else jnp.ones(comp.size)
+
+        def reasonable():
             if self.step_size is not None:
                 return self.step_size
-            return _reasonable_step_size(comp, seed, u0, ovals, imm)
+            return _reasonable_step_size(comp, seed, u0, ovals, unit())
 
         if self.tuning:
-            if self._adapt is None or self._adapt[0].inverse_mass_matrix.shape[0] != comp.size:
+            adapt = self._adapt.get(shape)
+            if adapt is None:
                 from blackjax.adaptation.window_adaptation import build_schedule
 
                 n = max(self.burn_in_steps, 1)
                 schedule = build_schedule(n) if n >= 150 else [(0, False)] * n
-                unit = jnp.eye(comp.size) if self.dense_mass else jnp.ones(comp.size)
-                a_state = comp.adapt_init(jnp.asarray(u0), reasonable(unit))
+                a_state = comp.adapt_init(jnp.asarray(u0), reasonable())
                 a_state = jax_tree_map(lambda x: jnp.asarray(x, dtype=jnp.result_type(x)),
                                        a_state)
-                self._adapt = (a_state, np.asarray(schedule, dtype=np.int64).reshape(-1, 2), 0)
-            a_state = self._adapt[0]  # (after the schedule: its last values, not adapting)
+                adapt = self._adapt[shape] = [
+                    a_state, np.asarray(schedule, dtype=np.int64).reshape(-1, 2), 0]
+            a_state = adapt[0]  # (after the schedule: its last values, not adapting)
             step = a_state.step_size if self.step_size is None else self.step_size
             return np.float64(step), a_state.inverse_mass_matrix
-        if self._tuned is None or np.shape(self._tuned[1])[0] != comp.size:
-            if self._adapt is not None and self._adapt[0].inverse_mass_matrix.shape[0] == comp.size:
-                step, imm = comp.adapt_final(self._adapt[0])
+        tuned = self._tuned.get(shape)
+        if tuned is None:
+            adapt = self._adapt.get(shape)
+            if adapt is not None:
+                step, imm = comp.adapt_final(adapt[0])
+            elif self._adapt:  # (a structure the burn-in did not meet)
+                step, _ = comp.adapt_final(max(self._adapt.values(), key=lambda a: a[2])[0])
+                imm = unit()
             else:
-                imm = jnp.eye(comp.size) if self.dense_mass else jnp.ones(comp.size)
-                step = reasonable(imm)
-            self._tuned = (np.float64(step if self.step_size is None else self.step_size), imm)
-        return self._tuned
+                if self._first_step is None:
+                    self._first_step = reasonable()
+                step, imm = self._first_step, unit()
+            tuned = self._tuned[shape] = (
+                np.float64(step if self.step_size is None else self.step_size), imm)
+        return tuned
 
     def _tune(self, on: bool) -> None:
         if not on and self.tuning:
-            self._tuned = None  # the adaptation's final values are taken at the next step
+            self._tuned = {}  # the adaptation's final values are taken at the next step
             self._ahead = None  # (transitions computed with the adaptation's values)
+            self.draw_stats()  # (the burn-in's last transition is no draw's: a first draw
+            # no transition of this kernel preceded has none)
         self.tuning = on
 
     def _record(self, stats, step_size) -> None:

@@ -293,6 +293,24 @@ def test_adaptive_lmh_on_a_dp_mixture_with_tables_coming_and_going():
         th.infer(mean_dpm(x), th.adaptive_lmh(), num_samples=6000, seed=8, progress=False)
 
 
+def test_frozen_adaptive_lmh_keeps_its_weights_when_new_tables_appear():
+    """After ``freeze_after`` the weights are a fixed function of the address (one MH kernel):
+    a new table's arm starts at W⁰ under the frozen exploration term.  Each new address moved
+    that term (ΣC grew by one) for every arm, so the frozen kernel kept changing."""
+    from thrifty.core.simulate import initialize
+
+    rng = np.random.default_rng(3)
+    k = th.adaptive_lmh(freeze_after=100)
+    tr = initialize(mean_dpm(np.array([-1.5, -1.2, 1.0, 1.4])), rng)
+    for _ in range(101):
+        tr = k.step(tr, rng)
+    scale, created = k.arms.scale, k.arms.created
+    for _ in range(600):
+        tr = k.step(tr, rng)
+    assert k.arms.created > created + 10  # (new tables came)
+    assert k.arms.scale == scale
+
+
 def test_a_memoized_function_is_one_variable_of_the_result():
     """``result["mu"]`` stacks the keys (NaN where a key is absent), as ``to_arviz`` does, and
     summaries and plots take ``var_names=["mu"]``; a per-key name says what to write."""

@@ -148,8 +148,10 @@ class AdaptiveLMH(Kernel):
 
     # -- one step (001 Alg. 2) -------------------------------------------------------------------
     def _step(self, trace, rng):
-        self._align(trace)
         arms = self.arms
+        if not self.adapting:  # the weights fixed: a new address's arm starts at W⁰ without
+            arms.frozen = True  # moving the exploration term, so the kernel is one MH kernel
+        self._align(trace)
         if not arms.addrs:
             raise SelectionError(f"{self.label()}: the program has no latent choices to select")
         k = arms.draw(rng)  # line 4: x_k with probability α_k (Eq. 5)

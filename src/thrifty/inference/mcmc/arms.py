@@ -101,6 +101,7 @@ class Arms:
         self.addrs: list = []  # the current trace's arms, in order
         self.pos: dict = {}  # address → position in ``addrs``
         self.a = self.b = None
+        self.frozen = False  # weights fixed (freeze_after): a new address leaves ΣC unchanged
 
     def __setstate__(self, state):  # checkpoints written before ``scale`` was cached
         self.__dict__.update(state)
@@ -115,6 +116,8 @@ class Arms:
             tally = self.by_name.setdefault(name, [0, 0, 0.0, 0.0])
             s = self.saved[addr] = [1.0, 1.0, tally, 0, 0]
             self.created = getattr(self, "created", 0) + 1  # arms ever made (new addresses)
+            if getattr(self, "frozen", False):  # (the exploration term stays: the weights
+                return s  # are then a fixed function of the address, the kernel fixed)
             self._count(1.0)
             tally[2] += 1.0
             tally[3] += 1.0

@@ -175,14 +175,18 @@ def _stat_array(name: str, columns: list, n: int) -> np.ndarray:
     return a
 
 
+def _check_entry(shape: tuple, e: int, addr: tuple, name: str) -> None:
+    if len(shape) < 3 or not 0 <= e < shape[2]:
+        raise KeyError(f"no variable at address {addr!r}: {name!r} has "
+                       f"{shape[2] if len(shape) >= 3 else 'no'} elements at each draw")
+
+
 def _entry(v: np.ndarray, e: int, addr: tuple, name: str) -> np.ndarray:
     """Element or step ``e`` of each draw of the (chains, draws, ...) variable ``name``: NaN
     at draws whose value has no such entry (a plate a choice resized; an object array holds
     values of varying sizes)."""
     if v.dtype != object:
-        if v.ndim < 3 or not 0 <= e < v.shape[2]:
-            raise KeyError(f"no variable at address {addr!r}: {name!r} has "
-                           f"{v.shape[2] if v.ndim >= 3 else 'no'} elements at each draw")
+        _check_entry(v.shape, e, addr, name)
         return v[:, :, e]
     out = np.full(v.shape, np.nan)
     for idx, x in np.ndenumerate(v):
@@ -327,8 +331,11 @@ class Result:
                 name = dotted(addr[:i] + addr[i + 1 :])
                 if name in self.samples:
                     v = self.samples[name]
-                    if isinstance(v, SparseDraws):
-                        v = v.materialize()
+                    if isinstance(v, SparseDraws):  # (large: one chain at a time)
+                        _check_entry(v.shape, int(part), addr, name)
+                        return np.stack([
+                            s.materialize(v.n)[:, int(part)] if len(s) else np.full(v.n, np.nan)
+                            for s in v.series])
                     return _entry(v, int(part), addr, name)
         raise KeyError(
             f"no variable at address {addr!r}; variables: {', '.join(sorted(self.samples))}"

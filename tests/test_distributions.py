@@ -11,7 +11,7 @@
   scipy's distribution by a KS test (continuous) or a chi-square test (discrete), ``p > 1e-4``.
 * ``enumerate_support``, ``mean`` and ``variance`` against scipy; shapes of batched samples.
 * Invalid parameters raise ``DistributionError`` naming the family, the parameter and its value,
-  or, inside a program run (``_context.RUNS`` non-empty), are kept in ``d._error``.
+  or, inside a program run (``_context.EXECUTIONS.runs`` non-empty), are kept in ``d._error``.
 """
 
 from __future__ import annotations
@@ -830,13 +830,13 @@ def test_invalid_parameters_raise(make, message):
 )
 def test_invalid_parameters_deferred_inside_a_run(make, message):
     family, _, detail = message.partition(": ")
-    _context.RUNS.append(object())
+    _context.EXECUTIONS.runs.append(object())
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             d = make()  # must not raise (nor warn) inside a run
     finally:
-        _context.RUNS.pop()
+        _context.EXECUTIONS.runs.pop()
     assert type(d).__name__ == family
     assert d._error == detail
     with pytest.raises(DistributionError) as info:  # what th.sample / th.observe will raise

@@ -941,13 +941,13 @@ def test_invalid_parameters_raise(make, message):
                          ids=[m.split(":")[0] + "-" + str(i) for i, (_, m) in enumerate(INVALID)])
 def test_invalid_parameters_deferred_inside_a_run(make, message):
     family, _, detail = message.partition(": ")
-    _context.RUNS.append(object())
+    _context.EXECUTIONS.runs.append(object())
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             d = make()
     finally:
-        _context.RUNS.pop()
+        _context.EXECUTIONS.runs.pop()
     assert type(d).__name__ == family
     assert d._error == detail
 
@@ -955,12 +955,12 @@ def test_invalid_parameters_deferred_inside_a_run(make, message):
 def test_errors_of_parts_reach_the_wrapper_inside_a_run():
     """Inside a run a base / component built with invalid parameters keeps its error; the
     wrapper carries it, so that th.sample / th.observe (which check the wrapper) raise."""
-    _context.RUNS.append(object())
+    _context.EXECUTIONS.runs.append(object())
     try:
         t = D.Truncated(D.Normal(0.0, -1.0), 0.0)
         m = D.Mixture([0.5, 0.5], [D.Normal(), D.HalfNormal(-1.0)])
     finally:
-        _context.RUNS.pop()
+        _context.EXECUTIONS.runs.pop()
     assert t._error.startswith("base Normal: scale must be positive, got -1.0")
     assert m._error == "components[1] (HalfNormal): scale must be positive, got -1.0"
 

@@ -488,11 +488,11 @@ def test_batched_executor_runs_a_markov_step_over_particles():
     frame = Particles(run, ("s", 4), n)
     prev = np.random.default_rng(2).integers(0, 3, n)
     run.frame = frame
-    _context.RUNS.append(run)
+    _context.EXECUTIONS.runs.append(run)
     try:
         z = step(4, prev)
     finally:
-        _context.RUNS.pop()
+        _context.EXECUTIONS.runs.pop()
     assert z.shape == (n,) and frame.lat_lp.shape == frame.obs_lp.shape == (n,)
     np.testing.assert_allclose(frame.lat_lp, np.log(TRANS3[prev, z]))
     np.testing.assert_allclose(frame.obs_lp, dist.Normal(means[z], 1.0).log_prob(0.5))

@@ -222,7 +222,7 @@ def test_the_package_checks_can_fail():
 # -- kernels talk to the engine through its interface ----------------------------------------------
 ENGINE_INTERNALS = ("plate_frames", "chain_frames", "mem_journals", "trace.root", "elem_lp",
                     "find_plate", "trace_chain", ".procs", "step_lp(", "stale_elements",
-                    "stale_steps", "Frame", "run.frame", "obs_lp", "lat_lp", "_context.RUNS")
+                    "stale_steps", "Frame", "run.frame", "obs_lp", "lat_lp", "_context.EXECUTIONS")
 # modules that still read the engine's nodes or frames directly (none: the particle Gibbs
 # executor frames are in core/particles.py, the selections' walk in core/choices.py)
 READS_THE_ENGINE: set = set()

@@ -1,16 +1,29 @@
 """Process-wide execution state shared by the distributions and the core.
 
-``RUNS`` is the stack of active program executions (``thrifty.core.run.Run``).  Distributions
-consult it only to decide whether an invalid parameter should raise at once (outside a run) or be
-reported by ``th.sample``/``th.observe``, which know the address (inside a run).
+``EXECUTIONS.runs`` is the calling thread's stack of active program executions
+(``thrifty.core.run.Run``): the primitives forward to the frame of its last one.  It is kept per
+thread — a program runs in the thread that executes it, so programs run at once by several
+threads (two ``th.infer`` calls in a thread pool) never see each other's executions.
+Distributions consult it only to decide whether an invalid parameter should raise at once
+(outside a run) or be reported by ``th.sample``/``th.observe``, which know the address (inside a
+run).
 """
 
 from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 
-RUNS: list = []
+
+class _Executions(threading.local):
+    """Per thread: ``runs``, the stack of active executions."""
+
+    def __init__(self):
+        self.runs: list = []
+
+
+EXECUTIONS = _Executions()
 
 
 def float64():

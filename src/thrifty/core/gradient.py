@@ -146,7 +146,7 @@ class GradientRun:
             # given as inputs: data_arguments)
             args = tuple(self.others.get((ARGUMENT, j), a) for j, a in enumerate(args))
             kwargs = {k: self.others.get((ARGUMENT, k), a) for k, a in kwargs.items()}
-        _context.RUNS.append(self)
+        _context.EXECUTIONS.runs.append(self)
         try:
             program.fn(*args, **kwargs)
         except ModelError:
@@ -154,7 +154,7 @@ class GradientRun:
         except Exception as e:
             raise explain(self, e) from e
         finally:
-            _context.RUNS.pop()
+            _context.EXECUTIONS.runs.pop()
         for k, v in list(self.values.items()):  # a chain's steps, stacked
             if type(v) is dict:
                 axis = 1 if is_plate_chain(k) else 0  # (elements, steps, ...) in a plate

@@ -41,9 +41,9 @@ class Mem:
         self.fn = fn
 
     def __call__(self, key):
-        if not _context.RUNS:
+        if not (runs := _context.EXECUTIONS.runs):  # (the calling thread's executions)
             raise RuntimeError(f"mem {fmt(self.addr)} called outside a program run")
-        return _context.RUNS[-1].frame.mem_read(self, key)
+        return runs[-1].frame.mem_read(self, key)
 
     def __repr__(self) -> str:
         return f"Mem({fmt(self.addr)})"

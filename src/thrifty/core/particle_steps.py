@@ -73,11 +73,11 @@ def run_particles(trace, rng, n: int, given, driver, proposing: bool = False) ->
     frame = ParticleFrame(run, n, given, driver)
     run.frame = frame
     program = trace.program
-    _context.RUNS.append(run)
+    _context.EXECUTIONS.runs.append(run)
     try:
         program.fn(*program.args, **program.kwargs)
     finally:
-        _context.RUNS.pop()
+        _context.EXECUTIONS.runs.pop()
         run.frame = None
     driver.weigh(frame, ("<end>",))  # observations after the last chain
     latent = {a: s for a, s in frame.new.items() if s.kind == LATENT}

@@ -17,17 +17,18 @@ from thrifty.distributions.base import Distribution
 from thrifty.distributions.xp import is_foreign
 from thrifty.errors import ModelError
 
-RUNS = _context.RUNS
+EXECUTIONS = _context.EXECUTIONS  # (the calling thread's executions)
 NP_F64 = np.float64  # (a data array's entry, ``y[t]``: never complex)
 
 
 def _frame(what: str):
-    if not RUNS:
+    runs = EXECUTIONS.runs
+    if not runs:
         raise RuntimeError(
             f"th.{what}() was called outside a program run; apply the model to its arguments "
             "and give the program to th.infer / th.simulate"
         )
-    return RUNS[-1].frame
+    return runs[-1].frame
 
 
 def sample(name, d) -> Any:
@@ -45,10 +46,11 @@ def sample(name, d) -> Any:
     >>> x > 0
     True
     """
-    if not RUNS:
+    runs = EXECUTIONS.runs
+    if not runs:
         _frame("sample")
     try:
-        return RUNS[-1].frame.sample(name, d)
+        return runs[-1].frame.sample(name, d)
     except AttributeError:  # (checked here, off the hot path)
         if not isinstance(d, Distribution):
             raise _not_a_distribution("th.sample", name, d) from None
@@ -80,9 +82,10 @@ def observe(name, d, value) -> Any:
     >>> bool(abs(r["mu"].mean() - 1.0) < 0.15)               # posterior N(1, 1/2)
     True
     """
-    if not RUNS:
+    runs = EXECUTIONS.runs
+    if not runs:
         _frame("observe")
-    if value is None and getattr(RUNS[-1], "new_obs", None) is None:  # predictive: simulated
+    if value is None and getattr(runs[-1], "new_obs", None) is None:  # predictive: simulated
         raise ModelError(f"th.observe({name!r}, ...): the observed value is None; pass the "
                          "data (a number or an array), or use th.sample for a latent value "
                          "(None is accepted only by th.predictive)")
@@ -93,7 +96,7 @@ def observe(name, d, value) -> Any:
                          "observe the real and imaginary parts (value.real, value.imag) as "
                          "two sites, or the modulus")
     try:
-        return RUNS[-1].frame.observe(name, d, value)
+        return runs[-1].frame.observe(name, d, value)
     except AttributeError:  # (checked here, off the hot path)
         if not isinstance(d, Distribution):
             raise _not_a_distribution("th.observe", name, d) from None
@@ -215,7 +218,7 @@ def mem(name, fn: Callable) -> Mem:
     if prefix is None:
         raise ModelError(f"th.mem({name!r}) must be defined outside plates")
     addr = prefix + frame.scope + as_name(name)
-    RUNS[-1].mem_fns[addr] = fn
+    EXECUTIONS.runs[-1].mem_fns[addr] = fn
     return Mem(addr, fn)
 
 

@@ -190,7 +190,7 @@ class Run:
             self, (), self.trace.root, dirty=mode.rescore or mode.simulate_observations
         )
         self.frame = frame
-        _context.RUNS.append(self)
+        _context.EXECUTIONS.runs.append(self)
         try:
             self.output = program.fn(*program.args, **program.kwargs)
             self.frame = None
@@ -232,7 +232,7 @@ class Run:
                 "recursion (e.g. a maximum depth) or write it as a loop or th.markov"
             ) from None
         finally:
-            _context.RUNS.pop()
+            _context.EXECUTIONS.runs.pop()
             self.frame = None
         for journal in self.mem_journals.values():
             journal.finish(self)

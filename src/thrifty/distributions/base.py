@@ -236,7 +236,7 @@ class Distribution:
 
     # -- validation ---------------------------------------------------------------------------
     def _fail(self, message: str) -> None:
-        if _context.RUNS:
+        if _context.EXECUTIONS.runs:
             if self._error is None:
                 self._error = message
             return

@@ -172,7 +172,8 @@ class Process(ABC):
 
 def _own(process, name: tuple, d) -> Owned:
     """Draw the hyperparameter at ``name`` in the active run (see the module docstring)."""
-    run = _context.RUNS[-1] if _context.RUNS else None
+    runs = _context.EXECUTIONS.runs
+    run = runs[-1] if runs else None
     own = getattr(getattr(run, "frame", None), "sample_owned", None)
     if own is None:
         where = ("outside a program run" if run is None

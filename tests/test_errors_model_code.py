@@ -48,6 +48,26 @@ def test_shape_error_outside_plates_names_the_last_choice():
         run(m(X))
 
 
+@pytest.mark.parametrize("in_plate", [False, True])
+def test_numpyro_obs_keyword_says_to_use_observe(in_plate):
+    """NumPyro's ``sample(name, d, obs=y)`` was a TypeError wrapped with the hint about shapes
+    and prior vectors of the wrong length, which has nothing to do with it."""
+
+    @th.model
+    def m(y):
+        mu = th.sample("mu", dist.Normal(0.0, 1.0))
+        if in_plate:
+            with th.plate("data", len(y)) as i:
+                th.sample("y", dist.Normal(mu, 1.0), obs=y[i])
+        else:
+            th.sample("y", dist.Normal(mu, 1.0), obs=y)
+
+    with pytest.raises(ModelError, match=r"th.sample takes no obs=.*th.observe\(name, d, value\)"
+                       ) as err:
+        run(m(Y))
+    assert "wrong length" not in str(err.value)
+
+
 def test_python_if_on_a_plate_value():
     @th.model
     def m(y):

@@ -116,11 +116,22 @@ def _read_only(exc) -> bool:
     return isinstance(exc, ValueError) and "read-only" in str(exc)
 
 
+OBS_KEYWORD = ("th.sample takes no obs=: condition on data with th.observe(name, d, value) "
+               "(NumPyro's sample(name, d, obs=value))")
+
+
+def _obs_keyword(exc) -> bool:
+    return isinstance(exc, TypeError) and "sample() got an unexpected keyword argument 'obs'" \
+        in str(exc)
+
+
 def plate_code_error(frame, exc: BaseException) -> ModelError:
     """The error of the model code inside the plate executed by ``frame``."""
     where = f"plate {fmt(frame.addr)} ({frame.n} element(s) executed)"
     msg = str(exc)
-    if _read_only(exc):
+    if _obs_keyword(exc):
+        text = f"in {where}: {OBS_KEYWORD}{_last_in_plate(frame)}"
+    elif _read_only(exc):
         text = f"in {where}: the model code wrote into a read-only array ({msg}); {READ_ONLY}"
     elif isinstance(exc, MemoryError):
         text = (f"plate {fmt(frame.addr)} of {frame.N} elements: executing its body over "
@@ -177,6 +188,8 @@ def step_code_error(frame, exc: BaseException, where: str) -> ModelError:
 
 def code_error(run, exc: BaseException) -> ModelError:
     """The error of the model code outside any plate."""
+    if _obs_keyword(exc):
+        return ModelError(f"{OBS_KEYWORD}{_last_choice(run)}")
     if _read_only(exc):
         return ModelError(f"the model code wrote into a read-only array ({exc})"
                           f"{_last_choice(run)}; {READ_ONLY}")

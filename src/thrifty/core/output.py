@@ -13,10 +13,17 @@ O(N) each):
   later (a plate's elements are the local sections of paper 000 §3.1: nothing global may read
   them).
 
+and, when the program has several top-level plates, one more execution per plate with a
+latent choice: that plate's choices given other values, every element of every plate run.  A
+plate's elements are executed only where a kernel plans them: a change of one plate's element
+re-executes no element of another plate, so a plate reading another's values (``theta[g[i]]``
+with ``theta`` sampled in a plate ``group``) would keep scores of the old values.
+
 Then:
 
-* a site after a plate whose log-density or value changes reads values from the plate: an
-  error, since its score would be wrong whenever the plate runs a subset;
+* a site after a plate whose log-density or value changes reads values from the plate — a
+  top-level site, or an element's site of another plate: an error, since its score would be
+  wrong whenever the plate runs a subset;
 * an output that changes depends on the plate's values: it is then recomputed by a full
   execution whenever a draw is recorded after a partial one (O(N) per draw).
 
@@ -81,14 +88,49 @@ def probe(trace, rng) -> bool:
                 site.kind != OBSERVED and not same_value(site.value, new.value)
             ):
                 raise _reads_plate(local)
+    if len(trace.root.plates) > 1:
+        for addr in trace.root.plates:
+            _other_plates_keep(trace, addr, _changed(trace, only=addr))
     return any(r is not None and not same_value(trace.output, r.output) for r in runs)
 
 
-def _changed(trace) -> Run | None:
+def _reads_other_plate(addr, changed) -> ModelError:
+    return ModelError(
+        f"the plate {fmt(addr[:-1] if addr[-1] == '*' else addr[:addr.index('*')])} reads "
+        f"values sampled in the plate {fmt(changed)} (at {fmt(addr)}): a kernel that changes "
+        f"some elements of {fmt(changed)} re-executes no element of another plate, whose "
+        "scores would keep the old values. Plates do not read each other: sample per-group "
+        "values as one top-level vector (th.sample('theta', dist.Normal(mu * np.ones(J), "
+        "tau)) read as theta[g[i]] in the plate), or merge the two plates' bodies"
+    )
+
+
+def _other_plates_keep(trace, changed, run) -> None:
+    """Raise if ``run`` (the plate ``changed``'s latent choices given other values, every
+    plate run in full) scored an element of another top-level plate, or valued one of its
+    latent choices, otherwise than the trace holds: that plate reads ``changed``'s values."""
+    if run is None:
+        return
+    for addr, node in trace.root.plates.items():
+        frame = run.plate_frames.get(addr)
+        if addr == changed or frame is None:
+            continue
+        old, new = node.elem_lp.take(frame.idx), np.asarray(frame.elem_lp)
+        if old.shape != new.shape or not np.array_equal(old, new, equal_nan=True):
+            raise _reads_other_plate(addr + ("*",), changed)
+        for rel, site in frame.new.items():
+            stored = node.sites.get(rel)
+            if site.kind != OBSERVED and stored is not None and not same_value(
+                    stored.take(frame.idx), np.asarray(site.values)):
+                raise _reads_other_plate(addr + ("*",) + rel, changed)
+
+
+def _changed(trace, only=None) -> Run | None:
     """An execution (never committed, on a generator of its own) with every latent choice of
-    every top-level plate given a value other than its current one at every element, the
-    plates run in full; None when no top-level plate holds a latent choice, or when the plates'
-    own sites refuse every such values (invalid parameters, even under draws from the priors).
+    every top-level plate (of the plate ``only``, when given) given a value other than its
+    current one at every element, the plates run in full; None when no such plate holds a
+    latent choice, or when the plates' own sites refuse every such values (invalid parameters,
+    even under draws from the priors).
 
     The values are those of a Gibbs update of a whole plate site (:mod:`thrifty.inference.mcmc
     .gibbs`), as vector targets: :func:`_other_values`, or ``RESAMPLE`` (a draw from the prior).
@@ -101,6 +143,8 @@ def _changed(trace) -> Run | None:
     for addr, node in trace.root.plates.items():
         view = PlateView(trace, addr)
         plan.add_elements(addr, np.arange(node.size))
+        if only is not None and addr != only:
+            continue
         for rel in node.latent_names():
             targets[addr, rel] = _other_values(view, rel, node.site(rel).values.array())
     while targets:
@@ -117,6 +161,8 @@ def _changed(trace) -> Run | None:
                           and len(addr) > len(p)), None)
             if plate is None:  # a site after the plates, made impossible by their values
                 raise _reads_plate(addr)
+            if only is not None and plate != only:  # another plate's site, made impossible
+                raise _reads_other_plate(plate + ("*",) + addr[len(plate) + 1:], only)
             # a site of the plate made impossible (invalid parameters) by the values given to
             # its elements: the plate's sites resampled instead — and if even draws from their
             # priors make it impossible, this run cannot check (the empty run has)

@@ -66,7 +66,7 @@ class CRP(Process):
 
     The statistics on their own:
 
-    >>> s = CRP(1.0).state((1.0,))
+    >>> s = th.CRP(1.0).state((1.0,))
     >>> for table in (0, 0, 1):
     ...     s.incorporate(table)
     >>> [(k, round(p, 3)) for k, p in s.predictive()]   # 2/4, 1/4 and α/4 = 1/4

@@ -13,17 +13,19 @@ O(N) each):
   later (a plate's elements are the local sections of paper 000 §3.1: nothing global may read
   them).
 
-and, when the program has several top-level plates, one more execution per plate with a
-latent choice: that plate's choices given other values, every element of every plate run.  A
-plate's elements are executed only where a kernel plans them: a change of one plate's element
-re-executes no element of another plate, so a plate reading another's values (``theta[g[i]]``
-with ``theta`` sampled in a plate ``group``) would keep scores of the old values.
+and, when the program has several top-level plates or a top-level markov chain besides them, one
+more execution per plate with a latent choice: that plate's choices given other values, every
+element of every plate and every step of every chain run.  A plate's elements are executed
+only where a kernel plans them: a change of one plate's element re-executes no element of
+another plate and no step of a chain, so a plate or a chain reading the plate's values
+(``theta[g[i]]`` with ``theta`` sampled in a plate ``group``, a step reading ``s.sum()``) would
+keep scores of the old values.
 
 Then:
 
 * a site after a plate whose log-density or value changes reads values from the plate — a
-  top-level site, or an element's site of another plate: an error, since its score would be
-  wrong whenever the plate runs a subset;
+  top-level site, an element's site of another plate, a chain's step: an error, since its score
+  would be wrong whenever the plate runs a subset;
 * an output that changes depends on the plate's values: it is then recomputed by a full
   execution whenever a draw is recorded after a partial one (O(N) per draw).
 
@@ -63,8 +65,8 @@ def probe(trace, rng) -> bool:
     plates' values (see the module docstring)."""
     if not _has_plates(trace.root):
         return False
-    try:
-        run = Run(trace, rng).execute()  # nothing planned: every plate runs zero elements
+    try:  # nothing planned but the top-level chains' steps: every plate runs zero elements
+        run = Run(trace, rng, plan=_chain_steps(trace, Plan())).execute()
     except Exception as e:  # the code after a plate failed on empty plate values
         if getattr(e, "in_plate", False):  # the plate's own body failed on no element
             raise ModelError(
@@ -88,8 +90,11 @@ def probe(trace, rng) -> bool:
                 site.kind != OBSERVED and not same_value(site.value, new.value)
             ):
                 raise _reads_plate(local)
-    if len(trace.root.plates) > 1:
-        for addr in trace.root.plates:
+    for r in runs:
+        _chains_keep(trace, r)
+    root = trace.root
+    if len(root.plates) > 1 or (root.plates and root.chains):
+        for addr in root.plates:
             _other_plates_keep(trace, addr, _changed(trace, only=addr))
     return any(r is not None and not same_value(trace.output, r.output) for r in runs)
 
@@ -105,12 +110,47 @@ def _reads_other_plate(addr, changed) -> ModelError:
     )
 
 
-def _other_plates_keep(trace, changed, run) -> None:
-    """Raise if ``run`` (the plate ``changed``'s latent choices given other values, every
-    plate run in full) scored an element of another top-level plate, or valued one of its
-    latent choices, otherwise than the trace holds: that plate reads ``changed``'s values."""
+def _chain_steps(trace, plan: Plan) -> Plan:
+    """``plan`` with every step of each top-level chain without nested plates or chains."""
+    for addr, node in trace.root.chains.items():
+        if not node.nested:
+            for t in range(node.T):
+                plan.add_step(addr, t)
+    return plan
+
+
+def _chains_keep(trace, run, changed=None) -> None:
+    """Raise if ``run`` (every top-level plate empty, or with other values: those of the plate
+    ``changed``) scored a step of a top-level chain otherwise than the trace holds: the chain
+    reads the plate's values, and a kernel that changes some of its elements re-executes no
+    step of the chain."""
     if run is None:
         return
+    for addr, node in trace.root.chains.items():
+        blocks = run.chain_frames.get(addr) or {}
+        steps = sorted(blocks)
+        new = np.array([blocks[t].total_lp() for t in steps])
+        old = node.step_lp(steps)
+        bad = np.flatnonzero(~((old == new) | (np.isnan(old) & np.isnan(new))))
+        if len(bad):
+            plate = "a plate" if changed is None else f"the plate {fmt(changed)}"
+            raise ModelError(
+                f"the markov chain {fmt(addr)} reads values sampled in {plate} (its step "
+                f"{steps[bad[0]]} scores otherwise when they change): a kernel that changes "
+                "some elements of a plate re-executes no step of a chain, whose scores would "
+                "keep the old values. Sample the values the steps read as one top-level vector "
+                "(th.sample('s', dist.Bernoulli(0.5 * np.ones(J)))), or draw them in the steps"
+            )
+
+
+def _other_plates_keep(trace, changed, run) -> None:
+    """Raise if ``run`` (the plate ``changed``'s latent choices given other values, every
+    plate and chain run in full) scored an element of another top-level plate, or valued one of
+    its latent choices, or scored a step of a top-level chain, otherwise than the trace holds:
+    that plate or chain reads ``changed``'s values."""
+    if run is None:
+        return
+    _chains_keep(trace, run, changed)
     for addr, node in trace.root.plates.items():
         frame = run.plate_frames.get(addr)
         if addr == changed or frame is None:
@@ -128,9 +168,9 @@ def _other_plates_keep(trace, changed, run) -> None:
 def _changed(trace, only=None) -> Run | None:
     """An execution (never committed, on a generator of its own) with every latent choice of
     every top-level plate (of the plate ``only``, when given) given a value other than its
-    current one at every element, the plates run in full; None when no such plate holds a
-    latent choice, or when the plates' own sites refuse every such values (invalid parameters,
-    even under draws from the priors).
+    current one at every element, the plates and the top-level chains run in full; None when no
+    such plate holds a latent choice, or when the plates' own sites refuse every such values
+    (invalid parameters, even under draws from the priors).
 
     The values are those of a Gibbs update of a whole plate site (:mod:`thrifty.inference.mcmc
     .gibbs`), as vector targets: :func:`_other_values`, or ``RESAMPLE`` (a draw from the prior).
@@ -139,7 +179,7 @@ def _changed(trace, only=None) -> Run | None:
     run repeated (at most once per site); so are a plate's sites when the run stops inside the
     plate (parameters made invalid there).  A run stopped at a site after the plates stopped at
     a site that reads the plates' values."""
-    targets, plan = {}, Plan()
+    targets, plan = {}, _chain_steps(trace, Plan())
     for addr, node in trace.root.plates.items():
         view = PlateView(trace, addr)
         plan.add_elements(addr, np.arange(node.size))

@@ -7,7 +7,9 @@ reading ``self``, ``functools.partial``, a ``global``, a default argument, a sub
 class-based context manager, a list the model appends to, a property, a markov step reading a
 buffer.  Whatever the body reads, the engine re-runs what follows a changed choice in program
 order, so each gives the exact posterior through ``th.infer``.  A DP mixture whose body reads
-``crp.alpha`` is checked against the α posterior by quadrature.
+``crp.alpha`` is checked against the α posterior by quadrature.  Labels kept on ``self`` by
+element (``self.z[i] = z``, read back) under a Gibbs update that scores one element's candidate
+values in lanes of one execution give the inline model's draws, to the bit.
 
 Checks (tests/stat_helpers.py): z on the mean with an ESS-based standard error (|z| < 4.5) and
 a KS test on the ESS-thinned draws (p > 1e-4); seeds fixed.  The negative control shows the
@@ -309,3 +311,130 @@ def test_a_dp_mixture_reading_crp_alpha_in_its_body():
     r = th.infer(dp_reading_alpha(X_ALPHA), kernel, num_samples=3000, burn_in=500, seed=0,
                  progress=False)
     check_continuous(r["alpha"], mean, sd, cdf, "alpha")
+
+
+# -- Gibbs scoring one element's candidate values in lanes of one execution -----------------
+# (the body runs over K copies of the element's index: a body that writes into an array at
+# the index and reads it back gets the last copy's value in every lane)
+MU4 = np.array([-2.0, 0.0, 2.0, 4.0])
+Y5 = np.array([2.0, -1.5, 0.3, 1.8, 4.0])
+
+
+@th.model
+def labels_inline(y):
+    with th.plate("data", len(y)) as i:
+        z = th.sample("z", dist.Categorical(np.ones(4) / 4))
+        th.observe("y", dist.Normal(MU4[z], 1.0), y[i])
+
+
+class Labels:
+    """Pyro-style: the labels kept on ``self`` by element, read back for the likelihood."""
+
+    def __init__(self, y, switch=False):
+        self.y, self.z, self.switch = y, np.zeros(len(y), dtype=np.int64), switch
+
+    def __call__(self):
+        on = th.sample("on", dist.Bernoulli(0.5)) if self.switch else 1
+        with th.plate("data", len(self.y)) as i:
+            z = th.sample("z", dist.Categorical(np.ones(4) / 4))
+            if on:
+                self.z[i] = z
+                z = self.z[i]
+            th.observe("y", dist.Normal(MU4[z], 1.0), self.y[i])
+
+
+class Seating:
+    """A DP mixture (tests/test_exchangeable.py::dpm at α = 1) keeping its labels on ``self``."""
+
+    def __init__(self, x):
+        self.x, self.z = x, np.zeros(len(x), dtype=np.int64)
+
+    def __call__(self):
+        crp = th.CRP(1.0)
+        feats = th.mem("feats", lambda k: th.collapsed.NormalGamma(0.0, 0.1, 2.0, 2.0))
+        with th.plate("data", len(self.x)) as i:
+            self.z[i] = th.sample("z", crp)
+            th.observe("x", feats(self.z[i]), self.x[i])
+
+
+@pytest.mark.parametrize("kernel", [lambda: th.gibbs(th.one("data.z")), lambda: None],
+                         ids=["gibbs(one)", "the default kernel"])
+def test_labels_kept_on_self_give_the_inline_draws(kernel):
+    """Before, every lane scored the last value (the draws were the prior's: mean label 1.5 at
+    every element against the exact 2.00, 0.27, 1.13, 1.91, 2.88; a DP mixture's co-clustering
+    0.47 against 0.70).  The first lanes of a site are compared with one run per value; these
+    differ, so the site is updated by those runs: the inline model's draws, to the bit."""
+    from test_exchangeable import X6, dpm
+
+    for inline, rewrite in [(labels_inline(Y5), th.model(Labels(Y5).__call__)()),
+                            (dpm(X6, 1.0), th.model(Seating(X6).__call__)())]:
+        a, b = (th.infer(p, kernel(), num_samples=300, burn_in=50, seed=1, progress=False)
+                for p in (inline, rewrite))
+        assert np.array_equal(a["data.z"], b["data.z"])
+
+
+def test_lanes_that_stop_agreeing_with_runs_are_an_error():
+    """The body writes its labels back only once a top-level switch is on (off at the start,
+    when the lanes are compared with runs): the lanes differ from then on, which the run that
+    commits a drawn value finds."""
+    from thrifty.errors import ModelError
+
+    kernel = th.cycle([th.gibbs(th.one("data.z")), th.gibbs("on")])
+    with pytest.raises(ModelError, match=r"gibbs on \('data', \d, 'z'\): scoring .* in lanes"):
+        th.infer(th.model(Labels(Y5, switch=True).__call__)(), kernel, num_samples=300,
+                 seed=1, init={"on": 0}, progress=False, check=False)
+
+
+# -- a chain's states reduced after the chain, under the particle methods --------------------
+# (in a particle run a state holds one value per particle: a reduction over all of it adds up
+# every particle's states where one execution of the program adds up its steps)
+TR3 = np.array([[0.8, 0.15, 0.05], [0.1, 0.8, 0.1], [0.05, 0.15, 0.8]])
+MU3 = np.array([-2.0, 0.0, 2.0])
+Y6 = np.random.default_rng(1).normal(size=6) * 2
+
+
+def _state(t, prev, ys):
+    z = th.sample("z", dist.Categorical(TR3[prev]))
+    th.observe("y", dist.Normal(MU3[z], 1.0), ys[t])
+    return z
+
+
+def chain_total(reduce):
+    @th.model
+    def m(ys):
+        xs = th.markov("c", _state, len(ys), 0, ys)
+        th.observe("total", dist.Normal(reduce(xs), 1.0), 5.0)
+
+    return m(Y6)
+
+
+REDUCED = {"np.sum(xs)": np.sum, "np.mean(xs) * T": lambda xs: np.mean(xs) * len(xs)}
+
+
+@pytest.mark.parametrize("name", list(REDUCED))
+def test_a_chain_reduced_over_its_particles_after_it_is_refused(name):
+    """Before, th.smc's evidence was -603914 for np.sum against -14.89 for sum(xs) (the same
+    program), and particle Gibbs and the default kernel (which chose PGAS) drew the chain from
+    another posterior (E z_0 0.95 against the exact 0.71).  The particle run's observations
+    outside the chain are compared with the program executed with one particle's trajectory:
+    an error; the default kernel then updates the chain with LMH, as for sum(xs)."""
+    from thrifty.errors import ModelError
+
+    prog = chain_total(REDUCED[name])
+    with pytest.raises(ModelError, match=r"th.smc: .*\('total',\).*mixes the particles"):
+        th.smc(prog, 50, seed=1)
+    for pg in (th.pgibbs("c", 5), th.pgibbs("c", 5, ancestor_sampling=False)):
+        with pytest.raises(ModelError, match=r"pgibbs: .*mixes the particles"):
+            th.infer(prog, pg, num_samples=20, seed=1, progress=False)
+    a, b = (th.infer(p, None, num_samples=200, burn_in=50, seed=1, progress=False)["c.z"]
+            for p in (chain_total(sum), prog))
+    assert np.array_equal(a, b)
+
+
+def test_a_chain_reduced_over_its_steps_after_it_runs_under_the_particle_methods():
+    """The spellings that reduce over the steps only: the same evidence and draws."""
+    progs = [chain_total(f) for f in (sum, lambda xs: np.asarray(xs).sum(axis=0))]
+    assert th.smc(progs[0], 50, seed=1).log_evidence == th.smc(progs[1], 50, seed=1).log_evidence
+    kernel = lambda: th.pgibbs("c", 5, ancestor_sampling=False)  # noqa: E731
+    a, b = (th.infer(p, kernel(), num_samples=50, seed=1, progress=False)["c.z"] for p in progs)
+    assert np.array_equal(a, b)

@@ -47,7 +47,7 @@ from thrifty.core.particles import (
 )
 from thrifty.core.run import Run
 from thrifty.core.trace import Trace
-from thrifty.core.vocab import DETERMINISTIC, LATENT, frozen_state
+from thrifty.core.vocab import DETERMINISTIC, FACTOR, LATENT, OBSERVED, frozen_state
 from thrifty.core.written import StepRecord, state_sites
 from thrifty.errors import ModelError
 
@@ -67,7 +67,8 @@ class ParticleRun:
 def run_particles(trace, rng, n: int, given, driver, proposing: bool = False) -> ParticleRun:
     """Execute ``trace``'s program once over ``n`` particles (its chains generation by
     generation through ``driver``); returns a :class:`ParticleRun`.  ``proposing``: the given
-    values are a proposal (invalid parameters reject it)."""
+    values are a proposal (invalid parameters reject it).  ``driver.observed``: the top-level
+    observations and factors, address → log-density per member (or one, shared)."""
     run = Run(trace, rng)
     run.proposing = proposing
     frame = ParticleFrame(run, n, given, driver)
@@ -80,6 +81,7 @@ def run_particles(trace, rng, n: int, given, driver, proposing: bool = False) ->
         _context.EXECUTIONS.runs.pop()
         run.frame = None
     driver.weigh(frame, ("<end>",))  # observations after the last chain
+    driver.observed = {a: s.lp for a, s in frame.new.items() if s.kind in (OBSERVED, FACTOR)}
     latent = {a: s for a, s in frame.new.items() if s.kind == LATENT}
     return ParticleRun(frame.shared_lp, frame.prior_drawn_lp,
                        {a: s.values for a, s in latent.items()},

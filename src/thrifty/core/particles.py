@@ -43,6 +43,7 @@ class ParticleFrame(BatchFrame):
 
     prefix = ()  # the frame's address prefix (for th.mem's address)
     proposal_terms = False
+    keeps_observed = True  # (the top-level observations: what one particle's execution gives)
     shared_data = True  # (the particles of one program: its data are every particle's)
 
     def __init__(self, run, n: int, given, driver):

@@ -19,7 +19,8 @@ nodes:
   plate of a run; when a plate last ran;
 * :func:`watch_rows`, :func:`executions_since` — a plate's execution log, for kernels that
   keep what its body computed (:mod:`thrifty.core.exec_log`);
-* :func:`top_choice` — a top-level choice's value and log-density;
+* :func:`top_choice` — a top-level choice's value and log-density; :func:`run_observed`, a
+  run's top-level observations;
 * :func:`memo_density_changes` — memoized values whose density a run changed.
 
 ``kind`` is ``"plate"`` (``items`` are element indices) or ``"chain"`` (step indices).
@@ -53,7 +54,7 @@ from thrifty.core.exec_log import ExecLog, watch_plate
 from thrifty.core.locate import enclosing_steps, find_plate, plan_elements, trace_chain
 from thrifty.core.mem import FRESH, KEPT
 from thrifty.core.run import Run
-from thrifty.core.vocab import LATENT, STRICT, Plan
+from thrifty.core.vocab import FACTOR, LATENT, OBSERVED, STRICT, Plan
 from thrifty.errors import SelectionError
 
 
@@ -222,6 +223,11 @@ def plate(trace, addr: tuple) -> PlateView:
 def top_choice(trace, addr: tuple):
     """``(value, log-density)`` of the top-level latent choice at ``addr``, or None."""
     return trace.root.value_lp(addr)
+
+
+def run_observed(run) -> dict:
+    """The top-level observations and factors of ``run``: address → log-density."""
+    return {k: s.lp for k, s in run.root.sites.items() if s.kind in (OBSERVED, FACTOR)}
 
 
 def top_site(trace, addr: tuple):

@@ -28,12 +28,13 @@ from thrifty.core.engine import (
     lane_lps,
     locate,
     plan_for,
+    propose,
     run_lp,
 )
 from thrifty.core.engine import (
     plate as plate_view,
 )
-from thrifty.errors import NumericalError, SelectionError
+from thrifty.errors import ModelError, NumericalError, SelectionError
 from thrifty.inference.selecting import Selecting
 from thrifty.inference.selection import One, PlateGroup
 
@@ -148,11 +149,12 @@ class Gibbs(Selecting):
         plan = view.plan([e])
         self._pick(trace, rng, values, cur, plan, addr, (plate, rel), plan.plates[plate])
 
-    def _pick(self, trace, rng, values, cur, plan, addr, key=None, elems=None) -> None:
+    def _pick(self, trace, rng, values, cur, plan, addr, key=None, elems=None,
+              mode=STRICT) -> None:
         """Draw the choice at ``addr`` from its full conditional over ``values``: one run per
-        value other than the current one ``cur`` (strict, ``plan``; the value given by address,
-        or as the target of the plate site ``key`` at the element ``elems``), weights
-        ``run.log_weight`` relative to it; commit the chosen value's run."""
+        value other than the current one ``cur`` (``mode``, strict by default; ``plan``; the
+        value given by address, or as the target of the plate site ``key`` at the element
+        ``elems``), weights ``run.log_weight`` relative to it; commit the chosen value's run."""
         logw, runs = [], []
         for v in values:
             if v == cur:
@@ -162,7 +164,7 @@ class Gibbs(Selecting):
             given = {"targets": {addr: v}} if key is None else {
                 "vec": {key: VecTarget(elems, np.array([v]))}}
             try:
-                run = self.execute(trace, rng, plan=plan, mode=STRICT, **given)
+                run = self.execute(trace, rng, plan=plan, mode=mode, **given)
             except StructureChange as err:
                 raise self._structure_error(addr, v, err) from None
             logw.append(float(run.log_weight) if run.aborted is None else -math.inf)
@@ -174,14 +176,17 @@ class Gibbs(Selecting):
         if runs[k] is not None:
             runs[k].commit()
 
-    def _commit(self, trace, rng, addr, value, **kw) -> None:
+    def _commit(self, trace, rng, addr, value, lane=None, **kw) -> None:
         """Run the drawn value (``kw``: the run's targets, plan and mode) and commit it; a
         value under which a choice would be created or left out (a memoized key that loses its
-        last reader) is refused."""
+        last reader) is refused.  ``lane``: the log-ratio the candidate lanes gave this value
+        against the current one, which the run must give too (:meth:`_pick_lanes`)."""
         try:
             run = self.execute(trace, rng, **kw)
         except StructureChange as e:
             raise self._structure_error(addr, value, e) from None
+        if lane is not None and not _same_ratio(lane, run):
+            raise _lanes_error(addr, value, lane, run.log_weight)
         run.commit()
 
     def _group(self, trace, g, rng):
@@ -253,32 +258,103 @@ class Gibbs(Selecting):
         scored in one run of ``e`` in lanes (:class:`~thrifty.core.engine.Candidates`:
         differences between lanes are the conditional's log-ratios); a run of ``e`` with the
         drawn value commits it, given the new choices (a new table's parameters) the lane
-        was scored with."""
-        self.info.proposed += 1
-        self.info.accepted += 1
-        k = len(values)
-        if k < 2:
-            return
+        was scored with.
+
+        The lanes are ``k`` copies of one element in one execution of the plate body, so they
+        are ``k`` executions of the element only if the body's result for a member depends on
+        its index and values alone: a body that writes into an array at its index and reads
+        it back (``self.z[i] = z`` … ``w(self.z[i])``) gives every lane the value the last
+        copy wrote.  The first lanes run of each site is compared with one run per value
+        (:meth:`_lanes_hold`); if they differ, this site is updated by those runs from then
+        on (:meth:`_pick`: the conditional as the program defines it, K runs of the element
+        instead of one).  Every drawn value's committing run is compared with its lane too,
+        an error if they differ."""
         plate = view.addr
         plan = view.plan(np.array([e]))
-        try:
-            lanes = self.execute(
-                trace, rng, vec={(plate, rel): VecTarget(np.full(k, e), np.array(values))},
-                plan=plan, mode=mode, candidates=Candidates(plate, e, k))
-        except StructureChange as ex:
-            raise self._structure_error(plate + (e,) + rel, values, ex) from None
-        lp = lane_lps(lanes, plate)
-        now = next(j for j, v in enumerate(values) if v == cur)
-        if not lp[now] > -math.inf:  # (the trace's own value: its density is positive)
-            raise NumericalError(
-                f"gibbs on {fmt(plate + (e,) + rel)}: its current value {cur} has log-density "
-                f"{lp[now]} in the run scoring the candidates, though the trace holds it")
-        j = _gumbel_pick((lp - lp[now]).tolist(), rng)
-        if j != now:
-            self._commit(
-                trace, rng, plate + (e,) + rel, values[j],
-                vec={(plate, rel): VecTarget(np.array([e]), np.array([values[j]]))},
-                plan=plan, mode=mode, created=lane_choices(lanes, plate, j))
+        key = (plate, rel)
+        if key not in self._by_value:
+            if self._in_lanes(trace, plate, rel, e, values, cur, rng, mode, plan):
+                return
+            self._by_value.add(key)
+        self._pick(trace, rng, values, cur, plan, plate + (e,) + rel, key, plan.plates[plate],
+                   mode)
+
+    def _in_lanes(self, trace, plate, rel, e, values, cur, rng, mode, plan) -> bool:
+        """:meth:`_pick_lanes` by lanes; False (nothing drawn) when a site's first lanes
+        differ from runs of the element."""
+        k = len(values)
+        if k >= 2:
+            try:
+                lanes = self.execute(
+                    trace, rng, vec={(plate, rel): VecTarget(np.full(k, e), np.array(values))},
+                    plan=plan, mode=mode, candidates=Candidates(plate, e, k))
+            except StructureChange as ex:
+                raise self._structure_error(plate + (e,) + rel, values, ex) from None
+            lp = lane_lps(lanes, plate)
+            now = next(j for j, v in enumerate(values) if v == cur)
+            if not lp[now] > -math.inf:  # (the trace's own value: its density is positive)
+                raise NumericalError(
+                    f"gibbs on {fmt(plate + (e,) + rel)}: its current value {cur} has "
+                    f"log-density {lp[now]} in the run scoring the candidates, though the trace "
+                    "holds it")
+            if (plate, rel) not in self._lanes_checked:
+                self._lanes_checked.add((plate, rel))
+                if not self._lanes_hold(trace, plate, rel, e, values, now, lp, lanes, plan,
+                                        mode):
+                    return False
+            j = _gumbel_pick((lp - lp[now]).tolist(), rng)
+            if j != now:
+                self._commit(
+                    trace, rng, plate + (e,) + rel, values[j], lane=float(lp[j] - lp[now]),
+                    vec={(plate, rel): VecTarget(np.array([e]), np.array([values[j]]))},
+                    plan=plan, mode=mode, created=lane_choices(lanes, plate, j))
+        self.info.proposed += 1
+        self.info.accepted += 1
+        return True
+
+    def _lanes_hold(self, trace, plate, rel, e, values, now, lp, lanes, plan, mode) -> bool:
+        """Whether each lane's log-ratio against the current value is that of a run of the
+        element alone with the lane's value (and the new choices the lane drew); on a
+        generator of its own, never committed: the chain's draws are unchanged."""
+        rng = np.random.default_rng(0)
+        for j, v in enumerate(values):
+            if j == now:
+                continue
+            try:
+                run = propose(trace, rng, vec={(plate, rel): VecTarget(np.array([e]),
+                                                                       np.array([v]))},
+                              plan=plan, mode=mode, created=lane_choices(lanes, plate, j))
+            except StructureChange as ex:
+                raise self._structure_error(plate + (e,) + rel, v, ex) from None
+            if not _same_ratio(float(lp[j] - lp[now]), run):
+                return False
+        return True
+
+    def __init__(self, selection):
+        super().__init__(selection)
+        self._lanes_checked: set = set()  # (plate, site) whose lanes were compared with runs
+        self._by_value: set = set()  # (plate, site) whose lanes differed: one run per value
+
+
+def _same_ratio(lane: float, run) -> bool:
+    """Whether a lane's log-ratio is the run's ``log_weight`` (to rounding)."""
+    w = float(run.log_weight) if run.aborted is None else -math.inf
+    if lane == w:
+        return True
+    scale = 1.0 + abs(run.lp_new) + abs(run.lp_old)
+    return abs(lane - w) <= 1e-9 * scale
+
+
+def _lanes_error(addr, value, lane, weight) -> ModelError:
+    return ModelError(
+        f"gibbs on {fmt(addr)}: scoring the candidate values of this element in lanes of one "
+        f"execution of the plate body (each lane the element's index) gave the value {value!r} "
+        f"the log-ratio {lane} against the current value, but running the element alone with "
+        f"it gives {weight}: the body's result for an element depends on more than its own "
+        "index and values (e.g. it writes into an array at the plate's index and reads it "
+        "back: `buf[i] = z` … `buf[i]`, which the lanes, copies of one index, overwrite). "
+        "Compute from the sampled value itself (`z`, not `buf[i]`); the first lanes of this "
+        "site agreed with one run per value")
 
 
 def gibbs(selection) -> Gibbs:

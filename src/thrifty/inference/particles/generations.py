@@ -28,6 +28,7 @@ from thrifty.core.engine import (
     groups,
     per_particle,
     plate_of,
+    run_observed,
     run_step,
     step_failed,
     step_record,
@@ -43,6 +44,32 @@ _MAX, _SUM = np.maximum.reduce, np.add.reduce
 
 class NoParticleLeft(NumericalError):
     """Every particle (of some group) has weight zero: the evidence estimate is 0."""
+
+
+def check_outside(who: str, driver, run, k: int) -> None:
+    """The observations outside the chains as the particle run weighed member ``k`` with them
+    (``driver.observed``) against ``run``, the program executed with that member's trajectory
+    alone: a particle is one execution of the program (003 §3).  They differ when the code
+    outside the steps mixes the particles — reduces over every particle's states
+    (``np.sum(states)``, ``np.mean``) where one execution reduces over the steps — so the
+    particles were weighed by another program: an error naming the site."""
+    scalar = run_observed(run)
+    for local, lp in (driver.observed or {}).items():
+        lp, want = np.ravel(lp), scalar.get(local)
+        if want is None or len(lp) not in (1, driver.members) or (
+                len(lp) > 1 and driver.G > 1):
+            continue
+        mine = float(lp[k] if len(lp) > 1 else lp[0])
+        if mine == want or abs(mine - want) <= 1e-9 * (1.0 + abs(want)) or (
+                mine != mine and want != want):
+            continue
+        raise ModelError(
+            f"{who}: the particle run scored {fmt(local)} {mine} for a particle whose "
+            f"trajectory, executed alone, scores it {want}: the code outside the chain's steps "
+            "mixes the particles — there a state holds one value per particle, so a reduction "
+            "over all of it (np.sum(states), np.mean(states)) adds up every particle's states "
+            "where one execution adds up its steps. Reduce over the steps only (sum(states), "
+            "np.asarray(states).sum(axis=0)), or observe it in the chain's last step")
 
 
 class Generations:
@@ -76,6 +103,7 @@ class Generations:
     # per generation, its sites and states (:func:`~thrifty.core.engine.step_record`) — kept
     # when ``[]``, by the drivers whose drawn trajectory is written back into a trace
     records: list | None = None
+    observed: dict | None = None  # the top-level observations, per member (run_particles)
 
     @property
     def members(self) -> int:

@@ -54,7 +54,7 @@ from thrifty.core.engine import (
 from thrifty.errors import ModelError, SelectionError
 from thrifty.inference.kernel import Kernel
 from thrifty.inference.numerics import resampling
-from thrifty.inference.particles.generations import Generations
+from thrifty.inference.particles.generations import Generations, check_outside
 from thrifty.inference.selection import OrderedRange
 
 _MAX, _ALL, _CUMSUM = np.maximum.reduce, np.logical_and.reduce, np.add.accumulate
@@ -322,6 +322,7 @@ def write_trajectories(kernel, trace, rng, driver, targets=None) -> None:
         if run.aborted is not None:  # cannot happen: nothing it executes changed
             raise ModelError(f"{kernel.name}: the drawn trajectory has probability zero: "
                              f"{run.aborted}")
+        check_outside(kernel.name, driver, run, int(ks[0]))
         run.commit()
         return
     targets = dict(targets or {})
@@ -340,6 +341,7 @@ def write_trajectories(kernel, trace, rng, driver, targets=None) -> None:
     if run.aborted is not None:  # cannot happen for trajectories the particles drew
         raise ModelError(f"{kernel.name}: the drawn trajectory has probability zero: "
                          f"{run.aborted}")
+    check_outside(kernel.name, driver, run, int(ks[0]))
     run.commit()
 
 

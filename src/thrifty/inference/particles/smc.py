@@ -27,10 +27,11 @@ from thrifty.core.engine import (
     Trace,
     ZeroProbability,
     as_program,
+    propose,
     run_particles,
 )
 from thrifty.errors import ArgumentError, ModelError
-from thrifty.inference.particles.generations import Generations, NoParticleLeft
+from thrifty.inference.particles.generations import Generations, NoParticleLeft, check_outside
 from thrifty.inference.particles.smc_replay import smc_replay
 from thrifty.inference.particles.smc_result import SMCResult
 
@@ -77,6 +78,22 @@ def _check_fixed(program, given_values: dict) -> None:
         f"th.smc: fixed= gives no value for {missing}, a latent choice outside the chains: "
         f"fixed= must give every such choice (the particles hold the chains' choices only){extra}"
     )
+
+
+def _check_one(program, driver, given_values: dict) -> None:
+    """Execute the program once with the first particle's trajectory (a top-level chain) and
+    the fixed values, and compare its observations outside the chain with the particle run's
+    (:func:`~thrifty.inference.particles.generations.check_outside`); on a generator of its
+    own: the particles' draws are unchanged.  O(T), one execution."""
+    if driver.plate is not None or not driver.observed:
+        return
+    targets = dict(given_values)
+    for (_, chain, t, site), v in driver.trajectories(np.zeros(1, dtype=np.int64)).items():
+        x = np.asarray(v[0])
+        targets[chain + (t,) + site] = x.item() if x.ndim == 0 else x.copy()
+    run = propose(Trace(program), np.random.default_rng(0), targets=targets)
+    if run.aborted is None:
+        check_outside("th.smc", driver, run, 0)
 
 
 def smc(
@@ -147,6 +164,7 @@ def smc(
     unknown = [k for k in given_values if k not in asked]
     if unknown:
         raise ModelError(_unknown_fixed(unknown, asked))
+    _check_one(program, driver, given_values)
     seconds = time.perf_counter() - t0
     return SMCResult(
         values=driver.paths(),

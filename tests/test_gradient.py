@@ -695,6 +695,75 @@ def test_a_program_of_the_same_model_and_data_shapes_reuses_the_compiled_density
     assert len(hmc._CACHE) == n + 1
 
 
+def _settings_module():
+    """A module of the user's (no file: not a library's) holding a submodule, as a package of
+    settings would."""
+    import types
+
+    cfg = types.ModuleType("user_settings")
+    cfg.sub = types.ModuleType("user_settings.sub")
+    cfg.scale = cfg.sub.scale = 1.0
+    return cfg
+
+
+def test_nuts_after_a_change_to_a_module_the_model_reaches_by_value_uses_the_new_value():
+    """A module of the user's that the model reaches through a closure and reads with
+    ``getattr(cfg, "scale")``: the walker followed only the attributes that a function's own
+    globals name, so the program key did not change with ``cfg.scale`` and the second run
+    reused the density compiled with the old scale.  Started where the scale does not enter
+    the density (mu = 0), the compiled density agreed with the program there, and NUTS
+    silently sampled the old posterior: E[mu] 0.834 for scale 2 (exact 0.406, the draws of the
+    run with scale 1)."""
+    cfg = _settings_module()
+
+    @th.model
+    def m(y):
+        mu = th.sample("mu", dist.Normal(0.0, 10.0))
+        with th.plate("d", len(y)) as i:
+            th.observe("y", dist.Normal(mu * getattr(cfg, "scale"), 1.0),  # noqa: B009
+                       y[i])
+
+    y = np.array([0.5, -0.25, 1.0, 2.0])
+    for scale in (1.0, 2.0):
+        cfg.scale = scale
+        r = th.infer(m(y), th.nuts("mu"), num_samples=500, burn_in=200, seed=0,
+                     init={"mu": 0.0}, progress=False)
+        prec = 1 / 100 + scale**2 * len(y)
+        d = stats.norm(scale * y.sum() / prec, np.sqrt(1 / prec))
+        check_continuous(r["mu"], d.mean(), d.std(), d.cdf, what=f"mu (scale {scale})")
+
+
+@pytest.mark.parametrize("path", ["closure", "argument", "attribute", "submodule", "getattr",
+                                  "globals", "metaclass"])
+def test_the_program_key_follows_what_the_model_reads_of_a_module_or_metaclass(path):
+    """Each path by which a model reads a value of the user's module (or its class's
+    metaclass) changes the key of its compiled density when that value changes."""
+    import types
+
+    from thrifty.inference.gradient import hmc
+
+    cfg = _settings_module()
+    holder = types.SimpleNamespace(cfg=cfg)
+    meta = type("Meta", (type,), {"scale": 1.0})
+    cls = meta("WithMeta", (), {})
+    read = {"closure": lambda c: cfg.scale, "argument": lambda c: c.scale,
+            "attribute": lambda c: holder.cfg.scale, "submodule": lambda c: cfg.sub.scale,
+            "getattr": lambda c: getattr(cfg, "scale"),  # noqa: B009
+            "globals": lambda c: globals()["_GLOBAL_SETTINGS"].scale,
+            "metaclass": lambda c: cls.scale}[path]
+    globals()["_GLOBAL_SETTINGS"] = types.SimpleNamespace(scale=1.0)
+
+    @th.model
+    def m(y, c):
+        mu = th.sample("mu", dist.Normal(0.0, 10.0))
+        th.observe("y", dist.Normal(mu * read(c), 1.0), y)
+
+    before = hmc.program_key(m(1.0, cfg))
+    assert hmc.program_key(m(1.0, cfg)) == before
+    cfg.scale = cfg.sub.scale = meta.scale = globals()["_GLOBAL_SETTINGS"].scale = 2.0
+    assert hmc.program_key(m(1.0, cfg)) != before
+
+
 @pytest.mark.parametrize("reads", ["values", "type"])
 def test_a_model_that_reads_its_data_gets_them_compiled_in_as_constants(reads):
     """Data a model's code needs as values (``np.log(y)``: NumPy on the data) or whose type it

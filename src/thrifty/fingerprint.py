@@ -9,9 +9,13 @@ compares it on resume.  :class:`Walker` follows the program's model function *tr
   sub-model, a ``th.mem`` function, a method of a class it uses) is walked the same way;
 * values hash by value: numbers, strings, arrays (dtype, shape, bytes), containers
   (sets order-free), instances through their pickling reduction (class and state), a
-  ``@th.model`` through its function, a ``functools.partial`` through its parts;
+  ``@th.model`` through its function, a ``functools.partial`` through its parts; a class
+  also through its metaclass;
 * modules, and functions and classes of libraries (thrifty itself, the standard library,
-  installed packages), by name;
+  installed packages), by name; a module of the user's reached by any path (a global, a
+  closure cell, an argument, an attribute, a submodule) also through its attributes named in
+  the code walked — its names, and the strings that are identifiers (``getattr(m, "x")``,
+  ``globals()["x"]``);
 * a value that cannot be hashed deterministically (a lock, an open file, a generator) is listed
   in :attr:`Walker.unhashable`, so that the caller says so (a warning at checkpoint time) rather
   than silently not noticing a change.
@@ -99,6 +103,8 @@ class Walker:
         self._alive: list = []  # objects whose ids are used as keys stay alive
         self._digests: dict[int, bytes] = {}  # id → digest of an array or container hashed
         self._stack: list = []  # ids of the containers being hashed (cycles)
+        self._names: dict = {}  # every name the code walked uses (ordered: a set's order varies)
+        self._modules: dict = {}  # name → a user's module reached, as a value
 
     # -- entry points ------------------------------------------------------------------------------
     def root(self, fn) -> None:
@@ -156,12 +162,19 @@ class Walker:
         return k
 
     def _drain(self) -> None:
-        while self._queue:
-            kind, obj, key = self._queue.pop(0)
-            if kind == "function":
-                self._walk_function(obj, key)
-            else:
-                self._walk_class(obj, key)
+        while True:
+            while self._queue:
+                kind, obj, key = self._queue.pop(0)
+                if kind == "function":
+                    self._walk_function(obj, key)
+                else:
+                    self._walk_class(obj, key)
+            missing = [(m, n) for m in list(self._modules.values()) for n in list(self._names)
+                       if n in vars(m) and f"global:{m.__name__}.{n}" not in self.items]
+            if not missing:
+                return
+            for m, n in missing:  # (their values may reach more code and modules: again)
+                self._global(m.__name__, n, vars(m)[n], ())
 
     def _walk_function(self, fn, key: str) -> None:
         h = hashlib.sha256()
@@ -170,9 +183,12 @@ class Walker:
         self.items["code:" + key] = h.hexdigest()
         glob = getattr(fn, "__globals__", {})
         module = glob.get("__name__", fn.__module__)
+        self._names.update(names)
         for name in names:
             if name in glob:
                 self._global(module, name, glob[name], names)
+            elif name in sys.modules and not is_library(name):  # imported in the function
+                self._modules.setdefault(name, sys.modules[name])
         for var, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
             try:
                 v = cell.cell_contents
@@ -200,7 +216,7 @@ class Walker:
 
     def _walk_class(self, cls, key: str) -> None:
         h = hashlib.sha256()
-        h.update(b"bases")
+        h.update(f"meta {self._class_key(type(cls))};bases".encode())
         for b in cls.__bases__:
             h.update(self._class_key(b).encode() + b";")
         for name in sorted(vars(cls)):
@@ -224,6 +240,8 @@ class Walker:
             if isinstance(c, types.CodeType):
                 self._code(h, c, names)
             else:
+                if type(c) is str and c.isidentifier():  # getattr(m, "x"), globals()["x"]
+                    names.setdefault(c, None)
                 self._value(h, c, "a constant", 0)
 
     # -- values ------------------------------------------------------------------------------------
@@ -287,6 +305,8 @@ class Walker:
             h.update(("class:" + self._class_key(x)).encode())
         elif t is types.ModuleType:
             h.update(f"module:{x.__name__}".encode())
+            if not is_library(x.__name__):
+                self._modules.setdefault(x.__name__, x)
         elif t is types.MethodType:
             h.update(b"method")
             self._value(h, x.__func__, where, depth)

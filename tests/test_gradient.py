@@ -733,6 +733,33 @@ def test_nuts_after_a_change_to_a_module_the_model_reaches_by_value_uses_the_new
         check_continuous(r["mu"], d.mean(), d.std(), d.cdf, what=f"mu (scale {scale})")
 
 
+def test_nuts_after_a_change_the_fingerprint_cannot_see_compiles_the_density_anew(tmp_path):
+    """The model reads its scale from a file: the program key (the path) stays the same when
+    the file is rewritten, and the second run found the density compiled with the old scale
+    in the cache.  Started at mu = 0, where the scale does not enter the density, the
+    agreement check at the start passed and NUTS silently sampled the old posterior: E[mu]
+    0.769 for scale 2 (exact 0.406, z = 15).  A density found in the cache is compared with the
+    program executed now at the start and beside it, and compiled anew when they differ."""
+    path = tmp_path / "scale.txt"
+
+    @th.model
+    def m(y, settings):
+        mu = th.sample("mu", dist.Normal(0.0, 10.0))
+        with open(settings) as f:
+            scale = float(f.read())
+        with th.plate("d", len(y)) as i:
+            th.observe("y", dist.Normal(mu * scale, 1.0), y[i])
+
+    y = np.array([0.5, -0.25, 1.0, 2.0])
+    for scale in (1.0, 2.0):
+        path.write_text(str(scale))
+        r = th.infer(m(y, str(path)), th.nuts("mu"), num_samples=500, burn_in=200, seed=0,
+                     init={"mu": 0.0}, progress=False)
+        prec = 1 / 100 + scale**2 * len(y)
+        d = stats.norm(scale * y.sum() / prec, np.sqrt(1 / prec))
+        check_continuous(r["mu"], d.mean(), d.std(), d.cdf, what=f"mu (scale {scale})")
+
+
 @pytest.mark.parametrize("path", ["closure", "argument", "attribute", "submodule", "getattr",
                                   "globals", "metaclass"])
 def test_the_program_key_follows_what_the_model_reads_of_a_module_or_metaclass(path):

@@ -121,10 +121,10 @@ class _Compiled:
             return {k: u[offsets[i]:offsets[i + 1]].reshape(ushapes[i])
                     for i, k in enumerate(keys)}
 
-        def run(u, ovals):
+        def run(u, ovals, prog=program):
             others = dict(zip(okeys, ovals))
             others.update(static)
-            return GradientRun(program, unflatten(u), others, jnp).execute()
+            return GradientRun(prog, unflatten(u), others, jnp).execute()
 
         # (jitted inside the compiled loop: the program is traced once per function, not at
         # every place the sampler evaluates the density or its gradient)
@@ -139,12 +139,12 @@ class _Compiled:
             r = run(u, ovals)
             return [r.values[k] for k in keys], r.lp - r.jac
 
-        def eager(u, ovals) -> float:
-            """log p(x, y) at ``u``, the program executed by JAX one operation at a time —
-            nothing compiled, so each operation reads its NumPy operands as they are when it
-            executes (see :meth:`HMC._agrees`)."""
-            r = run(jnp.asarray(u), ovals)
-            return float(r.lp - r.jac)
+        def eager(u, ovals, prog=program, jacobian: bool = False) -> float:
+            """log p(x, y) at ``u`` (with the log-Jacobians: the compiled density), ``prog``
+            executed by JAX one operation at a time — nothing compiled, so each operation reads
+            its NumPy operands as they are when it executes (see :meth:`HMC._agrees`)."""
+            r = run(jnp.asarray(u), ovals, prog)
+            return float(r.lp if jacobian else r.lp - r.jac)
 
         if kernel.nuts:
             transition = blackjax.nuts.build_kernel()
@@ -440,6 +440,8 @@ class HMC(Selecting):
         self._since = None  # ((trace uid, clock, choices), what _prepare gave) after a step
         self._keys: dict = {}  # id(program) → _ProgramKeys: made once a copy
         self._agreed: set = set()  # compiled functions _agrees found to be the program's
+        self._found: dict = {}  # compiled functions found in _CACHE (not compiled here) → key
+        self._checked: set = set()  # those of them _stale found to be the program's
         self._eager_agreed: set = set()  # compiled functions that agree with the eager run
         self.constants = None  # (names, where, any of them an array): discrete choices compiled
         # in as constants (a compilation per value met)
@@ -457,6 +459,8 @@ class HMC(Selecting):
         state["_since"] = None
         state["_keys"] = {}
         state["_agreed"] = set()
+        state["_found"] = {}
+        state["_checked"] = set()
         state["_eager_agreed"] = set()
         if self._adapt or self._tuned:
             import jax
@@ -593,6 +597,9 @@ class HMC(Selecting):
         others = other_values(trace, set(keys))
         program = trace.program
         comp, ovals = self._compile(program, keys, ushapes, others)
+        if transitions and comp not in self._agreed and self._stale(comp, u0, ovals, program):
+            _CACHE.pop(self._found.pop(comp), None)
+            comp, ovals = self._compile(program, keys, ushapes, others)
         if transitions and comp not in self._agreed:
             jac0 = self._start(trace, cs, True)[3]
             agrees = self._agrees(comp, u0, jac0, ovals, trace, keys)
@@ -607,6 +614,32 @@ class HMC(Selecting):
             if agrees:
                 self._agreed.add(comp)
         return keys, u0, comp, ovals
+
+    def _stale(self, comp, u0, ovals, program) -> bool:
+        """Whether compiled functions found in the cache (compiled for an earlier program of
+        the same :func:`program_key`) compute another density than ``program`` executed now,
+        at the block's start and at a point beside it: something the model reads that the
+        fingerprint cannot see (a file's content, an object whose pickled state leaves out
+        what the model reads) changed since they were compiled.  Then they are compiled anew;
+        the start alone may not tell (a changed scale of ``mu`` at ``mu = 0``)."""
+        if comp not in self._found or comp in self._checked:
+            return False
+        import jax.numpy as jnp
+
+        imm = jnp.eye(comp.size) if self.dense_mass else jnp.ones(comp.size)
+        u0 = np.asarray(u0, dtype=float)
+        for u in (u0, u0 + 0.25 + 0.125 * np.arange(u0.size)):
+            packed, _ = comp.chunk(np.uint32(0), np.int64(0), u, ovals, comp.idle,
+                                   comp.no_stages, np.bool_(False), np.float64(1.0), imm)
+            a = float(np.asarray(packed)[-1])
+            try:
+                e = comp.eager(u, ovals, program, jacobian=True)
+            except Exception:  # (the program cannot run eagerly now: compiled anew, as new)
+                return True
+            if not _close(a, e) and (a == a or e == e):
+                return True
+        self._checked.add(comp)
+        return False
 
     def _agrees(self, comp, u0, jac0, ovals, trace, keys) -> bool | None:
         """Whether the compiled density is the program's at the trace's state: it gives the
@@ -852,6 +885,8 @@ class HMC(Selecting):
         okeys = tuple(others)
         sig = (key, self._settings(), keys, ushapes, structure(others))
         comp = _cached(sig)
+        if isinstance(comp, _Compiled):
+            self._found[comp] = sig
         if comp is None:
             comp = _Compiled(self, program, keys, ushapes, okeys, {})
             try:
@@ -870,6 +905,8 @@ class HMC(Selecting):
                           any(np.ndim(v) for v in discrete.values()))
         ssig = (sig, tuple((k, np.asarray(v).tobytes()) for k, v in discrete.items()))
         comp = _cached(ssig)
+        if comp is not None:
+            self._found[comp] = ssig
         if comp is None:
             comp = _Compiled(self, program, keys, ushapes, rest, discrete)
             self._ready(comp, tuple(others[k] for k in rest))

@@ -1,0 +1,47 @@
+"""Families and kernels at numerical extremes: exact answers where the parameters are valid,
+errors naming the site or argument where they are not (never a silent NaN, ±inf or another
+answer).
+
+* Logits of a categorical family around 1e16 and beyond: equal logits give equal
+  probabilities whatever their size (the reference is exact: log 1/K), a +inf logit the limit
+  of softmax, a row of -inf logits an error.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import thrifty as th
+from thrifty import dist
+from thrifty.errors import DistributionError
+
+
+@pytest.mark.parametrize("size", [0.0, 1e3, 1e15, 1e16, 1e300, -1e300])
+def test_equal_logits_are_equally_likely_whatever_their_size(size):
+    lg = np.full(3, size)
+    cat = dist.Categorical(logits=lg)
+    assert np.allclose(cat.probs, 1 / 3, rtol=1e-15, atol=0)
+    assert cat.log_prob(2) == pytest.approx(-math.log(3), rel=1e-15)
+    multi = dist.Multinomial(4, logits=lg)
+    assert multi.log_prob(np.array([4, 0, 0])) == pytest.approx(-4 * math.log(3), rel=1e-14)
+    # through a program: the draws of k are uniform (they were all 0 at 1e16)
+    @th.model
+    def m():
+        th.sample("k", dist.Categorical(logits=lg))
+
+    k = th.infer(m(), th.mh("k", th.prior()), num_samples=600, seed=0, progress=False)["k"]
+    counts = np.bincount(k.ravel(), minlength=3)
+    chi2 = float(((counts - 200.0) ** 2 / 200.0).sum())
+    assert chi2 < 18.4  # chi-square with 2 degrees of freedom: p = 1e-4
+
+
+def test_infinite_logits_are_the_limit_of_softmax_and_minus_inf_rows_are_refused():
+    assert dist.Categorical(logits=np.array([np.inf, 0.0])).probs.tolist() == [1.0, 0.0]
+    assert dist.Categorical(logits=np.array([np.inf, np.inf, 1.0])).probs.tolist() == [
+        0.5, 0.5, 0.0]
+    for make in (lambda lg: dist.Categorical(logits=lg), lambda lg: dist.Multinomial(2, logits=lg)):
+        with pytest.raises(DistributionError, match="entry above -inf in each row"):
+            make(np.array([[0.0, 1.0], [-np.inf, -np.inf]]))

@@ -38,6 +38,7 @@ from thrifty.distributions.xp import (
 )
 
 INF = math.inf
+_INT64_MAX = int(np.iinfo(np.int64).max)
 ARRAY_PATH = object()  # sentinel of scalar_count: not a scalar, take the array path
 
 
@@ -700,9 +701,17 @@ class Geometric(ProbsLogits):
         self._check_probs(closed_at_zero=False)
 
     def sample(self, rng, shape=()):
+        # numpy counts trials, we count failures; it returns int64's largest for a count
+        # beyond it (p ≲ 1e-18): a refusal (a DistributionError naming the site), not a draw
         if not shape and not self.batch_shape:
-            return rng.geometric(self.probs) - 1  # numpy counts trials, we count failures
-        return rng.geometric(self.probs, tuple(shape) + self.batch_shape) - 1
+            k = rng.geometric(self.probs)
+            if k == _INT64_MAX:
+                raise OverflowError(f"a count beyond int64's largest, {_INT64_MAX}")
+            return k - 1
+        k = rng.geometric(self.probs, tuple(shape) + self.batch_shape)
+        if (k == _INT64_MAX).any():
+            raise OverflowError(f"a count beyond int64's largest, {_INT64_MAX}")
+        return k - 1
 
     def log_prob(self, value):
         if not self.batch_shape:

@@ -16,7 +16,7 @@ import pytest
 
 import thrifty as th
 from thrifty import dist
-from thrifty.errors import DistributionError
+from thrifty.errors import DistributionError, SelectionError
 
 # short chains on purpose: what is checked is the values drawn, not their mixing
 pytestmark = pytest.mark.filterwarnings("ignore::thrifty.ConvergenceWarning")
@@ -75,3 +75,45 @@ def test_draws_past_what_float64_and_int64_hold_are_refused_naming_the_site():
     r = th.infer(program(lambda: dist.Geometric(1e-17)), th.mh("x", th.prior()), num_samples=20,
                  seed=0, progress=False)
     assert (r["x"] < np.iinfo(np.int64).max - 1).all()
+
+
+def test_gibbs_over_many_values_is_exact_in_bounded_memory_and_refuses_too_many():
+    """A top-level Gibbs step kept the run of every value of the support: O(K²) memory for a
+    Categorical of K values (8000 values: 640 MB; 10⁵: the process killed).  The chosen value's
+    run is now executed again past 64 values; a support beyond 2^20 values is a SelectionError
+    (DiscreteUniform(0, 2**62) was a bare NumPy 'array is too big', also for th.infer's
+    default kernel, which now counts the support and gives it LMH)."""
+    import tracemalloc
+
+    def program(K):
+        @th.model
+        def m():
+            k = th.sample("k", dist.Categorical(np.full(K, 1.0 / K)))
+            th.observe("y", dist.Normal(k / K, 0.1), 0.5)
+
+        return m()
+
+    th.infer(program(10), th.gibbs("k"), num_samples=1, seed=0, progress=False)  # (imports)
+    tracemalloc.start()
+    th.infer(program(3000), th.gibbs("k"), num_samples=1, seed=0, progress=False)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 20e6  # (72 MB of probability vectors when every run was kept)
+    # exact: the draws are independent draws of the full conditional; chi-square on 8 bins
+    K, n = 80, 800
+    k = th.infer(program(K), th.gibbs("k"), num_samples=n, seed=1, progress=False)["k"].ravel()
+    w = np.exp(-((np.arange(K) / K - 0.5) ** 2) / 0.02)
+    edges = np.arange(0, K + 1, K // 8)
+    expected = n * np.add.reduceat(w / w.sum(), edges[:-1])
+    observed = np.histogram(k, bins=edges)[0]
+    assert float(((observed - expected) ** 2 / expected).sum()) < 29.9  # chi2(7): p = 1e-4
+
+    @th.model
+    def huge():
+        k = th.sample("k", dist.DiscreteUniform(0, 2**62))
+        th.observe("y", dist.Normal(k / 2**62, 0.1), 0.5)
+
+    with pytest.raises(SelectionError, match=r"\('k',\).*4611686018427387905 values"):
+        th.infer(huge(), th.gibbs("k"), num_samples=1, seed=0, progress=False)
+    r = th.infer(huge(), num_samples=2, burn_in=0, seed=0, progress=False)
+    assert "LMH to k" in r.notes[0]

@@ -603,6 +603,9 @@ class Binomial(ProbsLogits):
     def enumerate_support(self):
         return np.arange(int(np.max(self.total_count)) + 1)
 
+    def support_size(self) -> int:
+        return int(np.max(self.total_count)) + 1
+
     @property
     def mean(self):
         return self.total_count * self.probs
@@ -805,6 +808,9 @@ class DiscreteUniform(Distribution):
 
     def enumerate_support(self):
         return np.arange(int(np.min(self.low)), int(np.max(self.high)) + 1)
+
+    def support_size(self) -> int:
+        return int(np.max(self.high)) - int(np.min(self.low)) + 1
 
     @property
     def mean(self):

@@ -16,7 +16,12 @@ import pytest
 
 import thrifty as th
 from thrifty import dist
-from thrifty.errors import DistributionError, SelectionError
+from thrifty.errors import (
+    DistributionError,
+    InitializationError,
+    NumericalError,
+    SelectionError,
+)
 
 # short chains on purpose: what is checked is the values drawn, not their mixing
 pytestmark = pytest.mark.filterwarnings("ignore::thrifty.ConvergenceWarning")
@@ -117,3 +122,26 @@ def test_gibbs_over_many_values_is_exact_in_bounded_memory_and_refuses_too_many(
         th.infer(huge(), th.gibbs("k"), num_samples=1, seed=0, progress=False)
     r = th.infer(huge(), num_samples=2, burn_in=0, seed=0, progress=False)
     assert "LMH to k" in r.notes[0]
+
+
+def test_a_chain_no_particle_can_explain_is_an_initialization_error_for_every_kernel():
+    """y = 5 under Uniform(x, x + 1) with x in (0, 1): impossible whatever the particles.
+    th.infer's default kernel tried PGAS on a prior trace (impossible too) and stopped with a
+    bare FloatingPointError from the ancestor draw; th.smc names the step."""
+    y = np.array([0.5, 0.5, 5.0, 0.5])
+
+    @th.model
+    def m():
+        def step(t, prev):
+            shape = np.shape(prev)
+            x = th.sample("x", dist.Uniform(np.zeros(shape), np.ones(shape)))
+            th.observe("y", dist.Uniform(x, x + 1.0), y[t])
+            return x
+
+        th.markov("c", step, len(y), 0.0)
+
+    for kernel in (None, th.pgibbs("c", particles=5)):
+        with pytest.raises(InitializationError, match=r"\('c', 2, 'y'\)"):
+            th.infer(m(), kernel, num_samples=2, seed=0, progress=False)
+    with pytest.raises(NumericalError, match=r"\('c', 2\)"):
+        th.smc(m(), particles=10, seed=0)

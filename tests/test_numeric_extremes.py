@@ -145,3 +145,22 @@ def test_a_chain_no_particle_can_explain_is_an_initialization_error_for_every_ke
             th.infer(m(), kernel, num_samples=2, seed=0, progress=False)
     with pytest.raises(NumericalError, match=r"\('c', 2\)"):
         th.smc(m(), particles=10, seed=0)
+
+
+def test_an_initialization_error_names_the_kind_of_site_that_is_impossible():
+    """Draws whose value leaves float64 (Exponential(1e-320): inf, of density 0) and factors of
+    -inf were reported as 'the observation at address ...'."""
+    @th.model
+    def drawn():
+        th.sample("x", dist.Exponential(1e-320))
+
+    @th.model
+    def factored():
+        x = th.sample("x", dist.Normal(0.0, 1.0))
+        th.factor("f", -np.inf if x < 10 else 0.0)
+
+    with pytest.raises(InitializationError,
+                       match=r"latent choice at address \('x',\) impossible \(value inf"):
+        th.infer(drawn(), th.lmh(), num_samples=2, seed=0, progress=False)
+    with pytest.raises(InitializationError, match=r"factor at address \('f',\) impossible"):
+        th.infer(factored(), th.lmh(), num_samples=2, seed=0, progress=False)

@@ -17,9 +17,11 @@ import pytest
 import thrifty as th
 from thrifty import dist
 from thrifty.errors import (
+    ArgumentError,
     DistributionError,
     InitializationError,
     NumericalError,
+    RecordingError,
     SelectionError,
 )
 
@@ -164,3 +166,56 @@ def test_an_initialization_error_names_the_kind_of_site_that_is_impossible():
         th.infer(drawn(), th.lmh(), num_samples=2, seed=0, progress=False)
     with pytest.raises(InitializationError, match=r"factor at address \('f',\) impossible"):
         th.infer(factored(), th.lmh(), num_samples=2, seed=0, progress=False)
+
+
+def _coin():
+    @th.model
+    def m():
+        x = th.sample("x", dist.Normal(0.0, 1.0))
+        th.observe("y", dist.Normal(x, 1.0), 0.3)
+
+    return m()
+
+
+@pytest.mark.parametrize("call, names", [
+    (lambda: th.infer(_coin(), th.lmh(), seed=-1), "infer: seed"),
+    (lambda: th.infer(_coin(), th.lmh(), seed=1.5), "infer: seed"),
+    (lambda: th.infer(_coin(), th.lmh(), checkpoint_every=float("nan")), "checkpoint_every"),
+    (lambda: th.infer(_coin(), th.lmh(), dense_bytes=-1), "dense_bytes"),
+    (lambda: th.infer(_coin(), th.lmh(), check="bogus"), "check"),
+    (lambda: th.infer(_coin(), th.lmh(), init=5), "init"),
+    (lambda: th.infer(_coin(), th.lmh(), chains=1, init=[{}, {}]), "init"),
+    (lambda: th.infer(_coin(), th.lmh(), record="zz"), "record='zz'"),
+    (lambda: th.infer(_coin(), "lmh"), "kernel"),
+    (lambda: th.predictive(_coin(), num_samples=3, seed=-1), "predictive: seed"),
+    (lambda: th.predictive(_coin(), num_samples=3, seed="a"), "predictive: seed"),
+    (lambda: th.hmc("x", step_size=0.0), "step_size"),
+    (lambda: th.hmc("x", num_steps=0), "num_steps"),
+    (lambda: th.adaptive_lmh(exploration=-1.0), "exploration"),
+    (lambda: th.smh("x", order=3), "order"),
+    (lambda: th.pgibbs("c", particles=3, resample="systematic"), "resample"),
+    (lambda: th.pmmh("x", particles=3, proposal="abc"), "proposal"),
+    (lambda: th.mh("x", "abc"), "proposal"),
+    (lambda: th.ordered_range("c", 3, 1), "ordered_range"),
+])
+def test_invalid_arguments_are_argument_errors_naming_them(call, names):
+    """These raised bare ValueError / TypeError (or NumPy's own 'expected non-negative
+    integer' for the predictive's seed); an ArgumentError is both."""
+    with pytest.raises(ArgumentError, match=names):
+        call()
+
+
+def test_a_result_without_variables_or_a_name_says_so_as_thrifty_errors():
+    """summary() of a result that holds no variable (exclude= every one) was ArviZ's bare
+    'Can not extract posterior'; an unknown name of a result, a predictive or an SMC result a
+    bare KeyError; summary() of one draw a bare ValueError."""
+    r = th.infer(_coin(), th.lmh(), num_samples=3, exclude="x", seed=0, progress=False)
+    with pytest.raises(RecordingError, match="no variable to show"):
+        r.summary()
+    r = th.infer(_coin(), th.lmh(), num_samples=1, seed=0, progress=False)
+    with pytest.raises(RecordingError, match="at least 2 draws"):
+        r.summary()
+    with pytest.raises(SelectionError, match="no variable 'zz'"):
+        r["zz"]
+    with pytest.raises(SelectionError, match="no observation 'zz'"):
+        th.predictive(_coin(), num_samples=2, seed=0)["zz"]

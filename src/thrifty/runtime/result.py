@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from thrifty.core.address import as_pattern, dotted
-from thrifty.errors import SelectionError
+from thrifty.errors import RecordingError, SelectionError
 from thrifty.runtime.draws import DrawStore, Series, SparseDraws
 
 DENSE_BYTES = 2**27
@@ -177,7 +177,7 @@ def _stat_array(name: str, columns: list, n: int) -> np.ndarray:
 
 def _check_entry(shape: tuple, e: int, addr: tuple, name: str) -> None:
     if len(shape) < 3 or not 0 <= e < shape[2]:
-        raise KeyError(f"no variable at address {addr!r}: {name!r} has "
+        raise SelectionError(f"no variable at address {addr!r}: {name!r} has "
                        f"{shape[2] if len(shape) >= 3 else 'no'} elements at each draw")
 
 
@@ -193,7 +193,8 @@ def _entry(v: np.ndarray, e: int, addr: tuple, name: str) -> np.ndarray:
         if x is not None and np.ndim(x) and 0 <= e < len(x):
             out[idx] = x[e]
     if np.isnan(out).all():
-        raise KeyError(f"no variable at address {addr!r}: no draw of {name!r} has element {e}")
+        raise SelectionError(
+            f"no variable at address {addr!r}: no draw of {name!r} has element {e}")
     return out
 
 
@@ -288,12 +289,12 @@ class Result:
             merged = merge_mems({n: self._dense(n) for n in keys}, self._meta())[0]
             if name in merged:
                 return merged[name]
-            raise KeyError(f"{name!r}: the keys of this memoized function hold values of "
+            raise SelectionError(f"{name!r}: the keys of this memoized function hold values of "
                            f"different shapes; read them one by one: {', '.join(keys)}")
         if self.num_draws == 0:
-            raise KeyError(f"no variable {name!r}: the result holds no draws (num_samples=0, "
+            raise SelectionError(f"no variable {name!r}: the result holds no draws (num_samples=0, "
                            "or the run was interrupted before its first draw)")
-        raise KeyError(
+        raise SelectionError(
             f"no variable {name!r} in the result; variables: {', '.join(sorted(self.samples))}"
         )
 
@@ -320,7 +321,7 @@ class Result:
         of :func:`thrifty.infer`): ``.mean()``, ``.var()`` per element without materialising,
         ``.materialize()``.  None for a variable kept dense."""
         if name not in self.samples:
-            raise KeyError(f"no variable {name!r} in the result")
+            raise SelectionError(f"no variable {name!r} in the result")
         v = self.samples[name]
         return v if isinstance(v, SparseDraws) else None
 
@@ -337,7 +338,7 @@ class Result:
                             s.materialize(v.n)[:, int(part)] if len(s) else np.full(v.n, np.nan)
                             for s in v.series])
                     return _entry(v, int(part), addr, name)
-        raise KeyError(
+        raise SelectionError(
             f"no variable at address {addr!r}; variables: {', '.join(sorted(self.samples))}"
         )
 
@@ -474,7 +475,7 @@ class Result:
         from thrifty.runtime.summary import VaryingStructureWarning, summarise_partial
 
         if self.num_draws < 2:
-            raise ValueError(f"summary() needs at least 2 draws per chain; the result holds "
+            raise RecordingError(f"summary() needs at least 2 draws per chain; the result holds "
                              f"{self.num_draws} (num_samples={self.num_draws}?)")
         var_names = self._check_names(var_names)
         data = self._posterior_only(var_names)
@@ -504,7 +505,7 @@ class Result:
         from thrifty.diagnostics._arviz import AZ1, trace_figure
 
         if self.num_draws < 2:
-            raise ValueError(f"plot_trace() needs at least 2 draws per chain; the result holds "
+            raise RecordingError(f"plot_trace() needs at least 2 draws per chain; the result holds "
                              f"{self.num_draws} (num_samples={self.num_draws}?)")
         var_names = self._check_names(var_names)
         data = self._posterior_only(var_names)
@@ -519,6 +520,10 @@ class Result:
         return fig
 
     def _check_names(self, var_names):
+        if not self.samples:  # (ArviZ: a bare 'Can not extract posterior')
+            raise RecordingError(
+                "the result holds no variable to show: record= / exclude= left every one out, "
+                "or the program has none (a th.markov chain of no steps)")
         if var_names is None:
             return None
         if isinstance(var_names, str):

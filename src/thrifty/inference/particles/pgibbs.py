@@ -51,7 +51,7 @@ from thrifty.core.engine import (
     trajectory,
     writable,
 )
-from thrifty.errors import ModelError, NumericalError, SelectionError
+from thrifty.errors import ArgumentError, ModelError, NumericalError, SelectionError
 from thrifty.inference.kernel import Kernel
 from thrifty.inference.numerics import resampling
 from thrifty.inference.particles.generations import Generations
@@ -353,7 +353,7 @@ class PGibbs(Kernel):
         Kernel.__init__(self)
         particles = int_arg("pgibbs", "particles", particles, 2)
         if resample != "multinomial":
-            raise ValueError(
+            raise ArgumentError(
                 f"pgibbs: resample={resample!r} — conditional resampling is implemented for "
                 "'multinomial' only (conditional systematic resampling needs its own scheme)"
             )

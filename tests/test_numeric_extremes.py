@@ -219,3 +219,20 @@ def test_a_result_without_variables_or_a_name_says_so_as_thrifty_errors():
         r["zz"]
     with pytest.raises(SelectionError, match="no observation 'zz'"):
         th.predictive(_coin(), num_samples=2, seed=0)["zz"]
+
+
+def test_the_command_line_refuses_bad_flags_as_usage_errors(tmp_path):
+    """``thrifty demo --seed -1`` and ``--out`` naming a file ended in bare tracebacks
+    (th.infer's seed check, FileExistsError from mkdir) after the demo had started."""
+    from click.testing import CliRunner
+
+    from thrifty.cli import main
+
+    a_file = tmp_path / "f"
+    a_file.write_text("")
+    for args, flag in ((["demo", "--seed", "-1"], "'--seed'"),
+                       (["demo", "--out", str(a_file), "--quick"], "'--out'"),
+                       (["demo", "--out", str(a_file / "x"), "--quick"], "'--out'")):
+        res = CliRunner().invoke(main, args)
+        assert res.exit_code == 2 and flag in res.output, (args, res.output)
+        assert res.exception is None or isinstance(res.exception, SystemExit)

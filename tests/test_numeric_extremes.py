@@ -236,3 +236,12 @@ def test_the_command_line_refuses_bad_flags_as_usage_errors(tmp_path):
         res = CliRunner().invoke(main, args)
         assert res.exit_code == 2 and flag in res.output, (args, res.output)
         assert res.exception is None or isinstance(res.exception, SystemExit)
+
+
+def test_an_initial_value_for_an_observation_is_refused():
+    """init={"y": 0.1} for the observed y was met by the run reaching y and then ignored: the
+    chain started from the prior, as if init= had not been given."""
+    with pytest.raises(SelectionError, match=r"init: \('y',\) is an observation"):
+        th.infer(_coin(), th.lmh(), init={"y": 0.1}, num_samples=2, seed=0, progress=False)
+    r = th.infer(_coin(), th.lmh(), init={"x": 0.1}, num_samples=2, seed=0, progress=False)
+    assert r["x"].shape == (1, 2)

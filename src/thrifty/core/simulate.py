@@ -12,7 +12,7 @@ from thrifty.core.address import as_name, as_pattern, fmt
 from thrifty.core.model import as_program
 from thrifty.core.run import Run
 from thrifty.core.trace import Trace
-from thrifty.core.vocab import non_numeric
+from thrifty.core.vocab import LATENT, OBSERVED, non_numeric
 from thrifty.errors import (
     ArgumentError,
     DistributionError,
@@ -61,7 +61,23 @@ def simulate_run(program, seed=None, init: dict | None = None):
             run.commit()
             raise SelectionError(f"init: {e}; {_latent_names(trace, init)}") from None
     run.commit()
+    if targets:
+        _not_latent(trace, targets, init)
     return trace, run
+
+
+def _not_latent(trace, targets: dict, init) -> None:
+    """An init= key naming an observation, a factor or a deterministic value (which the run
+    reached, so it passed as met) is an error: its value there is not an initial value."""
+    kinds = ("observation", "factor", "deterministic value")
+    sites = trace.root.sites
+    for addr in targets:
+        site = sites.get(addr)
+        if site is not None and site.kind != LATENT:
+            raise SelectionError(
+                f"init: {fmt(addr)} is {'an' if site.kind == OBSERVED else 'a'} "
+                f"{kinds[site.kind - 1]}, not a latent choice: init= gives initial values of "
+                f"latent choices only; {_latent_names(trace, init)}")
 
 
 def latent_names(trace) -> str:

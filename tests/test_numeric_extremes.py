@@ -20,6 +20,7 @@ from thrifty.errors import (
     ArgumentError,
     DistributionError,
     InitializationError,
+    ModelError,
     NumericalError,
     RecordingError,
     SelectionError,
@@ -245,3 +246,36 @@ def test_an_initial_value_for_an_observation_is_refused():
         th.infer(_coin(), th.lmh(), init={"y": 0.1}, num_samples=2, seed=0, progress=False)
     r = th.infer(_coin(), th.lmh(), init={"x": 0.1}, num_samples=2, seed=0, progress=False)
     assert r["x"].shape == (1, 2)
+
+
+def test_a_pandas_value_observed_in_a_plate_is_refused_and_at_the_top_level_read_in_order():
+    """A Series the model's code reads from outside its arguments (which are converted, read
+    by position): y[i] with the plate's index array reads it by label.  With labels 2, 1, 0 a
+    one-element MH chain gave E[z_0] = 3.86, the element at label 0 (position 2) having the
+    count 50 — while whole-plate runs (a slice) read by position; Normal's log-density of a
+    Series was a ModelError 'shape mismatch ... output array is read-only'."""
+    pd = pytest.importorskip("pandas")
+    y = pd.Series([0, 0, 50], index=[2, 1, 0])
+
+    @th.model
+    def in_plate():
+        with th.plate("data", 3) as i:
+            z = th.sample("z", dist.Normal(np.zeros(np.arange(3)[i].shape), 2.0))
+            th.observe("y", dist.Poisson(np.exp(z)), y[i])
+
+    with pytest.raises(ModelError, match=r"th.observe\('y', ...\) in plate \('data',\).*label"):
+        th.infer(in_plate(), th.mh(th.one("data.z"), th.drift(0.5)), num_samples=5, seed=0,
+                 progress=False)
+    ys = pd.Series([0.1, 0.2, 5.0], index=[2, 1, 0])
+
+    def top(data):
+        @th.model
+        def m():
+            mu = th.sample("mu", dist.Normal(0.0, 1.0))
+            th.observe("y", dist.Normal(np.full(3, mu), 1.0), data)
+
+        return m()
+
+    a = th.infer(top(ys.to_numpy()), th.lmh(), num_samples=30, seed=0, progress=False)["mu"]
+    b = th.infer(top(ys), th.lmh(), num_samples=30, seed=0, progress=False)["mu"]
+    assert np.array_equal(a, b)

@@ -279,3 +279,16 @@ def test_a_pandas_value_observed_in_a_plate_is_refused_and_at_the_top_level_read
     a = th.infer(top(ys.to_numpy()), th.lmh(), num_samples=30, seed=0, progress=False)["mu"]
     b = th.infer(top(ys), th.lmh(), num_samples=30, seed=0, progress=False)["mu"]
     assert np.array_equal(a, b)
+
+
+def test_smc_on_a_chain_of_no_steps_says_so():
+    """The message blamed 'latent choices outside it ()' — none."""
+    @th.model
+    def m():
+        def step(t, prev):
+            return th.sample("x", dist.Normal(prev, 1.0))
+
+        th.markov("c", step, 0, 0.0)
+
+    with pytest.raises(ModelError, match="'c' has 0 steps"):
+        th.smc(m(), particles=5, seed=0)

@@ -292,3 +292,22 @@ def test_smc_on_a_chain_of_no_steps_says_so():
 
     with pytest.raises(ModelError, match="'c' has 0 steps"):
         th.smc(m(), particles=5, seed=0)
+
+
+def test_summary_of_values_around_1e300_and_1e_minus_300():
+    """ArviZ's variance of draws around 1e300 overflows and of draws around 1e-300 underflows:
+    summary() gave sd = inf and MCSE NaN for the first, sd = 0 (silently) for the second.
+    Reference: NumPy's sd of the draws divided by their scale (ddof = 1, as ArviZ)."""
+    @th.model
+    def m():
+        th.sample("v", dist.Normal(np.array([1e300, 1.0, 1e-300]), np.array([1e300, 1.0, 1e-300])))
+
+    r = th.infer(m(), th.mh("v", th.prior()), num_samples=200, chains=2, seed=0, workers=1,
+                 progress=False)
+    table = r.summary()
+    v = r["v"].reshape(-1, 3)
+    scale = np.array([1e300, 1.0, 1e-300])
+    sd = (v / scale).std(axis=0, ddof=1) * scale
+    assert np.allclose(table["sd"].to_numpy(), sd, rtol=1e-10, atol=0)
+    assert np.allclose(table["mean"].to_numpy(), v.mean(axis=0), rtol=1e-12, atol=0)
+    assert np.isfinite(table.to_numpy(dtype=float)).all()

@@ -199,6 +199,42 @@ def _entry(v: np.ndarray, e: int, addr: tuple, name: str) -> np.ndarray:
 
 
 COMPACT_ABOVE = 12
+_EXTREME = 1e100  # variables of magnitude beyond [1/_EXTREME, _EXTREME] are summarised rescaled
+
+
+def _rescale(post) -> dict:
+    """Divide each element of a float variable whose magnitude lies beyond 1e±100 by a power
+    of two near it (exact), in place: variances of values around 1e300 overflow (sd = inf,
+    MCSE NaN) and of values around 1e-300 underflow (sd = 0, silently).  Returns {variable:
+    the (element-shaped) scales}."""
+    scales = {}
+    for v in list(post.data_vars):
+        a = post[v].values
+        if a.dtype.kind != "f" or a.ndim < 2 or not a.size:
+            continue
+        with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # (an element NaN in every draw)
+            m = np.nanmax(np.abs(a), axis=(0, 1))
+            far = np.isfinite(m) & (m > 0) & ((m < 1 / _EXTREME) | (m > _EXTREME))
+            if far.any():
+                scale = np.where(far, 2.0 ** np.floor(np.log2(np.where(far, m, 1.0))), 1.0)
+                scales[str(v)] = scale
+                post[v] = post[v] / scale
+    return scales
+
+
+def _unscale(table, scales: dict) -> None:
+    """Multiply back the columns of a summary that scale with the values (all but ESS and
+    R-hat) in the rows of the rescaled variables (``x``, ``x[0]``, ...: one per element, in
+    C order)."""
+    if not scales:
+        return
+    cols = [c for c in table.columns if not c.startswith(("ess", "r_hat"))]
+    names = np.array([str(i).split("[", 1)[0] for i in table.index])
+    for v, scale in scales.items():
+        rows = names == v
+        if rows.sum() == scale.size:
+            table.loc[rows, cols] *= scale.reshape(-1, 1)
 """``plot_trace`` draws one panel per element of the plotted variables up to this many, then
 one panel per variable (elements overlaid)."""
 
@@ -479,10 +515,12 @@ class Result:
                              f"{self.num_draws} (num_samples={self.num_draws}?)")
         var_names = self._check_names(var_names)
         data = self._posterior_only(var_names)
-        table = summary(data, var_names=var_names, **kwargs)
         post = data["posterior"] if AZ1 else data.posterior
+        scales = _rescale(post)
+        table = summary(data, var_names=var_names, **kwargs)
         table, partial = summarise_partial(
             table, {str(v): post[v].values for v in post.data_vars}, kwargs)
+        _unscale(table, scales)
         if partial:
             w = VaryingStructureWarning.of(partial)
             self._note(str(w))

@@ -195,6 +195,7 @@ def _coin():
     (lambda: th.adaptive_lmh(exploration=-1.0), "exploration"),
     (lambda: th.smh("x", order=3), "order"),
     (lambda: th.pgibbs("c", particles=3, resample="systematic"), "resample"),
+    (lambda: th.pgibbs("c", particles=3, ancestor_sampling="no"), "ancestor_sampling"),
     (lambda: th.pmmh("x", particles=3, proposal="abc"), "proposal"),
     (lambda: th.mh("x", "abc"), "proposal"),
     (lambda: th.ordered_range("c", 3, 1), "ordered_range"),

@@ -352,6 +352,9 @@ class PGibbs(Kernel):
     def __init__(self, chain, particles: int, ancestor_sampling: bool, resample: str):
         Kernel.__init__(self)
         particles = int_arg("pgibbs", "particles", particles, 2)
+        if not isinstance(ancestor_sampling, (bool, np.bool_)):  # ("no" is truthy: PGAS)
+            raise ArgumentError(f"pgibbs: ancestor_sampling must be True or False, got "
+                                f"{ancestor_sampling!r}")
         if resample != "multinomial":
             raise ArgumentError(
                 f"pgibbs: resample={resample!r} — conditional resampling is implemented for "

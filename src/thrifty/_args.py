@@ -46,3 +46,21 @@ def positive_finite(where: str, name: str, value):
     if isinstance(value, (bool, np.bool_)) or not np.all((a > 0) & np.isfinite(a)):
         raise ArgumentError(f"{where}: {name} must be positive and finite, got {value!r}")
     return float(a) if a.ndim == 0 else a
+
+
+def seed_arg(where: str, seed):
+    """``seed`` if it is None, an int ≥ 0 (not a bool) or a ``numpy.random.SeedSequence``.
+
+    >>> seed_arg("predictive", -1)
+    Traceback (most recent call last):
+    ...
+    thrifty.errors.ArgumentError: predictive: seed must be >= 0, got -1
+    """
+    if seed is None or isinstance(seed, np.random.SeedSequence):
+        return seed
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral):
+        raise ArgumentError(f"{where}: seed must be an int, None or a numpy.random.SeedSequence, "
+                            f"got {type(seed).__name__}")
+    if seed < 0:
+        raise ArgumentError(f"{where}: seed must be >= 0, got {seed}")
+    return seed

@@ -237,7 +237,8 @@ def _other_values(view, rel, cur):
     if d is None or d.event_shape:
         return RESAMPLE
     cur = np.asarray(cur)
-    support = np.asarray(d.enumerate_support()) if d.has_enumerate_support else None
+    support = (np.asarray(d.enumerate_support()) if d.has_enumerate_support
+               and d.support_size() <= _ENUMERATED else None)  # (else a count's ±1)
     if support is not None and (support.ndim != 1 or np.any(support[1:] <= support[:-1])):
         return RESAMPLE
     k = _NEAR + 1 if support is None else min(len(support), _NEAR + 1)
@@ -263,6 +264,7 @@ def _other_values(view, rel, cur):
 
 
 _NEAR = 8  # values tried on each side of the current one
+_ENUMERATED = 2**20  # larger finite supports: moved as counts, not enumerated
 
 
 def current_output(trace, rng, needs_plates: bool):

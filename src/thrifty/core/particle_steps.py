@@ -219,6 +219,9 @@ def _no_plate(frame, local, size):
 
 def _no_chain(frame, local, step, length, init, args):
     outside = ", ".join(repr(_name(a)) for a, s in frame.new.sites.items() if s.kind == LATENT)
+    if not outside:  # (a chain with steps would have run on the batched path)
+        raise ModelError(f"th.smc: the markov chain {_name(local)!r} has {length!r} steps and "
+                         "the program no latent choice outside it: there is nothing to filter")
     raise ModelError(
         f"th.smc: the program has a markov chain {_name(local)!r} and latent choices outside it "
         f"({outside}); particles hold the chains' choices only — give the others with "

@@ -69,6 +69,24 @@ def _describe_complex(value) -> str:
     return repr(value)
 
 
+def _by_position(name, value):
+    """A pandas (or xarray) object observed, which the model's code took from data it did not
+    receive as an argument (arguments are read by position: :func:`~thrifty.core.model.as_data`):
+    its values in order at the top level; in a plate an error, as ``y[i]`` with the plate's
+    index array reads a Series of integer labels by label — the wrong rows, silently, on the
+    one-element and subsampled runs that execute some elements only."""
+    runs = EXECUTIONS.runs
+    frame = runs[-1].frame if runs else None
+    if getattr(frame, "user_index", None) is not None:
+        raise ModelError(
+            f"th.observe({name!r}, ...) in {frame.where()}: the observed value is a "
+            f"{type(value).__module__.partition('.')[0]} {type(value).__name__}, which the "
+            "plate's index reads by label, not by position (y[i] with an index array); pass "
+            "the data as an argument of the model (read by position) or index its "
+            "y.to_numpy()")
+    return np.asarray(value.to_numpy())
+
+
 def observe(name, d, value) -> Any:
     """Condition on ``value`` having been drawn from ``d``; returns ``value``.
 
@@ -95,6 +113,8 @@ def observe(name, d, value) -> Any:
                          f"({_describe_complex(value)}); thrifty's distributions are real, so "
                          "observe the real and imaginary parts (value.real, value.imag) as "
                          "two sites, or the modulus")
+    if t is not float and t is not int and t is not np.ndarray and hasattr(value, "to_numpy"):
+        value = _by_position(name, value)
     try:
         return runs[-1].frame.observe(name, d, value)
     except AttributeError:  # (checked here, off the hot path)

@@ -12,7 +12,7 @@ from thrifty.core.address import as_name, as_pattern, fmt
 from thrifty.core.model import as_program
 from thrifty.core.run import Run
 from thrifty.core.trace import Trace
-from thrifty.core.vocab import non_numeric
+from thrifty.core.vocab import LATENT, OBSERVED, non_numeric
 from thrifty.errors import (
     ArgumentError,
     DistributionError,
@@ -61,7 +61,23 @@ def simulate_run(program, seed=None, init: dict | None = None):
             run.commit()
             raise SelectionError(f"init: {e}; {_latent_names(trace, init)}") from None
     run.commit()
+    if targets:
+        _not_latent(trace, targets, init)
     return trace, run
+
+
+def _not_latent(trace, targets: dict, init) -> None:
+    """An init= key naming an observation, a factor or a deterministic value (which the run
+    reached, so it passed as met) is an error: its value there is not an initial value."""
+    kinds = ("observation", "factor", "deterministic value")
+    sites = trace.root.sites
+    for addr in targets:
+        site = sites.get(addr)
+        if site is not None and site.kind != LATENT:
+            raise SelectionError(
+                f"init: {fmt(addr)} is {'an' if site.kind == OBSERVED else 'a'} "
+                f"{kinds[site.kind - 1]}, not a latent choice: init= gives initial values of "
+                f"latent choices only; {_latent_names(trace, init)}")
 
 
 def latent_names(trace) -> str:
@@ -148,25 +164,28 @@ def initialize(program, seed=None, init: dict | None = None, max_tries: int = 10
             return trace
         for addr, d, value in run.impossible:
             failures[addr] += 1
-            examples.setdefault(addr, (d, value))
+            examples.setdefault(addr, ("observation" if d is not None else "factor", d, value))
         if not run.impossible:
-            for addr in _impossible_choices(trace):
+            for addr, site in _impossible_choices(trace):
                 failures[addr] += 1
+                examples.setdefault(addr, ("latent choice", site.dist, site.value))
     if failures:
         addr, count = failures.most_common(1)[0]
-        d, value = examples.get(addr, (None, None))
+        kind, d, value = examples.get(addr, ("site", None, None))
         what = f" (value {value!r} under {d!r})" if d is not None else ""
         if init:
             head = "the initial values make the"
         else:
             head = f"in {count} of {tries} prior simulations the"
         raise InitializationError(
-            f"no trace with finite probability: {head} observation at address {fmt(addr)} "
+            f"no trace with finite probability: {head} {kind} at address {fmt(addr)} "
             f"impossible{what}"
         )
     raise InitializationError(f"no trace with finite probability after {tries} tries")
 
 
 def _impossible_choices(trace) -> list:
-    """Addresses of sites with log-density -inf (given initial values outside the support)."""
-    return [a for a, s in trace.root.sites.items() if s.lp == -np.inf]
+    """(address, site) of the sites with log-density -inf: given initial values outside the
+    support, or draws a sampler gave outside it (a LogNormal(0, 300) draw past float64's
+    largest is inf, of density 0)."""
+    return [(a, s) for a, s in trace.root.sites.items() if s.lp == -np.inf]

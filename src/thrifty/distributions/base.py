@@ -335,6 +335,11 @@ class Distribution:
         """
         raise NotImplementedError(f"{type(self).__name__} has no finite support to enumerate")
 
+    def support_size(self) -> int:
+        """The number of values :meth:`enumerate_support` gives, without building them where
+        the family knows it (a ``DiscreteUniform(0, 2**62)`` is counted, not enumerated)."""
+        return len(self.enumerate_support())
+
     @property
     def mean(self):
         raise NotImplementedError(f"{type(self).__name__} has no closed-form mean")

@@ -410,6 +410,11 @@ class Uniform(cumulative.UniformCDF, Distribution):
                 f"low must be less than high, got low={describe(self.low)}, "
                 f"high={describe(self.high)}"
             )
+        elif not all_true(self.high - self.low < INF):  # (the density 1/width, draws low +
+            self._fail(  # width·u and the cdf: inf, -inf and 0 past float64's largest)
+                f"high - low must be a finite float64 (below 1.8e308), got low="
+                f"{describe(self.low)}, high={describe(self.high)}"
+            )
 
     @property
     def support(self):

@@ -12,7 +12,6 @@ from scipy.special import (
     betaincc,
     gammaln,
     log_expit,
-    logsumexp,
 )
 
 from thrifty.distributions import _saddle as saddle
@@ -30,6 +29,8 @@ from thrifty.distributions.cumulative import Cumulative, as_counts, xp_log1mexp,
 from thrifty.distributions.discrete import (
     ARRAY_PATH,
     ProbsLogits,
+    check_logits,
+    log_softmax,
     probs_or_logits,
     scalar_count,
     xmul_array,
@@ -330,9 +331,9 @@ class Multinomial(Distribution):
             with np.errstate(divide="ignore"):
                 self._logp = np.log(a)
         else:
-            if not all_true(~np.isnan(a)):
-                self._fail(f"logits must not be NaN, got {describe(a)}")
-            self._logp = a - logsumexp(a, axis=-1, keepdims=True)
+            if a.size and not check_logits(self, a):
+                a = np.zeros(a.shape)
+            self._logp = log_softmax(a)
             self.probs = np.exp(self._logp)
         n = np.asarray(total_count, dtype=float)
         if not all_true(is_integral(n) & (n >= 0)):
@@ -360,7 +361,8 @@ class Multinomial(Distribution):
             self.probs, self._logp = a, xp.log(a)
         else:
             valid = xp.all(a == a, axis=-1)
-            self._logp = a - special(xp).logsumexp(a, axis=-1, keepdims=True)
+            z = a - xp.max(a, axis=-1, keepdims=True)  # (as log_softmax)
+            self._logp = z - special(xp).logsumexp(z, axis=-1, keepdims=True)
             self.probs = xp.exp(self._logp)
         n = asfloat(xp, total_count)
         try:

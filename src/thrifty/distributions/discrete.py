@@ -7,7 +7,7 @@ import math
 import threading
 
 import numpy as np
-from scipy.special import expit, gammaln, log_expit, logsumexp, xlog1py, xlogy
+from scipy.special import expit, gammaln, log_expit, xlog1py, xlogy
 
 from thrifty.distributions import _saddle as saddle
 from thrifty.distributions import _special as sm
@@ -38,7 +38,33 @@ from thrifty.distributions.xp import (
 )
 
 INF = math.inf
+_INT64_MAX = int(np.iinfo(np.int64).max)
 ARRAY_PATH = object()  # sentinel of scalar_count: not a scalar, take the array path
+
+
+def log_softmax(a: np.ndarray) -> np.ndarray:
+    """Log-probabilities from logits along the last axis: each row shifted by its largest logit
+    before its log-normaliser, ``(a − m) − log Σ exp(a − m)`` (``a − logsumexp(a)`` subtracts a
+    normaliser rounded at the scale of the logits, which drops its ``log Σ exp(a − m)`` part
+    once they are around 1e16: ``[1e16, 1e16]`` gave log-probabilities ``[0, 0]``).  A row
+    whose largest logit is +∞ is the limit of softmax: its mass shared by its +∞ entries."""
+    m = a.max(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore"):
+        z = np.where(m == INF, np.where(a == INF, 0.0, -INF), a - m)
+    return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+
+
+def check_logits(owner, lg: np.ndarray) -> bool:
+    """Logits a categorical family can normalise: none NaN and, in each row, one above −∞
+    (else no category has positive probability); False after the owner's error."""
+    if not all_true(~np.isnan(lg)):
+        owner._fail(f"logits must not be NaN, got {describe(lg)}")
+        return False
+    if not all_true(lg.max(axis=-1) > -INF):
+        owner._fail(f"logits must have an entry above -inf in each row (else no category "
+                    f"has positive probability), got {describe(lg)}")
+        return False
+    return True
 
 
 def _is_int_scalar(value) -> bool:
@@ -365,9 +391,9 @@ class Categorical(Distribution):
             if lg.ndim == 0:
                 self._fail(f"logits must have at least one dimension, got {describe(lg)}")
                 lg = lg.reshape(1)
-            if not all_true(~np.isnan(lg)):
-                self._fail(f"logits must not be NaN, got {describe(lg)}")
-            self._logp = lg - logsumexp(lg, axis=-1, keepdims=True)
+            if lg.size and not check_logits(self, lg):
+                lg = np.zeros(lg.shape)
+            self._logp = log_softmax(lg)
             self._logits = lg  # (as given: the entries of a batch are built from it)
             self.probs = np.exp(self._logp)
         self.batch_shape = self.probs.shape[:-1]
@@ -396,7 +422,8 @@ class Categorical(Distribution):
             self.probs, self._logp = a, xp.log(a)
         else:
             self._invalid_unless(xp.all(a == a, axis=-1))
-            self._logp = a - special(xp).logsumexp(a, axis=-1, keepdims=True)
+            z = a - xp.max(a, axis=-1, keepdims=True)  # (as log_softmax)
+            self._logp = z - special(xp).logsumexp(z, axis=-1, keepdims=True)
             self.probs = xp.exp(self._logp)
         self.batch_shape = ArrayAPIShape(a.shape[:-1])
         self.num_categories = a.shape[-1]
@@ -576,6 +603,9 @@ class Binomial(ProbsLogits):
     def enumerate_support(self):
         return np.arange(int(np.max(self.total_count)) + 1)
 
+    def support_size(self) -> int:
+        return int(np.max(self.total_count)) + 1
+
     @property
     def mean(self):
         return self.total_count * self.probs
@@ -674,9 +704,17 @@ class Geometric(ProbsLogits):
         self._check_probs(closed_at_zero=False)
 
     def sample(self, rng, shape=()):
+        # numpy counts trials, we count failures; it returns int64's largest for a count
+        # beyond it (p ≲ 1e-18): a refusal (a DistributionError naming the site), not a draw
         if not shape and not self.batch_shape:
-            return rng.geometric(self.probs) - 1  # numpy counts trials, we count failures
-        return rng.geometric(self.probs, tuple(shape) + self.batch_shape) - 1
+            k = rng.geometric(self.probs)
+            if k == _INT64_MAX:
+                raise OverflowError(f"a count beyond int64's largest, {_INT64_MAX}")
+            return k - 1
+        k = rng.geometric(self.probs, tuple(shape) + self.batch_shape)
+        if (k == _INT64_MAX).any():
+            raise OverflowError(f"a count beyond int64's largest, {_INT64_MAX}")
+        return k - 1
 
     def log_prob(self, value):
         if not self.batch_shape:
@@ -770,6 +808,9 @@ class DiscreteUniform(Distribution):
 
     def enumerate_support(self):
         return np.arange(int(np.min(self.low)), int(np.max(self.high)) + 1)
+
+    def support_size(self) -> int:
+        return int(np.max(self.high)) - int(np.min(self.low)) + 1
 
     @property
     def mean(self):

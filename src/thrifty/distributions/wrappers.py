@@ -261,6 +261,11 @@ class Truncated(Distribution):
             return super().enumerate_support()
         return np.arange(int(np.min(self.low)), int(np.max(self.high)) + 1)
 
+    def support_size(self) -> int:
+        if not self.has_enumerate_support:
+            return super().support_size()
+        return int(np.max(self.high)) - int(np.min(self.low)) + 1
+
     def log_prob(self, value):
         t = type(value)
         if t in NP_SCALARS:  # a NumPy scalar (data indexed one by one)

@@ -303,7 +303,7 @@ def _few_values(d) -> bool:
     value (a DiscreteUniform(0, 10⁴) would cost 10⁴ runs a step); larger ones go to LMH."""
     if not d.has_enumerate_support:
         return False
-    return len(np.asarray(d.enumerate_support())) <= GIBBS_VALUES
+    return d.support_size() <= GIBBS_VALUES
 
 
 def _value_probes(program, names: dict, always: set, rng) -> list:

@@ -26,7 +26,7 @@ from thrifty.core.engine import (
     walk,
     walk_steps,
 )
-from thrifty.errors import SelectionError
+from thrifty.errors import ArgumentError, SelectionError
 from thrifty.inference.configured import Configured
 
 
@@ -298,7 +298,7 @@ class OrderedRange(Selection):
         self.chain = as_pattern(chain)
         self.lo, self.hi = int(lo), int(hi)
         if self.hi < self.lo:
-            raise ValueError(f"ordered_range: hi ({hi}) < lo ({lo})")
+            raise ArgumentError(f"ordered_range: hi ({hi}) < lo ({lo})")
 
     def matches(self, addr, name) -> bool:
         k = len(self.chain)
@@ -405,7 +405,7 @@ def select(x) -> Selection:
         return Union(x)
     if isinstance(x, (str, tuple, int, np.integer)):
         return Prefix(x)
-    raise TypeError(f"cannot make a selection from {x!r}")
+    raise ArgumentError(f"cannot make a selection from {x!r}")
 
 
 def each(sel) -> Each:

@@ -11,7 +11,7 @@ from time import perf_counter
 
 import numpy as np
 
-from thrifty._args import int_arg
+from thrifty._args import int_arg, seed_arg
 from thrifty.core.model import as_program
 from thrifty.errors import ArgumentError
 from thrifty.inference.kernel import Kernel, warn_zero_acceptance
@@ -195,20 +195,22 @@ def infer(
         or not isinstance(checkpoint_every, numbers.Real)
         or not checkpoint_every >= 0
     ):
-        raise ValueError(
-            f"checkpoint_every must be a number of seconds >= 0, got {checkpoint_every!r}"
+        raise ArgumentError(
+            f"infer: checkpoint_every must be a number of seconds >= 0, got {checkpoint_every!r}"
         )
     if checkpoint is not None and not isinstance(checkpoint, (str, os.PathLike)):
-        raise TypeError(f"checkpoint must be a file path (str or os.PathLike), got {checkpoint!r}")
+        raise ArgumentError(
+            f"infer: checkpoint must be a file path (str or os.PathLike), got {checkpoint!r}")
     inits = _inits(init, chains)
     ss = _seed_sequence(seed)
     executor = _executor(executor)
     if burn_in == 0:
         _warn_unadapted(adapting)
     if isinstance(dense_bytes, bool) or not isinstance(dense_bytes, numbers.Real):
-        raise TypeError(f"dense_bytes must be a number of bytes, got {dense_bytes!r}")
+        raise ArgumentError(f"infer: dense_bytes must be a number of bytes, got {dense_bytes!r}")
     if not dense_bytes >= 0:  # NaN included; inf: every variable dense
-        raise ValueError(f"dense_bytes must be a number of bytes >= 0, got {dense_bytes!r}")
+        raise ArgumentError(
+            f"infer: dense_bytes must be a number of bytes >= 0, got {dense_bytes!r}")
     keep = Selector(record, exclude)
     every, decades = _check_schedule(check, check_every)
     cfg = RunConfig(num_samples, burn_in, thin, None if keep.everything else keep, every, decades)
@@ -384,8 +386,8 @@ def _executor(executor) -> RayExecutor | None:
         return RayExecutor()
     if isinstance(executor, RayExecutor):
         return executor
-    raise ValueError(f"executor must be None, 'processes', 'ray' or a th.RayExecutor, got "
-                     f"{executor!r}")
+    raise ArgumentError(f"infer: executor must be None, 'processes', 'ray' or a "
+                        f"th.RayExecutor, got {executor!r}")
 
 
 # -- running the chains in this process -----------------------------------------------------------
@@ -539,7 +541,7 @@ def _chains(ids) -> str:
 # -- argument checks ------------------------------------------------------------------------------
 def _check_program(program):
     if isinstance(program, Kernel):
-        raise TypeError(
+        raise ArgumentError(
             "th.infer(program, kernel, ...): the first argument is a kernel; pass the program "
             "(a @th.model applied to its arguments) first"
         )
@@ -552,8 +554,8 @@ def _check_kernel(kernel):
     hint = ""
     if callable(kernel) and getattr(kernel, "__module__", "").startswith("thrifty"):
         hint = f" (did you mean {getattr(kernel, '__name__', 'kernel')}(...)?)"
-    raise TypeError(
-        "kernel must be a thrifty kernel such as th.lmh(), th.mh(...), th.gibbs(...) or "
+    raise ArgumentError(
+        "infer: kernel must be a thrifty kernel such as th.lmh(), th.mh(...), th.gibbs(...) or "
         f"th.cycle([...]), got {kernel!r}{hint}"
     )
 
@@ -562,11 +564,11 @@ def _check_schedule(check, check_every) -> tuple[int, bool]:
     """(check every k steps or 0, the "auto" schedule of checks) from ``th.infer``'s
     ``check`` and ``check_every``."""
     if not (isinstance(check, (bool, np.bool_)) or check == "auto"):
-        raise ValueError(f"check must be True, False or 'auto', got {check!r}")
+        raise ArgumentError(f"infer: check must be True, False or 'auto', got {check!r}")
     if check_every is not None:
         check_every = _int_arg("check_every", check_every, 1)
         if isinstance(check, (bool, np.bool_)) and not check:
-            raise ValueError(f"check=False and check_every={check_every} contradict each "
+            raise ArgumentError(f"infer: check=False and check_every={check_every} contradict each "
                              "other: drop one")
         return check_every, False
     if check == "auto":
@@ -579,19 +581,12 @@ def _int_arg(name, value, minimum: int) -> int:
 
 
 def _seed_sequence(seed) -> np.random.SeedSequence:
+    seed = seed_arg("infer", seed)
     if isinstance(seed, np.random.SeedSequence):  # a copy: spawning must not change the caller's
         return np.random.SeedSequence(
             seed.entropy, spawn_key=seed.spawn_key, pool_size=seed.pool_size
         )
-    if seed is None or (
-        isinstance(seed, numbers.Integral) and not isinstance(seed, (bool, np.bool_))
-    ):
-        if seed is not None and seed < 0:
-            raise ValueError(f"seed must be >= 0, got {seed}")
-        return np.random.SeedSequence(None if seed is None else int(seed))
-    raise TypeError(
-        f"seed must be an int, None or a numpy.random.SeedSequence, got {type(seed).__name__}"
-    )
+    return np.random.SeedSequence(None if seed is None else int(seed))
 
 
 def _inits(init, chains) -> list:
@@ -599,9 +594,10 @@ def _inits(init, chains) -> list:
         return [init] * chains
     if isinstance(init, (list, tuple)):
         if len(init) != chains or not all(i is None or isinstance(i, dict) for i in init):
-            raise ValueError(
-                f"init: a list of initial values needs one dict (or None) per chain: {chains}, "
-                f"got {len(init)} items"
+            raise ArgumentError(
+                f"infer: init: a list of initial values needs one dict (or None) per chain: "
+                f"{chains}, got {len(init)} items"
             )
         return list(init)
-    raise TypeError(f"init must be a dict {{address: value}} (or one per chain), got {init!r}")
+    raise ArgumentError(
+        f"infer: init must be a dict {{address: value}} (or one per chain), got {init!r}")

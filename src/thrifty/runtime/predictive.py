@@ -22,13 +22,13 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from thrifty._args import int_arg
+from thrifty._args import int_arg, seed_arg
 from thrifty._context import float64
 from thrifty.core.model import as_program
 from thrifty.core.run import Run
 from thrifty.core.trace import Trace
 from thrifty.core.vocab import CAPTURE, SIMULATE_CAPTURE
-from thrifty.errors import ArgumentError, ModelError
+from thrifty.errors import ArgumentError, ModelError, SelectionError
 from thrifty.runtime import observations as obs
 from thrifty.runtime.draws import DrawStore
 from thrifty.runtime.pointwise import draw_stores, observed_data, per_draw, stack_chains
@@ -72,7 +72,7 @@ class Predictive(Mapping):
     def __getitem__(self, name: str) -> np.ndarray:
         if name in self.simulated:
             return self.simulated[name]
-        raise KeyError(f"no observation {name!r}; simulated: {', '.join(self.simulated)}")
+        raise SelectionError(f"no observation {name!r}; simulated: {', '.join(self.simulated)}")
 
     def __iter__(self):
         return iter(self.simulated)
@@ -136,7 +136,7 @@ def predictive(program, result=None, num_samples: int = 500, seed=None) -> Predi
     with float64():  # (model code written with jax.numpy: float64, as in the run)
         if result is None:
             return _prior(program, num_samples, seed, observed)
-        seqs = np.random.SeedSequence(seed).spawn(result.num_chains)
+        seqs = np.random.SeedSequence(seed_arg("predictive", seed)).spawn(result.num_chains)
         per_chain = [
             per_draw(program, st, np.random.default_rng(sq), _SIMULATE, "value")
             for st, sq in zip(draw_stores(result), seqs)
@@ -149,7 +149,8 @@ def predictive(program, result=None, num_samples: int = 500, seed=None) -> Predi
 
 
 def _prior(program, num_samples: int, seed, observed: dict) -> Predictive:
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(
+        seed if isinstance(seed, np.random.Generator) else seed_arg("predictive", seed))
     recorder = Recorder()
     draws = []
     for _ in range(num_samples):

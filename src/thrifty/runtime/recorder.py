@@ -36,6 +36,7 @@ from thrifty.core.engine import propose
 from thrifty.core.locate import collect_block, stale_parts, stale_plan
 from thrifty.core.trace import ChangeLog
 from thrifty.core.vocab import DETERMINISTIC, LATENT, same_value
+from thrifty.errors import ArgumentError
 from thrifty.runtime.draws import Series
 
 
@@ -78,7 +79,7 @@ class Selector:
         ``where``)."""
         for what, p in self.missing(names)[:1]:
             listed = ", ".join(sorted(names)[:12]) + (", ..." if len(names) > 12 else "")
-            raise ValueError(
+            raise ArgumentError(
                 f"{what}={'.'.join(p)!r} names no variable of the program{where}; its "
                 f"variables are {listed or '(none)'}"
             )
@@ -107,7 +108,7 @@ def _pattern(p, what: str) -> tuple:
         return tuple(p.split("."))
     if _is_address(p) and p:
         return tuple(str(x) for x in as_pattern(p))
-    raise TypeError(
+    raise ArgumentError(
         f"{what}: expected a variable name such as 'w' or 'data.z' (or a list of them), "
         f"got {p!r}"
     )

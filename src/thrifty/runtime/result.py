@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from thrifty.core.address import as_pattern, dotted
-from thrifty.errors import SelectionError
+from thrifty.errors import RecordingError, SelectionError
 from thrifty.runtime.draws import DrawStore, Series, SparseDraws
 
 DENSE_BYTES = 2**27
@@ -177,7 +177,7 @@ def _stat_array(name: str, columns: list, n: int) -> np.ndarray:
 
 def _check_entry(shape: tuple, e: int, addr: tuple, name: str) -> None:
     if len(shape) < 3 or not 0 <= e < shape[2]:
-        raise KeyError(f"no variable at address {addr!r}: {name!r} has "
+        raise SelectionError(f"no variable at address {addr!r}: {name!r} has "
                        f"{shape[2] if len(shape) >= 3 else 'no'} elements at each draw")
 
 
@@ -193,11 +193,48 @@ def _entry(v: np.ndarray, e: int, addr: tuple, name: str) -> np.ndarray:
         if x is not None and np.ndim(x) and 0 <= e < len(x):
             out[idx] = x[e]
     if np.isnan(out).all():
-        raise KeyError(f"no variable at address {addr!r}: no draw of {name!r} has element {e}")
+        raise SelectionError(
+            f"no variable at address {addr!r}: no draw of {name!r} has element {e}")
     return out
 
 
 COMPACT_ABOVE = 12
+_EXTREME = 1e100  # variables of magnitude beyond [1/_EXTREME, _EXTREME] are summarised rescaled
+
+
+def _rescale(post) -> dict:
+    """Divide each element of a float variable whose magnitude lies beyond 1e±100 by a power
+    of two near it (exact), in place: variances of values around 1e300 overflow (sd = inf,
+    MCSE NaN) and of values around 1e-300 underflow (sd = 0, silently).  Returns {variable:
+    the (element-shaped) scales}."""
+    scales = {}
+    for v in list(post.data_vars):
+        a = post[v].values
+        if a.dtype.kind != "f" or a.ndim < 2 or not a.size:
+            continue
+        with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # (an element NaN in every draw)
+            m = np.nanmax(np.abs(a), axis=(0, 1))
+            far = np.isfinite(m) & (m > 0) & ((m < 1 / _EXTREME) | (m > _EXTREME))
+            if far.any():
+                scale = np.where(far, 2.0 ** np.floor(np.log2(np.where(far, m, 1.0))), 1.0)
+                scales[str(v)] = scale
+                post[v] = post[v] / scale
+    return scales
+
+
+def _unscale(table, scales: dict) -> None:
+    """Multiply back the columns of a summary that scale with the values (all but ESS and
+    R-hat) in the rows of the rescaled variables (``x``, ``x[0]``, ...: one per element, in
+    C order)."""
+    if not scales:
+        return
+    cols = [c for c in table.columns if not c.startswith(("ess", "r_hat"))]
+    names = np.array([str(i).split("[", 1)[0] for i in table.index])
+    for v, scale in scales.items():
+        rows = names == v
+        if rows.sum() == scale.size:
+            table.loc[rows, cols] *= scale.reshape(-1, 1)
 """``plot_trace`` draws one panel per element of the plotted variables up to this many, then
 one panel per variable (elements overlaid)."""
 
@@ -288,12 +325,12 @@ class Result:
             merged = merge_mems({n: self._dense(n) for n in keys}, self._meta())[0]
             if name in merged:
                 return merged[name]
-            raise KeyError(f"{name!r}: the keys of this memoized function hold values of "
+            raise SelectionError(f"{name!r}: the keys of this memoized function hold values of "
                            f"different shapes; read them one by one: {', '.join(keys)}")
         if self.num_draws == 0:
-            raise KeyError(f"no variable {name!r}: the result holds no draws (num_samples=0, "
+            raise SelectionError(f"no variable {name!r}: the result holds no draws (num_samples=0, "
                            "or the run was interrupted before its first draw)")
-        raise KeyError(
+        raise SelectionError(
             f"no variable {name!r} in the result; variables: {', '.join(sorted(self.samples))}"
         )
 
@@ -320,7 +357,7 @@ class Result:
         of :func:`thrifty.infer`): ``.mean()``, ``.var()`` per element without materialising,
         ``.materialize()``.  None for a variable kept dense."""
         if name not in self.samples:
-            raise KeyError(f"no variable {name!r} in the result")
+            raise SelectionError(f"no variable {name!r} in the result")
         v = self.samples[name]
         return v if isinstance(v, SparseDraws) else None
 
@@ -337,7 +374,7 @@ class Result:
                             s.materialize(v.n)[:, int(part)] if len(s) else np.full(v.n, np.nan)
                             for s in v.series])
                     return _entry(v, int(part), addr, name)
-        raise KeyError(
+        raise SelectionError(
             f"no variable at address {addr!r}; variables: {', '.join(sorted(self.samples))}"
         )
 
@@ -474,14 +511,16 @@ class Result:
         from thrifty.runtime.summary import VaryingStructureWarning, summarise_partial
 
         if self.num_draws < 2:
-            raise ValueError(f"summary() needs at least 2 draws per chain; the result holds "
+            raise RecordingError(f"summary() needs at least 2 draws per chain; the result holds "
                              f"{self.num_draws} (num_samples={self.num_draws}?)")
         var_names = self._check_names(var_names)
         data = self._posterior_only(var_names)
-        table = summary(data, var_names=var_names, **kwargs)
         post = data["posterior"] if AZ1 else data.posterior
+        scales = _rescale(post)
+        table = summary(data, var_names=var_names, **kwargs)
         table, partial = summarise_partial(
             table, {str(v): post[v].values for v in post.data_vars}, kwargs)
+        _unscale(table, scales)
         if partial:
             w = VaryingStructureWarning.of(partial)
             self._note(str(w))
@@ -504,7 +543,7 @@ class Result:
         from thrifty.diagnostics._arviz import AZ1, trace_figure
 
         if self.num_draws < 2:
-            raise ValueError(f"plot_trace() needs at least 2 draws per chain; the result holds "
+            raise RecordingError(f"plot_trace() needs at least 2 draws per chain; the result holds "
                              f"{self.num_draws} (num_samples={self.num_draws}?)")
         var_names = self._check_names(var_names)
         data = self._posterior_only(var_names)
@@ -519,6 +558,10 @@ class Result:
         return fig
 
     def _check_names(self, var_names):
+        if not self.samples:  # (ArviZ: a bare 'Can not extract posterior')
+            raise RecordingError(
+                "the result holds no variable to show: record= / exclude= left every one out, "
+                "or the program has none (a th.markov chain of no steps)")
         if var_names is None:
             return None
         if isinstance(var_names, str):

@@ -59,7 +59,13 @@ from thrifty.core.engine import (
     top_site,
 )
 from thrifty.core.engine import plate as plate_view
-from thrifty.errors import DistributionError, ModelError, NotDifferentiable, SelectionError
+from thrifty.errors import (
+    ArgumentError,
+    DistributionError,
+    ModelError,
+    NotDifferentiable,
+    SelectionError,
+)
 from thrifty.fingerprint import value_digest
 from thrifty.inference.selecting import Selecting
 
@@ -419,12 +425,12 @@ class HMC(Selecting):
         super().__init__(selection)
         if step_size is not None and not (isinstance(step_size, (int, float))
                                           and 0 < step_size < math.inf):
-            raise ValueError(f"{self.name}: step_size must be a positive number, got "
+            raise ArgumentError(f"{self.name}: step_size must be a positive number, got "
                              f"{step_size!r}")
         if num_steps is not None and not (isinstance(num_steps, int) and num_steps >= 1):
-            raise ValueError(f"{self.name}: num_steps must be a positive int, got {num_steps!r}")
+            raise ArgumentError(f"{self.name}: num_steps must be a positive int, got {num_steps!r}")
         if not 0 < target_accept < 1:
-            raise ValueError(f"{self.name}: target_accept must be in (0, 1), got "
+            raise ArgumentError(f"{self.name}: target_accept must be in (0, 1), got "
                              f"{target_accept!r}")
         self.step_size = step_size
         self.num_steps = num_steps

@@ -37,7 +37,7 @@ from thrifty.core.engine import (
     same_value,
     top_values,
 )
-from thrifty.errors import SelectionError
+from thrifty.errors import ArgumentError, SelectionError
 from thrifty.inference.kernel import Kernel
 from thrifty.inference.mcmc.arms import Arms
 from thrifty.inference.selection import Everything, select
@@ -81,9 +81,9 @@ class AdaptiveLMH(Kernel):
     def __init__(self, exploration: float = 0.5, sel=None, freeze_after: int | None = None):
         super().__init__()
         if not exploration >= 0:
-            raise ValueError(f"adaptive_lmh: exploration must be >= 0, got {exploration!r}")
+            raise ArgumentError(f"adaptive_lmh: exploration must be >= 0, got {exploration!r}")
         if freeze_after is not None and (isinstance(freeze_after, bool) or freeze_after < 0):
-            raise ValueError(f"adaptive_lmh: freeze_after must be None or a number of steps "
+            raise ArgumentError(f"adaptive_lmh: freeze_after must be None or a number of steps "
                              f">= 0, got {freeze_after!r}")
         self.exploration = float(exploration)
         self.selection = Everything() if sel is None else select(sel)

@@ -38,6 +38,9 @@ from thrifty.errors import ModelError, NumericalError, SelectionError
 from thrifty.inference.selecting import Selecting
 from thrifty.inference.selection import One, PlateGroup
 
+MAX_VALUES = 2**20  # a larger support is refused: one execution per value and step
+KEPT_RUNS = 64  # over more values, the chosen value's run is executed again, not kept
+
 
 def _support(d, addr):
     if d is None or not getattr(d, "has_enumerate_support", False):
@@ -45,6 +48,13 @@ def _support(d, addr):
         raise SelectionError(
             f"gibbs: the choice at {fmt(addr)} ({name}) has no finite support to enumerate; "
             "use th.mh"
+        )
+    size = d.support_size()
+    if size > MAX_VALUES:
+        raise SelectionError(
+            f"gibbs: the choice at {fmt(addr)} ({d!r}) has {size} values, too many to "
+            f"enumerate (one execution of the program per value, every step; at most "
+            f"{MAX_VALUES}); use th.mh"
         )
     return np.asarray(d.enumerate_support())
 
@@ -154,25 +164,35 @@ class Gibbs(Selecting):
         """Draw the choice at ``addr`` from its full conditional over ``values``: one run per
         value other than the current one ``cur`` (``mode``, strict by default; ``plan``; the
         value given by address, or as the target of the plate site ``key`` at the element
-        ``elems``), weights ``run.log_weight`` relative to it; commit the chosen value's run."""
+        ``elems``), weights ``run.log_weight`` relative to it; commit the chosen value's run
+        (kept while there are few values; over many, executed again: a run holds the values it
+        executed, and K of them of a support of K values took O(K²) memory)."""
         logw, runs = [], []
+        # (a strict run draws nothing: executed again, it is the run scored; one that draws a
+        # new table's parameters is kept, whatever the number of values)
+        keep = len(values) <= KEPT_RUNS or mode is not STRICT
+
+        def given(v):
+            return {"targets": {addr: v}} if key is None else {
+                "vec": {key: VecTarget(elems, np.array([v]))}}
+
         for v in values:
             if v == cur:
                 logw.append(0.0)
                 runs.append(None)
                 continue
-            given = {"targets": {addr: v}} if key is None else {
-                "vec": {key: VecTarget(elems, np.array([v]))}}
             try:
-                run = self.execute(trace, rng, plan=plan, mode=mode, **given)
+                run = self.execute(trace, rng, plan=plan, mode=mode, **given(v))
             except StructureChange as err:
                 raise self._structure_error(addr, v, err) from None
             logw.append(float(run.log_weight) if run.aborted is None else -math.inf)
-            runs.append(run)
+            runs.append(run if keep else True)
         k = _gumbel_pick(logw, rng)
         info = self.info
         info.proposed += 1
         info.accepted += 1
+        if runs[k] is True:
+            runs[k] = self.execute(trace, rng, plan=plan, mode=mode, **given(values[k]))
         if runs[k] is not None:
             runs[k].commit()
 

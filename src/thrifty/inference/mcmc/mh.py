@@ -40,7 +40,7 @@ from thrifty.core.engine import (
 from thrifty.core.engine import (
     plate as plate_view,
 )
-from thrifty.errors import SelectionError
+from thrifty.errors import ArgumentError, SelectionError
 from thrifty.inference.kernel import Kernel
 from thrifty.inference.proposals.base import Drift, Prior, Proposal, on_manifold, prior
 from thrifty.inference.selecting import Selecting
@@ -79,7 +79,8 @@ class MH(Selecting):
         super().__init__(selection)
         self.proposal = proposal if proposal is not None else prior()
         if not isinstance(self.proposal, Proposal):
-            raise TypeError(f"mh: proposal must be th.prior() or th.drift(...), got {proposal!r}")
+            raise ArgumentError(
+                f"mh: proposal must be th.prior() or th.drift(...), got {proposal!r}")
 
     def label(self) -> str:
         return f"mh({self.selection!r}, {self.proposal!r})"

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from thrifty.errors import ArgumentError
+from thrifty.errors import ArgumentError, NumericalError
 
 Scheme = Callable[[np.ndarray, int, np.random.Generator], np.ndarray]
 
@@ -95,7 +95,7 @@ def normalize_rows(log_w: np.ndarray) -> np.ndarray:
     """Row-wise normalised weights of (G, n) log-weights."""
     m = log_w.max(axis=1, keepdims=True)
     if not np.all(m > -np.inf):
-        raise FloatingPointError("every particle of a group has weight zero")
+        raise NumericalError("every particle of a group has weight zero")
     w = np.exp(log_w - m)
     return w / w.sum(axis=1, keepdims=True)
 
@@ -141,7 +141,7 @@ def normalize(log_w: np.ndarray) -> np.ndarray:
     """Normalised weights from log-weights (max-shifted; all −∞ is an error)."""
     m = np.max(log_w)
     if not m > -np.inf:
-        raise FloatingPointError("every particle has weight zero")
+        raise NumericalError("every particle has weight zero")
     w = np.exp(log_w - m)
     return w / w.sum()
 

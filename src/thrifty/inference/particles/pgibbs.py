@@ -51,7 +51,7 @@ from thrifty.core.engine import (
     trajectory,
     writable,
 )
-from thrifty.errors import ModelError, SelectionError
+from thrifty.errors import ArgumentError, ModelError, NumericalError, SelectionError
 from thrifty.inference.kernel import Kernel
 from thrifty.inference.numerics import resampling
 from thrifty.inference.particles.generations import Generations, check_outside
@@ -255,7 +255,8 @@ class Conditional(Generations):
         if G == 1:  # one reference: its ancestor by one search of the unnormalised weights
             m = _MAX(log_w)
             if not m > -np.inf:
-                raise FloatingPointError("every particle of a group has weight zero")
+                raise NumericalError("pgibbs: every particle of a group has weight zero, the "
+                                     "reference's too (its trajectory is impossible)")
             c = _CUMSUM(np.exp(log_w - m))  # (ufunc methods: no NumPy wrappers)
             u = self.rng.random()  # (the same uniform as the rows' random((G, 1)))
             return np.array([min(int(c.searchsorted(u * c[-1])), n - 1)])
@@ -353,8 +354,11 @@ class PGibbs(Kernel):
     def __init__(self, chain, particles: int, ancestor_sampling: bool, resample: str):
         Kernel.__init__(self)
         particles = int_arg("pgibbs", "particles", particles, 2)
+        if not isinstance(ancestor_sampling, (bool, np.bool_)):  # ("no" is truthy: PGAS)
+            raise ArgumentError(f"pgibbs: ancestor_sampling must be True or False, got "
+                                f"{ancestor_sampling!r}")
         if resample != "multinomial":
-            raise ValueError(
+            raise ArgumentError(
                 f"pgibbs: resample={resample!r} — conditional resampling is implemented for "
                 "'multinomial' only (conditional systematic resampling needs its own scheme)"
             )

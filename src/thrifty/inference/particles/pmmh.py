@@ -33,7 +33,7 @@ from thrifty.core.engine import (
     run_particles,
     top_choice,
 )
-from thrifty.errors import ModelError, SelectionError
+from thrifty.errors import ArgumentError, ModelError, SelectionError
 from thrifty.inference.kernel import Kernel
 from thrifty.inference.particles.generations import Generations, NoParticleLeft
 from thrifty.inference.particles.pgibbs import Conditional, write_trajectories
@@ -50,7 +50,7 @@ class PMMH(Kernel):
         names = [selection] if isinstance(selection, (str, tuple)) else list(selection)
         self.addrs = [as_pattern(s) if isinstance(s, str) else as_name(s) for s in names]
         if not isinstance(proposal, (Drift, Prior)):
-            raise ValueError(
+            raise ArgumentError(
                 f"pmmh: proposal must be th.drift(...) or th.prior(), got {proposal!r}"
             )
         self.particles = int_arg("pmmh", "particles", particles)

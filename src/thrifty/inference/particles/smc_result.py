@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from thrifty.errors import SelectionError
+
 
 @dataclass
 class SMCResult:
@@ -55,7 +57,7 @@ class SMCResult:
         try:
             return self.values[name]
         except KeyError:
-            raise KeyError(f"no site {name!r}; the sites are {sorted(self.values)}") from None
+            raise SelectionError(f"no site {name!r}; the sites are {sorted(self.values)}") from None
 
     def mean(self, name: str) -> np.ndarray:
         """The weighted mean of ``name`` over the particles."""

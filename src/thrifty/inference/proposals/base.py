@@ -9,7 +9,7 @@ from thrifty.core.address import fmt
 from thrifty.core.engine import (
     RESAMPLE,
 )
-from thrifty.errors import DistributionError, SelectionError
+from thrifty.errors import ArgumentError, DistributionError, SelectionError
 from thrifty.inference.configured import Configured
 from thrifty.transforms import biject_to
 
@@ -213,7 +213,7 @@ class Drift(Proposal):
 def require_scale(kernel: str, proposal) -> None:
     """Kernels that do not adapt proposals reject ``th.drift()`` without a scale."""
     if isinstance(proposal, Drift) and proposal.adaptive:
-        raise ValueError(
+        raise ArgumentError(
             f"{kernel}: th.drift() without a scale adapts only inside th.mh and "
             f"th.subsampled_mh; give {kernel} a "
             "scale, th.drift(s) (e.g. the posterior sd divided by the square root of the "

@@ -106,7 +106,7 @@ from thrifty.core.engine import (
     same_value,
     top_choice,
 )
-from thrifty.errors import SelectionError
+from thrifty.errors import ArgumentError, SelectionError
 from thrifty.inference.numerics.alias import AliasTable
 from thrifty.inference.proposals.base import Drift, require_scale
 from thrifty.inference.selecting import Selecting
@@ -257,23 +257,23 @@ class SMH(Selecting):
         for name in _COUNTERS:  # reported as <name>_per_step by Stats.as_dict
             self.info.count(name, 0)
         if order not in (1, 2):
-            raise ValueError(f"smh: order must be 1 or 2, got {order!r}")
+            raise ArgumentError(f"smh: order must be 1 or 2, got {order!r}")
         if bound not in _BOUNDS:
-            raise ValueError(f"smh: bound must be one of {_BOUNDS}, got {bound!r}")
+            raise ArgumentError(f"smh: bound must be one of {_BOUNDS}, got {bound!r}")
         if isinstance(proposal, str):
             if proposal not in ("reversible", "random_walk"):
-                raise ValueError(
+                raise ArgumentError(
                     f"smh: proposal must be 'reversible', 'random_walk' or th.drift(...), "
                     f"got {proposal!r}"
                 )
         elif not isinstance(proposal, Drift):
-            raise TypeError(
+            raise ArgumentError(
                 f"smh: proposal must be 'reversible' or th.drift(...), got {proposal!r}"
             )
         if not 0.0 <= rho < 1.0:
-            raise ValueError(f"smh: rho must be in [0, 1), got {rho!r}")
+            raise ArgumentError(f"smh: rho must be in [0, 1), got {rho!r}")
         if not 0.0 <= rw_mix <= 1.0:
-            raise ValueError(f"smh: rw_mix must be in [0, 1], got {rw_mix!r}")
+            raise ArgumentError(f"smh: rw_mix must be in [0, 1], got {rw_mix!r}")
         self.rw_mix = float(rw_mix)
         self.order = order
         self.proposal = proposal
@@ -283,7 +283,7 @@ class SMH(Selecting):
         self.rho = float(rho)
         self.scale = scale  # random walk: step = scale · P^{-1/2} ξ (default 2.38/√d)
         if fallback != "auto" and not (isinstance(fallback, (int, float)) and fallback >= 0):
-            raise ValueError(f"smh: fallback must be 'auto' or a rate >= 0, got {fallback!r}")
+            raise ArgumentError(f"smh: fallback must be 'auto' or a rate >= 0, got {fallback!r}")
         self.fallback = fallback
         self._st: Sections | None = None
         self._warned = False
@@ -366,7 +366,7 @@ class SMH(Selecting):
         k, d = self.order, st.d
         if self.theta_hat is not None:
             if self.theta_hat.shape != (d,):
-                raise ValueError(
+                raise ArgumentError(
                     f"smh: theta_hat must have shape ({d},), got {self.theta_hat.shape}"
                 )
             th_hat = self.theta_hat.copy()

@@ -176,11 +176,11 @@ class SubsampledMH(Selecting):
         self.max_fraction = float(max_fraction)
         self.proposal = proposal if proposal is not None else drift()
         if not isinstance(self.proposal, Proposal):
-            raise TypeError(f"subsampled_mh: proposal must be a proposal, got {proposal!r}")
+            raise ArgumentError(f"subsampled_mh: proposal must be a proposal, got {proposal!r}")
         if proxy not in (None, "taylor"):
-            raise ValueError(f"{self.name}: proxy must be None or 'taylor', got {proxy!r}")
+            raise ArgumentError(f"{self.name}: proxy must be None or 'taylor', got {proxy!r}")
         if theta_hat is not None and proxy is None:
-            raise ValueError(f"{self.name}: theta_hat is the centre of proxy='taylor'")
+            raise ArgumentError(f"{self.name}: theta_hat is the centre of proxy='taylor'")
         self.proxy = None if proxy is None else TaylorProxy(theta_hat)
         if self.proxy is not None:
             self.info.count("setups", 0)  # reported as setups_per_step

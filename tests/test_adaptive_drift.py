@@ -89,6 +89,43 @@ def test_the_sampling_phase_is_a_fixed_kernel():
     assert k.stats.proposal and k.stats.proposal[0]["w"]["steps"] == 600
 
 
+@th.model
+def random_length():
+    k = th.sample("k", dist.Categorical(np.array([0.5, 0.5])))
+    x = th.sample("x", dist.Normal(np.zeros(k + 1), 1.0))
+    th.observe("y", dist.Normal(x.sum(), 1.0), 0.7)
+
+
+def test_a_vector_choice_of_random_length_keeps_one_adapted_walk_per_length():
+    """Each length of a vector choice has its own adapter, learned over all its burn-in steps
+    and fixed after it: replacing the adapter at each change of length restarted the
+    adaptation (2 of 400 steps kept) and, after the burn-in, put the walk back at sd 0.1 the
+    first time the length changed — a kernel that depended on the lengths visited."""
+    walk = th.mh("x", th.drift())
+    k = th.cycle([th.mh("k"), walk])
+    rng = np.random.default_rng(0)
+    trace = initialize(random_length(), rng)
+    k.set_tuning(True)
+    for _ in range(400):
+        trace = k.step(trace, rng)
+    k.set_tuning(False)
+    adapters = walk.proposal.adapters
+    assert sorted(a.d for a in adapters.values()) == [1, 2]
+    assert sum(a.t for a in adapters.values()) == 400  # every burn-in step of the walk learned
+    frozen = {key: (a.log_lam, a.t, np.copy(a.factor())) for key, a in adapters.items()}
+    lengths = set()
+    for _ in range(400):
+        trace = k.step(trace, rng)
+        lengths.add(np.size(trace["x"]))
+    assert lengths == {1, 2}
+    assert frozen.keys() == adapters.keys()
+    for key, (log_lam, t, f) in frozen.items():
+        a = adapters[key]
+        assert (a.log_lam, a.t) == (log_lam, t) and np.array_equal(a.factor(), f)
+    (reported,) = walk.stats.proposal
+    assert len(reported) == 2 and "x" in reported  # (the other: "x (size 1)" or "x (size 2)")
+
+
 def test_geweke_of_the_adapted_kernel():
     """The frozen adapted kernel leaves the posterior invariant (Geweke, min p > 1e-4)."""
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from thrifty._args import positive_finite
@@ -61,6 +63,13 @@ def on_manifold(d):
     return t if tuple(t.unconstrained_shape(event)) != event else None
 
 
+class Sized(NamedTuple):
+    """The key of a block's adapter at a size other than the one it was first met at."""
+
+    key: tuple
+    d: int
+
+
 class Drift(Proposal):
     """Gaussian random walk ``x' = x + scale · N(0, I)`` for continuous (vector) choices; with
     ``scale=None`` the walk adapts during burn-in (:mod:`thrifty.inference.proposals.adapt`).
@@ -92,11 +101,20 @@ class Drift(Proposal):
             )
 
     # -- adaptive: one adapter per block of choices ------------------------------------------------
+    def _key(self, key, d: int):
+        """The adapter's key of the block ``key`` at size ``d``: each size has its own (a vector
+        choice of random length), so that a change of size restarts no adaptation in the
+        burn-in and changes nothing after it — replacing the adapter would make the kernel after
+        the burn-in depend on the sizes the chain has visited (Andrieu and Thoms 2008, §2)."""
+        a = self.adapters.get(key)
+        return key if a is None or a.d == d else Sized(key, d)
+
     def _adapter(self, key, d: int, covariance: bool):
         from thrifty.inference.proposals.adapt import Adapter
 
+        key = self._key(key, d)
         a = self.adapters.get(key)
-        if a is None or a.d != d:
+        if a is None:
             a = self.adapters[key] = Adapter(d, covariance)
         return a
 
@@ -116,7 +134,7 @@ class Drift(Proposal):
             f = self._adapter(key, len(x), covariance=True).factor()
             z = rng.standard_normal(len(x))
             x_new = x + (f * z if isinstance(f, float) else f @ z)
-            self._last = (key, x, x_new)
+            self._last = (self._key(key, len(x)), x, x_new)
         else:
             if type(self.scale) is not float:
                 bad = [fmt(loc.addr) for loc, t in zip(locs, ts) if t is not None]
@@ -168,6 +186,8 @@ class Drift(Proposal):
             return ".".join(str(p) for p in addr if p != "*")
 
         def name(key):
+            if isinstance(key, Sized):
+                return f"{name(key.key)} (size {key.d})"
             if key and all(isinstance(p, tuple) for p in key):  # a block of addresses
                 return ", ".join(dotted(a) for a in key)
             return dotted(key)

@@ -19,8 +19,8 @@ stretched by valgrind's slowdown, so that its work weighs per step as in a run w
 Needs valgrind (``callgrind_control`` on the PATH) and CPython ≥ 3.12.  A 2,000-step count
 takes about a minute per run under valgrind.
 
-Run: ``python benchmarks/instructions.py gibbs`` (``lmh``, ``chain``; ``--steps``, ``--top``,
-``--src``).  Writes ``benchmarks/results/instructions_<update>.json``.
+Run: ``python benchmarks/instructions.py gibbs`` (``lmh``, ``chain``, ``pgas``: per sweep;
+``--steps``, ``--top``, ``--src``).  Writes ``benchmarks/results/instructions_<update>.json``.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from collections import defaultdict
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-UPDATES = ("gibbs", "lmh", "chain")
+UPDATES = ("gibbs", "lmh", "chain", "pgas")
 WARM_UP = 200
 SLOWDOWN = 50  # about how much slower a step runs under callgrind
 
@@ -57,9 +57,11 @@ def _child(which: str, steps: int) -> None:
     elif which == "chain":
         w = cf.walk_data(1000)
         run = functools.partial(cf.chain_thrifty, w)
+    elif which == "pgas":
+        run = functools.partial(cf.pgas_thrifty, cf.lds_data())
     else:
         run = cf.lmh_thrifty
-    run(WARM_UP, 1)
+    run(WARM_UP if which != "pgas" else 5, 1)
 
     def instrument(on: bool) -> None:
         subprocess.run(["callgrind_control", "-i", "on" if on else "off", str(os.getpid())],
@@ -111,14 +113,15 @@ def _by_function(out: Path, perf_map: Path) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("update", choices=UPDATES)
-    ap.add_argument("--steps", type=int, default=2000)
+    ap.add_argument("--steps", type=int, default=None, help="2000 (pgas: 40 sweeps)")
     ap.add_argument("--top", type=int, default=40)
     ap.add_argument("--src", type=Path, default=HERE.parent / "src")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         return _child(args.update, args.steps)
-    short, long_ = args.steps // 2, args.steps
+    steps = args.steps or (40 if args.update == "pgas" else 2000)
+    short, long_ = steps // 2, steps
     with tempfile.TemporaryDirectory() as tmp:
         n_a, fn_a = _count(args.update, short, args.src, Path(tmp) / "a.out")
         n_b, fn_b = _count(args.update, long_, args.src, Path(tmp) / "b.out")

@@ -13,11 +13,11 @@ O(N) each):
   later (a plate's elements are the local sections of paper 000 §3.1: nothing global may read
   them).
 
-and, when the program has several top-level plates or a top-level markov chain besides them, one
-more execution per plate with a latent choice: that plate's choices given other values, every
-element of every plate and every step of every chain run.  A plate's elements are executed
-only where a kernel plans them: a change of one plate's element re-executes no element of
-another plate and no step of a chain, so a plate or a chain reading the plate's values
+and, when the program has several top-level plates, one more execution per plate with a latent
+choice: that plate's choices given other values, every element of every plate and every step of
+every top-level chain run (the two executions above run those steps too).  A plate's elements
+are executed only where a kernel plans them: a change of one plate's element re-executes no
+element of another plate and no step of a chain, so a plate or a chain reading the plate's values
 (``theta[g[i]]`` with ``theta`` sampled in a plate ``group``, a step reading ``s.sum()``) would
 keep scores of the old values.
 
@@ -92,9 +92,8 @@ def probe(trace, rng) -> bool:
                 raise _reads_plate(local)
     for r in runs:
         _chains_keep(trace, r)
-    root = trace.root
-    if len(root.plates) > 1 or (root.plates and root.chains):
-        for addr in root.plates:
+    if len(trace.root.plates) > 1:  # (one plate: _changed(trace) moved it alone, checked)
+        for addr in trace.root.plates:
             _other_plates_keep(trace, addr, _changed(trace, only=addr))
     return any(r is not None and not same_value(trace.output, r.output) for r in runs)
 

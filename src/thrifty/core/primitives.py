@@ -108,13 +108,14 @@ def observe(name, d, value) -> Any:
                          "data (a number or an array), or use th.sample for a latent value "
                          "(None is accepted only by th.predictive)")
     t = type(value)
-    if t is not float and t is not int and t is not NP_F64 and _is_complex(value):
-        raise ModelError(f"th.observe({name!r}, ...): the observed value is complex "
-                         f"({_describe_complex(value)}); thrifty's distributions are real, so "
-                         "observe the real and imaginary parts (value.real, value.imag) as "
-                         "two sites, or the modulus")
-    if t is not float and t is not int and t is not np.ndarray and hasattr(value, "to_numpy"):
-        value = _by_position(name, value)
+    if t is not float and t is not int and t is not NP_F64:  # (the usual scalars: neither)
+        if _is_complex(value):
+            raise ModelError(f"th.observe({name!r}, ...): the observed value is complex "
+                             f"({_describe_complex(value)}); thrifty's distributions are real, "
+                             "so observe the real and imaginary parts (value.real, value.imag) "
+                             "as two sites, or the modulus")
+        if t is not np.ndarray and hasattr(value, "to_numpy"):
+            value = _by_position(name, value)
     try:
         return runs[-1].frame.observe(name, d, value)
     except AttributeError:  # (checked here, off the hot path)

@@ -101,6 +101,11 @@ class Gibbs(Selecting):
     name = "gibbs"
     by_default = False  # assigned by th.infer's default kernel, not by the user
 
+    def __init__(self, selection):
+        super().__init__(selection)
+        self._lanes_checked: set = set()  # (plate, site) whose lanes were compared with runs
+        self._by_value: set = set()  # (plate, site) whose lanes differed: one run per value
+
     def _step(self, trace, rng):
         cs = self.choices(trace)
         if cs is None:
@@ -349,11 +354,6 @@ class Gibbs(Selecting):
             if not _same_ratio(float(lp[j] - lp[now]), run):
                 return False
         return True
-
-    def __init__(self, selection):
-        super().__init__(selection)
-        self._lanes_checked: set = set()  # (plate, site) whose lanes were compared with runs
-        self._by_value: set = set()  # (plate, site) whose lanes differed: one run per value
 
 
 def _same_ratio(lane: float, run) -> bool:

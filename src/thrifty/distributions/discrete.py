@@ -315,6 +315,9 @@ class Bernoulli(ProbsLogits):
     def enumerate_support(self):
         return np.array([0, 1])
 
+    def support_size(self) -> int:
+        return 2
+
     @property
     def mean(self):
         return self.probs
@@ -490,6 +493,9 @@ class Categorical(Distribution):
 
     def enumerate_support(self):
         return np.arange(self.num_categories)
+
+    def support_size(self) -> int:
+        return self.num_categories
 
     @property
     def mean(self):

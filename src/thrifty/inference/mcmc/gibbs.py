@@ -176,20 +176,23 @@ class Gibbs(Selecting):
         # (a strict run draws nothing: executed again, it is the run scored; one that draws a
         # new table's parameters is kept, whatever the number of values)
         keep = len(values) <= KEPT_RUNS or mode is not STRICT
+        execute = self.execute
 
-        def given(v):
-            return {"targets": {addr: v}} if key is None else {
-                "vec": {key: VecTarget(elems, np.array([v]))}}
+        def run_of(v):
+            try:
+                if key is None:
+                    return execute(trace, rng, targets={addr: v}, plan=plan, mode=mode)
+                return execute(trace, rng, vec={key: VecTarget(elems, np.array([v]))},
+                               plan=plan, mode=mode)
+            except StructureChange as err:
+                raise self._structure_error(addr, v, err) from None
 
         for v in values:
             if v == cur:
                 logw.append(0.0)
                 runs.append(None)
                 continue
-            try:
-                run = self.execute(trace, rng, plan=plan, mode=mode, **given(v))
-            except StructureChange as err:
-                raise self._structure_error(addr, v, err) from None
+            run = run_of(v)
             logw.append(float(run.log_weight) if run.aborted is None else -math.inf)
             runs.append(run if keep else True)
         k = _gumbel_pick(logw, rng)
@@ -197,7 +200,7 @@ class Gibbs(Selecting):
         info.proposed += 1
         info.accepted += 1
         if runs[k] is True:
-            runs[k] = self.execute(trace, rng, plan=plan, mode=mode, **given(values[k]))
+            runs[k] = run_of(values[k])
         if runs[k] is not None:
             runs[k].commit()
 

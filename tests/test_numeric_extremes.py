@@ -85,6 +85,38 @@ def test_draws_past_what_float64_and_int64_hold_are_refused_naming_the_site():
     assert (r["x"] < np.iinfo(np.int64).max - 1).all()
 
 
+def test_simulate_refuses_an_initial_value_outside_the_support_and_an_overflowed_draw():
+    """th.simulate with init= outside the support returned an empty trace (no values, output
+    None, log-joint 0.0); a draw past float64's largest (Normal(0, 1e308) at seed 3: inf, of
+    density 0) was returned as a value.  Both are errors naming the site now."""
+    from thrifty.errors import InitializationError
+
+    def program(make):
+        @th.model
+        def m():
+            x = th.sample("x", make())
+            th.observe("y", dist.Normal(0.0, 1.0), 0.5)
+            return x
+
+        return m()
+
+    for bad in (-1.0, np.inf, np.nan):
+        with pytest.raises(InitializationError, match=r"initial value .* \('x',\) is outside"):
+            th.simulate(program(lambda: dist.Exponential(1.0)), seed=0, init={"x": bad})
+    with pytest.raises(DistributionError, match="the draw of 'x' is inf"):
+        th.simulate(program(lambda: dist.Normal(0.0, 1e308)), seed=3)
+
+    @th.model
+    def in_plate():
+        with th.plate("d", 50):
+            th.sample("z", dist.Exponential(1e-320))
+
+    with pytest.raises(DistributionError, match=r"the draw of 'd\.z' is inf in an entry"):
+        th.simulate(in_plate(), seed=0)
+    t = th.simulate(program(lambda: dist.Exponential(1.0)), seed=0, init={"x": 2.0})
+    assert t.output == 2.0 and math.isfinite(t.log_joint())
+
+
 def test_gibbs_over_many_values_is_exact_in_bounded_memory_and_refuses_too_many():
     """A top-level Gibbs step kept the run of every value of the support: O(K²) memory for a
     Categorical of K values (8000 values: 640 MB; 10⁵: the process killed).  The chosen value's
@@ -190,6 +222,8 @@ def _coin():
     (lambda: th.infer(_coin(), "lmh"), "kernel"),
     (lambda: th.predictive(_coin(), num_samples=3, seed=-1), "predictive: seed"),
     (lambda: th.predictive(_coin(), num_samples=3, seed="a"), "predictive: seed"),
+    (lambda: th.predictive(th.infer(_coin(), th.lmh(), num_samples=3, progress=False)),
+     "predictive: the first argument is the program"),
     (lambda: th.hmc("x", step_size=0.0), "step_size"),
     (lambda: th.hmc("x", num_steps=0), "num_steps"),
     (lambda: th.adaptive_lmh(exploration=-1.0), "exploration"),

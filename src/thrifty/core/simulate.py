@@ -31,7 +31,10 @@ def simulate(program, seed=None, init: dict | None = None) -> Trace:
     """Run ``program`` once from its prior (choices in ``init`` are set) and return the trace.
 
     The trace may have zero probability (an observation the draw cannot explain); use
-    :func:`initialize` to search for one with finite probability.
+    :func:`initialize` to search for one with finite probability.  A latent choice never has
+    zero probability: an initial value outside its support is an
+    :class:`~thrifty.errors.InitializationError`, a draw past what float64 holds (``inf`` from
+    ``Normal(0, 1e308)``) a :class:`~thrifty.errors.DistributionError`, each naming the site.
 
     >>> import thrifty as th
     >>> from thrifty import dist
@@ -43,7 +46,27 @@ def simulate(program, seed=None, init: dict | None = None) -> Trace:
     True
     """
     with float64():  # (model code written with jax.numpy: float64, as thrifty's own)
-        return simulate_run(program, seed, init)[0]
+        trace, run = simulate_run(program, seed, init)
+    if run.aborted is not None:  # (a value given by init= outside its support)
+        raise _outside(run.aborted)
+    for name, value in trace.values(include_deterministic=False).items():
+        if non_numeric(value) is None and not np.all(np.isfinite(value)):
+            raise DistributionError(
+                f"th.simulate: the draw of {name!r} is {_non_finite(value)}: its sampler "
+                "left what float64 holds (a scale or rate at the limits of float64: "
+                "Normal(0, 1e308), Exponential(1e-320)); its density there is 0")
+    return trace
+
+
+def _outside(e) -> InitializationError:
+    return InitializationError(
+        f"the initial value {e.value!r} at address {fmt(e.addr)} is outside the support of "
+        f"{e.dist!r}")
+
+
+def _non_finite(value) -> str:
+    v = np.asarray(value, dtype=float)
+    return repr(float(v)) if v.ndim == 0 else f"{float(v[~np.isfinite(v)][0])!r} in an entry"
 
 
 def simulate_run(program, seed=None, init: dict | None = None):
@@ -155,11 +178,7 @@ def initialize(program, seed=None, init: dict | None = None, max_tries: int = 10
                 "valid range, e.g. dist.HalfNormal for a scale, or an initial value, init=)"
             ) from e
         if run.aborted is not None:
-            e = run.aborted
-            raise InitializationError(
-                f"the initial value {e.value!r} at address {fmt(e.addr)} is outside the "
-                f"support of {e.dist!r}"
-            )
+            raise _outside(run.aborted)
         if run.lp_new + run.lp_fresh > -np.inf:
             return trace
         for addr, d, value in run.impossible:

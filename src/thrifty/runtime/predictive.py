@@ -121,6 +121,10 @@ def predictive(program, result=None, num_samples: int = 500, seed=None) -> Predi
     >>> th.predictive(m(np.zeros(3)), r, seed=1)["data.y"].shape
     (1, 50, 3)
     """
+    if isinstance(program, Result):
+        raise ArgumentError(
+            "predictive: the first argument is the program (the model applied to its inputs) "
+            "and the result the second: th.predictive(model(y), result)")
     program = as_program(program)
     if result is None:
         num_samples = int_arg("predictive", "num_samples", num_samples)

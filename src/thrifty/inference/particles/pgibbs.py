@@ -408,7 +408,8 @@ class PGibbs(Kernel):
         st.count("particles", n)
         st.count("generations", T if self.steps is None else self.steps[1] - self.steps[0] + 1)
         st.count("resampling_events", sum(driver.resampled))
-        st.count("mean_ess", float(np.mean(driver.ess)))  # per generation, over the groups
+        if driver.ess:  # (a chain of no steps has no generation)
+            st.count("mean_ess", float(np.mean(driver.ess)))  # per generation, over the groups
         if self.ancestor_sampling:
             st.count("reference_ancestor_changes", driver.ancestor_changes / driver.G)
         st.chain_steps += n * T * driver.G

@@ -3,23 +3,30 @@
 Kernels execute plates on subsets of their elements, so the code after a ``with th.plate``
 block sees the values of the executed elements only.  That is harmless when the code after the
 plate does not read them — the rule of plates — and :func:`probe` checks it once, at
-initialisation, by two executions of the program compared with the full one (neither committed;
-O(N) each):
+initialisation, by a few executions of the program compared with the full one (neither
+committed; O(N) each):
 
 * every plate empty (what a kernel's run of no element gives the code after it);
-* every latent choice of every top-level plate given another value at every element
-  (:func:`_other_values`): a site after the plate reading the plate's values could otherwise
-  agree with the empty run by chance — ``sum(z)`` at ``z = 0`` — and be scored from a subset
-  later (a plate's elements are the local sections of paper 000 §3.1: nothing global may read
-  them).
+* the latent choices of the top-level plates given other values (:func:`_changed`), every
+  element of every plate and every step of every top-level chain run: a site after the plate
+  reading the plate's values could otherwise agree with the empty run by chance — ``sum(z)``
+  at ``z = 0``, or a buffer the plate fills, which keeps the values of the last execution.
+  With several top-level plates, each is also moved alone (a plate's elements are executed
+  only where a kernel plans them: a change of one plate's element re-executes no element of
+  another plate and no step of a chain, so a plate or a chain reading the plate's values —
+  ``theta[g[i]]`` with ``theta`` sampled in a plate ``group``, a step reading ``s.sum()`` —
+  would keep scores of the old values).  A plate's elements are the local sections of paper
+  000 §3.1: nothing global may read them.
 
-and, when the program has several top-level plates, one more execution per plate with a latent
-choice: that plate's choices given other values, every element of every plate and every step of
-every top-level chain run (the two executions above run those steps too).  A plate's elements
-are executed only where a kernel plans them: a change of one plate's element re-executes no
-element of another plate and no step of a chain, so a plate or a chain reading the plate's values
-(``theta[g[i]]`` with ``theta`` sampled in a plate ``group``, a step reading ``s.sum()``) would
-keep scores of the old values.
+The plates are moved three ways (an execution equal to an earlier one is skipped): every
+element of a discrete choice to its nearest other value, then only the elements that can move
+up, then only those that can move down, in the order of the support (:func:`_other_values`;
+continuous choices are redrawn in each).  Moving every element at once can leave a symmetric
+function of them as it was — a Bernoulli plate's ``z.sum()`` when as many elements go 0 → 1 as
+1 → 0.  Moving them one way changes their sum or mean over any subset of elements (whose
+supports hold more than one value: the subset holds an element that can move up, or only
+elements that can move down), and, with a support shared by the elements, their maximum or
+minimum over it in one of the two.
 
 Then:
 
@@ -29,8 +36,15 @@ Then:
 * an output that changes depends on the plate's values: it is then recomputed by a full
   execution whenever a draw is recorded after a partial one (O(N) per draw).
 
-Plates inside markov steps are checked by the empty run only (their values cannot reach the
-top-level sites compared here but through their steps).
+A probe sees what these executions change, no more: a reader that is no monotone function of
+the values can keep its value under all of them (the parity of ``z.sum()``, ``theta[z].sum()``
+with equal gaps ``theta[z + 1] - theta[z]``), a continuous choice read through a discrete
+function (``(x > 0).sum()``) may keep it by chance, and a choice that cannot be moved so
+(a process's draws, values with an event shape), or whose value is refused under the element's
+other moved choices, is only redrawn.  The default check mode
+(a full execution compared with the trace) remains the backstop.  Plates inside markov steps are
+checked by the empty run only (their values cannot reach the top-level sites compared here but
+through their steps).
 """
 
 from __future__ import annotations
@@ -79,10 +93,13 @@ def probe(trace, rng) -> bool:
             "so the program must work for any subset, including an empty one; the usual cause "
             "is using values sampled inside a plate after it"
         ) from e
-    runs = [run, _changed(trace)]
+    plates = trace.root.plates
+    moved = [(r, only) for only in [None, *(plates if len(plates) > 1 else ())]
+             for r in _changed(trace, only)]
+    runs = [(run, None), *moved]
     for local, site in trace.root.sites.items():
-        for r in runs:
-            new = None if r is None else r.root.sites.get(local)
+        for r, _ in runs:
+            new = r.root.sites.get(local)
             if new is None:
                 continue
             a, b = site.lp, new.lp
@@ -90,12 +107,12 @@ def probe(trace, rng) -> bool:
                 site.kind != OBSERVED and not same_value(site.value, new.value)
             ):
                 raise _reads_plate(local)
-    for r in runs:
-        _chains_keep(trace, r)
-    if len(trace.root.plates) > 1:  # (one plate: _changed(trace) moved it alone, checked)
-        for addr in trace.root.plates:
-            _other_plates_keep(trace, addr, _changed(trace, only=addr))
-    return any(r is not None and not same_value(trace.output, r.output) for r in runs)
+    for r, only in runs:
+        _chains_keep(trace, r, only)
+    for r, only in moved:
+        if only is not None:
+            _other_plates_keep(trace, only, r)
+    return any(not same_value(trace.output, r.output) for r, _ in runs)
 
 
 def _reads_other_plate(addr, changed) -> ModelError:
@@ -123,8 +140,6 @@ def _chains_keep(trace, run, changed=None) -> None:
     ``changed``) scored a step of a top-level chain otherwise than the trace holds: the chain
     reads the plate's values, and a kernel that changes some of its elements re-executes no
     step of the chain."""
-    if run is None:
-        return
     for addr, node in trace.root.chains.items():
         blocks = run.chain_frames.get(addr) or {}
         steps = sorted(blocks)
@@ -144,12 +159,8 @@ def _chains_keep(trace, run, changed=None) -> None:
 
 def _other_plates_keep(trace, changed, run) -> None:
     """Raise if ``run`` (the plate ``changed``'s latent choices given other values, every
-    plate and chain run in full) scored an element of another top-level plate, or valued one of
-    its latent choices, or scored a step of a top-level chain, otherwise than the trace holds:
-    that plate or chain reads ``changed``'s values."""
-    if run is None:
-        return
-    _chains_keep(trace, run, changed)
+    plate run in full) scored an element of another top-level plate, or valued one of its
+    latent choices, otherwise than the trace holds: that plate reads ``changed``'s values."""
     for addr, node in trace.root.plates.items():
         frame = run.plate_frames.get(addr)
         if addr == changed or frame is None:
@@ -164,29 +175,51 @@ def _other_plates_keep(trace, changed, run) -> None:
                 raise _reads_other_plate(addr + ("*",) + rel, changed)
 
 
-def _changed(trace, only=None) -> Run | None:
-    """An execution (never committed, on a generator of its own) with every latent choice of
-    every top-level plate (of the plate ``only``, when given) given a value other than its
-    current one at every element, the plates and the top-level chains run in full; None when no
-    such plate holds a latent choice, or when the plates' own sites refuse every such values
-    (invalid parameters, even under draws from the priors).
+def _changed(trace, only=None) -> list:
+    """The executions (never committed, on a generator of their own) with the latent choices
+    of every top-level plate (of the plate ``only``, when given) given other values — each
+    element moved to its nearest other value, then the elements that can move up moved up, then
+    those that can move down moved down (:func:`_other_values`; an execution equal to an earlier
+    one, or moving no discrete value, is left out) — the plates and the top-level chains run in
+    full.  A plate without latent choices gives none."""
+    plan, sites = _chain_steps(trace, Plan()), []
+    for addr, node in trace.root.plates.items():
+        plan.add_elements(addr, np.arange(node.size))
+        if only is None or addr == only:
+            sites += [((addr, rel), PlateView(trace, addr), node.site(rel).values.array())
+                      for rel in node.latent_names()]
+    runs, tried = [], []
+    for step in (0, 1, -1):
+        moves = {key: _other_values(view, key[1], cur, step) for key, view, cur in sites}
+        if step and all(v is None or v is RESAMPLE for v in moves.values()):
+            continue  # (no discrete value moves this way)
+        targets = {key: cur if moves[key] is None else moves[key] for key, _, cur in sites}
+        if not targets or any(_same_targets(targets, t) for t in tried):
+            continue
+        tried.append(dict(targets))
+        run = _run_moved(trace, targets, plan, only)
+        if run is not None:
+            runs.append(run)
+    return runs
+
+
+def _same_targets(a: dict, b: dict) -> bool:
+    return all((a[k] is RESAMPLE) == (b[k] is RESAMPLE)
+               and (a[k] is RESAMPLE or np.array_equal(a[k], b[k])) for k in a)
+
+
+def _run_moved(trace, targets, plan, only) -> Run | None:
+    """The execution with the plates' sites at ``targets`` (vector targets at every element:
+    values, or ``RESAMPLE`` — a draw from the prior); None when the plates' own sites refuse
+    such values, even under draws from the priors (invalid parameters).
 
     The values are those of a Gibbs update of a whole plate site (:mod:`thrifty.inference.mcmc
-    .gibbs`), as vector targets: :func:`_other_values`, or ``RESAMPLE`` (a draw from the prior).
-    A value outside its support once the element's other choices changed (a choice whose
-    support depends on another's) is refused by the run: that site is resampled instead, and the
-    run repeated (at most once per site); so are a plate's sites when the run stops inside the
-    plate (parameters made invalid there).  A run stopped at a site after the plates stopped at
-    a site that reads the plates' values."""
-    targets, plan = {}, _chain_steps(trace, Plan())
-    for addr, node in trace.root.plates.items():
-        view = PlateView(trace, addr)
-        plan.add_elements(addr, np.arange(node.size))
-        if only is not None and addr != only:
-            continue
-        for rel in node.latent_names():
-            targets[addr, rel] = _other_values(view, rel, node.site(rel).values.array())
-    while targets:
+    .gibbs`).  A value outside its support once the element's other choices changed (a choice
+    whose support depends on another's) is refused by the run: that site is resampled instead,
+    and the run repeated (at most once per site); so are a plate's sites when the run stops
+    inside the plate (parameters made invalid there).  A run stopped at a site after the plates
+    stopped at a site that reads the plates' values."""
+    while True:
         vec = {key: VecTarget(plan.plates[key[0]], v) for key, v in targets.items()}
         run = Run(trace, np.random.default_rng(0), vec=vec, plan=plan).execute()
         if run.aborted is None:
@@ -210,7 +243,6 @@ def _changed(trace, only=None) -> Run | None:
                 return None
         for key in refused:
             targets[key] = RESAMPLE
-    return None
 
 
 def _refused(frame, rel) -> bool:
@@ -223,13 +255,14 @@ def _refused(frame, rel) -> bool:
     return not np.all(np.asarray(lp) > -np.inf)
 
 
-def _other_values(view, rel, cur):
+def _other_values(view, rel, cur, step=0):
     """Values other than ``cur`` for the elements of the plate site ``rel`` (discrete, one value
     per entry): each entry moved to the nearest value of its own support — the next or previous
     in the order of the finite support, or one more or less for a count without one — among
-    :data:`_NEAR` on each side (an entry with none, such as a support of one value, keeps its
-    value: O(N) whatever the support's size); ``RESAMPLE`` for the others (continuous choices,
-    a process's draws, values with an event shape) or when no entry can move."""
+    :data:`_NEAR` on each side (``step`` 1 or −1: on that side only); an entry with none, such
+    as a support of one value, keeps its value: O(N) whatever the support's size.  ``RESAMPLE``
+    for the others (continuous choices, a process's draws, values with an event shape) or when
+    no entry can move — None then for a ``step``."""
     if view.is_coupled(rel) or not view.discrete(rel):
         return RESAMPLE
     d = view.support_of(rel)
@@ -242,13 +275,15 @@ def _other_values(view, rel, cur):
         return RESAMPLE
     k = _NEAR + 1 if support is None else min(len(support), _NEAR + 1)
     pos = cur if support is None else np.searchsorted(support, cur)
-    new, todo = cur.copy(), np.ones(cur.shape, bool)
-    for off in (sign * m for m in range(1, k) for sign in (1, -1)):
+    new, todo, stuck = cur.copy(), np.ones(cur.shape, bool), True
+    for off in (sign * m for m in range(1, k) for sign in ((step,) if step else (1, -1))):
         at = pos + off
         if support is None:
             cand, inside = at, todo
         else:
             inside = todo & (at >= 0) & (at < len(support))
+            if step:  # (past the support's end on this side: no further value)
+                todo = inside
             cand = support[np.clip(at, 0, len(support) - 1)]
         try:
             lp = d.log_prob(np.where(inside, cand, new))
@@ -257,9 +292,10 @@ def _other_values(view, rel, cur):
         moved = inside & np.isfinite(np.broadcast_to(lp, cur.shape))
         new[moved] = cand[moved]
         todo &= ~moved
+        stuck &= not moved.any()
         if not todo.any():
             break
-    return RESAMPLE if todo.all() else new
+    return (None if step else RESAMPLE) if stuck else new
 
 
 _NEAR = 8  # values tried on each side of the current one

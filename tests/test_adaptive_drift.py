@@ -167,7 +167,8 @@ def test_elementwise_plate_sites_adapt_one_scale():
 
 
 def test_checkpoint_resume_mid_burn_in_gives_the_same_draws(tmp_path, monkeypatch):
-    from test_runtime import ARMED, Interrupting
+    """... and the same statistics, split into the burn-in's and the sampling steps'."""
+    from test_runtime import ARMED, Interrupting, counts
 
     monkeypatch.setenv(ARMED, "1")  # it fires once
 
@@ -181,6 +182,7 @@ def test_checkpoint_resume_mid_burn_in_gives_the_same_draws(tmp_path, monkeypatc
     resumed = th.infer(regression(XR, YR), Interrupting(th.mh("w", th.drift()), after=700,
                                                         how="raise"), checkpoint=path, **kw)
     np.testing.assert_array_equal(resumed["w"], straight["w"])
+    assert counts(resumed.stats) == counts(straight.stats)
 
 
 def test_an_adapting_kernel_gets_a_burn_in_by_default_and_burn_in_0_warns():
@@ -191,7 +193,8 @@ def test_an_adapting_kernel_gets_a_burn_in_by_default_and_burn_in_0_warns():
     assert not any("burn_in=0" in str(x.message) for x in w)
     assert any(n.startswith("burn_in=1000 by default: mh") for n in r.notes), r.notes
     (stats,) = [v for k, v in r.stats.items() if k != "run"]
-    assert stats["steps"] == 1010 and stats["proposal"][0]["w"]["steps"] == 1000  # adapted
+    assert stats["steps"] == 10 and stats["proposal"][0]["w"]["steps"] == 1000  # adapted
+    assert stats["burn_in"]["steps"] == 1000
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         r0 = th.infer(regression(XR, YR), th.mh("w", th.drift()), num_samples=10, burn_in=0,

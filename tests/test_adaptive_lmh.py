@@ -231,6 +231,32 @@ def test_checkpoint_resume_gives_the_same_draws(tmp_path, monkeypatch, case):
         assert resumed.stats[label][key] == straight.stats[label][key], key
 
 
+@pytest.mark.parametrize("after", [700, 2000], ids=["in the burn-in", "after it"])
+def test_a_resume_gives_the_statistics_of_the_burn_in_and_the_sampling_steps(
+        tmp_path, monkeypatch, after):
+    """burn_in=1500, chain 0 interrupted at step ``after`` and resumed from the checkpoint:
+    ``result.stats`` — the sampling steps', the burn-in's, per chain, the per-site tallies the
+    arms share with the kernel's statistics — equals the uninterrupted run's."""
+    from test_runtime import ARMED, Interrupting, assert_same, counts
+
+    kw = dict(num_samples=1500, burn_in=1500, chains=2, seed=4, workers=1, progress=False)
+    straight = th.infer(hmm(predict=(0, 17)), th.adaptive_lmh(), **kw)
+    path = tmp_path / "ad.ckpt"
+    monkeypatch.setenv(ARMED, "1")  # it fires once
+    with pytest.warns(UserWarning, match="resume"):
+        th.infer(hmm(predict=(0, 17)), Interrupting(th.adaptive_lmh(), after=after,
+                                                    how="raise"),
+                 checkpoint=path, checkpoint_every=0.0, **kw)
+    resumed = th.infer(hmm(predict=(0, 17)), Interrupting(th.adaptive_lmh(), after=after,
+                                                          how="raise"), checkpoint=path, **kw)
+    assert_same(resumed, straight)
+    assert counts(resumed.stats) == counts(straight.stats)
+    s = straight.stats[th.adaptive_lmh().label()]
+    assert s["steps"] == s["burn_in"]["steps"] == 2 * 1500
+    sel = sum(v["selection_probability"] for v in s["sites"].values())
+    assert sel == pytest.approx(1.0) and s["burn_in"]["sites"].keys() == s["sites"].keys()
+
+
 def test_kernel_state_round_trip_is_exact():
     """The arms pickled with the trace (a checkpoint's snapshot) continue exactly: the sum
     trees are kept, not rebuilt (a rebuild reproduces their running totals only up to

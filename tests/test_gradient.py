@@ -834,6 +834,24 @@ def test_nuts_alone_records_the_draws_it_computes_ahead():
     assert st["acceptance_rate"] > 0.8  # transitions that moved (not trace writes)
 
 
+def test_result_stats_of_nuts_are_those_of_its_draws_transitions():
+    """``result.stats`` sums the sampling steps (the burn-in's, while the step size and mass
+    matrix adapt, under "burn_in"): with thin=1 each sampling step is one draw's transition,
+    so the per-step divergences, gradient evaluations and mean acceptance are the means of
+    the draws' ``diverging``, ``n_steps`` and ``acceptance_rate`` (to rounding).  Before, they
+    were means over the burn-in's transitions too."""
+    y = np.array([0.3, -0.2, 0.8, 1.1])
+    r = th.infer(small(y), th.nuts(["mu", "sigma"]), num_samples=300, burn_in=200, seed=2,
+                 progress=False)
+    st = r.stats["nuts(['mu', 'sigma'])"]
+    assert st["steps"] == 300 and st["burn_in"]["steps"] == 200
+    ss = r.sample_stats
+    for key, per_draw in (("divergences", "diverging"), ("gradient_evaluations", "n_steps"),
+                          ("mean_acceptance", "acceptance_rate")):
+        assert st[f"{key}_per_step"] == pytest.approx(ss[per_draw].mean(), rel=1e-12), key
+        assert f"{key}_per_step" in st["burn_in"]
+
+
 def test_a_snapshot_between_draws_computed_ahead_resumes_the_same_draws():
     """A checkpoint pickles the trace and the kernel together (after the chain's flush): the
     transitions computed ahead travel with them, and the resumed chain serves the same ones."""

@@ -110,3 +110,71 @@ def test_a_composite_step_info_is_the_sum_of_its_parts_and_is_not_counted_twice(
     top = r.stats[next(iter(r.stats))]
     assert top["steps"] == 100 and 0.0 < top["acceptance_rate"] <= 1.0
     assert top["runs_per_step"] >= 1.0
+
+
+@th.model
+def normal_mean(y):
+    mu = th.sample("mu", dist.Normal(0.0, 10.0))
+    with th.plate("data", len(y)) as i:
+        th.observe("y", dist.Normal(mu, 1.0), y[i])
+
+
+def test_result_stats_are_the_sampling_steps_with_the_burn_in_apart():
+    """``result.stats[label]`` sums the steps after the burn-in (``num_samples * thin``),
+    ``["burn_in"]`` the burn-in's, with the same keys — as Stan's and PyMC's sampler
+    statistics are the sampling iterations' (during the burn-in th.drift() adapts).  Exact on
+    MH of one continuous choice with thin=1, where an accepted proposal changes the value: the
+    sampling steps accepted the changes between successive draws, plus 0 or 1 (the step
+    before the first draw).  Before, the row summed both phases (500 steps here)."""
+    k = th.mh("mu", th.drift())
+    r = th.infer(normal_mean(Y), k, num_samples=300, burn_in=200, chains=2, seed=3,
+                 workers=1, progress=False)
+    s = r.stats[k.label()]
+    assert (s["steps"], s["proposed"]) == (600, 600)
+    assert (s["burn_in"]["steps"], s["burn_in"]["proposed"]) == (400, 400)
+    for c, row in enumerate(s["chains"]):
+        changes = int((np.diff(r["mu"][c]) != 0).sum())
+        assert row["accepted"] - changes in (0, 1), (row["accepted"], changes)
+        assert row["acceptance_rate"] == row["accepted"] / 300
+    assert s["accepted"] == sum(row["accepted"] for row in s["chains"])
+    assert s["burn_in"]["accepted"] == sum(row["burn_in"]["accepted"] for row in s["chains"])
+    assert s["burn_in"].keys() == s.keys() - {"burn_in", "chains", "proposal", "start"}
+    r3 = th.infer(normal_mean(Y), k, num_samples=50, burn_in=20, thin=3, seed=3,
+                  progress=False)
+    assert r3.stats[k.label()]["steps"] == 150 and r3.stats[k.label()]["burn_in"]["steps"] == 20
+
+
+def test_without_a_burn_in_its_statistics_are_of_no_step():
+    k = th.mh("mu", th.drift(0.5))
+    r = th.infer(normal_mean(Y), k, num_samples=40, seed=0, progress=False)
+    s = r.stats[k.label()]
+    assert s["steps"] == 40 and s["burn_in"]["steps"] == 0 and s["burn_in"]["proposed"] == 0
+    assert s["burn_in"].keys() == s.keys() - {"burn_in", "chains"}
+
+
+def test_a_kernel_sums_the_burn_in_apart_from_the_steps_after_it():
+    """``set_tuning(False)`` ends the burn-in: what the steps did until then becomes
+    ``stats.burn_in`` (a composite's and its parts'), ``stats`` restarts from zero; the
+    progress bar's totals (ChainRecord) count both phases."""
+    from thrifty.runtime.chain import ChainRecord
+
+    rng = np.random.default_rng(4)
+    trace = initialize(mixture(Y), rng)
+    parts = [th.mh("mu", th.drift(0.3)), th.gibbs(th.one("data.z"))]
+    k = th.cycle(parts)
+    k.set_tuning(True)
+    for _ in range(15):
+        trace = k.step(trace, rng)
+    during = ChainRecord()
+    during.set_stats([(lbl, kk.stats.as_burn_in([])) for lbl, kk in k.kernels()])
+    k.set_tuning(False)
+    for _ in range(10):
+        trace = k.step(trace, rng)
+    for kk, per_step in ((k, 2), (parts[0], 1), (parts[1], 1)):  # (the cycle: its parts')
+        assert (kk.stats.burn_in.steps, kk.stats.steps) == (15, 10)
+        assert (kk.stats.burn_in.proposed, kk.stats.proposed) == (15 * per_step, 10 * per_step)
+    assert parts[0].stats.burn_in.site_names == ["('mu',)"]
+    rec = ChainRecord()
+    rec.set_stats([(lbl, kk.stats) for lbl, kk in k.kernels()])
+    assert rec.proposed == 50 and during.proposed == 30
+    assert rec.accepted == sum(p.stats.accepted + p.stats.burn_in.accepted for p in parts)

@@ -61,6 +61,25 @@ def test_same_draws_as_one_worker(local_ray):
         np.testing.assert_array_equal(a.sample_stats["lp"], b.sample_stats["lp"])
 
 
+def test_statistics_and_the_zero_acceptance_warning_as_in_this_process(local_ray):
+    """The kernels' statistics come back from the Ray tasks as from chains run here (the
+    sampling steps', the burn-in's under "burn_in"), and a kernel that accepted none of its
+    burn-in proposals (drift(1e6) on a choice of posterior sd ≈ 0.3) warns."""
+    from test_runtime import counts
+
+    y = np.linspace(-1, 2, 12)
+    k = th.cycle([th.mh("mu", th.drift(1e6)), th.mh("data.z", th.drift(0.5))])
+    kw = dict(num_samples=60, burn_in=100, chains=2, seed=5, progress=False)
+    said = (r"mh\('mu', drift\(1000000\.0\)\) accepted none of its 100 proposals during the "
+            r"burn-in of chains 0, 1")
+    with pytest.warns(th.ZeroAcceptanceWarning, match=said):
+        a = th.infer(plated(y), k, executor="ray", **kw)
+    with pytest.warns(th.ZeroAcceptanceWarning, match=said):
+        b = th.infer(plated(y), k, workers=1, **kw)
+    assert counts(a.stats) == counts(b.stats)
+    assert a.stats["mh('mu', drift(1000000.0))"]["burn_in"]["accepted"] == 0
+
+
 def test_executor_object_and_bad_executor(local_ray):
     r = th.infer(hmm(), th.lmh(), num_samples=50, chains=2, seed=0, progress=False,
                  executor=th.RayExecutor(), workers=1)  # one task at a time

@@ -91,6 +91,19 @@ def assert_same(a, b):
         assert all(np.array_equal(x, y) for x, y in zip(ca, cb))
 
 
+def counts(stats):
+    """``result.stats`` without what depends on the clock: the kernels' rows (the sampling
+    steps', the burn-in's under "burn_in", each chain's) without their seconds; NaN as None."""
+    def strip(x):
+        if isinstance(x, dict):
+            return {k: strip(v) for k, v in x.items() if not k.startswith("seconds")}
+        if isinstance(x, list):
+            return [strip(v) for v in x]
+        return None if isinstance(x, float) and x != x else x
+
+    return strip({k: v for k, v in stats.items() if k != "run"})
+
+
 # -- schedule, shapes, seeds ----------------------------------------------------------------------
 def test_shapes_and_counts():
     r = th.infer(
@@ -110,8 +123,9 @@ def test_shapes_and_counts():
     assert len(r.output) == 2 and all(len(o) == 40 for o in r.output)
     assert r.num_chains == 2 and r.num_draws == 40 and not r.interrupted
     s = r.stats["lmh()"]
-    assert [c["steps"] for c in s["chains"]] == [7 + 40 * 3] * 2
-    assert s["steps"] == 2 * (7 + 40 * 3)
+    assert [c["steps"] for c in s["chains"]] == [40 * 3] * 2  # the sampling steps
+    assert [c["burn_in"]["steps"] for c in s["chains"]] == [7] * 2
+    assert s["steps"] == 2 * 40 * 3 and s["burn_in"]["steps"] == 2 * 7
     # the output of each draw is the state sequence recorded with it
     assert all(list(o) == list(v) for o, v in zip(r.output[1], r["s.z"][1]))
     r0 = th.infer(conjugate(), th.mh("mu", th.drift(1.0)), num_samples=0, progress=False)
@@ -165,7 +179,9 @@ def test_workers_do_not_change_the_draws():
     b = th.infer(hmm(), th.lmh(), workers=2, **kw)
     assert b.stats["run"]["workers"] == 2 and a.stats["run"]["workers"] == 1
     assert_same(a, b)
-    assert [c["steps"] for c in b.stats["lmh()"]["chains"]] == [10 + 600] * 3
+    assert [c["steps"] for c in b.stats["lmh()"]["chains"]] == [600] * 3
+    assert [c["burn_in"]["steps"] for c in b.stats["lmh()"]["chains"]] == [10] * 3
+    assert counts(a.stats) == counts(b.stats)
 
 
 def test_parallel_with_a_closure_and_plates():
@@ -439,9 +455,11 @@ def test_checkpoint_resume_equals_a_straight_run(tmp_path, how):
     assert not resumed.interrupted and "resumed" in resumed.notes[0]
     assert_same(resumed, straight)
     assert resumed.stats["lmh()"]["steps"] == straight.stats["lmh()"]["steps"]
+    assert counts(resumed.stats) == counts(straight.stats)
     # a complete checkpoint returns its draws without sampling
     again = th.infer(hmm(), Interrupting(th.lmh(), after=700, how=how), checkpoint=path, **kw)
     assert_same(again, straight) and again.stats["run"]["steps"] == 0
+    assert counts(again.stats) == counts(straight.stats)  # (the checkpoint's statistics)
     data = load_checkpoint(path, hmm())
     assert data["chains"][0]["snapshot"]["trace"].program.name == "hmm"
 

@@ -86,8 +86,8 @@ def test_plate_work_reported_by_infer():
     for n in SIZES:
         r = run(mixture(mixture_data(n)), th.gibbs(th.one("data.z")), 10, burn_in=200, seed=2)
         s = stats_of(r, "gibbs")
-        assert s["steps"] == 210
-        eps.append(s["elements_per_step"])
+        assert s["steps"] == 10 and s["burn_in"]["steps"] == 200
+        eps += [s["elements_per_step"], s["burn_in"]["elements_per_step"]]
     assert all(e == 1.0 for e in eps), eps
 
 

@@ -29,13 +29,14 @@ def normal_mean(y):
 Y = np.random.default_rng(0).normal(0.5, 1.0, size=20)
 
 
-@pytest.mark.parametrize("chains", [1, 2])
-def test_a_kernel_stuck_at_zero_acceptance_through_the_burn_in_warns(chains):
-    """drift(1e6) on a posterior of sd 0.2: P(accept) ≈ 1e-6 per step, so 0 of 200."""
+@pytest.mark.parametrize("chains, workers", [(1, 1), (2, 2)])
+def test_a_kernel_stuck_at_zero_acceptance_through_the_burn_in_warns(chains, workers):
+    """drift(1e6) on a posterior of sd 0.2: P(accept) ≈ 1e-6 per step, so 0 of 200 (the
+    chains in this process, or in worker processes)."""
     k = th.mh("x", th.drift(1e6))
     with pytest.warns(th.ZeroAcceptanceWarning) as rec:
         r = th.infer(normal_mean(Y), k, num_samples=20, burn_in=200, chains=chains, seed=0,
-                     progress=False)
+                     workers=workers, progress=False)
     (w,) = [x for x in rec if issubclass(x.category, th.ZeroAcceptanceWarning)]
     msg = str(w.message)
     assert "mh('x', drift(1000000.0))" in msg  # the kernel
@@ -43,7 +44,11 @@ def test_a_kernel_stuck_at_zero_acceptance_through_the_burn_in_warns(chains):
     assert ("chains 0, 1" if chains == 2 else "chain 0") in msg
     assert "200 proposals" in msg
     st = r.stats[k.label()]
-    assert st["burn_in"] == [{"proposed": 200, "accepted": 0, "sites": ["('x',)"]}] * chains
+    assert [(c["burn_in"]["proposed"], c["burn_in"]["accepted"]) for c in st["chains"]] == [
+        (200, 0)] * chains
+    assert (st["burn_in"]["steps"], st["burn_in"]["proposed"], st["burn_in"]["accepted"]) == (
+        200 * chains, 200 * chains, 0)
+    assert st["steps"] == st["proposed"] == 20 * chains  # the sampling steps
 
 
 def test_the_warning_names_the_sites_of_a_kernel_in_a_cycle_and_only_that_kernel():

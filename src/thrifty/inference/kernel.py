@@ -5,12 +5,14 @@ posterior invariant (or approximately, for the subsampling kernels) and says wha
 in ``info`` (an :class:`Info`: proposals, acceptances, program runs, plate elements and markov
 steps executed, seconds, kernel-specific counters — as BlackJAX's ``(state, info)``);
 ``step(trace, rng)`` is the same without the info.  The kernel's ``stats`` are the sum of its
-steps' infos, from which ``result.stats`` is built.  ``th.infer`` deep-copies the kernel for
-each chain, so statistics are per chain.
+steps' infos since the burn-in ended (the burn-in's: ``stats.burn_in``), from which
+``result.stats`` is built.  ``th.infer`` deep-copies the kernel for each chain, so statistics
+are per chain.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -61,40 +63,56 @@ class Info:
 @dataclass
 class Stats(Info):
     """What a kernel did: the sum of its steps' :class:`Info` records, and their number, with
-    what the adaptive kernels and the start report."""
+    what the adaptive kernels and the start report.  The burn-in's steps and the sampling steps
+    are summed apart (Stan's and PyMC's sampler statistics are those of the sampling
+    iterations: during the burn-in the kernels adapt): a kernel's ``stats`` sums the steps of
+    the phase under way, and when the burn-in ends (:meth:`Kernel.set_tuning`) its sum becomes
+    ``burn_in`` of a new one (:meth:`end_burn_in`)."""
 
     steps: int = 0
     # per site name: [selected, accepted, Σ reward, Σ count] (adaptive kernels)
     sites: dict = field(default_factory=dict)
     proposal: list = field(default_factory=list)  # per chain: the adapted proposal (drift())
     start: list = field(default_factory=list)  # per chain: what moving to the start cost
-    burn_in: list = field(default_factory=list)  # per chain: proposals and acceptances in it
+    burn_in: Stats | None = None  # the burn-in's sum, once it ended (None: no burn-in yet)
+    site_names: list = field(default_factory=list)  # a burn-in's: the sites (for messages)
     composite: bool = False  # a composite kernel's: the sum of its parts' (not counted again)
 
-    _LISTS = ("extra", "sites", "proposal", "start", "burn_in", "composite")  # not summed
+    _LISTS = ("extra", "sites", "proposal", "start", "burn_in", "site_names", "composite")
 
     def __post_init__(self):
         self.extra = dict(self.extra)  # copies (dataclasses.replace) must not share counters
         self.sites = {k: list(v) for k, v in self.sites.items()}
         self.proposal = list(self.proposal)
         self.start = list(self.start)
-        self.burn_in = list(self.burn_in)
+        self.site_names = list(self.site_names)
 
     def as_dict(self) -> dict:
+        """The sampling steps' aggregates, and under ``"burn_in"`` the burn-in's with the same
+        keys (zero steps without a burn-in)."""
+        burn = Stats() if self.burn_in is None else self.burn_in
+        extra = [*self.extra, *(k for k in burn.extra if k not in self.extra)]
+        return {
+            **self._aggregates(extra),
+            **({"proposal": self.proposal} if self.proposal else {}),  # one per chain
+            **({"start": self.start} if self.start else {}),  # one per chain
+            "burn_in": burn._aggregates(extra),
+        }
+
+    def _aggregates(self, extra: list) -> dict:
         steps = max(self.steps, 1)
         return {
             "steps": self.steps,
+            "proposed": self.proposed,
+            "accepted": self.accepted,
             "acceptance_rate": self.accepted / self.proposed if self.proposed else float("nan"),
             "elements_per_step": self.elements / steps,
             "chain_steps_per_step": self.chain_steps / steps,
             "runs_per_step": self.runs / steps,
             "seconds": self.seconds,
             "seconds_per_step": self.seconds / steps,
-            **{f"{k}_per_step": v / steps for k, v in self.extra.items()},
+            **{f"{k}_per_step": self.extra.get(k, 0) / steps for k in extra},
             **({"sites": self._sites(steps)} if self.sites else {}),
-            **({"proposal": self.proposal} if self.proposal else {}),  # one per chain
-            **({"start": self.start} if self.start else {}),  # one per chain
-            **({"burn_in": self.burn_in} if self.burn_in else {}),  # one per chain
         }
 
     def _sites(self, steps: int) -> dict:
@@ -122,6 +140,25 @@ class Stats(Info):
             for k, v in info.extra.items():
                 self.extra[k] = self.extra.get(k, 0) + v
 
+    def as_burn_in(self, site_names: list) -> Stats:
+        """These statistics, a burn-in's so far, as ``burn_in`` of a sampling phase of no
+        steps yet (copies: what a chain reports while in its burn-in)."""
+        burn = dataclasses.replace(self, proposal=[], start=[], burn_in=None,
+                                   site_names=site_names)
+        return Stats(sites={k: [0, 0, 0.0, 0.0] for k in self.sites}, proposal=self.proposal,
+                     start=self.start, burn_in=burn, composite=self.composite)
+
+    def end_burn_in(self, site_names: list) -> Stats:
+        """The burn-in ends: the accumulator of the sampling steps, whose ``burn_in`` is this
+        one's sum.  The per-site tallies of adaptive LMH are shared with its arms
+        (:class:`~thrifty.inference.mcmc.arms.Arms`), so they are copied into ``burn_in`` and
+        restart at zero in place."""
+        after = self.as_burn_in(site_names)
+        for tally in self.sites.values():
+            tally[:] = [0, 0, 0.0, 0.0]
+        after.sites = self.sites
+        return after
+
     def merge(self, other: Stats) -> Stats:
         extra = dict(self.extra)
         for k, v in other.extra.items():
@@ -131,18 +168,21 @@ class Stats(Info):
         sites = {k: list(v) for k, v in self.sites.items()}
         for k, v in other.sites.items():
             sites[k] = [a + b for a, b in zip(sites.get(k, [0, 0, 0.0, 0.0]), v)]
+        a, b = self.burn_in, other.burn_in
+        burn = a if b is None else b if a is None else a.merge(b)
         return Stats(**values, extra=extra, sites=sites, proposal=self.proposal + other.proposal,
-                     start=self.start + other.start, burn_in=self.burn_in + other.burn_in,
-                     composite=self.composite)
+                     start=self.start + other.start, burn_in=burn,
+                     site_names=self.site_names or other.site_names, composite=self.composite)
 
 
 class Kernel(Configured):
     """Base class of the MCMC kernels: ``update(trace, rng) -> (trace, info)``, ``step``, and
-    ``stats`` (the sum of the steps' infos).  A subclass defines ``_step`` and counts its work
-    in ``self.info`` (``self.info.proposed += 1``, ``self.info.count("name")``; its runs through
-    :meth:`execute` are counted there already).  A kernel built from other kernels lists them
-    in :meth:`kernels`, so that they are started, adapted in the burn-in and reported in
-    ``result.stats`` like kernels of ``th.cycle``.
+    ``stats`` (the sum of the steps' infos: in the burn-in, its steps'; after it, the sampling
+    steps', with the burn-in's as ``stats.burn_in``).  A subclass defines ``_step`` and counts
+    its work in ``self.info`` (``self.info.proposed += 1``, ``self.info.count("name")``; its
+    runs through :meth:`execute` are counted there already).  A kernel built from other
+    kernels lists them in :meth:`kernels`, so that they are started, adapted in the burn-in
+    and reported in ``result.stats`` like kernels of ``th.cycle``.
 
     >>> import thrifty as th
     >>> from thrifty import dist
@@ -221,13 +261,13 @@ class Kernel(Configured):
 
     def set_tuning(self, on: bool) -> None:
         """Burn-in (``on``) or sampling: this kernel and those it is composed of may adapt
-        only while tuning; the chain turns it off when the burn-in ends, and each kernel then
-        records its proposals and acceptances in the burn-in (``stats.burn_in``: ``th.infer``
-        warns about a kernel that accepted none)."""
+        only while tuning; the chain turns it off when the burn-in ends, and each kernel's
+        statistics of the burn-in then become ``stats.burn_in``, its ``stats`` summing the
+        sampling steps from there (:meth:`Stats.end_burn_in`; ``th.infer`` warns about a kernel
+        that accepted none of its proposals in the burn-in)."""
         for _, k in self.kernels():
-            if k.tuning and not on and not k.stats.composite:  # (its parts report)
-                k.stats.burn_in = [{"proposed": k.stats.proposed, "accepted": k.stats.accepted,
-                                    "sites": k.site_names()}]
+            if k.tuning and not on:
+                k.stats = k.stats.end_burn_in(k.site_names())
             k._tune(on)
         self._tune(on)
 
@@ -354,11 +394,13 @@ def warn_zero_acceptance(per_chain: dict, stacklevel: int = 3) -> None:
     for label, by_chain in per_chain.items():
         stuck, sites, n = [], [], 0
         for c, s in sorted(by_chain.items()):
-            for b in s.burn_in:
-                if b["accepted"] == 0 and b["proposed"] >= ZERO_ACCEPTANCE_MIN_PROPOSALS:
-                    stuck.append(c)
-                    n = max(n, b["proposed"])
-                    sites = sites or list(b["sites"])
+            b = s.burn_in
+            if s.composite or b is None:  # (a composite's parts report)
+                continue
+            if b.accepted == 0 and b.proposed >= ZERO_ACCEPTANCE_MIN_PROPOSALS:
+                stuck.append(c)
+                n = max(n, b.proposed)
+                sites = sites or list(b.site_names)
         if not stuck:
             continue
         what = ", ".join(sites) if sites else "its choices"

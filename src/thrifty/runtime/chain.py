@@ -359,18 +359,10 @@ class ChainRun:
         return self.recorder.take()
 
     def stats(self) -> list:
-        """``[(label, Stats)]`` of the chain's kernels (copies)."""
-        return [(label, dataclasses.replace(k.stats)) for label, k in self._kernels]
-
-    def acceptance(self) -> tuple[int, int]:
-        """(accepted, proposed) summed over the chain's kernels (a composite's are its parts')."""
-        acc = prop = 0
-        for _, k in self._kernels:
-            if k.stats.composite:
-                continue
-            acc += k.stats.accepted
-            prop += k.stats.proposed
-        return acc, prop
+        """``[(label, Stats)]`` of the chain's kernels (copies): the sampling steps', with the
+        burn-in's as ``burn_in`` — in the burn-in, what it did so far and no sampling step."""
+        return [(label, k.stats.as_burn_in(k.site_names()) if k.tuning
+                 else dataclasses.replace(k.stats)) for label, k in self._kernels]
 
     def snapshot(self) -> dict:
         """The chain's state between two steps; call :meth:`take` first."""
@@ -411,9 +403,13 @@ class ChainRecord:
         self.new_draws += payload["n"]
 
     def set_stats(self, stats: list) -> None:
+        """The chain's ``[(label, Stats)]``; ``accepted`` and ``proposed`` (for the progress
+        bar) sum the burn-in and the sampling steps of its kernels (a composite's are its
+        parts')."""
         self.stats = stats
-        self.accepted = sum(s.accepted for _, s in stats if not s.composite)
-        self.proposed = sum(s.proposed for _, s in stats if not s.composite)
+        whole = [(s, s.burn_in) for _, s in stats if not s.composite]
+        self.accepted = sum(s.accepted + (b.accepted if b else 0) for s, b in whole)
+        self.proposed = sum(s.proposed + (b.proposed if b else 0) for s, b in whole)
 
     @property
     def num_draws(self) -> int:

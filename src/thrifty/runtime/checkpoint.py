@@ -10,7 +10,7 @@ that moment.  A write costs what was recorded since the last one; a kill at any 
 the previous checkpoint whole (bytes appended after it are cut off on resume, a temporary file
 left by a kill is removed).  The main file holds::
 
-    {"format": "thrifty-checkpoint", "version": 5, "thrifty": <version>, "written": <time>,
+    {"format": "thrifty-checkpoint", "version": 6, "thrifty": <version>, "written": <time>,
      "config": {"num_samples", "burn_in", "thin", "chains", "seed": [entropy, spawn_key,
                 pool_size], "program": <name>,
                 "kernel": {"label": ..., "config": <Kernel.config(): every constructor
@@ -27,8 +27,12 @@ left by a kill is removed).  The main file holds::
                                      "rng_state": <bit_generator.state>, "needs_plates": bool,
                                      "iteration": int, "n_recorded": int,
                                      "recorded": [names present at the last draw],
-                                     "stats": [[label, <Stats fields>]]}}, ...],
+                                     "stats": [[label, <Stats fields: the sampling
+                                                steps', "burn_in" the burn-in's>]]}}, ...],
      "draws_size": int}
+
+Version 6: the chains' statistics split into the burn-in and the sampling steps; a file of
+another version is refused, saying so (:func:`~thrifty.runtime.sealed.unseal`).
 
 A resume compares ``config`` with the call's and refuses any difference, saying what differs.
 It restores each chain's trace, generator state and iteration, and runs the kernel passed to
@@ -67,7 +71,7 @@ from thrifty.runtime.sealed import (
 )
 
 FORMAT = "thrifty-checkpoint"
-VERSION = 5
+VERSION = 6
 SETTINGS = ("num_samples", "burn_in", "thin", "chains", "seed", "program", "init")
 
 
@@ -256,8 +260,14 @@ def read_checkpoint(path) -> dict | None:
         ch["store"] = store
         snap = ch["snapshot"]
         if snap is not None:
-            snap["stats"] = [(label, Stats(**fields)) for label, fields in snap["stats"]]
+            snap["stats"] = [(label, _stats(fields)) for label, fields in snap["stats"]]
     return main
+
+
+def _stats(fields: dict) -> Stats:
+    """A chain's :class:`Stats` from its fields as written (``burn_in``'s too)."""
+    burn = fields.get("burn_in")
+    return Stats(**{**fields, "burn_in": None if burn is None else Stats(**burn)})
 
 
 def load_checkpoint(path, program=None) -> dict:

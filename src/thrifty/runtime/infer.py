@@ -72,6 +72,8 @@ def infer(
     Each chain does ``burn_in + num_samples * thin`` kernel steps and records, after the burn-in,
     every ``thin``-th state: the latent values (``result[name]``, shape (chains, draws, ...)),
     the program output (``result.output``) and the log joint density (``result.sample_stats``).
+    ``result.stats`` has what each kernel did in the sampling steps and, apart, in the burn-in
+    (:class:`~thrifty.runtime.result.Result`).
 
     Parameters
     ----------

@@ -247,9 +247,13 @@ class Result:
     column per step); ``result[("data", 3, "z")]`` is one element.  ``result.output`` holds the
     program's return values (per chain, a list per draw), ``result.sample_stats`` per-draw
     statistics (``lp``: log joint density, NaN when stale; ``n_latent``: number of latent
-    choices), ``result.stats`` per-kernel statistics (label → aggregates over the chains, with
-    the per-chain values under ``"chains"``) and, under ``"run"``, ``wall_time`` (seconds),
-    ``draws_per_second`` etc.
+    choices), ``result.stats`` per-kernel statistics (label → aggregates over the chains of the
+    sampling steps — after the burn-in, ``num_samples * thin`` per chain, as Stan's and PyMC's
+    sampler statistics —, the burn-in's with the same keys under ``"burn_in"``, the per-chain
+    values under ``"chains"``) and, under ``"run"``, the whole run's, burn-in included:
+    ``wall_time`` (seconds), ``draws``, ``steps`` (this call's, of every chain),
+    ``draws_per_second``, ``steps_per_second``, ``init_seconds`` and ``chain_seconds`` (each
+    chain's start and loop), ``chains``, ``workers``, ``start_method`` and ``interrupted``.
 
     After an interrupted run (``interrupted`` is True) the arrays hold the chains listed in
     ``chain_ids`` truncated to the shortest (``truncated`` is True if anything was cut);

@@ -6,10 +6,12 @@ of the program after every step."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import thrifty as th
 from thrifty import dist
 from thrifty.core.column import Column
+from thrifty.errors import ModelError
 
 Y3 = np.array([0.3, -0.5, 1.2])
 
@@ -36,3 +38,23 @@ def test_string_keys_longer_than_the_first_ones_are_kept_whole():
     shared.put(1, "k11")
     assert col.take(slice(None)).tolist() == ["k10", "k2"]
     assert shared.take(slice(None)).tolist() == ["k1", "k11"]
+
+
+@th.model
+def int_and_str_keys(both):
+    """Keys 1 and "1" of one memoized function: both named "w.1" in a result."""
+    w = th.mem("w", lambda k: dist.Normal(10.0 if isinstance(k, str) else -10.0, 1.0))
+    if both:
+        th.observe("o", dist.Normal(w(1) + w("1"), 1.0), 0.0)
+    else:  # one at a time: 1 at some draws, "1" at others
+        b = th.sample("b", dist.Bernoulli(0.5))
+        th.observe("o", dist.Normal(w("1" if b else 1), 10.0), 0.0)
+
+
+@pytest.mark.parametrize("both", [True, False])
+def test_keys_whose_result_names_coincide_are_refused(both):
+    """The draws of the key "1" were recorded as those of the key 1 (r["w.1"] had mean +10,
+    the other key's draws silently dropped); now the names are refused, naming both keys."""
+    names = r"\('w', 1\) and \('w', '1'\)|\('w', '1'\) and \('w', 1\)"
+    with pytest.raises(ModelError, match=names):
+        th.infer(int_and_str_keys(both), th.lmh(), num_samples=200, seed=2, progress=False)

@@ -58,3 +58,18 @@ def test_keys_whose_result_names_coincide_are_refused(both):
     names = r"\('w', 1\) and \('w', '1'\)|\('w', '1'\) and \('w', 1\)"
     with pytest.raises(ModelError, match=names):
         th.infer(int_and_str_keys(both), th.lmh(), num_samples=200, seed=2, progress=False)
+
+
+@th.model
+def site_at_a_mem_address():
+    w = th.mem("w", lambda k: dist.Normal(-10.0, 1.0))
+    b = th.sample(("w", 1), dist.Normal(10.0, 1.0))
+    th.observe("o", dist.Normal(w(1) + b, 1.0), 0.0)
+
+
+def test_a_choice_at_the_address_of_a_memoized_key_is_refused():
+    """th.sample(("w", 1)) beside the key 1 of th.mem("w"): two choices at one address, of
+    which the result kept one (check=False: no error at all)."""
+    with pytest.raises(ModelError, match=r"the address \('w', 1\) names two choices"):
+        th.infer(site_at_a_mem_address(), th.lmh(), num_samples=50, seed=2, progress=False,
+                 check=False)

@@ -226,6 +226,9 @@ def sources(trace, keep) -> tuple[dict, dict, list, set]:
 def same_name(name, a, b):
     """Two variables whose addresses both read ``name`` (a result's names join the parts with
     "."): one would silently stand for the other in the draws, summaries and replays."""
+    if a == b:
+        raise ModelError(f"the address {fmt(a)} names two choices (a key of the memoized "
+                         f"function {fmt(a[:-1])} and another choice): rename one")
     raise ModelError(
         f"the choices {fmt(a)} and {fmt(b)} would both be recorded as {name!r} (a result names "
         "a variable by its address parts joined with '.'): give them names that differ, e.g. "

@@ -73,3 +73,33 @@ def test_a_choice_at_the_address_of_a_memoized_key_is_refused():
     with pytest.raises(ModelError, match=r"the address \('w', 1\) names two choices"):
         th.infer(site_at_a_mem_address(), th.lmh(), num_samples=50, seed=2, progress=False,
                  check=False)
+
+
+XA, XB = np.array([1, 1, 1]), np.array([1, 1])
+
+
+@th.model
+def two_plates():
+    f = th.mem("f", lambda k: th.collapsed.BetaBernoulli(1.0, 1.0))
+    with th.plate("a", 3) as i:
+        th.observe("x", f(np.zeros(3, dtype=int)[i]), XA[i])
+    with th.plate("b", 2) as i:
+        th.observe("y", f(np.zeros(2, dtype=int)[i]), XB[i])
+
+
+@th.model
+def two_sites():
+    f = th.mem("f", lambda k: th.collapsed.BetaBernoulli(1.0, 1.0))
+    with th.plate("a", 3) as i:
+        k = np.zeros(3, dtype=int)[i]
+        th.observe("x", f(k), XA[i])
+        th.observe("y", f(k), XA[i])
+
+
+@pytest.mark.parametrize("model", [two_plates, two_sites])
+def test_a_memoized_collapsed_family_observed_at_two_sites_is_refused(model):
+    """f(0) is one Beta–Bernoulli parameter: the five (six) observations of key 0 have the
+    marginal log B(6, 1) − log B(1, 1) = −1.79 (B(7, 1): −1.95); each site kept statistics of
+    its own, two parameters: −2.48 (−2.77), silently.  Now refused, naming both sites."""
+    with pytest.raises(ModelError, match=r"observed at \('a', \*, 'x'\) and at"):
+        th.simulate(model(), seed=0)

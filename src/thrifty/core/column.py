@@ -146,10 +146,12 @@ class Column:
 
     def _fit(self, values) -> None:
         """Promote the column's dtype when ``values`` do not fit it (ints receiving floats,
-        float32 receiving float64: an element's value is stored as it was scored)."""
+        float32 receiving float64: an element's value is stored as it was scored; strings
+        longer than the column's, as memoized keys "k10" after "k9": NumPy would cut them)."""
         dt = self.data.dtype
         v = np.asarray(values)
-        if v.dtype != dt and dt.kind in "iubf" and v.dtype.kind not in "O":
+        if v.dtype != dt and ((dt.kind in "iubf" and v.dtype.kind not in "OUS")
+                              or (dt.kind in "US" and v.dtype.kind == dt.kind)):
             new = np.result_type(dt, v.dtype)
             if new != dt:
                 self._own()
@@ -158,7 +160,7 @@ class Column:
     def put(self, idx, values) -> None:
         """Write ``values`` at ``idx`` (a slice, a sorted index array, or an int)."""
         dt = self.data.dtype
-        if dt.kind in "iub" or (dt.itemsize < 8 and dt.kind == "f"):
+        if dt.kind in "iubUS" or (dt.itemsize < 8 and dt.kind == "f"):
             self._fit(values)
         if not self.owned:
             n = (

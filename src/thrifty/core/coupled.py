@@ -268,6 +268,7 @@ def observe(frame, local, rel, d, value):
                              f"cluster needs integer keys (table labels), got {keys.dtype}")
         keys = keys.astype(np.int64, copy=False)
         family = d.family
+        _one_site(run.trace.collapsed_mems, d.addr, acc.generic_all(rel))
     else:
         raise ModelError(f"th.observe at {fmt(acc.generic(rel))}: {d!r} cannot be observed "
                          "(a process such as th.CRP is sampled with th.sample)")
@@ -323,6 +324,23 @@ def observe(frame, local, rel, d, value):
         addr = acc.generic_all(rel)
         run.captured.append((addr, Coupled(addr, d), value, acc.member_indices()))
     return value
+
+
+def _one_site(owners: dict, maddr: tuple, site: tuple) -> None:
+    """A memoized collapsed family is observed at one site: each site keeps its own clusters'
+    statistics, so a second site observing ``feats(k)`` would integrate out a second
+    parameter for cluster k where th.mem promises one (the marginal likelihood of the union of
+    both sites' observations)."""
+    owner = owners.get(maddr)
+    if owner is None:
+        owners[maddr] = site
+    elif owner != site:
+        raise ModelError(
+            f"the collapsed families of th.mem {fmt(maddr)} are observed at {fmt(owner)} and at "
+            f"{fmt(site)}: observe a memoized collapsed family at one site (its statistics are "
+            "kept per site, so a second site would not share the cluster's parameter); for "
+            "several observations per element use one family of vectors (NIW) or one "
+            "th.mem per observed quantity")
 
 
 class Coupled:

@@ -430,7 +430,7 @@ def read_batch(frame, mem, keys):
         mem.addr not in run.mem_journals and mem.addr not in run.trace.mems
         and _collapsed(frame.run, mem, uniq)
     ):  # one collapsed family per key: a coupled observation (thrifty.core.coupled)
-        collapsed.add(mem.addr)
+        collapsed.setdefault(mem.addr, None)
         return CollapsedView(mem.addr, mem.fn, keys)
     j = journal(run, mem.addr)
     vals = [j.resolve(run, mem, k.item() if isinstance(k, np.generic) else k).value for k in uniq]

@@ -182,7 +182,8 @@ class Trace:
         self.structure = 0
         self.obs_values: dict | None = None  # observed values replayed instead of the data
         self.stale_nodes: set = set()  # nodes that may hold stale elements or steps
-        self.collapsed_mems: set = set()  # mem addresses whose function gives collapsed families
+        # mem addresses whose function gives collapsed families → the site observing them
+        self.collapsed_mems: dict = {}
         self.tokens: tuple = (Token(),)
         self.changes: ChangeLog | None = None
         self.uid = next(_UIDS)
@@ -306,6 +307,6 @@ class Trace:
         return state
 
     def __setstate__(self, state):
-        state.setdefault("collapsed_mems", set())
+        state["collapsed_mems"] = dict.fromkeys(state.get("collapsed_mems", ()))
         self.__dict__.update(state)
         self.uid = next(_UIDS)

@@ -238,7 +238,12 @@ class GammaPoisson(Collapsed):
 
 
 class NormalGamma(Collapsed):
-    """1-d Normal with unknown mean and precision, Normal–Gamma prior: statistics (n, Σx, Σx²).
+    """1-d Normal with unknown mean and precision, Normal–Gamma prior: statistics n, Σx and the
+    posterior rate b_n, kept by the one-observation recursion
+    b_{n+1} = b_n + κ_n (x − μ_n)² / (2 κ_{n+1}) (Murphy 2007, Eq. 86–89, one observation at a
+    time) — deviations from the running posterior mean, as the Normal–Inverse-Wishart's scatter,
+    so data far from 0 with a small spread lose no digits (b_n from the sums Σx² − κ_n μ_n²
+    cancels: 0.15 nats off for five points at 2·10⁴ with spread 10⁻³).
 
     >>> c = NormalGamma(0.0, 1.0, 2.0, 2.0)
     >>> before = c.marginal_log_prob()           # 0: nothing incorporated
@@ -255,51 +260,51 @@ class NormalGamma(Collapsed):
             raise DistributionError(f"NormalGamma: kappa0, a0 and b0 must be positive and "
                                     f"finite, got {kappa0!r}, {a0!r}, {b0!r}")
         self.mu0, self.kappa0, self.a0, self.b0 = float(mu0), float(kappa0), float(a0), float(b0)
-        self.n, self.sx, self.sxx = 0, 0.0, 0.0
+        self.n, self.sx, self.bn = 0, 0.0, self.b0
 
     def _prior(self):
         return (self.mu0, self.kappa0, self.a0, self.b0)
 
+    def _mean(self) -> float:
+        return (self.kappa0 * self.mu0 + self.sx) / (self.kappa0 + self.n)
+
+    def _step(self, x: float) -> float:
+        """b_{n+1} − b_n for one more observation ``x``."""
+        k = self.kappa0 + self.n
+        return 0.5 * k / (k + 1.0) * (x - self._mean()) ** 2
+
     def incorporate(self, x) -> None:
         x = float(x)
+        self.bn += self._step(x)
         self.n += 1
         self.sx += x
-        self.sxx += x * x
 
     def unincorporate(self, x) -> None:
         x = float(x)
         self.n -= 1
         self.sx -= x
-        self.sxx -= x * x
-
-    def _posterior(self, n, sx, sxx):
-        kn = self.kappa0 + n
-        mn = (self.kappa0 * self.mu0 + sx) / kn
-        an = self.a0 + n / 2.0
-        # Σ(x − x̄)² + κ0 n (x̄ − μ0)²/κn, written with the sums (Murphy 2007, Eq. 88)
-        bn = self.b0 + 0.5 * (sxx + self.kappa0 * self.mu0**2 - kn * mn**2)
-        return mn, kn, an, max(bn, 1e-300)
+        self.bn = self.bn - self._step(x) if self.n else self.b0
 
     def _log_z(self, kn, an, bn):
-        return math.lgamma(an) - an * math.log(bn) - 0.5 * math.log(kn)
+        return math.lgamma(an) - an * math.log(max(bn, 1e-300)) - 0.5 * math.log(kn)
 
     def marginal_log_prob(self) -> float:
-        _, kn, an, bn = self._posterior(self.n, self.sx, self.sxx)
-        return (self._log_z(kn, an, bn) - self._log_z(self.kappa0, self.a0, self.b0)
+        kn, an = self.kappa0 + self.n, self.a0 + self.n / 2.0
+        return (self._log_z(kn, an, self.bn) - self._log_z(self.kappa0, self.a0, self.b0)
                 - 0.5 * self.n * math.log(2 * math.pi))
 
     def predictive_log_prob(self, x) -> float:
         x = float(x)
         if not math.isfinite(x):
             return -math.inf
-        _, kn, an, bn = self._posterior(self.n, self.sx, self.sxx)
-        _, kn1, an1, bn1 = self._posterior(self.n + 1, self.sx + x, self.sxx + x * x)
-        return self._log_z(kn1, an1, bn1) - self._log_z(kn, an, bn) - 0.5 * math.log(2 * math.pi)
+        kn, an = self.kappa0 + self.n, self.a0 + self.n / 2.0
+        return (self._log_z(kn + 1.0, an + 0.5, self.bn + self._step(x))
+                - self._log_z(kn, an, self.bn) - 0.5 * math.log(2 * math.pi))
 
     def sample(self, rng) -> float:
-        mn, kn, an, bn = self._posterior(self.n, self.sx, self.sxx)
-        tau = rng.gamma(an, 1.0 / bn)
-        mu = rng.normal(mn, 1.0 / math.sqrt(kn * tau))
+        kn, an = self.kappa0 + self.n, self.a0 + self.n / 2.0
+        tau = rng.gamma(an, 1.0 / max(self.bn, 1e-300))
+        mu = rng.normal(self._mean(), 1.0 / math.sqrt(kn * tau))
         return float(rng.normal(mu, 1.0 / math.sqrt(tau)))
 
 

@@ -31,12 +31,12 @@ import math
 
 import numpy as np
 
-from thrifty.core.address import as_pattern, dotted
+from thrifty.core.address import as_pattern, dotted, fmt
 from thrifty.core.engine import propose
 from thrifty.core.locate import collect_block, stale_parts, stale_plan
 from thrifty.core.trace import ChangeLog
 from thrifty.core.vocab import DETERMINISTIC, LATENT, same_value
-from thrifty.errors import ArgumentError
+from thrifty.errors import ArgumentError, ModelError
 from thrifty.runtime.draws import Series
 
 
@@ -173,9 +173,13 @@ def sources(trace, keep) -> tuple[dict, dict, list, set]:
     by_node: dict = {}
     generic: list = []
     skipped: set = set()
+    seen: dict = {}
 
     def add(name_parts, src):
         name = dotted(name_parts)
+        other = seen.setdefault(name, name_parts)
+        if other is not name_parts:
+            same_name(name, other, name_parts)
         if keep(name):
             out[name] = src
             if src.node is not None:
@@ -219,6 +223,18 @@ def sources(trace, keep) -> tuple[dict, dict, list, set]:
     return out, by_node, generic, skipped
 
 
+def same_name(name, a, b):
+    """Two variables whose addresses both read ``name`` (a result's names join the parts with
+    "."): one would silently stand for the other in the draws, summaries and replays."""
+    if a == b:
+        raise ModelError(f"the address {fmt(a)} names two choices (a key of the memoized "
+                         f"function {fmt(a[:-1])} and another choice): rename one")
+    raise ModelError(
+        f"the choices {fmt(a)} and {fmt(b)} would both be recorded as {name!r} (a result names "
+        "a variable by its address parts joined with '.'): give them names that differ, e.g. "
+        "memoized keys of one type (1 or '1', not both)")
+
+
 def _derives(node) -> bool:
     """Whether a chain or plate holds deterministic sites (in its nested nodes too)."""
     if any(s.kind == DETERMINISTIC for s in node.sites.values()):
@@ -260,6 +276,7 @@ class Recorder:
         self._fresh: dict = {}  # name → members recorded afresh (the trace holds stale values)
         self._fresh_generic: set = set()  # chains read in full, recorded afresh likewise
         self._generic_derived: list = []  # the chains read in full with deterministic sites
+        self._mem_keys: dict = {}  # name → the memoized key recorded under it
         self._new()
 
     def _new(self) -> None:
@@ -377,6 +394,10 @@ class Recorder:
         self.unrecorded |= skipped
         old = self._sources
         for name, src in new.items():
+            if src.kind == "mem":  # (a key of another type under the same name, at another draw)
+                key = self._mem_keys.setdefault(name, src.key)
+                if key != src.key:
+                    same_name(name, key[0] + (key[1],), src.key[0] + (src.key[1],))
             prev = old.get(name)
             if (
                 full

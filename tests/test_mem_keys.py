@@ -1,0 +1,105 @@
+"""Memoized functions read with keys of any hashable kind (paper 000 §4.1): the keys a plate's
+elements read are stored per element, and must be stored as they were read — check mode
+(:mod:`thrifty.core.check`) compares the stored keys and reference counts with a full execution
+of the program after every step."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import thrifty as th
+from thrifty import dist
+from thrifty.core.column import Column
+from thrifty.errors import ModelError
+
+Y3 = np.array([0.3, -0.5, 1.2])
+
+
+@th.model
+def string_keys():
+    """Keys "k0".."k11": a run whose elements read "k1".."k3" stores them in a column of
+    2-character strings; a later key "k10" must not be cut to "k1"."""
+    w = th.mem("w", lambda k: dist.Normal(0.0, 1.0))
+    with th.plate("d", 3) as i:
+        z = th.sample("z", dist.Categorical(np.ones(12) / 12))
+        keys = np.array([f"k{v}" for v in np.atleast_1d(z)])
+        th.observe("y", dist.Normal(w(keys), 1.0), Y3[i])
+
+
+def test_string_keys_longer_than_the_first_ones_are_kept_whole():
+    r = th.infer(string_keys(), th.lmh(), num_samples=300, seed=1, progress=False, check=True,
+                 init={"d.z": np.array([1, 2, 3])})
+    z = r["d.z"][0]
+    assert (z >= 10).any()  # (keys of three characters were read)
+    col = Column(np.array(["k1", "k2"]))
+    shared = col.share()
+    col.put(np.array([0]), np.array(["k10"]))
+    shared.put(1, "k11")
+    assert col.take(slice(None)).tolist() == ["k10", "k2"]
+    assert shared.take(slice(None)).tolist() == ["k1", "k11"]
+
+
+@th.model
+def int_and_str_keys(both):
+    """Keys 1 and "1" of one memoized function: both named "w.1" in a result."""
+    w = th.mem("w", lambda k: dist.Normal(10.0 if isinstance(k, str) else -10.0, 1.0))
+    if both:
+        th.observe("o", dist.Normal(w(1) + w("1"), 1.0), 0.0)
+    else:  # one at a time: 1 at some draws, "1" at others
+        b = th.sample("b", dist.Bernoulli(0.5))
+        th.observe("o", dist.Normal(w("1" if b else 1), 10.0), 0.0)
+
+
+@pytest.mark.parametrize("both", [True, False])
+def test_keys_whose_result_names_coincide_are_refused(both):
+    """The draws of the key "1" were recorded as those of the key 1 (r["w.1"] had mean +10,
+    the other key's draws silently dropped); now the names are refused, naming both keys."""
+    names = r"\('w', 1\) and \('w', '1'\)|\('w', '1'\) and \('w', 1\)"
+    with pytest.raises(ModelError, match=names):
+        th.infer(int_and_str_keys(both), th.lmh(), num_samples=200, seed=2, progress=False)
+
+
+@th.model
+def site_at_a_mem_address():
+    w = th.mem("w", lambda k: dist.Normal(-10.0, 1.0))
+    b = th.sample(("w", 1), dist.Normal(10.0, 1.0))
+    th.observe("o", dist.Normal(w(1) + b, 1.0), 0.0)
+
+
+def test_a_choice_at_the_address_of_a_memoized_key_is_refused():
+    """th.sample(("w", 1)) beside the key 1 of th.mem("w"): two choices at one address, of
+    which the result kept one (check=False: no error at all)."""
+    with pytest.raises(ModelError, match=r"the address \('w', 1\) names two choices"):
+        th.infer(site_at_a_mem_address(), th.lmh(), num_samples=50, seed=2, progress=False,
+                 check=False)
+
+
+XA, XB = np.array([1, 1, 1]), np.array([1, 1])
+
+
+@th.model
+def two_plates():
+    f = th.mem("f", lambda k: th.collapsed.BetaBernoulli(1.0, 1.0))
+    with th.plate("a", 3) as i:
+        th.observe("x", f(np.zeros(3, dtype=int)[i]), XA[i])
+    with th.plate("b", 2) as i:
+        th.observe("y", f(np.zeros(2, dtype=int)[i]), XB[i])
+
+
+@th.model
+def two_sites():
+    f = th.mem("f", lambda k: th.collapsed.BetaBernoulli(1.0, 1.0))
+    with th.plate("a", 3) as i:
+        k = np.zeros(3, dtype=int)[i]
+        th.observe("x", f(k), XA[i])
+        th.observe("y", f(k), XA[i])
+
+
+@pytest.mark.parametrize("model", [two_plates, two_sites])
+def test_a_memoized_collapsed_family_observed_at_two_sites_is_refused(model):
+    """f(0) is one Beta–Bernoulli parameter: the five (six) observations of key 0 have the
+    marginal log B(6, 1) − log B(1, 1) = −1.79 (B(7, 1): −1.95); each site kept statistics of
+    its own, two parameters: −2.48 (−2.77), silently.  Now refused, naming both sites."""
+    with pytest.raises(ModelError, match=r"observed at \('a', \*, 'x'\) and at"):
+        th.simulate(model(), seed=0)

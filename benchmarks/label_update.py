@@ -40,7 +40,6 @@ import numpy as np
 import thrifty as th
 from _common import machine, steady_heap, write
 from thrifty import dist
-from thrifty.core.engine import Plan, VecTarget, plan_elements
 from thrifty.inference.mcmc.gibbs import Gibbs
 from thrifty.models import dp_mixture, joint_dpm
 
@@ -50,12 +49,11 @@ M0, K0, V0, S0, SIG_W = np.zeros(2), 0.05, 4.0, np.eye(2), 10.0
 class PerCandidate(Gibbs):
     """The baseline: one run of the element per candidate other than the current one."""
 
-    def _pick_lanes(self, trace, plate, rel, e, values, cur, rng, mode):
-        elems = np.array([e])
-        plan = plan_elements(trace, Plan(), plate, elems)
-        self._pick(values, cur, lambda v: self.execute(
-            trace, rng, vec={(plate, rel): VecTarget(elems, np.array([v]))}, plan=plan,
-            mode=mode), rng)
+    def _pick_lanes(self, trace, view, rel, e, values, cur, rng, mode):
+        plate = view.addr
+        plan = view.plan(np.array([e]))
+        self._pick(trace, rng, values, cur, plan, plate + (e,) + rel, (plate, rel),
+                   plan.plates[plate], mode)
 
 
 @th.model

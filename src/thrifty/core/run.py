@@ -73,6 +73,16 @@ from thrifty.errors import ModelError, SelectionError
 
 NAN = math.nan
 _SERIAL = itertools.count(1)  # run numbers: a process's owned hyperparameter names its run
+_SLOTS = (
+    "trace", "rng", "mode", "targets", "vec", "plan", "candidates", "created", "stop", "written",
+    "serial", "identity", "proposing", "fresh_reads", "lp_new", "lp_old", "lp_fresh", "lp_stale",
+    "q_fwd", "q_rev", "n_fresh", "n_stale", "n_seen", "work_elements", "work_steps", "root",
+    "frame", "output", "full", "aborted", "stale_read", "paused", "unchanged", "n_obs", "inc",
+    "captured", "factors", "new_obs", "fresh_choices", "stale_choices", "replayed", "owned",
+    "obs_values", "vec_seen", "updates", "plate_frames", "chain_frames", "mem_fns", "sections",
+    "mem_journals", "lanes", "obs_lanes", "data_rows", "impossible", "open_plate", "run_chain",
+    "mem_read_scalar", "mem_read_batch", "__weakref__",
+)  # (slots: one layout for every run, attributes read without a dict)
 
 
 class Run:
@@ -99,30 +109,7 @@ class Run:
         are written from the given columns (a trajectory particle Gibbs drew), not executed.
     """
 
-    # per-run totals and results (class defaults; a run sets its own as it goes)
-    lp_new = lp_old = lp_fresh = lp_stale = q_fwd = q_rev = 0.0
-    n_fresh = n_stale = n_seen = 0  # choices created / dropped; targets met
-    work_elements = work_steps = 0  # plate elements / markov steps executed
-    root: Block | None = None
-    frame = None
-    output = None
-    full = True  # every plate ran all its elements (the output is the program's)
-    aborted: ZeroProbability | None = None
-    stale_read: StaleRead | None = None  # a fresh-reads run that met stale elements or steps
-    fresh_reads = False  # mode.fresh_reads: stop before stale sections (see Mode)
-    captured: list | None = None  # (address, distribution, value, element indices) (capture)
-    factors: list | None = None  # the addresses of the factors executed (capture)
-    stop: int | None = None  # pause after this many observations (see ``stop`` below)
-    paused = False
-    identity = False  # one choice proposed: its present value again stops the run (Unchanged)
-    unchanged = False  # an identity run whose proposal was the present value (Unchanged)
-    n_obs = 0
-    inc = 0.0  # the log-density of the observation it paused after
-    new_obs: dict | None = None  # simulated observations (simulate_observations)
-    written: dict | None = None  # chain address → its steps as columns (see ``written``)
-    fresh_choices: list | None = None  # (address, count) of the choices created (see below)
-    stale_choices: list | None = None  # (address, count) of the choices dropped
-    replayed: dict | None = None  # (plate, site) → its old distributions (see element_dist)
+    __slots__ = _SLOTS
 
     def __init__(
         self,
@@ -139,30 +126,46 @@ class Run:
         identity: bool = False,
     ):
         self.trace = trace
-        if written:
-            self.written = written
-        self.candidates = candidates
-        self.created = created or None
-        if stop is not None:
-            self.stop = stop
-        self.serial = next(_SERIAL)
-        self.owned: dict = {}  # address → value of the hyperparameters processes drew
-        if mode.fresh_reads:  # (the kind's: see Mode)
-            self.fresh_reads = True
         self.rng = rng
         self.mode = mode
         self.targets = targets or None
         self.vec = vec or None
-        if identity:  # one choice proposed (a scalar, or one element's): see Unchanged
-            self.identity = len(targets) == 1 and not vec if targets else (
-                vec is not None and len(vec) == 1 and sum(len(v.elems) for v in vec.values()) == 1)
+        self.plan = plan or EMPTY_PLAN
+        self.candidates = candidates
+        self.created = created or None
+        self.stop = stop  # pause after this many observations (see ``stop`` above)
+        self.written = written or None  # chain address → its steps as columns (see above)
+        self.serial = next(_SERIAL)
+        # one choice proposed (a scalar, or one element's): its present value again stops the
+        # run (Unchanged)
+        self.identity = identity and (len(targets) == 1 and not vec if targets else (
+            vec is not None and len(vec) == 1 and sum(len(v.elems) for v in vec.values()) == 1))
         # proposing new values of an existing trace: invalid parameters reject the proposal
         self.proposing = trace.clock > 0 and (self.targets is not None or self.vec is not None)
-        self.plan = plan or EMPTY_PLAN
-        if mode.capture:
-            self.captured, self.factors = [], []
-        if mode.simulate_observations:
-            self.new_obs = {}
+        self.fresh_reads = mode.fresh_reads  # stop before stale sections (see Mode)
+        # per-run totals and results
+        self.lp_new = self.lp_old = self.lp_fresh = self.lp_stale = 0.0
+        self.q_fwd = self.q_rev = 0.0
+        self.n_fresh = self.n_stale = self.n_seen = 0  # choices created / dropped; targets met
+        self.work_elements = self.work_steps = 0  # plate elements / markov steps executed
+        self.root: Block | None = None
+        self.frame = None
+        self.output = None
+        self.full = True  # every plate ran all its elements (the output is the program's)
+        self.aborted: ZeroProbability | None = None
+        self.stale_read: StaleRead | None = None  # a fresh-reads run that met stale sections
+        self.paused = False
+        self.unchanged = False  # an identity run whose proposal was the present value
+        self.n_obs = 0
+        self.inc = 0.0  # the log-density of the observation it paused after
+        # (address, distribution, value, element indices) / the addresses of the factors
+        # executed (capture)
+        self.captured, self.factors = ([], []) if mode.capture else (None, None)
+        self.new_obs = {} if mode.simulate_observations else None  # simulated observations
+        self.fresh_choices: list | None = None  # (address, count) of the choices created
+        self.stale_choices: list | None = None  # (address, count) of the choices dropped
+        self.replayed: dict | None = None  # (plate, site) → its old distributions
+        self.owned: dict = {}  # address → value of the hyperparameters processes drew
         self.obs_values = trace.obs_values
         self.vec_seen: set = set()
         self.updates: list = []  # journal entries of plates and chains, in finalize order
@@ -176,6 +179,11 @@ class Run:
         self.obs_lanes = ScalarLanes(None, rng, mode.strict, self)  # observations, factors
         self.data_rows: dict = {}  # argument → rows its plates observe (first executions)
         self.impossible: list = []
+        # hooks of the frames (the node modules; a particle's replay replaces some)
+        self.open_plate = plate.PlateContext
+        self.run_chain = chain_run.run_chain
+        self.mem_read_scalar = mem.read_scalar
+        self.mem_read_batch = mem.read_batch
 
     @property
     def reads(self) -> mem.ReadCounts:
@@ -268,13 +276,7 @@ class Run:
 
     # -- hooks of the frames (the node modules) -------------------------------------------------
     # (plain functions of the node modules, called as ``run.hook(frame, ...)``)
-    open_plate = staticmethod(plate.PlateContext)
-    run_chain = staticmethod(chain_run.run_chain)
     run_batch_chain = staticmethod(plate_chain.run_batch_chain)
-    mem_read_scalar = staticmethod(mem.read_scalar)
-
-    def mem_read_batch(self, frame, m, keys):
-        return mem.read_batch(frame, m, keys)
 
     def account_block_reads(self, old, new, step_of) -> None:
         mem.account_block_reads(self, old, new, step_of)

@@ -8,8 +8,9 @@ and deterministic sites; markov chains of scalar and dict states (with a determi
 so that a change may or may not come back to the same state); memoized keys read by several
 elements and dropped when no one reads them; a branch that creates a choice; a choice that
 resizes a plate or sets a chain's length; a choice that moves another's support; a choice
-inside a markov step that creates another; a chain in a plate; CRP and Pitman–Yor labels with
-a memoized weight per table and a concentration read from a parent.  The kernels are those a
+inside a markov step that creates another; a chain in a plate, and one whose length a choice
+sets; CRP and Pitman–Yor labels with a memoized weight per table and a concentration read from
+a parent.  The kernels are those a
 user composes: th.lmh (all choices, a selection, exclude=), th.mh from the prior on one
 scalar (the identity move), one plate element, one markov-step choice, a block, th.one and
 th.each, th.gibbs, th.cycle and th.mixture of them, adaptive LMH with its weights frozen,
@@ -227,6 +228,36 @@ def _plate_chain():
     return plate_chain(), out
 
 
+@th.model
+def plate_chain_length():
+    """A chain in a plate whose length a top-level choice sets (growing it adds steps to every
+    element's chain)."""
+    L = th.sample("L", dist.Bernoulli(0.5))
+    with th.plate("data", 2) as i:
+        def step(t, prev):
+            x = th.sample("x", dist.Bernoulli(0.3 + 0.4 * prev))
+            th.observe("y", dist.Normal(x, 1.0), YL[i, t])
+            return x
+
+        th.markov("s", step, 1 + L, 0)
+
+
+def _plate_chain_length():
+    out = []
+    for L in range(2):
+        for xs in itertools.product(range(2), repeat=2 * (1 + L)):
+            lp = _bern(0.5, L)
+            for e in range(2):
+                prev = 0
+                for t in range(1 + L):
+                    x = xs[2 * t + e]
+                    lp += _bern(0.3 + 0.4 * prev, x) + _npdf(YL[e, t], x)
+                    prev = x
+            out.append(({"L": L, **{f"data.s.{t}.x": np.array(xs[2 * t:2 * t + 2])
+                                    for t in range(1 + L)}}, lp))
+    return plate_chain_length(), out
+
+
 XH = np.array([0.9, -0.6, 1.4])
 PARTS3 = [(0, 0, 0), (0, 0, 1), (0, 1, 0), (0, 1, 1), (0, 1, 2)]
 
@@ -278,6 +309,7 @@ MODELS = {
     "plate": _plate, "chain": lambda: _chain(False), "dict_chain": lambda: _chain(True),
     "mem": _mem, "resize": _resize, "support": _support, "branch_chain": _branch_chain,
     "length_chain": _length_chain, "plate_chain": _plate_chain,
+    "plate_chain_length": _plate_chain_length,
     "crp": lambda: _tables(False), "pitman_yor": lambda: _tables(True),
 }
 
@@ -334,6 +366,9 @@ GRID = [  # (model, kernel label, kernel from (program, inits), connects every s
     ("plate_chain", "cycle([gibbs('a'), lmh('data')])",
      lambda p, i: th.cycle([th.gibbs("a"), th.lmh("data")]), True),
     ("plate_chain", "mh(('data', 0))", lambda p, i: th.mh(("data", 0), P_()), False),
+    ("plate_chain_length", "lmh()", lambda p, i: th.lmh(), True),
+    ("plate_chain_length", "mh(one(['L', 'data']))",
+     lambda p, i: th.mh(th.one(["L", "data"]), P_()), True),
     ("crp", "cycle([gibbs('a'), lmh()])", lambda p, i: th.cycle([th.gibbs("a"), th.lmh()]),
      True),
     ("crp", "mh(('data', 1, 'z'))", lambda p, i: th.mh(("data", 1, "z"), P_()), False),

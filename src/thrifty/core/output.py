@@ -6,17 +6,22 @@ plate does not read them — the rule of plates — and :func:`probe` checks it 
 initialisation, by a few executions of the program compared with the full one (neither
 committed; O(N) each):
 
-* every plate empty (what a kernel's run of no element gives the code after it);
-* the latent choices of the top-level plates given other values (:func:`_changed`), every
-  element of every plate and every step of every top-level chain run: a site after the plate
-  reading the plate's values could otherwise agree with the empty run by chance — ``sum(z)``
-  at ``z = 0``, or a buffer the plate fills, which keeps the values of the last execution.
-  With several top-level plates, each is also moved alone (a plate's elements are executed
-  only where a kernel plans them: a change of one plate's element re-executes no element of
-  another plate and no step of a chain, so a plate or a chain reading the plate's values —
+* every plate empty (what a kernel's run of no element gives the code after it), every step of
+  every chain run (a step from its stored previous state: the plates inside it empty too);
+* the latent choices of the plates given other values (:func:`_changed`), every element of
+  every plate and every step of every chain run: a site after the plate reading the plate's
+  values could otherwise agree with the empty run by chance — ``sum(z)`` at ``z = 0``, or a
+  buffer the plate fills, which keeps the values of the last execution.  With several plates,
+  each is also moved alone (a plate's elements are executed only where a kernel plans them: a
+  change of one plate's element re-executes no element of another plate and no step of a
+  chain but the one enclosing the plate, so a plate or a chain reading the plate's values —
   ``theta[g[i]]`` with ``theta`` sampled in a plate ``group``, a step reading ``s.sum()`` —
-  would keep scores of the old values).  A plate's elements are the local sections of paper
-  000 §3.1: nothing global may read them.
+  would keep scores of the old values).  A plate inside a markov step is one plate in every
+  step: moved alone it is moved in all of them, and its instances are moved in halves
+  (:func:`_groups`), so that one reading another's values (``buf[t - 1]``) is seen.  A plate's
+  elements are the local sections of paper 000 §3.1: nothing global may read them, nor the
+  rest of the markov step that encloses the plate (its sites after the plate, its state: a
+  change of an element re-executes the step with the plate on that element alone).
 
 The plates are moved three ways (an execution equal to an earlier one is skipped): every
 element of a discrete choice to its nearest other value, then only the elements that can move
@@ -31,8 +36,9 @@ minimum over it in one of the two.
 Then:
 
 * a site after a plate whose log-density or value changes reads values from the plate — a
-  top-level site, an element's site of another plate, a chain's step: an error, since its score
-  would be wrong whenever the plate runs a subset;
+  top-level site, an element's site of another plate, a site of a chain's step — and so does
+  a step whose state changes: an error, since its score would be wrong whenever the plate runs
+  a subset;
 * an output that changes depends on the plate's values: it is then recomputed by a full
   execution whenever a draw is recorded after a partial one (O(N) per draw).
 
@@ -42,9 +48,7 @@ with equal gaps ``theta[z + 1] - theta[z]``), a continuous choice read through a
 function (``(x > 0).sum()``) may keep it by chance, and a choice that cannot be moved so
 (a process's draws, values with an event shape), or whose value is refused under the element's
 other moved choices, is only redrawn.  The default check mode
-(a full execution compared with the trace) remains the backstop.  Plates inside markov steps are
-checked by the empty run only (their values cannot reach the top-level sites compared here but
-through their steps).
+(a full execution compared with the trace) remains the backstop.
 """
 
 from __future__ import annotations
@@ -54,16 +58,22 @@ import math
 import numpy as np
 
 from thrifty.core.address import fmt
+from thrifty.core.markov import ChainUpdate
 from thrifty.core.run import RESAMPLE, RESCORE, Plan, Run, VecTarget
 from thrifty.core.sections import PlateView
 from thrifty.core.vocab import OBSERVED, same_value
 from thrifty.errors import ModelError
 
 
-def _has_plates(block) -> bool:
-    return bool(block.plates) or any(
-        _has_plates(c.step_view(t)) for c in block.chains.values() for t in c.nested
-    )
+def _nodes(block, prefix: tuple = (), inside: bool = False):
+    """(kind, address, node, whether inside a markov step) of every plate and chain of
+    ``block``, those inside markov steps included (at their addresses ``chain + (t,) + ...``)."""
+    for local, node in block.plates.items():
+        yield "plate", prefix + local, node, inside
+    for local, node in block.chains.items():
+        yield "chain", prefix + local, node, inside
+        for t in sorted(node.nested):
+            yield from _nodes(node.step_view(t), prefix + local + (t,), True)
 
 
 def _reads_plate(addr) -> ModelError:
@@ -77,10 +87,12 @@ def _reads_plate(addr) -> ModelError:
 def probe(trace, rng) -> bool:
     """Check plate usage on a fully executed ``trace``; return whether the output needs the
     plates' values (see the module docstring)."""
-    if not _has_plates(trace.root):
+    nodes = list(_nodes(trace.root))
+    plates = {addr: inside for kind, addr, _, inside in nodes if kind == "plate"}
+    if not plates:
         return False
-    try:  # nothing planned but the top-level chains' steps: every plate runs zero elements
-        run = Run(trace, rng, plan=_chain_steps(trace, Plan())).execute()
+    try:  # nothing planned but the chains' steps: every plate runs zero elements
+        run = Run(trace, rng, plan=_chain_steps(nodes, Plan())).execute()
     except Exception as e:  # the code after a plate failed on empty plate values
         if getattr(e, "in_plate", False):  # the plate's own body failed on no element
             raise ModelError(
@@ -93,77 +105,128 @@ def probe(trace, rng) -> bool:
             "so the program must work for any subset, including an empty one; the usual cause "
             "is using values sampled inside a plate after it"
         ) from e
-    plates = trace.root.plates
-    moved = [(r, only) for only in [None, *(plates if len(plates) > 1 else ())]
-             for r in _changed(trace, only)]
+    moves = _Moves(trace, nodes)
+    moved = [(r, only) for only, steps in _groups(plates) for r in _changed(moves, only, steps)]
     runs = [(run, None), *moved]
     for local, site in trace.root.sites.items():
         for r, _ in runs:
             new = r.root.sites.get(local)
-            if new is None:
-                continue
-            a, b = site.lp, new.lp
-            if not (a == b or (math.isnan(a) and math.isnan(b))) or (
-                site.kind != OBSERVED and not same_value(site.value, new.value)
-            ):
+            if new is not None and _differs(site, new):
                 raise _reads_plate(local)
+    chains = {addr: node for kind, addr, node, _ in nodes if kind == "chain"}
     for r, only in runs:
-        _chains_keep(trace, r, only)
+        _steps_keep(chains, r, only)
     for r, only in moved:
         if only is not None:
-            _other_plates_keep(trace, only, r)
+            _other_plates_keep(nodes, only, r)
     return any(not same_value(trace.output, r.output) for r, _ in runs)
 
 
+def _differs(site, new) -> bool:
+    """Whether the site ``new`` of a probe's run scored or valued otherwise than ``site``."""
+    a, b = site.lp, new.lp
+    return not (a == b or (math.isnan(a) and math.isnan(b))) or (
+        site.kind != OBSERVED and not same_value(site.value, new.value))
+
+
+def _groups(plates: dict) -> list:
+    """(plates moved together — None: every plate —, the directions they are moved in).  With
+    several plates: each top-level plate alone, and each plate of the markov steps alone (its
+    instances in every step), in the three directions of :func:`_changed`; then — a plate
+    inside a step may read its instance's values in another step, through a buffer — its
+    instances whose number (in step order) has bit b set, then those with bit b clear, for every
+    bit: two instances differ in some bit, so one is moved while the other is not.  These
+    O(log T) runs move one way (up, or down where nothing moves up: a sum of the values read
+    changes) in one run each."""
+    if len(plates) < 2:
+        return [(None, _ALL_WAYS)]
+    by_pattern: dict = {}
+    for addr, inside in plates.items():
+        by_pattern.setdefault(tuple(a for a in addr if not isinstance(a, int)) if inside
+                              else addr, []).append(addr)
+    groups = [(frozenset(g), _ALL_WAYS) for g in by_pattern.values()]
+    for same in (g for g in by_pattern.values() if len(g) > 1):
+        groups += [(frozenset(a for k, a in enumerate(same) if (k >> b) & 1 == side), (1, -1))
+                   for b in range((len(same) - 1).bit_length()) for side in (1, 0)]
+    out, seen = [(None, _ALL_WAYS)], {frozenset(plates)}
+    for g, ways in groups:
+        if g not in seen:
+            seen.add(g)
+            out.append((g, ways))
+    return out
+
+
+_ALL_WAYS = (0, 1, -1)  # each element to its nearest other value; then up; then down
+
+
 def _reads_other_plate(addr, changed) -> ModelError:
+    plate = addr[:-1] if addr[-1] == "*" else addr[:addr.index("*")]
+    moved = ", ".join(fmt(c) for c in sorted(changed, key=repr)[:3]) + (
+        ", ..." if len(changed) > 3 else "")
     return ModelError(
-        f"the plate {fmt(addr[:-1] if addr[-1] == '*' else addr[:addr.index('*')])} reads "
-        f"values sampled in the plate {fmt(changed)} (at {fmt(addr)}): a kernel that changes "
-        f"some elements of {fmt(changed)} re-executes no element of another plate, whose "
-        "scores would keep the old values. Plates do not read each other: sample per-group "
-        "values as one top-level vector (th.sample('theta', dist.Normal(mu * np.ones(J), "
-        "tau)) read as theta[g[i]] in the plate), or merge the two plates' bodies"
+        f"the plate {fmt(plate)} reads values sampled in the plate {moved} (at {fmt(addr)}): "
+        f"a kernel that changes some elements of {moved} re-executes no element of another "
+        "plate (nor of the same plate in another markov step), whose scores would keep the old "
+        "values. Plates do not read each other: sample per-group values as one top-level "
+        "vector (th.sample('theta', dist.Normal(mu * np.ones(J), tau)) read as theta[g[i]] in "
+        "the plate), or merge the two plates' bodies"
     )
 
 
-def _chain_steps(trace, plan: Plan) -> Plan:
-    """``plan`` with every step of each top-level chain without nested plates or chains."""
-    for addr, node in trace.root.chains.items():
-        if not node.nested:
+def _chain_steps(nodes, plan: Plan) -> Plan:
+    """``plan`` with every step of every chain, those inside markov steps included (their
+    plates run the elements ``plan`` holds: none, in the empty run)."""
+    for kind, addr, node, _ in nodes:
+        if kind == "chain":
             for t in range(node.T):
                 plan.add_step(addr, t)
     return plan
 
 
-def _chains_keep(trace, run, changed=None) -> None:
-    """Raise if ``run`` (every top-level plate empty, or with other values: those of the plate
-    ``changed``) scored a step of a top-level chain otherwise than the trace holds: the chain
-    reads the plate's values, and a kernel that changes some of its elements re-executes no
-    step of the chain."""
-    for addr, node in trace.root.chains.items():
-        blocks = run.chain_frames.get(addr) or {}
-        steps = sorted(blocks)
-        new = np.array([blocks[t].total_lp() for t in steps])
-        old = node.step_lp(steps)
-        bad = np.flatnonzero(~((old == new) | (np.isnan(old) & np.isnan(new))))
-        if len(bad):
-            plate = "a plate" if changed is None else f"the plate {fmt(changed)}"
-            raise ModelError(
-                f"the markov chain {fmt(addr)} reads values sampled in {plate} (its step "
-                f"{steps[bad[0]]} scores otherwise when they change): a kernel that changes "
-                "some elements of a plate re-executes no step of a chain, whose scores would "
-                "keep the old values. Sample the values the steps read as one top-level vector "
-                "(th.sample('s', dist.Bernoulli(0.5 * np.ones(J)))), or draw them in the steps"
-            )
+def _steps_keep(chains, run, changed=None) -> None:
+    """Raise if ``run`` (every plate empty, or with other values: those of the plates
+    ``changed``, None: all) scored or valued a site of a markov step otherwise than the trace
+    holds, or gave a step another state: the chain reads the plates' values — a plate's before
+    it, or one of its own steps' after the plate ended — and a kernel that changes some elements
+    of a plate re-executes no step of a chain but the one enclosing them, on those elements."""
+    states = {upd.node.addr: upd.states for upd in run.updates if isinstance(upd, ChainUpdate)}
+    for addr, blocks in run.chain_frames.items():
+        node, new = chains.get(addr), states.get(addr, {})
+        for t in sorted(blocks) if node is not None else ():
+            blk, old = blocks[t], node.step_view(t)
+            for local, site in blk.sites.items():
+                stored = old.get_site(local)
+                if stored is None or _differs(stored, site):
+                    raise _chain_reads(addr, changed, t, local)
+            if blk.lp != old.lp and not (math.isnan(blk.lp) and math.isnan(old.lp)):
+                raise _chain_reads(addr, changed, t, ())
+            if t in new and not same_value(new[t], node.states[t]):
+                raise _chain_reads(addr, changed, t, None)
 
 
-def _other_plates_keep(trace, changed, run) -> None:
-    """Raise if ``run`` (the plate ``changed``'s latent choices given other values, every
-    plate run in full) scored an element of another top-level plate, or valued one of its
-    latent choices, otherwise than the trace holds: that plate reads ``changed``'s values."""
-    for addr, node in trace.root.plates.items():
+def _chain_reads(addr, changed, t, local) -> ModelError:
+    plate = "a plate" if changed is None else "the plate " + ", ".join(
+        fmt(c) for c in sorted(changed, key=repr)[:3])
+    what = (f"its step {t} returns another state" if local is None else
+            f"its step {t} scores otherwise at {fmt(addr + (t,) + local)}")
+    return ModelError(
+        f"the markov chain {fmt(addr)} reads values sampled in {plate} ({what} when they "
+        "change): a kernel that changes some elements of a plate re-executes no step of a "
+        "chain, but the step that encloses the plate, with the plate on those elements only — "
+        "the steps' scores and states would keep the old values, or be computed from some "
+        "elements. Sample the values the steps read as one top-level vector (th.sample('s', "
+        "dist.Bernoulli(0.5 * np.ones(J)))), or draw them in the steps; values sampled in a "
+        "plate inside a step are used inside that plate only"
+    )
+
+
+def _other_plates_keep(nodes, changed, run) -> None:
+    """Raise if ``run`` (the latent choices of the plates ``changed`` given other values, every
+    plate run in full) scored an element of another plate, or valued one of its latent
+    choices, otherwise than the trace holds: that plate reads ``changed``'s values."""
+    for kind, addr, node, _ in nodes:
         frame = run.plate_frames.get(addr)
-        if addr == changed or frame is None:
+        if kind != "plate" or addr in changed or frame is None or frame.fresh_node:
             continue
         old, new = node.elem_lp.take(frame.idx), np.asarray(frame.elem_lp)
         if old.shape != new.shape or not np.array_equal(old, new, equal_nan=True):
@@ -175,31 +238,49 @@ def _other_plates_keep(trace, changed, run) -> None:
                 raise _reads_other_plate(addr + ("*",) + rel, changed)
 
 
-def _changed(trace, only=None) -> list:
+class _Moves:
+    """What the runs of :func:`_changed` share: the plan running every element of every plate
+    and every step of every chain, and the plates' latent sites with their values moved
+    (:func:`_other_values`, computed once per site and direction)."""
+
+    def __init__(self, trace, nodes):
+        self.trace, self.plan, self.sites, self._moved = trace, _chain_steps(nodes, Plan()), {}, {}
+        for kind, addr, node, _ in nodes:
+            if kind == "plate":
+                self.plan.add_elements(addr, np.arange(node.size))
+                view = PlateView(trace, addr)
+                self.sites[addr] = [((addr, rel), view, node.site(rel).values.array())
+                                    for rel in node.latent_names()]
+
+    def moved(self, key, view, cur, step):
+        out = self._moved.get((key, step), self)
+        if out is self:
+            out = self._moved[key, step] = _other_values(view, key[1], cur, step)
+        return out
+
+
+def _changed(moves, only=None, steps=_ALL_WAYS) -> list:
     """The executions (never committed, on a generator of their own) with the latent choices
-    of every top-level plate (of the plate ``only``, when given) given other values — each
-    element moved to its nearest other value, then the elements that can move up moved up, then
-    those that can move down moved down (:func:`_other_values`; an execution equal to an earlier
-    one, or moving no discrete value, is left out) — the plates and the top-level chains run in
+    of every plate (of the plates ``only``, when given) given other values — each element
+    moved to its nearest other value, then the elements that can move up moved up, then those
+    that can move down moved down (``steps``; :func:`_other_values`; an execution equal to an
+    earlier one, or moving no discrete value, is left out) — every plate and every chain run in
     full.  A plate without latent choices gives none."""
-    plan, sites = _chain_steps(trace, Plan()), []
-    for addr, node in trace.root.plates.items():
-        plan.add_elements(addr, np.arange(node.size))
-        if only is None or addr == only:
-            sites += [((addr, rel), PlateView(trace, addr), node.site(rel).values.array())
-                      for rel in node.latent_names()]
+    sites = [s for addr, ss in moves.sites.items() if only is None or addr in only for s in ss]
     runs, tried = [], []
-    for step in (0, 1, -1):
-        moves = {key: _other_values(view, key[1], cur, step) for key, view, cur in sites}
-        if step and all(v is None or v is RESAMPLE for v in moves.values()):
+    for step in steps:
+        new = {key: moves.moved(key, view, cur, step) for key, view, cur in sites}
+        if step and all(v is None or v is RESAMPLE for v in new.values()):
             continue  # (no discrete value moves this way)
-        targets = {key: cur if moves[key] is None else moves[key] for key, _, cur in sites}
+        targets = {key: cur if new[key] is None else new[key] for key, _, cur in sites}
         if not targets or any(_same_targets(targets, t) for t in tried):
             continue
         tried.append(dict(targets))
-        run = _run_moved(trace, targets, plan, only)
+        run = _run_moved(moves.trace, targets, moves.plan, only, list(moves.sites))
         if run is not None:
             runs.append(run)
+            if len(steps) < 3:  # (one run asked for: the first direction that moves)
+                break
     return runs
 
 
@@ -208,7 +289,7 @@ def _same_targets(a: dict, b: dict) -> bool:
                and (a[k] is RESAMPLE or np.array_equal(a[k], b[k])) for k in a)
 
 
-def _run_moved(trace, targets, plan, only) -> Run | None:
+def _run_moved(trace, targets, plan, only, plates) -> Run | None:
     """The execution with the plates' sites at ``targets`` (vector targets at every element:
     values, or ``RESAMPLE`` — a draw from the prior); None when the plates' own sites refuse
     such values, even under draws from the priors (invalid parameters).
@@ -229,11 +310,11 @@ def _run_moved(trace, targets, plan, only) -> Run | None:
                 return run
         else:
             addr = run.aborted.addr
-            plate = next((p for p in trace.root.plates if addr[:len(p)] == p
-                          and len(addr) > len(p)), None)
+            plate = max((p for p in plates if addr[:len(p)] == p and len(addr) > len(p)),
+                        key=len, default=None)
             if plate is None:  # a site after the plates, made impossible by their values
                 raise _reads_plate(addr)
-            if only is not None and plate != only:  # another plate's site, made impossible
+            if only is not None and plate not in only:  # another plate's site, made impossible
                 raise _reads_other_plate(plate + ("*",) + addr[len(plate) + 1:], only)
             # a site of the plate made impossible (invalid parameters) by the values given to
             # its elements: the plate's sites resampled instead — and if even draws from their

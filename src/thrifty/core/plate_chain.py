@@ -90,8 +90,9 @@ class ChainColumns:
         return _Gathered(self, idx)
 
     def step_sites(self, t: int) -> dict:
+        """The sites of step ``t`` (none past the chain's end: a step a longer chain adds)."""
         return {rel: _StepSite(s, t, self.dists[rel][t], self.dist_elems)
-                for rel, s in self.sites.items() if self.present[rel][t]}
+                for rel, s in self.sites.items() if t < self.T and self.present[rel][t]}
 
     def step_site(self, t: int, rel: tuple):
         s = self.sites.get(rel)

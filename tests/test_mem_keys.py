@@ -103,3 +103,46 @@ def test_a_memoized_collapsed_family_observed_at_two_sites_is_refused(model):
     its own, two parameters: −2.48 (−2.77), silently.  Now refused, naming both sites."""
     with pytest.raises(ModelError, match=r"observed at \('a', \*, 'x'\) and at"):
         th.simulate(model(), seed=0)
+
+
+def test_one_name_defined_twice_with_different_functions_is_refused():
+    """Two th.mem with one name and different functions in one execution were one table: each
+    key drawn under whichever function read it first (w(1) under N(-10, 1), w(2) under N(10, 1),
+    silently).  A helper that defines the same mem twice (one code, the same closure values) is
+    the same function and is accepted."""
+    import functools
+
+    def helper(mu):
+        return th.mem("w", lambda k: dist.Normal(mu, 1.0))
+
+    def model(second):
+        @th.model
+        def m():
+            mu = th.sample("mu", dist.Normal(0.0, 1.0))
+            a, b = helper(mu), second(mu)
+            th.observe("o", dist.Normal(a(1) + b(2), 1.0), 0.0)
+
+        return m()
+
+    def other_code(mu):
+        return th.mem("w", lambda k: dist.Normal(mu + 10.0, 1.0))
+
+    for second in (other_code, lambda mu: helper(mu + 10.0),
+                   lambda mu: th.mem("w", functools.partial(_normal, 10.0))):
+        with pytest.raises(ModelError, match=r"th.mem at \('w',\) is defined twice"):
+            th.infer(model(second), th.lmh(), num_samples=5, seed=0, progress=False)
+    r = th.infer(model(helper), th.lmh(), num_samples=5, seed=0, progress=False)
+    assert {"mu", "w.1", "w.2"} <= set(r.keys())
+
+    @th.model
+    def partials():
+        a = th.mem("w", functools.partial(_normal, 1.0))
+        b = th.mem("w", functools.partial(_normal, 1.0))
+        th.observe("o", dist.Normal(a(1) + b(2), 1.0), 0.0)
+
+    assert {"w.1", "w.2"} <= set(th.infer(partials(), th.lmh(), num_samples=5, seed=0,
+                                          progress=False).keys())
+
+
+def _normal(mu, k):
+    return dist.Normal(mu, 1.0)

@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from thrifty import _context
-from thrifty.core.address import as_name
+from thrifty.core.address import as_name, fmt
 from thrifty.core.mem import Mem
 from thrifty.core.model import Model
 from thrifty.core.vocab import non_numeric
@@ -239,8 +240,49 @@ def mem(name, fn: Callable) -> Mem:
     if prefix is None:
         raise ModelError(f"th.mem({name!r}) must be defined outside plates")
     addr = prefix + frame.scope + as_name(name)
-    EXECUTIONS.runs[-1].mem_fns[addr] = fn
+    fns = EXECUTIONS.runs[-1].mem_fns
+    old = fns.get(addr)
+    if old is not None and not _same_function(old, fn):
+        raise ModelError(
+            f"th.mem at {fmt(addr)} is defined twice in one execution with different functions: "
+            "a memoized function is one table of values per name, and its keys would be drawn "
+            "under whichever function read them first; give the two functions different names")
+    fns[addr] = fn
     return Mem(addr, fn)
+
+
+def _same_function(a, b) -> bool:
+    """Whether two definitions of one memoized function are the same function: one object,
+    equal callables (a bound method of one object), or one code with the same closure values and
+    defaults (a helper that defines the mem, called twice)."""
+    if a is b or a == b:
+        return True
+    if isinstance(a, functools.partial) and isinstance(b, functools.partial):
+        return _same_function(a.func, b.func) and _same_value(a.args, b.args) and _same_value(
+            a.keywords, b.keywords)
+    code = getattr(a, "__code__", None)
+    if code is None or code is not getattr(b, "__code__", None):
+        return False
+    cells = [(x.cell_contents, y.cell_contents) for x, y in
+             zip(a.__closure__ or (), b.__closure__ or ())]
+    return all(_same_value(x, y) for x, y in [*cells, (a.__defaults__, b.__defaults__),
+                                              (a.__kwdefaults__, b.__kwdefaults__)])
+
+
+def _same_value(x, y) -> bool:
+    if x is y:
+        return True
+    if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+        return (isinstance(x, np.ndarray) and isinstance(y, np.ndarray) and x.shape == y.shape
+                and bool(np.array_equal(x, y)))
+    if isinstance(x, tuple) and isinstance(y, tuple):
+        return len(x) == len(y) and all(_same_value(u, v) for u, v in zip(x, y))
+    if isinstance(x, dict) and isinstance(y, dict):
+        return x.keys() == y.keys() and all(_same_value(x[k], y[k]) for k in x)
+    try:
+        return bool(x == y) and type(x) is type(y)
+    except Exception:  # (values without a truth value for ==)
+        return False
 
 
 def call(name, submodel, *args, **kwargs) -> Any:

@@ -482,6 +482,29 @@ def test_a_sum_of_a_plates_values_read_from_a_buffer_is_refused_at_set_up(
         run(m(), th.lmh(), init={"group.s": np.array(init)}, check=False)
 
 
+@pytest.mark.parametrize("body", [
+    lambda buf, j, z: dist.Normal(z + buf[(j + 1) % len(buf)], 1.0),  # a neighbour, by buffer
+    lambda buf, j, z: dist.Normal(z - np.mean(z), 1.0),  # a reduction over the elements
+], ids=["neighbour through a buffer", "mean over the executed elements"])
+def test_elements_of_a_plate_reading_each_other_are_refused_at_set_up(body):
+    """An element reading another element's value (through a buffer the body fills, or a
+    reduction over the executed elements) is re-executed alone by a kernel that changes it,
+    from what the others left in the buffer or from itself: with check=False, LMH's E[sum z]
+    on the neighbour model was 1.427 (40,000 draws) against the exact 1.376.  The check at
+    set-up moves the even elements alone, then the odd ones, and compares the others."""
+    y, buf = np.array([0.3, -0.5, 1.2, 0.8]), np.zeros(4)
+
+    @th.model
+    def m():
+        with th.plate("d", len(y)) as i:
+            z = th.sample("z", dist.Bernoulli(0.5))
+            buf[i] = z
+            th.observe("y", body(buf, np.arange(len(y))[i], z), y[i])
+
+    with pytest.raises(ModelError, match=r"the elements of the plate \('d',\) read each other"):
+        run(m(), th.lmh(), check=False)
+
+
 def test_plates_that_read_only_top_level_values_pass_the_check():
     """Two plates reading the same top-level vector, each its own elements: accepted."""
 

@@ -33,6 +33,14 @@ supports hold more than one value: the subset holds an element that can move up,
 elements that can move down), and, with a support shared by the elements, their maximum or
 minimum over it in one of the two.
 
+Last, a top-level plate's elements are moved by the parity of their index (the even ones,
+then the odd ones; their nearest other values, the others kept): an element that scores
+otherwise when only other elements moved reads their values — through a buffer the body fills
+(``buf[i] = z`` … ``buf[i - 1]``) or a reduction over the executed elements (``z - z.mean()``)
+— and a kernel that changes one element re-executes it alone, from values the others left in
+the buffer or from itself.  Two instances an odd distance apart are told apart so; a reader at
+an even distance only (``buf[i - 2]``) is not.
+
 Then:
 
 * a site after a plate whose log-density or value changes reads values from the plate — a
@@ -119,7 +127,42 @@ def probe(trace, rng) -> bool:
     for r, only in moved:
         if only is not None:
             _other_plates_keep(nodes, only, r)
+    for kind, addr, node, inside in nodes:
+        if kind == "plate" and not inside:
+            _elements_keep(moves, addr, node)
     return any(not same_value(trace.output, r.output) for r, _ in runs)
+
+
+def _elements_keep(moves, addr, node) -> None:
+    """Raise if an element of the top-level plate ``addr`` scores otherwise when only other
+    elements of it move (the even ones, then the odd ones): its body reads their values (see the
+    module docstring).  Plates whose elements are coupled (a process's draws, collapsed
+    observations) and sites without a discrete move are left out."""
+    sites = moves.sites[addr]
+    if node.size < 2 or not sites or sites[0][1].coupled:
+        return
+    new = {key: moves.moved(key, view, cur, 0) for key, view, cur in sites}
+    if all(v is None or v is RESAMPLE for v in new.values()):
+        return
+    odd = np.arange(node.size) % 2 == 1
+    for moved in (~odd, odd):
+        targets = {key: cur if new[key] is None or new[key] is RESAMPLE
+                   else np.where(moved, new[key], cur) for key, _, cur in sites}
+        run = _run_moved(moves.trace, targets, moves.plan, frozenset((addr,)), list(moves.sites))
+        if run is None or any(v is RESAMPLE for v in targets.values()):
+            continue  # (values refused, the sites redrawn at every element: no comparison)
+        lp = np.asarray(run.plate_frames[addr].elem_lp)
+        same = (lp == node.elem_lp.array()) | (np.isnan(lp) & np.isnan(node.elem_lp.array()))
+        bad = np.flatnonzero(~moved & ~same)
+        if len(bad):
+            raise ModelError(
+                f"the elements of the plate {fmt(addr)} read each other's values (element "
+                f"{bad[0]} scores otherwise when only other elements' values change): a kernel "
+                "that changes one element re-executes it alone, so what it reads of the others "
+                "would be stale or its own (a buffer the body fills, buf[i - 1], or a reduction "
+                "over the executed elements, z.mean()). An element may read only its own values "
+                "and what comes from outside the plate; for dependent elements use a markov "
+                "chain (th.markov), or one top-level vector choice")
 
 
 def _differs(site, new) -> bool:

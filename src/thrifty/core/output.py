@@ -146,8 +146,9 @@ def _elements_keep(moves, addr, node) -> None:
         return
     odd = np.arange(node.size) % 2 == 1
     for moved in (~odd, odd):
-        targets = {key: cur if new[key] is None or new[key] is RESAMPLE
-                   else np.where(moved, new[key], cur) for key, _, cur in sites}
+        targets = {key: cur if new[key] is None or new[key] is RESAMPLE else np.where(
+            moved.reshape((-1,) + (1,) * (np.ndim(cur) - 1)), new[key], cur)
+            for key, _, cur in sites}  # (an element's value may hold several numbers)
         run = _run_moved(moves.trace, targets, moves.plan, frozenset((addr,)), list(moves.sites))
         if run is None or any(v is RESAMPLE for v in targets.values()):
             continue  # (values refused, the sites redrawn at every element: no comparison)

@@ -146,3 +146,23 @@ def test_one_name_defined_twice_with_different_functions_is_refused():
 
 def _normal(mu, k):
     return dist.Normal(mu, 1.0)
+
+
+def test_a_traces_values_refuse_two_choices_of_one_name():
+    """th.simulate(...).values() showed one of two choices at one address (a choice at a
+    memoized key's address) or under one name (keys 1 and '1'), silently."""
+    @th.model
+    def at_key():
+        w = th.mem("w", lambda k: dist.Normal(0.0, 1.0))
+        a = th.sample(("w", 1), dist.Normal(5.0, 1.0))
+        th.observe("o", dist.Normal(a + w(1), 1.0), 0.0)
+
+    @th.model
+    def int_and_str():
+        w = th.mem("w", lambda k: dist.Normal(0.0, 1.0))
+        th.observe("o", dist.Normal(w(1) + w("1"), 1.0), 0.0)
+
+    with pytest.raises(ModelError, match=r"the address \('w', 1\) names two choices"):
+        th.simulate(at_key(), seed=0).values()
+    with pytest.raises(ModelError, match=r"two choices would both be named 'w\.1'"):
+        th.simulate(int_and_str(), seed=0).values()

@@ -247,8 +247,18 @@ def collect_values(trace, include_deterministic: bool = True) -> dict:
     collect_block(trace.root, (), out, include_deterministic)
     for addr, table in trace.mems.items():
         for key, value in table.values.items():
+            if addr + (key,) in out:  # (th.sample(("w", 1)) beside th.mem("w") read at 1)
+                raise ModelError(f"the address {fmt(addr + (key,))} names two choices (a key of "
+                                 f"the memoized function {fmt(addr)} and another choice)")
             out[addr + (key,)] = value
-    return {dotted(k): v for k, v in out.items()}
+    named: dict = {}
+    for k, v in out.items():
+        name = dotted(k)
+        if name in named:  # (keys 1 and "1" of one mem)
+            raise ModelError(f"two choices would both be named {name!r} (a name joins the "
+                             "address parts with '.'): give them names that differ")
+        named[name] = v
+    return named
 
 
 def _keep(kind, det) -> bool:

@@ -9,6 +9,14 @@ from thrifty import dist, glm
 
 
 @th.model
+def mean_of_normals(y):
+    """y_i ~ N(mu, 1), mu ~ N(0, 10²)."""
+    mu = th.sample("mu", dist.Normal(0.0, 10.0))
+    with th.plate("data", len(y)) as i:
+        th.observe("y", dist.Normal(mu, 1.0), y[i])
+
+
+@th.model
 def robust_with_scale(X, y):
     """Student-t GLM whose noise scale ``s`` is a choice of its own (moved by another kernel)."""
     w = th.sample("w", dist.MvNormal(np.zeros(X.shape[1]), np.eye(X.shape[1])))

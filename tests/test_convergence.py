@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import thrifty as th
+from shared_models import mean_of_normals
 from test_zero_acceptance import Y, normal_mean
 from thrifty import dist
 from thrifty.models import dp_means
@@ -77,22 +78,15 @@ def test_one_chain_still_moving_from_its_start_is_named_with_its_burn_in():
     chain's split R-hat says so, with the burn-in it did not have (with 1 chain the R-hat
     check was skipped, and only the ESS was named)."""
     y = np.random.default_rng(0).normal(2.0, 1.0, 25)
-    r, found = _convergence(lambda: th.infer(far_start(y), th.mh("mu", th.drift(0.3)),
+    r, found = _convergence(lambda: th.infer(mean_of_normals(y), th.mh("mu", th.drift(0.3)),
                                              num_samples=1000, seed=0, progress=False))
     assert abs(r["mu"][0, 0] - 2.0) > 5  # (this seed starts far out)
     (w,) = found
     assert "mu" in w.rhat and "two halves disagree" in str(w) and "burn_in=0" in str(w)
-    _, found = _convergence(lambda: th.infer(far_start(y), th.mh("mu", th.drift(0.3)),
+    _, found = _convergence(lambda: th.infer(mean_of_normals(y), th.mh("mu", th.drift(0.3)),
                                              num_samples=1000, burn_in=500, seed=0,
                                              progress=False))
     assert all("R-hat" not in str(m) for m in found), found
-
-
-@th.model
-def far_start(y):
-    mu = th.sample("mu", dist.Normal(0.0, 10.0))
-    with th.plate("data", len(y)) as i:
-        th.observe("y", dist.Normal(mu, 1.0), y[i])
 
 
 def test_labels_and_memoized_values_are_not_read():

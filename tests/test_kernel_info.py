@@ -4,6 +4,7 @@ kernel's statistics — ``result.stats`` — are the sum of its steps' infos."""
 import numpy as np
 
 import thrifty as th
+from shared_models import mean_of_normals
 from thrifty import dist
 from thrifty.core.simulate import initialize
 from thrifty.inference.kernel import Info
@@ -112,13 +113,6 @@ def test_a_composite_step_info_is_the_sum_of_its_parts_and_is_not_counted_twice(
     assert top["runs_per_step"] >= 1.0
 
 
-@th.model
-def normal_mean(y):
-    mu = th.sample("mu", dist.Normal(0.0, 10.0))
-    with th.plate("data", len(y)) as i:
-        th.observe("y", dist.Normal(mu, 1.0), y[i])
-
-
 def test_result_stats_are_the_sampling_steps_with_the_burn_in_apart():
     """``result.stats[label]`` sums the steps after the burn-in (``num_samples * thin``),
     ``["burn_in"]`` the burn-in's, with the same keys — as Stan's and PyMC's sampler
@@ -127,7 +121,7 @@ def test_result_stats_are_the_sampling_steps_with_the_burn_in_apart():
     sampling steps accepted the changes between successive draws, plus 0 or 1 (the step
     before the first draw).  Before, the row summed both phases (500 steps here)."""
     k = th.mh("mu", th.drift())
-    r = th.infer(normal_mean(Y), k, num_samples=300, burn_in=200, chains=2, seed=3,
+    r = th.infer(mean_of_normals(Y), k, num_samples=300, burn_in=200, chains=2, seed=3,
                  workers=1, progress=False)
     s = r.stats[k.label()]
     assert (s["steps"], s["proposed"]) == (600, 600)
@@ -139,14 +133,14 @@ def test_result_stats_are_the_sampling_steps_with_the_burn_in_apart():
     assert s["accepted"] == sum(row["accepted"] for row in s["chains"])
     assert s["burn_in"]["accepted"] == sum(row["burn_in"]["accepted"] for row in s["chains"])
     assert s["burn_in"].keys() == s.keys() - {"burn_in", "chains", "proposal", "start"}
-    r3 = th.infer(normal_mean(Y), k, num_samples=50, burn_in=20, thin=3, seed=3,
+    r3 = th.infer(mean_of_normals(Y), k, num_samples=50, burn_in=20, thin=3, seed=3,
                   progress=False)
     assert r3.stats[k.label()]["steps"] == 150 and r3.stats[k.label()]["burn_in"]["steps"] == 20
 
 
 def test_without_a_burn_in_its_statistics_are_of_no_step():
     k = th.mh("mu", th.drift(0.5))
-    r = th.infer(normal_mean(Y), k, num_samples=40, seed=0, progress=False)
+    r = th.infer(mean_of_normals(Y), k, num_samples=40, seed=0, progress=False)
     s = r.stats[k.label()]
     assert s["steps"] == 40 and s["burn_in"]["steps"] == 0 and s["burn_in"]["proposed"] == 0
     assert s["burn_in"].keys() == s.keys() - {"burn_in", "chains"}

@@ -247,18 +247,30 @@ def collect_values(trace, include_deterministic: bool = True) -> dict:
     collect_block(trace.root, (), out, include_deterministic)
     for addr, table in trace.mems.items():
         for key, value in table.values.items():
-            if addr + (key,) in out:  # (th.sample(("w", 1)) beside th.mem("w") read at 1)
-                raise ModelError(f"the address {fmt(addr + (key,))} names two choices (a key of "
-                                 f"the memoized function {fmt(addr)} and another choice)")
-            out[addr + (key,)] = value
-    named: dict = {}
+            a = addr + (key,)
+            if a in out:  # (th.sample(("w", 1)) beside th.mem("w") read at 1)
+                same_name(dotted(a), a, a)
+            out[a] = value
+    named, where = {}, {}
     for k, v in out.items():
         name = dotted(k)
         if name in named:  # (keys 1 and "1" of one mem)
-            raise ModelError(f"two choices would both be named {name!r} (a name joins the "
-                             "address parts with '.'): give them names that differ")
-        named[name] = v
+            same_name(name, where[name], k)
+        named[name], where[name] = v, k
     return named
+
+
+def same_name(name: str, a: tuple, b: tuple):
+    """Raise for two choices whose addresses ``a`` and ``b`` both read ``name`` (a name joins
+    the address parts with "."): one would silently stand for the other in the values, draws,
+    summaries and replays."""
+    if a == b:
+        raise ModelError(f"the address {fmt(a)} names two choices (a key of the memoized "
+                         f"function {fmt(a[:-1])} and another choice): rename one")
+    raise ModelError(
+        f"the choices {fmt(a)} and {fmt(b)}: two choices would both be named {name!r} (a name "
+        "joins the address parts with '.'): give them names that differ, e.g. memoized keys of "
+        "one type (1 or '1', not both)")
 
 
 def _keep(kind, det) -> bool:

@@ -13,7 +13,7 @@ from thrifty import _context
 from thrifty.core.address import as_name, fmt
 from thrifty.core.mem import Mem
 from thrifty.core.model import Model
-from thrifty.core.vocab import non_numeric
+from thrifty.core.vocab import non_numeric, same_value
 from thrifty.distributions.base import Distribution
 from thrifty.distributions.xp import is_foreign
 from thrifty.errors import ModelError
@@ -258,31 +258,22 @@ def _same_function(a, b) -> bool:
     if a is b or a == b:
         return True
     if isinstance(a, functools.partial) and isinstance(b, functools.partial):
-        return _same_function(a.func, b.func) and _same_value(a.args, b.args) and _same_value(
+        return _same_function(a.func, b.func) and same_value(a.args, b.args) and same_value(
             a.keywords, b.keywords)
     code = getattr(a, "__code__", None)
     if code is None or code is not getattr(b, "__code__", None):
         return False
-    cells = [(x.cell_contents, y.cell_contents) for x, y in
+    cells = [(_contents(x), _contents(y)) for x, y in
              zip(a.__closure__ or (), b.__closure__ or ())]
-    return all(_same_value(x, y) for x, y in [*cells, (a.__defaults__, b.__defaults__),
-                                              (a.__kwdefaults__, b.__kwdefaults__)])
+    return all(same_value(x, y) for x, y in [*cells, (a.__defaults__, b.__defaults__),
+                                             (a.__kwdefaults__, b.__kwdefaults__)])
 
 
-def _same_value(x, y) -> bool:
-    if x is y:
-        return True
-    if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
-        return (isinstance(x, np.ndarray) and isinstance(y, np.ndarray) and x.shape == y.shape
-                and bool(np.array_equal(x, y)))
-    if isinstance(x, tuple) and isinstance(y, tuple):
-        return len(x) == len(y) and all(_same_value(u, v) for u, v in zip(x, y))
-    if isinstance(x, dict) and isinstance(y, dict):
-        return x.keys() == y.keys() and all(_same_value(x[k], y[k]) for k in x)
+def _contents(cell):
     try:
-        return bool(x == y) and type(x) is type(y)
-    except Exception:  # (values without a truth value for ==)
-        return False
+        return cell.cell_contents
+    except ValueError:  # (a name of the enclosing function not assigned yet)
+        return _contents
 
 
 def call(name, submodel, *args, **kwargs) -> Any:

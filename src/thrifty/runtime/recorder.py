@@ -31,12 +31,12 @@ import math
 
 import numpy as np
 
-from thrifty.core.address import as_pattern, dotted, fmt
+from thrifty.core.address import as_pattern, dotted
 from thrifty.core.engine import propose
-from thrifty.core.locate import collect_block, stale_parts, stale_plan
+from thrifty.core.locate import collect_block, same_name, stale_parts, stale_plan
 from thrifty.core.trace import ChangeLog
 from thrifty.core.vocab import DETERMINISTIC, LATENT, same_value
-from thrifty.errors import ArgumentError, ModelError
+from thrifty.errors import ArgumentError
 from thrifty.runtime.draws import Series
 
 
@@ -221,18 +221,6 @@ def sources(trace, keep) -> tuple[dict, dict, list, set]:
             add(addr + (key,), _Source("mem", table, (addr, key)))
         by_node.setdefault(table, [])
     return out, by_node, generic, skipped
-
-
-def same_name(name, a, b):
-    """Two variables whose addresses both read ``name`` (a result's names join the parts with
-    "."): one would silently stand for the other in the draws, summaries and replays."""
-    if a == b:
-        raise ModelError(f"the address {fmt(a)} names two choices (a key of the memoized "
-                         f"function {fmt(a[:-1])} and another choice): rename one")
-    raise ModelError(
-        f"the choices {fmt(a)} and {fmt(b)} would both be recorded as {name!r} (a result names "
-        "a variable by its address parts joined with '.'): give them names that differ, e.g. "
-        "memoized keys of one type (1 or '1', not both)")
 
 
 def _derives(node) -> bool:

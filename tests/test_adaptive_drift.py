@@ -90,6 +90,37 @@ def test_the_sampling_phase_is_a_fixed_kernel():
 
 
 @th.model
+def crp_means(y):
+    crp = th.CRP(1.0)
+    mu = th.mem("mu", lambda k: dist.Normal(0.0, 3.0))
+    with th.plate("data", len(y)) as i:
+        th.observe("y", dist.Normal(mu(th.sample("z", crp)), 1.0), y[i])
+
+
+def test_blocks_first_met_after_the_burn_in_are_not_kept():
+    """A CRP mixture's table means, walked as one block: each new set of tables is a block of
+    its own.  After the burn-in such a block walks at the initial proposal; it was kept as a new
+    adapter, so the table of adapters grew with the chain (1,900 more in 2,000 steps here)
+    while none of them ever adapted."""
+    y = np.r_[np.linspace(-3.0, -1.0, 8), np.linspace(1.0, 3.0, 8)]
+    walk = th.mh("mu", th.drift())
+    k = th.cycle([th.gibbs("data.z"), walk])
+    rng = np.random.default_rng(0)
+    trace = initialize(crp_means(y), rng)
+    k.set_tuning(True)
+    for _ in range(100):
+        trace = k.step(trace, rng)
+    k.set_tuning(False)
+    kept = dict(walk.proposal.adapters)
+    blocks = set()
+    for _ in range(2000):
+        trace = k.step(trace, rng)
+        blocks.add(tuple(sorted(trace.mems[("mu",)].values)))
+    assert len(blocks - {tuple(sorted(a[-1] for a in key)) for key in kept}) > 100
+    assert walk.proposal.adapters == kept  # the burn-in's adapters, and no others
+
+
+@th.model
 def random_length():
     k = th.sample("k", dist.Categorical(np.array([0.5, 0.5])))
     x = th.sample("x", dist.Normal(np.zeros(k + 1), 1.0))

@@ -83,6 +83,8 @@ class Drift(Proposal):
     def __init__(self, scale=None):
         self.adapters: dict | None = None
         self._last = None  # (block key, current x, proposed x) of the last block proposal
+        self._frozen = False  # after the burn-in (freeze)
+        self._initial: dict = {}  # (d, covariance) → the unadapted proposal, after the burn-in
         if scale is None:
             self.scale = None
             self.adapters = {}
@@ -110,11 +112,20 @@ class Drift(Proposal):
         return key if a is None or a.d == d else Sized(key, d)
 
     def _adapter(self, key, d: int, covariance: bool):
+        """The block's adapter.  After the burn-in (:meth:`freeze`) a block first met then —
+        a new table of a CRP mixture, a new set of memoized keys — walks at the initial,
+        unadapted proposal, which is not kept: the adapters stay those of the burn-in, and a
+        long chain that keeps meeting new blocks does not grow a table of them."""
         from thrifty.inference.proposals.adapt import Adapter
 
         key = self._key(key, d)
         a = self.adapters.get(key)
         if a is None:
+            if self._frozen:
+                a = self._initial.get((d, covariance))
+                if a is None:
+                    a = self._initial[(d, covariance)] = Adapter(d, covariance)
+                return a
             a = self.adapters[key] = Adapter(d, covariance)
         return a
 
@@ -179,6 +190,7 @@ class Drift(Proposal):
         """The end of the burn-in (see :meth:`thrifty.inference.proposals.adapt.Adapter.freeze`)."""
         for a in (self.adapters or {}).values():
             a.freeze()
+        self._frozen = True
 
     def describe(self) -> dict:
         """The adapted proposal of each block (scale λ, steps of adaptation, covariance)."""

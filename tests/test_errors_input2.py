@@ -404,3 +404,38 @@ def test_particle_methods_name_a_choice_after_the_chain():
     with pytest.raises(ModelError, match=r"\('theta',\) outside the chains has parameters with "
                                          "an axis of the 5 particles"):
         _infer(chain_then_choice(y, True), kernel)
+
+
+@pytest.mark.parametrize("call, key, meant", [
+    (lambda kw: th.infer(normal_mean(), progress=False, **kw), "draws", "num_samples"),
+    (lambda kw: th.infer(normal_mean(), progress=False, **kw), "tune", "burn_in"),
+    (lambda kw: th.infer(normal_mean(), progress=False, **kw), "num_warmup", "burn_in"),
+    (lambda kw: th.infer(normal_mean(), progress=False, **kw), "random_seed", "seed"),
+    (lambda kw: th.infer(normal_mean(), progress=False, **kw), "cores", "workers"),
+    (lambda kw: th.infer(normal_mean(), progress=False, **kw), "num_chain", "chains"),
+    (lambda kw: th.infer(normal_mean(), progress=False, **kw), "num_sample", "num_samples"),
+    (lambda kw: th.smc(normal_mean(), **kw), "num_particles", "particles"),
+    (lambda kw: th.predictive(normal_mean(), **kw), "draws", "num_samples"),
+    (lambda kw: th.simulate(normal_mean(), **kw), "rng_key", "seed"),
+])
+def test_another_librarys_argument_name_says_which_it_is_here(call, key, meant):
+    """PyMC's draws / tune / random_seed / cores, NumPyro's num_warmup / num_particles, a
+    misspelling: the error names the argument given and the one meant (Python's TypeError
+    named only the first)."""
+    with pytest.raises(ArgumentError, match=rf"no argument named '{key}'; did you mean {meant}="):
+        call({key: 2})
+
+
+def test_an_unknown_argument_lists_the_arguments():
+    with pytest.raises(ArgumentError, match=r"no argument named 'zzz' \(its arguments: program, "
+                                            r"kernel, num_samples, burn_in"):
+        th.infer(normal_mean(), zzz=1)
+
+
+def test_warnings_of_infer_point_at_the_users_line():
+    """A warning raised deep inside th.infer (the convergence check, a kernel's) names the
+    line of the user's code that called it, not a line of thrifty."""
+    with pytest.warns(th.ConvergenceWarning) as caught:
+        th.infer(normal_mean(), th.mh("mu", th.drift(0.01)), num_samples=20, burn_in=0, seed=0,
+                 progress=False)
+    assert {w.filename for w in caught} == {__file__}

@@ -4,11 +4,19 @@ silently rounded (``batch_size=2.5`` → 2), a ``bool`` taken for an int or an i
 
 from __future__ import annotations
 
+import difflib
+import functools
+import inspect
 import numbers
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
 
 import numpy as np
 
 from thrifty.errors import ArgumentError
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def int_arg(where: str, name: str, value, minimum: int = 1) -> int:
@@ -64,3 +72,58 @@ def seed_arg(where: str, seed):
     if seed < 0:
         raise ArgumentError(f"{where}: seed must be >= 0, got {seed}")
     return seed
+
+
+# Names other libraries give thrifty's arguments (PyMC's ``pm.sample``, NumPyro's ``MCMC``,
+# Stan's and Pyro's): an unknown keyword that is one of these says which argument it is here.
+_ALIASES = {
+    "num_samples": ("draws", "n_samples", "num_draws", "n_draws", "samples", "iter",
+                    "iterations", "n_iter", "niter", "num_iter"),
+    "burn_in": ("tune", "warmup", "num_warmup", "n_warmup", "warmup_steps", "burnin", "burn",
+                "n_burnin", "num_burnin", "iter_warmup"),
+    "seed": ("random_seed", "rng_seed", "rng_key", "random_state", "rng"),
+    "chains": ("num_chains", "n_chains", "chain"),
+    "workers": ("cores", "n_jobs", "num_workers", "jobs", "processes", "parallel_chains"),
+    "kernel": ("step", "sampler", "method", "algorithm"),
+    "init": ("initvals", "init_params", "initial_values", "inits", "init_values", "start"),
+    "progress": ("progressbar", "progress_bar", "show_progress", "refresh"),
+    "thin": ("thinning", "num_thin", "n_thin", "thin_to"),
+    "particles": ("num_particles", "n_particles"),
+}
+_ALIAS_OF = {alias: name for name, aliases in _ALIASES.items() for alias in aliases}
+
+
+def checked_keywords(fn: Callable[P, R]) -> Callable[P, R]:
+    """``fn`` whose unknown keyword arguments are an :class:`ArgumentError` naming the
+    argument and, when it is another library's name of one of ``fn``'s or close to one, that
+    one (``draws`` → ``num_samples``, ``tune`` → ``burn_in``); Python's own ``TypeError``
+    names only the argument.  The signature is ``fn``'s (``inspect`` and the docs read it).
+
+    >>> @checked_keywords
+    ... def infer(program, num_samples=1000, burn_in=None):
+    ...     return num_samples
+    >>> infer(None, draws=10)
+    Traceback (most recent call last):
+    ...
+    thrifty.errors.ArgumentError: infer: no argument named 'draws'; did you mean num_samples=?
+    """
+    names = tuple(inspect.signature(fn).parameters)
+    known = frozenset(names)
+    where = fn.__name__
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        if not known.issuperset(kwargs):
+            _unknown_keyword(where, next(k for k in kwargs if k not in known), names)
+        return fn(*args, **kwargs)
+
+    return call
+
+
+def _unknown_keyword(where: str, key: str, names: tuple) -> None:
+    meant = _ALIAS_OF.get(key)
+    if meant not in names:
+        close = difflib.get_close_matches(key, names, 1)
+        meant = close[0] if close else None
+    hint = f"; did you mean {meant}=?" if meant else f" (its arguments: {', '.join(names)})"
+    raise ArgumentError(f"{where}: no argument named {key!r}{hint}")

@@ -7,6 +7,7 @@ from collections import Counter
 
 import numpy as np
 
+from thrifty._args import checked_keywords
 from thrifty._context import float64
 from thrifty.core.address import as_name, as_pattern, fmt
 from thrifty.core.model import as_program
@@ -27,6 +28,7 @@ def _rng(seed) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
+@checked_keywords
 def simulate(program, seed=None, init: dict | None = None) -> Trace:
     """Run ``program`` once from its prior (choices in ``init`` are set) and return the trace.
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from thrifty._warn import user_stacklevel
 from thrifty.core.address import dotted
 from thrifty.core.model import as_program
 from thrifty.core.run import Run
@@ -65,7 +66,7 @@ def _default_functions(names: list, prior: list, heavy: dict) -> dict:
         warnings.warn(
             f"geweke: {base!r} has a prior without finite variance ({family}); its test "
             "functions are arctan((x − median)/scale) and 1{x > median} instead of x and x²",
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
     return functions
 
@@ -175,7 +176,7 @@ def geweke(
             + ("" if burn_in else "Give a burn_in= (the step size and mass matrix then adapt "
                "over joint draws before the test), ")
             + "reparameterize (non-centred), or test on a model without such regions",
-            stacklevel=2,
+            stacklevel=user_stacklevel(),
         )
     names = sorted(set().union(*prior) & set().union(*succ))
     if functions is None:

@@ -18,6 +18,7 @@ import warnings
 from dataclasses import dataclass, field
 from time import perf_counter
 
+from thrifty._warn import user_stacklevel
 from thrifty.core.engine import (
     DEFAULT,
     RESCORE,
@@ -387,7 +388,7 @@ class ZeroAcceptanceWarning(UserWarning):
 ZERO_ACCEPTANCE_MIN_PROPOSALS = 50
 
 
-def warn_zero_acceptance(per_chain: dict, stacklevel: int = 3) -> None:
+def warn_zero_acceptance(per_chain: dict) -> None:
     """Warn once per kernel label (``per_chain``: label → {chain: :class:`Stats`}) that
     accepted none of at least ``ZERO_ACCEPTANCE_MIN_PROPOSALS`` proposals in the burn-in of
     some chain, naming the kernel, its sites and those chains."""
@@ -413,7 +414,7 @@ def warn_zero_acceptance(per_chain: dict, stacklevel: int = 3) -> None:
             "too large a scale, or a prior much wider than the posterior): give th.drift() "
             "without a scale (it adapts during the burn-in), or a smaller scale",
             ZeroAcceptanceWarning,
-            stacklevel=stacklevel,
+            stacklevel=user_stacklevel(),
         )
 
 

@@ -54,6 +54,7 @@ import warnings
 
 import numpy as np
 
+from thrifty._warn import user_stacklevel
 from thrifty.errors import CheckpointError, CheckpointWarning
 from thrifty.fingerprint import fingerprint_program, value_digest
 from thrifty.inference.configured import shared_parts
@@ -95,7 +96,7 @@ def run_identity(program, kernel, keep, inits) -> dict:
             + (f" (and {len(unhashable) - 6} more)" if len(unhashable) > 6 else "")
             + ". A change to these will not be noticed when the checkpoint is resumed",
             CheckpointWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
     return _plain({
         "kernel": {"label": kernel.label(), "config": kcfg},

@@ -24,6 +24,8 @@ import warnings
 
 import numpy as np
 
+from thrifty._warn import user_stacklevel
+
 #: R-hat above this says the chains disagree (Vehtari et al. 2021, §4)
 RHAT_MAX = 1.01
 #: bulk effective draws per chain below this make R-hat and ESS unreliable (PyMC's threshold)
@@ -87,7 +89,7 @@ def _label(name: str, shape: tuple, j: int) -> str:
     return f"{name}[{','.join(str(int(i)) for i in np.unravel_index(j, shape))}]"
 
 
-def check_convergence(result, stacklevel: int = 3) -> None:
+def check_convergence(result) -> None:
     """Warn (:class:`ConvergenceWarning`) when some checked element has R-hat above
     :data:`RHAT_MAX` (two or more chains) or a bulk ESS below :data:`ESS_PER_CHAIN_MIN` per
     chain."""
@@ -133,7 +135,7 @@ def check_convergence(result, stacklevel: int = 3) -> None:
             f"{ess[worst[0]]:.0f} per chain): too few effective draws for reliable estimates")
     warnings.warn(ConvergenceWarning(
         "; ".join(parts) + ". Run longer (num_samples, burn_in), run more chains, or use a "
-        "kernel that moves these choices better", rhat, ess), stacklevel=stacklevel)
+        "kernel that moves these choices better", rhat, ess), stacklevel=user_stacklevel())
 
 
 def _names(labels: list) -> str:

@@ -11,7 +11,8 @@ from time import perf_counter
 
 import numpy as np
 
-from thrifty._args import int_arg, seed_arg
+from thrifty._args import checked_keywords, int_arg, seed_arg
+from thrifty._warn import user_stacklevel
 from thrifty.core.model import as_program
 from thrifty.errors import ArgumentError
 from thrifty.inference.kernel import Kernel, warn_zero_acceptance
@@ -47,6 +48,7 @@ class InterruptedWarning(UserWarning):
     """
 
 
+@checked_keywords
 def infer(
     program,
     kernel=None,
@@ -255,7 +257,7 @@ def infer(
             n_workers = 1
             notes.append(f"the chains ran one after another in this process: {why}")
             if workers is not None:
-                warnings.warn(notes[-1], UserWarning, stacklevel=2)
+                warnings.warn(notes[-1], UserWarning, stacklevel=user_stacklevel())
     parallel = n_workers > 1 or executor is not None
     stop = StopRequest()
     completed = True
@@ -348,7 +350,7 @@ def _warn_unadapted(adapting: dict) -> None:
             "and burn_in=0 leaves them at a unit mass matrix and a heuristic step size (a "
             "badly scaled posterior then mixes slowly); give a burn-in (e.g. burn_in=1000)",
             UserWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
     if labels:
         warnings.warn(
@@ -357,7 +359,7 @@ def _warn_unadapted(adapting: dict) -> None:
             "starts at the mode, else sd 0.1 per coordinate); give a burn-in "
             "(e.g. burn_in=1000) or a scale, th.drift(s)",
             UserWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
 
 
@@ -377,7 +379,7 @@ def _warn_divergences(result) -> None:
             "no step size follows: move those parameters with th.mh(..., th.drift()) (the "
             "default kernel does)",
             UserWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
 
 

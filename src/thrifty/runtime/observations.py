@@ -19,6 +19,7 @@ import warnings
 
 import numpy as np
 
+from thrifty._warn import user_stacklevel
 from thrifty.core.address import dotted
 
 
@@ -40,7 +41,7 @@ def factors_left_out(names: list) -> None:
         "pointwise log-likelihood (taken as prior terms: its points are the observations); "
         "if one is a likelihood term, LOO and WAIC leave it out too — write it as th.observe "
         "with a distribution"
-    ), stacklevel=5)
+    ), stacklevel=user_stacklevel())
 
 
 def left_out(name: str, ranks) -> None:
@@ -49,7 +50,7 @@ def left_out(name: str, ranks) -> None:
         f"observations {name!r} are left out of the observed data and the predictive: their "
         f"values have ranks {sorted(set(ranks))} at different addresses or draws, and no one "
         "array holds them; observe values of different ranks under different names"
-    ), stacklevel=3)
+    ), stacklevel=user_stacklevel())
 
 
 def _is_index(p) -> bool:

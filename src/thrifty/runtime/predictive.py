@@ -22,7 +22,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from thrifty._args import int_arg, seed_arg
+from thrifty._args import checked_keywords, int_arg, seed_arg
 from thrifty._context import float64
 from thrifty.core.model import as_program
 from thrifty.core.run import Run
@@ -99,6 +99,7 @@ class Predictive(Mapping):
         return f"Predictive({self.kind}: {shapes})"
 
 
+@checked_keywords
 def predictive(program, result=None, num_samples: int = 500, seed=None) -> Predictive:
     """Prior predictive (no ``result``: ``num_samples`` runs of ``program`` from scratch) or
     posterior predictive (every kept draw of ``result``, per chain) simulations of the

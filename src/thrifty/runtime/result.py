@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from thrifty._warn import user_stacklevel
 from thrifty.core.address import as_pattern, dotted
 from thrifty.errors import RecordingError, SelectionError
 from thrifty.runtime.draws import DrawStore, Series, SparseDraws
@@ -528,7 +529,7 @@ class Result:
         if partial:
             w = VaryingStructureWarning.of(partial)
             self._note(str(w))
-            warnings.warn(w, stacklevel=2)
+            warnings.warn(w, stacklevel=user_stacklevel())
         return table
 
     def _posterior_only(self, var_names):

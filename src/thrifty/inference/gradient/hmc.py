@@ -39,6 +39,7 @@ import warnings
 import numpy as np
 
 from thrifty import _context
+from thrifty._warn import user_stacklevel
 from thrifty.core.address import dotted, fmt
 from thrifty.core.engine import (
     ARGUMENT,
@@ -923,7 +924,7 @@ class HMC(Selecting):
             limit = RECOMPILES_WARN * (1 if self.constants[2] else 4)
             if self._recompiles == limit:
                 warnings.warn(self.constants_note(f"has compiled its density {limit} times in "
-                                                   "this chain"), stacklevel=2)
+                                                   "this chain"), stacklevel=user_stacklevel())
         return comp, tuple(others[k] for k in rest)
 
     def constants_note(self, what: str) -> str:

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from thrifty._warn import user_stacklevel
 from thrifty.core.engine import (
     DETERMINISTIC,
     RESAMPLE,
@@ -223,7 +224,7 @@ class AdaptiveLMH(Kernel):
                 "the adaptation does not diminish and the chain can be biased; pass "
                 "freeze_after (e.g. the burn-in's number of steps) to fix the weights",
                 AdaptationWarning,
-                stacklevel=2,
+                stacklevel=user_stacklevel(),
             )
 
     def _propagate(self, addr, z: list) -> None:

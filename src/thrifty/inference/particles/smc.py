@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 
-from thrifty._args import int_arg
+from thrifty._args import checked_keywords, int_arg
 from thrifty.core.address import as_name, as_pattern, dotted, fmt
 from thrifty.core.engine import (
     RESAMPLE,
@@ -96,6 +96,7 @@ def _check_one(program, driver, given_values: dict) -> None:
         check_outside("th.smc", driver, run, 0)
 
 
+@checked_keywords
 def smc(
     program,
     particles: int = 100,

@@ -17,6 +17,7 @@ import warnings
 
 import numpy as np
 
+from thrifty._warn import user_stacklevel
 from thrifty.core.engine import (
     replay_particle,
 )
@@ -81,7 +82,7 @@ def smc_replay(program, n: int, resample, ess_threshold: float, rng):
         "generation and every particle replays its choices from the start (O(N·K²) site "
         "executions for K observations) — write a sequence as th.markov for the batched path",
         ReplayWarning,
-        stacklevel=3,
+        stacklevel=user_stacklevel(),
     )
     seconds = time.perf_counter() - t0
     return SMCResult(

@@ -30,6 +30,7 @@ import warnings
 
 import numpy as np
 
+from thrifty._warn import user_stacklevel
 from thrifty.core.address import fmt
 from thrifty.core.engine import (
     LAZY,
@@ -157,7 +158,7 @@ def find(kernel, trace, prev: Sections | None, prior) -> tuple[Sections, bool]:
         warnings.warn(
             f"smh: the glm observation(s) {', '.join(fmt(a) for a in glob_big)} are not in a "
             "plate; smh evaluates them in full at every step",
-            stacklevel=4,
+            stacklevel=user_stacklevel(),
         )
     # every θ-dependent plate term must be one of the sections (each section's change, once)
     changes = [dist_b.log_prob(value) - dist.log_prob(value) for _, dist, value, dist_b in groups]

@@ -100,6 +100,7 @@ import warnings
 
 import numpy as np
 
+from thrifty._warn import user_stacklevel
 from thrifty.core.address import as_pattern, fmt
 from thrifty.core.engine import (
     LAZY_CAPTURE,
@@ -228,7 +229,7 @@ class FarFromMode:
                 f"reach the posterior: leave {fmt(addr)} out of init (the chain then starts at "
                 "θ̂), or start it near the posterior mode",
                 FarFromModeWarning,
-                stacklevel=2,
+                stacklevel=user_stacklevel(),
             )
 
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from thrifty._args import int_arg
+from thrifty._warn import user_stacklevel
 from thrifty.core.address import fmt
 from thrifty.core.engine import (
     LAZY,
@@ -401,7 +402,7 @@ class SubsampledMH(Selecting):
             warnings.warn(
                 f"subsampled_mh on {self.selection!r}: what depends on it does not split into "
                 "plate elements, markov steps or mem readers; every step is an exact MH step",
-                stacklevel=4,
+                stacklevel=user_stacklevel(),
             )
 
 

@@ -417,6 +417,9 @@ def test_particle_methods_name_a_choice_after_the_chain():
     (lambda kw: th.smc(normal_mean(), **kw), "num_particles", "particles"),
     (lambda kw: th.predictive(normal_mean(), **kw), "draws", "num_samples"),
     (lambda kw: th.simulate(normal_mean(), **kw), "rng_key", "seed"),
+    (lambda kw: th.nuts("mu", **kw), "target_accept_prob", "target_accept"),
+    (lambda kw: th.pgibbs("s", **kw), "num_particles", "particles"),
+    (lambda kw: th.hmc("mu", **kw), "num_leapfrog", "num_steps"),
 ])
 def test_another_librarys_argument_name_says_which_it_is_here(call, key, meant):
     """PyMC's draws / tune / random_seed / cores, NumPyro's num_warmup / num_particles, a

@@ -89,6 +89,7 @@ _ALIASES = {
     "progress": ("progressbar", "progress_bar", "show_progress", "refresh"),
     "thin": ("thinning", "num_thin", "n_thin", "thin_to"),
     "particles": ("num_particles", "n_particles"),
+    "num_steps": ("num_leapfrog", "n_leapfrog", "leapfrog_steps", "path_length"),
 }
 _ALIAS_OF = {alias: name for name, aliases in _ALIASES.items() for alias in aliases}
 

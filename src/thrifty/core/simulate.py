@@ -134,6 +134,7 @@ def _init_targets(init) -> dict:
     return out
 
 
+@checked_keywords
 def initialize(program, seed=None, init: dict | None = None, max_tries: int = 100) -> Trace:
     """A trace with finite probability: prior simulation, retried up to ``max_tries`` times.
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from thrifty._args import checked_keywords
 from thrifty.errors import ArgumentError
 from thrifty.inference.kernel import Kernel
 
@@ -104,6 +105,7 @@ def _unique(pairs):
     return out
 
 
+@checked_keywords
 def cycle(kernels, repeats: int = 1) -> Cycle:
     """Run ``kernels`` one after the other, ``repeats`` times, as one step.
 

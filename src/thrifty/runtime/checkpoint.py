@@ -54,6 +54,7 @@ import warnings
 
 import numpy as np
 
+from thrifty._args import checked_keywords
 from thrifty._warn import user_stacklevel
 from thrifty.errors import CheckpointError, CheckpointWarning
 from thrifty.fingerprint import fingerprint_program, value_digest
@@ -271,6 +272,7 @@ def _stats(fields: dict) -> Stats:
     return Stats(**{**fields, "burn_in": None if burn is None else Stats(**burn)})
 
 
+@checked_keywords
 def load_checkpoint(path, program=None) -> dict:
     """Read a checkpoint; with ``program``, each chain's snapshot gets ``trace`` and ``kernel``.
 

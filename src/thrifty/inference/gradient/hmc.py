@@ -39,6 +39,7 @@ import warnings
 import numpy as np
 
 from thrifty import _context
+from thrifty._args import checked_keywords
 from thrifty._warn import user_stacklevel
 from thrifty.core.address import dotted, fmt
 from thrifty.core.engine import (
@@ -1087,6 +1088,7 @@ class NUTS(HMC):
                          dense_mass=dense_mass, max_tree_depth=max_tree_depth)
 
 
+@checked_keywords
 def nuts(selection, *, target_accept: float = 0.8, dense_mass: bool = False,
          max_tree_depth: int = 10) -> NUTS:
     """The No-U-Turn sampler (BlackJAX) on the continuous choices ``selection`` names:
@@ -1115,6 +1117,7 @@ def nuts(selection, *, target_accept: float = 0.8, dense_mass: bool = False,
                 max_tree_depth=max_tree_depth)
 
 
+@checked_keywords
 def hmc(selection, step_size: float | None = None, num_steps: int | None = None, *,
         target_accept: float = 0.8, dense_mass: bool = False) -> HMC:
     """Hamiltonian Monte Carlo (BlackJAX) on the continuous choices ``selection`` names, with

@@ -27,6 +27,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from thrifty._args import checked_keywords
 from thrifty._warn import user_stacklevel
 from thrifty.core.engine import (
     DETERMINISTIC,
@@ -280,6 +281,7 @@ def _site_name(addr) -> str:
     return ".".join(str(p) for p in addr if not isinstance(p, (int, np.integer)))
 
 
+@checked_keywords
 def adaptive_lmh(exploration: float = 0.5, sel=None, freeze_after: int | None = None):
     """Adaptive LMH (paper 001): LMH whose choice of the variable to resample adapts to how
     often resampling it changes the program's output; see :mod:`thrifty.inference.mcmc.adaptive`.

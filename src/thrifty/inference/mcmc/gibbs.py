@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from thrifty._args import checked_keywords
 from thrifty.core.address import fmt
 from thrifty.core.engine import (
     DEFAULT,
@@ -380,6 +381,7 @@ def _lanes_error(addr, value, lane, weight) -> ModelError:
         "site agreed with one run per value")
 
 
+@checked_keywords
 def gibbs(selection) -> Gibbs:
     """Enumerative Gibbs on the discrete choices named by ``selection``.
 

@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 
+from thrifty._args import checked_keywords
 from thrifty.core.address import fmt
 from thrifty.core.engine import (
     RESAMPLE,
@@ -346,6 +347,7 @@ class LMH(Selecting):
         return trace
 
 
+@checked_keywords
 def mh(selection, proposal: Proposal | None = None) -> MH:
     """Metropolis–Hastings on the choices named by ``selection``.
 
@@ -366,6 +368,7 @@ def mh(selection, proposal: Proposal | None = None) -> MH:
     return MH(selection, proposal)
 
 
+@checked_keywords
 def lmh(selection=None, exclude=None) -> LMH:
     """Lightweight MH (paper 001): one latent choice chosen uniformly, resampled from its prior.
 

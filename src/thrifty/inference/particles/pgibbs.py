@@ -28,7 +28,7 @@ from types import MappingProxyType
 
 import numpy as np
 
-from thrifty._args import int_arg
+from thrifty._args import checked_keywords, int_arg
 from thrifty.core.address import as_pattern, fmt
 from thrifty.core.engine import (
     Plan,
@@ -435,6 +435,7 @@ class _Target(Conditional):
         return super().chain(frame, local, step, length, init, args)
 
 
+@checked_keywords
 def pgibbs(chain, particles: int = 10, ancestor_sampling: bool = True,
            resample: str = "multinomial") -> PGibbs:
     """Particle Gibbs on the markov chain ``chain`` (003): PGAS by default, iterated

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from thrifty._args import int_arg
+from thrifty._args import checked_keywords, int_arg
 from thrifty.core.address import as_name, as_pattern, dotted, fmt
 from thrifty.core.engine import (
     ZeroProbability,
@@ -188,6 +188,7 @@ class _Refresh(Conditional):
         return super().chain(frame, local, step, length, init, args)
 
 
+@checked_keywords
 def pmmh(selection, particles: int = 100, proposal: Proposal | None = None,
          resample: str = "systematic") -> PMMH:
     """Particle marginal MH on the global choices ``selection`` (a name or a list of names)

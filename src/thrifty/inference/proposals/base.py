@@ -6,7 +6,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from thrifty._args import positive_finite
+from thrifty._args import checked_keywords, positive_finite
 from thrifty.core.address import fmt
 from thrifty.core.engine import (
     RESAMPLE,
@@ -263,6 +263,7 @@ def prior() -> Prior:
     return Prior()
 
 
+@checked_keywords
 def drift(scale=None) -> Drift:
     """Gaussian random walk with standard deviation ``scale`` (a scalar or one per coordinate).
 

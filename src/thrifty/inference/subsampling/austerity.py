@@ -19,6 +19,7 @@ import math
 
 import numpy as np
 
+from thrifty._args import checked_keywords
 from thrifty.core.address import fmt
 from thrifty.core.engine import (
     locate,
@@ -81,6 +82,7 @@ def _check_binary(loc) -> None:
         )
 
 
+@checked_keywords
 def austerity_gibbs(
     selection, batch_size: int = 500, epsilon: float = 0.01, k0: int = 1,
     max_fraction: float = 1.0,

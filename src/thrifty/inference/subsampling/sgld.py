@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from thrifty._args import int_arg, positive_finite
+from thrifty._args import checked_keywords, int_arg, positive_finite
 from thrifty.core.address import fmt
 from thrifty.errors import SelectionError
 from thrifty.inference.proposals.base import Proposal
@@ -88,6 +88,7 @@ class SGLD(Proposal):
         return {loc.addr: new}, log_q
 
 
+@checked_keywords
 def sgld(step_size: float, batch_size: int = 100) -> SGLD:
     """SGLD proposal (004 §6.2) for GLM weights, with the minibatch-conditioned MH correction.
 

@@ -100,6 +100,7 @@ import warnings
 
 import numpy as np
 
+from thrifty._args import checked_keywords
 from thrifty._warn import user_stacklevel
 from thrifty.core.address import as_pattern, fmt
 from thrifty.core.engine import (
@@ -717,6 +718,7 @@ def _geometry(st, theta, theta_new):
     return dv, dv_new, u, u_new, phis, _plane(u, u_new, r, r_new, powers, phis)
 
 
+@checked_keywords
 def smh(
     selection,
     order: int = 2,

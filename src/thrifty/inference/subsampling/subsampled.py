@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from thrifty._args import int_arg
+from thrifty._args import checked_keywords, int_arg
 from thrifty._warn import user_stacklevel
 from thrifty.core.address import fmt
 from thrifty.core.engine import (
@@ -406,6 +406,7 @@ class SubsampledMH(Selecting):
             )
 
 
+@checked_keywords
 def subsampled_mh(
     selection,
     batch_size: int = 100,

@@ -4,7 +4,7 @@ Skipped when Ray is not installed (``pip install 'thrifty[ray]'``; ``make test``
 Same seeds give the same draws as ``workers=1``; Ctrl-C (SIGINT to the driver's process group,
 from outside) returns the draws so far and the checkpoint resumes to exactly the uninterrupted
 draws; a worker killed mid-run gives a partial
-result naming the chain within 30 s (never a hang).
+result naming the chain (never a hang).
 """
 
 from __future__ import annotations
@@ -115,7 +115,12 @@ class SlowMH(th.Kernel):
         return self.inner.label()
 
 
-def test_killed_worker_gives_a_partial_result_quickly(local_ray, tmp_path):
+HANG = 600  # seconds: a hang guard, never reached by a run that returns (about 10 s alone; the
+# surviving chain's 2,000 steps take longer on a loaded machine, so no bound on the wall clock
+# of a run that does return is asserted)
+
+
+def test_killed_worker_gives_a_partial_result_not_a_hang(local_ray, tmp_path):
     pid_file = tmp_path / "pid"
     killed_at = []
 
@@ -129,12 +134,20 @@ def test_killed_worker_gives_a_partial_result_quickly(local_ray, tmp_path):
             time.sleep(0.05)
 
     threading.Thread(target=kill_first_worker, daemon=True).start()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        r = th.infer(reports_pid(str(pid_file)), SlowMH(), num_samples=2000, chains=2, seed=0,
-                     progress=False, executor="ray")
+    out = {}
+
+    def run():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out["r"] = th.infer(reports_pid(str(pid_file)), SlowMH(), num_samples=2000,
+                                chains=2, seed=0, progress=False, executor="ray")
+
+    runner = threading.Thread(target=run, daemon=True)
+    runner.start()
+    runner.join(HANG)
     assert killed_at, "the worker was not killed"
-    assert time.perf_counter() - killed_at[0] < 30  # the result within 30 s of the kill
+    assert not runner.is_alive(), f"th.infer did not return within {HANG} s of its start"
+    r = out["r"]
     assert len(r.failed_chains) == 1
     (_c, why), = r.failed_chains.items()
     assert "Ray task of chain" in why

@@ -364,8 +364,8 @@ class BatchFrame:
             local = as_name(name)
         if self.scope:
             local = self.scope + local
-        acc = self.acc
-        if local in self.new or (self is acc and local in acc.new_chains):
+        if local in self.new or (self._acc is None and local in self.new_chains):
+            acc = self.acc
             raise ModelError(f"address {fmt(acc.member_addr(0, self.rel + local))} is used twice")
         return local
 
@@ -379,7 +379,9 @@ class BatchFrame:
         """The accumulating frame's members, at ``rel + local`` (their parameters: shared, or
         one row per member)."""
         rel = self.rel + local
-        acc = self.acc
+        acc = self._acc
+        if acc is None:  # (the acc property's work, on the path of every site)
+            acc = self
         if d is None:  # (a factor)
             return BatchLanes(acc, rel, None)
         if d._error is not None:
@@ -406,20 +408,25 @@ class BatchFrame:
 
     @property
     def sink(self):
-        return self.acc
+        acc = self._acc
+        return self if acc is None else acc
 
     def keep_latent(self, local, lanes, d, value, lp, status, old):
-        self.acc._add("lat_lp", lp, total(lp))
+        acc = lanes.frame  # (the accumulating frame: site_lanes)
+        # lp's sum as its check (BatchLanes.finite, check_nan) computed it, if it checked this
+        # very array (the replay decision returns it to be kept, never written in place)
+        s = lanes.summed
+        acc._add("lat_lp", lp, float(s[1]) if s is not None and s[0] is lp else total(lp))
         self.new[local] = MemberSite(value, lp, LATENT, d.is_discrete, d)
         if status:
-            if status == SET and self.run.identity and old is not None and self.acc.n == 1 and (
+            if status == SET and self.run.identity and old is not None and acc.n == 1 and (
                     value.tolist() == old[0].tolist() and lp.tolist() == old[1].tolist()):
                 raise Unchanged  # (one element's one proposed choice: see BlockFrame)
             self.changed.add(local)
         return value
 
     def keep_observed(self, local, lanes, d, value, lp, total):
-        acc = self.acc
+        acc = lanes.frame  # (the accumulating frame: site_lanes)
         if d is None or self.keeps_observed:  # (kept: the totals get their own copy)
             self.new[local] = MemberSite(None, lp, OBSERVED if d is not None else FACTOR)
             acc._add("obs_lp", lp, total)

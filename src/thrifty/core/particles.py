@@ -337,7 +337,7 @@ class _Reference:
                 f"pgibbs: the reference trajectory has no choice {fmt(self.rel + local)}")
         v = np.asarray(v)
         v = take_rows(v, _group_rows(len(v), self.per, self.copies))  # (a copy of its own)
-        return MemberSite(v, np.zeros(len(v)), LATENT)
+        return MemberSite(v, _zeros(len(v)), LATENT)
 
 
 # (index arrays a step frame reads, never writes: made once per shape of the batch)
@@ -347,6 +347,15 @@ def _free_members(m: int, per: int) -> np.ndarray:
     free = np.flatnonzero(np.arange(m) % per)
     free.flags.writeable = False
     return free
+
+
+@lru_cache(maxsize=64)
+def _zeros(m: int) -> np.ndarray:
+    """The stored log-densities of a pinned step's members: read by no one (a strict replay
+    neither redraws nor drops a stored value), zeros."""
+    z = np.zeros(m)
+    z.flags.writeable = False
+    return z
 
 
 @lru_cache(maxsize=64)

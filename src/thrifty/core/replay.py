@@ -315,7 +315,7 @@ class BatchLanes:
     """n members: values with a leading member axis, ``lp`` an (n,) array (plate elements,
     particles).  ``frame`` is the batch frame executing the site (shapes, addresses, errors)."""
 
-    __slots__ = ("code", "frame", "n", "rel", "rng", "strict")
+    __slots__ = ("code", "frame", "n", "rel", "rng", "strict", "summed")
 
     def __init__(self, frame, rel, code):
         self.frame, self.rel, self.code = frame, rel, code
@@ -323,6 +323,7 @@ class BatchLanes:
         run = frame.run
         self.rng = run.rng
         self.strict = run.mode.strict
+        self.summed = None  # (lp, its sum) of the last log-densities checked (keep_latent)
 
     # -- observations and factors (thrifty.core.sites) ------------------------------------------
     @property
@@ -388,9 +389,8 @@ class BatchLanes:
     def log_prob(self, d, value) -> np.ndarray:
         return self.frame.member_lp(d.log_prob(value), self.rel, "sample")
 
-    @staticmethod
-    def finite(lp) -> bool:
-        s = lp.sum()
+    def finite(self, lp) -> bool:
+        self.summed = (lp, s := np.add.reduce(lp, axis=None))
         return NEG_INF < s < INF
 
     def fits(self, d, value) -> bool:
@@ -538,6 +538,7 @@ class BatchLanes:
         """NaN and +inf log-densities are errors naming the member's site."""
         s = lp.item() if self.n == 1 else np.add.reduce(lp, axis=None)  # NaN if any is NaN (or
         if s == s and s != INF:  # +inf beside -inf), +inf if any is
+            self.summed = (lp, s)
             return
         if np.isnan(lp).any():
             j = int(np.flatnonzero(np.isnan(lp))[0])

@@ -102,9 +102,11 @@ def trajectory(records: list, members) -> WrittenChain | None:
     drawn particle's ancestry), or None when the generations' sites cannot be written as
     columns (see the module docstring)."""
     T = len(records)
-    if any(rec.state_of is None for rec in records):
-        return None
-    rows = [j if rec.rows is None else rec.rows.item(j) for rec, j in zip(records, members)]
+    rows = []
+    for rec, j in zip(records, members):
+        if rec.state_of is None:
+            return None
+        rows.append(j if rec.rows is None else rec.rows.item(j))
     names: dict = {}  # site → (kind, discrete) of its first step, in the order of the steps
     for rec in records:
         for k, s in rec.sites.items():
@@ -114,29 +116,13 @@ def trajectory(records: list, members) -> WrittenChain | None:
     totals = np.zeros(T)
     for k, (kind, discrete) in names.items():
         at = [rec.sites.get(k) for rec in records]  # (None: a step without the site)
-        every = None not in at
-        if any(s is not None and s.kind != kind for s in at):
+        w = _column(at, rows, kind)
+        if w is None:
             return None
-        lp = np.array([0.0 if s is None or s.lp is None else s.lp.item(r)  # (recorded: None)
-                       for s, r in zip(at, rows)])
+        lp, values, dists = w
         totals += lp
-        values = dists = None
-        if kind == LATENT or kind == DETERMINISTIC:
-            kept = [s.values for s in at if s is not None]
-            if len({v.dtype for v in kept}) != 1 or kept[0].dtype == object:
-                return None  # (values of several types: an object column's)
-            fill = None if every else np.zeros_like(kept[0][0])
-            try:  # (one array of the rows; rows of several shapes are refused)
-                values = np.array([fill if s is None else s.values[r] for s, r in zip(at, rows)])
-            except ValueError:
-                return None  # (values of several shapes: an object column's)
-        if kind == LATENT:
-            dists = [None if s is None else _member(s.dist, r, s.values.shape[1:])
-                     for s, r in zip(at, rows)]
-            if any(d is None for d, s in zip(dists, at) if s is not None):
-                return None  # (a family that cannot construct its entries)
         sites[k] = WrittenSite(kind, discrete, values, lp, dists,
-                               None if every else np.array([s is not None for s in at]))
+                               None if None not in at else np.array([s is not None for s in at]))
     rows_of: dict = {}  # site → its rows (made once)
     states = []
     for t, rec in enumerate(records):
@@ -148,15 +134,58 @@ def trajectory(records: list, members) -> WrittenChain | None:
     return WrittenChain(sites, states, totals)
 
 
-def _member(d, r: int, shape: tuple):
-    """Entry ``r`` of a step's distribution, or None when it cannot be constructed; the
-    distribution itself when a member's value (of ``shape``) has all its axes (parameters
-    shared by the particles)."""
-    if d is None or d.coupled:
+def _column(at: list, rows: list, kind):
+    """(log-densities (T,), values (T, ...) or None, distributions or None) of one site along
+    the trajectory (``at``: the site in each step, None where a step has none), or None when
+    they cannot be written as a column (sites of another kind, values of several types or
+    shapes, a family that cannot construct its entries).  One pass over the steps."""
+    valued = kind == LATENT or kind == DETERMINISTIC
+    lps, kept, dtype = [], [], None
+    for s, r in zip(at, rows):
+        if s is None:
+            lps.append(0.0)
+            kept.append(None)
+            continue
+        if s.kind != kind:
+            return None
+        lp = s.lp
+        lps.append(0.0 if lp is None else lp.item(r))  # (recorded: None)
+        if valued:
+            v = s.values
+            if dtype is None:
+                dtype = v.dtype
+            elif v.dtype != dtype:
+                return None  # (values of several types: an object column's)
+            kept.append(v[r])
+    lp = np.array(lps)
+    if not valued:
+        return lp, None, None
+    if dtype.kind == "O":  # (values of several types: an object column's)
         return None
-    if shape == tuple(d.batch_shape) + tuple(d.event_shape):
-        return d
-    return d.member(r)
+    if len(kept) != len(rows):  # (a step without the site: zeros of the others' shape)
+        fill = np.zeros_like(next(v for v in kept if v is not None))
+        kept = [fill if v is None else v for v in kept]
+    try:  # (one array of the rows; rows of several shapes are refused)
+        values = np.array(kept)
+    except ValueError:
+        return None  # (values of several shapes: an object column's)
+    if kind != LATENT:
+        return lp, values, None
+    dists = []
+    for s, r in zip(at, rows):
+        if s is None:
+            dists.append(None)
+            continue
+        d = s.dist  # entry r of the step's distribution (its own, when a member's value has
+        shape = s.values.shape[1:]  # all its axes: parameters shared by the particles)
+        if d is None or d.coupled:
+            return None
+        if shape != tuple(d.batch_shape) + tuple(d.event_shape):
+            d = d.member(r)
+            if d is None:
+                return None  # (a family that cannot construct its entries)
+        dists.append(d)
+    return lp, values, dists
 
 
 def fits(node, w: WrittenChain) -> bool:

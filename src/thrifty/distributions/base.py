@@ -376,14 +376,27 @@ class Distribution:
         bs = self.batch_shape
         if not bs:
             return self
-        own = type(self).__dict__  # (a subclass may construct itself otherwise: it says so)
+        cls = type(self)
+        own = cls.__dict__  # (a subclass may construct itself otherwise: it says so)
         if type(bs) is not tuple or not ("_member_params" in own or "_member_others" in own
                                          or "_member_args" in own):
             return None  # (array-API parameters: not a batch of NumPy entries)
-        args = self._member_args(0 if bs[0] == 1 else j)  # (an axis of 1 broadcasts)
+        k = 0 if bs[0] == 1 else j  # (an axis of 1 broadcasts)
+        if cls._member_args is Distribution._member_args:  # (its work, without two calls)
+            args = {} if self._member_params else None
+            for name in self._member_params:
+                p = getattr(self, name)
+                if type(p) is float:
+                    args[name] = p
+                elif type(p) is np.ndarray and p.ndim == len(bs):
+                    args[name] = p[k]
+                else:
+                    return None
+        else:
+            args = self._member_args(k)
         if args is None or self._error is not None:
-            return None if args is None else type(self)(**args)
-        d = type(self).__new__(type(self))
+            return None if args is None else cls(**args)
+        d = cls.__new__(cls)
         d._entry_of_valid = True
         d.__init__(**args)
         del d._entry_of_valid

@@ -83,6 +83,7 @@ class Generations:
         self.resample = resampling.scheme(resample)
         self.threshold = float(ess_threshold)
         self.G = 1  # groups (fixed by the first chain)
+        self.members = n  # G × n
         self.plate: tuple | None = None  # the plate of the chains (None: top level)
         self.started = False
         self.log_w = np.zeros(n)  # per member, since its group's last resampling
@@ -104,10 +105,6 @@ class Generations:
     # when ``[]``, by the drivers whose drawn trajectory is written back into a trace
     records: list | None = None
     observed: dict | None = None  # the top-level observations, per member (run_particles)
-
-    @property
-    def members(self) -> int:
-        return self.G * self.n
 
     @property
     def log_w(self) -> np.ndarray:
@@ -134,7 +131,8 @@ class Generations:
         """Multiply the members' weights by ``exp(inc)`` (per member; None: nothing)."""
         if inc is None:
             return
-        if len(inc) != len(self.log_w):  # observed outside the members (shared by all)
+        log_w = self._log_w
+        if len(inc) != len(log_w):  # observed outside the members (shared by all)
             if np.isnan(inc).any():
                 raise NumericalError(f"a particle's log-weight is NaN at {fmt(addr)}")
             if np.ptp(inc) > 0:
@@ -143,8 +141,8 @@ class Generations:
             self.log_z += float(inc[0])
             return
         if self.G == 1:  # one group (a chain at the top level): no rows
-            return self._weigh_one(self.log_w + inc, addr)
-        new = (self.log_w + inc).reshape(self.G, self.n)
+            return self._weigh_one(log_w + inc, addr)
+        new = (log_w + inc).reshape(self.G, self.n)
         m = new.max(axis=1, keepdims=True)  # (NaN propagates)
         if not np.all(m > -np.inf):
             if np.isnan(m).any():
@@ -175,10 +173,10 @@ class Generations:
         if self.evidence:
             top = m + np.log(s)
             self.log_z += float(top - self._row_lse()[0])
-            self.log_w = new
             self._lse = np.array([top])
         else:
-            self.log_w = new
+            self._lse = None
+        self._log_w = new  # (the log_w setter's work, in place: _lse and _W set here)
         e /= s  # (e is this call's own: normalised in place)
         self._W = e[None]
 
@@ -191,8 +189,8 @@ class Generations:
     def maybe_resample(self, allowed: bool) -> np.ndarray | None:
         """Record this generation's ESS; resample the groups whose ESS is below the threshold
         (if ``allowed``: not after the last step of a chain).  Returns flat ancestors or None."""
-        W = self.weights()
-        self.weighed = self.log_w  # this generation's weights, before any reset
+        W = self._W if self._W is not None else self.weights()
+        self.weighed = self._log_w  # this generation's weights, before any reset
         if self.G == 1:  # one group (a chain at the top level): Python numbers
             w = W[0]
             ess1 = 1.0 / float(w.dot(w))  # (np.dot's product, without its dispatch)
@@ -202,7 +200,7 @@ class Generations:
             if not low1:
                 return None
             a = resampling.grouped(self.resample, W, self.rng, self.ordered)
-            self.log_w = np.zeros(self.n)
+            self._log_w, self._W = np.zeros(self.n), None  # (the log_w setter's work)
             self._lse = self._log_n
             return a
         ess = 1.0 / np.add.reduce(W * W, axis=1)
@@ -234,6 +232,7 @@ class Generations:
             if np.ptp(self.log_w) > 0:
                 raise ModelError("particles were weighed differently before the first chain")
             self.G, self.plate, self.started = G, plate, True
+            self.members = G * self.n
             self.log_w = np.zeros(self.members)
 
     def step_frame(self, frame, rel, t):

@@ -33,6 +33,8 @@ lp_stale, q_fwd, q_rev``).
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from thrifty.core.address import fmt
@@ -150,7 +152,7 @@ class ScalarLanes:
     run = weak_run()  # (the run holds its lanes: held back weakly, no reference cycle)
 
     def __init__(self, addr, rng, strict, run):
-        self.addr, self.rng, self.strict, self.run = addr, rng, strict, run
+        self.addr, self.rng, self.strict, self._run = addr, rng, strict, weakref.ref(run)
 
     # -- observations and factors (thrifty.core.sites) ------------------------------------------
     @property

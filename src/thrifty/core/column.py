@@ -91,8 +91,9 @@ class Column:
 
     def total_at(self, idx) -> float:
         """The sum of the (scalar) values at ``idx`` (a slice or an index array), a float."""
-        if type(idx) is np.ndarray and len(idx) == 1:  # (one element: its entry, as the sum)
-            return self.get(idx.item())
+        data = self.data
+        if type(idx) is np.ndarray and len(idx) == 1 and not self.patch and data.ndim == 1:
+            return data.item(idx.item())  # (one element: its entry, the number the sum gives)
         return total(self.take(idx))
 
     def set(self, i: int, value) -> None:

@@ -193,7 +193,10 @@ def plate(name, size: int):
     >>> th.simulate(m(np.zeros(4)), seed=0).values()["data.z"].shape
     (4,)
     """
-    return _frame("plate").plate(name, size)
+    runs = EXECUTIONS.runs
+    if not runs:
+        _frame("plate")
+    return runs[-1].frame.plate(name, size)  # (``_frame``, without its call)
 
 
 def markov(name, step: Callable, length: int, init=None, *args):

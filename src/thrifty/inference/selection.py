@@ -30,7 +30,7 @@ from thrifty.errors import ArgumentError, SelectionError
 from thrifty.inference.configured import Configured
 
 
-@dataclass
+@dataclass(slots=True)  # (th.one makes one at every step)
 class PlateGroup:
     """The site ``rel`` of elements ``elems`` (``None``: all) of the plate at ``plate_addr``."""
 
@@ -75,6 +75,8 @@ class ChoiceSet:
     ``scalars`` lists the single addresses (chain groups expanded, O(T), only when asked);
     ``count``, ``address(r)``, ``n_blocks()`` and ``pick_block(rng)`` never expand them.
     """
+
+    __slots__ = ("_block_info", "_blocks", "_expanded", "_scalars", "chain_groups", "groups")
 
     def __init__(self, scalars=None, groups=None, scalar_blocks=None, chain_groups=None):
         self._scalars: list = list(scalars) if scalars else []

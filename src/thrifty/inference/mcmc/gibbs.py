@@ -176,23 +176,12 @@ class Gibbs(Selecting):
         # (a strict run draws nothing: executed again, it is the run scored; one that draws a
         # new table's parameters is kept, whatever the number of values)
         keep = len(values) <= KEPT_RUNS or mode is not STRICT
-        execute = self.execute
-
-        def run_of(v):
-            try:
-                if key is None:
-                    return execute(trace, rng, targets={addr: v}, plan=plan, mode=mode)
-                return execute(trace, rng, vec={key: VecTarget(elems, np.array([v]))},
-                               plan=plan, mode=mode)
-            except StructureChange as err:
-                raise self._structure_error(addr, v, err) from None
-
         for v in values:
             if v == cur:
                 logw.append(0.0)
                 runs.append(None)
                 continue
-            run = run_of(v)
+            run = self._run_of(trace, rng, v, plan, addr, key, elems, mode)
             logw.append(float(run.log_weight) if run.aborted is None else -math.inf)
             runs.append(run if keep else True)
         k = _gumbel_pick(logw, rng)
@@ -200,9 +189,19 @@ class Gibbs(Selecting):
         info.proposed += 1
         info.accepted += 1
         if runs[k] is True:
-            runs[k] = run_of(values[k])
+            runs[k] = self._run_of(trace, rng, values[k], plan, addr, key, elems, mode)
         if runs[k] is not None:
             runs[k].commit()
+
+    def _run_of(self, trace, rng, v, plan, addr, key, elems, mode):
+        """:meth:`_pick`'s run of the value ``v``."""
+        try:
+            if key is None:
+                return self.execute(trace, rng, targets={addr: v}, plan=plan, mode=mode)
+            return self.execute(trace, rng, vec={key: VecTarget(elems, np.array([v]))},
+                                plan=plan, mode=mode)
+        except StructureChange as err:
+            raise self._structure_error(addr, v, err) from None
 
     def _commit(self, trace, rng, addr, value, lane=None, **kw) -> None:
         """Run the drawn value (``kw``: the run's targets, plan and mode) and commit it; a

@@ -302,9 +302,9 @@ class PlateFrame(BatchFrame):
     def target_for(self, rel):
         run = self.run
         if vec := run.vec:
-            tgt = vec.get((self.addr, rel))
+            tgt = vec.get(key := (self.addr, rel))
             if tgt is not None:
-                run.vec_seen.add((self.addr, rel))
+                run.vec_seen.add(key)
                 if self.full and len(tgt.elems) > self.N and tgt.values is not RESAMPLE:
                     raise SelectionError(f"{len(tgt.elems)} values given to the {self.N} "
                                          f"elements of {fmt(self.generic_all(rel))}")
@@ -320,7 +320,7 @@ class PlateFrame(BatchFrame):
         n = self.n
         if len(elems) == n:  # exactly these, in order (the usual case)
             if n == 1:
-                if elems[0] == self.idx[0]:
+                if elems is self.idx or elems[0] == self.idx[0]:  # (the plan's own array)
                     return _FIRST
             elif np.array_equal(elems, self.idx):
                 return np.arange(n)

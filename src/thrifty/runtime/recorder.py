@@ -510,7 +510,8 @@ class Recorder:
         number, a few numbers as lists, or arrays."""
         one = _one(src, parts)
         if one is not None:
-            self._series(name).change_one(d, *one)
+            s = self.series.get(name)  # (``_series``, inline)
+            (self._series(name) if s is None else s).change_one(d, one[0], one[1])
             return
         few = _few(src, parts)
         if few is not None:
@@ -660,7 +661,8 @@ def _one(src, parts):
     dt = data.dtype
     if data.ndim != 1 or (dt is not _F8 and dt not in _EXACT):  # (other dtypes keep theirs as
         return None  # arrays)
-    i = int(parts[0][0])
+    members = parts[0]
+    i = members.item() if type(members) is np.ndarray else int(members[0])
     return i, col.get(i)
 
 

@@ -150,7 +150,8 @@ class Gibbs(Selecting):
     def _values(d, addr, value) -> list:
         """The values of one choice's finite support; ``value``: its current value (a plate
         element's, whose distribution may hold the other elements' entries too)."""
-        _one_number(value, addr)
+        if type(value) is not int:  # (an int: one number — the usual case, without the call)
+            _one_number(value, addr)
         return _support(d, addr).tolist()
 
     def _element(self, trace, view, rel, e: int, d, cur, rng):
@@ -226,7 +227,7 @@ class Gibbs(Selecting):
             return
         if g.count == 1 and not view.coupled:  # one element (th.one): read from the view
             elems = g.element_array()
-            e = int(elems[0])
+            e = int(elems.item())  # (its one element)
             return self._element(trace, view, g.rel, e, view.support_of(g.rel, elems),
                                  view.value(g.rel, e), rng)
         if view.coupled:

@@ -38,6 +38,8 @@ from thrifty.core.vocab import (
 )
 from thrifty.errors import ModelError, NumericalError
 
+_F64 = np.dtype(np.float64)
+
 
 class MemberSite:
     """A site over the members of a batch: values (n, ...) and log-densities (n,)."""
@@ -140,7 +142,7 @@ class BatchFrame:
     def target(self, rel: tuple):
         """The targets of this frame's site ``rel``: the accumulating frame's (a frame with a
         policy of its own — a step of conditional SMC — says otherwise)."""
-        return self.acc.target_for(rel)
+        return (self._acc or self).target_for(rel)
 
     def total_member_lp(self) -> np.ndarray:
         """Per-member log-density of the execution (latent + observed)."""
@@ -176,6 +178,9 @@ class BatchFrame:
     def member_lp(self, lp, rel, what, value=None, d=None) -> np.ndarray:
         """Per member, the log-density ``lp`` of a site (``value``, ``d``: an observation's)."""
         n = self.n
+        if (type(lp) is np.ndarray and lp.dtype is _F64 and lp.ndim == 1 and lp.shape[0] == n
+                and not self.shared_data):
+            return lp  # (one per member already: the usual case, as the checks below find it)
         lp = np.asarray(lp, dtype=float)
         if lp.ndim == 0:
             return np.full(n, float(lp))
@@ -294,6 +299,8 @@ class BatchFrame:
                 f"observed value of shape {shape} for {self.n} executed element(s); index the "
                 "data with the plate's index"
             )
+        if len(shape) == 1 and len(d.batch_shape) <= 1 and not d.event_shape:
+            return  # (one number per member, of a distribution of numbers: the usual case)
         bs, es = tuple(d.batch_shape), tuple(d.event_shape)
         per = bs[1:] + es if bs else es  # the shape of one member's value
         if shape[1:] == per or shape == bs + es:
@@ -416,7 +423,11 @@ class BatchFrame:
         # lp's sum as its check (BatchLanes.finite, check_nan) computed it, if it checked this
         # very array (the replay decision returns it to be kept, never written in place)
         s = lanes.summed
-        acc._add("lat_lp", lp, float(s[1]) if s is not None and s[0] is lp else total(lp))
+        acc.lp_total += float(s[1]) if s is not None and s[0] is lp else total(lp)
+        if acc.lat_lp is None:  # (``_add("lat_lp", ...)``, inline: one per site)
+            acc.lat_lp = lp.copy()
+        else:
+            acc.lat_lp += lp
         self.new[local] = MemberSite(value, lp, LATENT, d.is_discrete, d)
         if status:
             if status == SET and self.run.identity and old is not None and acc.n == 1 and (
@@ -430,9 +441,12 @@ class BatchFrame:
         if d is None or self.keeps_observed:  # (kept: the totals get their own copy)
             self.new[local] = MemberSite(None, lp, OBSERVED if d is not None else FACTOR)
             acc._add("obs_lp", lp, total)
-        else:
-            acc._add("obs_lp", lp if lp.flags.writeable and lp.base is None else lp.copy(),
-                     total, True)
+        else:  # (``_add``, inline)
+            acc.lp_total += total
+            if acc.obs_lp is None:
+                acc.obs_lp = lp if lp.flags.writeable and lp.base is None else lp.copy()
+            else:
+                acc.obs_lp += lp
         if d is not None and acc.watch and lanes.rel in acc.watch:  # a watched observation
             acc.watched[lanes.rel] = (d, value)
 

@@ -15,7 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from thrifty.core.vocab import total
+
 _MISSING = object()
+_I64 = np.dtype(np.int64)
+_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
 
 
 def _one(idx) -> bool:
@@ -84,6 +88,13 @@ class Column:
                 return _scalar(v)
         data = self.data
         return data.item(i) if data.ndim == 1 else data[i]
+
+    def total_at(self, idx) -> float:
+        """The sum of the (scalar) values at ``idx`` (a slice or an index array), a float."""
+        data = self.data
+        if type(idx) is np.ndarray and len(idx) == 1 and not self.patch and data.ndim == 1:
+            return data.item(idx.item())  # (one element: its entry, the number the sum gives)
+        return total(self.take(idx))
 
     def set(self, i: int, value) -> None:
         """Write one element whose type fits the column (no dtype promotion)."""
@@ -160,7 +171,9 @@ class Column:
     def put(self, idx, values) -> None:
         """Write ``values`` at ``idx`` (a slice, a sorted index array, or an int)."""
         dt = self.data.dtype
-        if dt.kind in "iubUS" or (dt.itemsize < 8 and dt.kind == "f"):
+        if (dt.kind in "iubUS" or (dt.itemsize < 8 and dt.kind == "f")) and not (
+                (type(values) is np.ndarray and values.dtype is dt)  # (nothing to promote)
+                or (type(values) is int and dt is _I64 and _I64_MIN <= values <= _I64_MAX)):
             self._fit(values)
         if not self.owned:
             n = (
@@ -175,7 +188,7 @@ class Column:
             else:
                 self._put_patch(idx, values)
                 return
-        if self.data.dtype == object and not _one(idx):
+        if self.data.dtype.kind == "O" and not _one(idx):
             for j, e in enumerate(np.arange(len(self.data))[idx].tolist()):
                 self.data[e] = values[j]
             return

@@ -33,7 +33,7 @@ from thrifty.core.exec_log import ExecLog
 from thrifty.core.locate import addressed_target
 from thrifty.core.node import Node, Update
 from thrifty.core.plate_chain import ChainColumns
-from thrifty.core.vocab import LATENT, RESAMPLE, StaleRead, total, weak_run
+from thrifty.core.vocab import LATENT, RESAMPLE, StaleRead, weak_run
 from thrifty.errors import ModelError, SelectionError
 
 _EMPTY = np.zeros(0, dtype=np.int64)
@@ -302,9 +302,9 @@ class PlateFrame(BatchFrame):
     def target_for(self, rel):
         run = self.run
         if vec := run.vec:
-            tgt = vec.get((self.addr, rel))
+            tgt = vec.get(key := (self.addr, rel))
             if tgt is not None:
-                run.vec_seen.add((self.addr, rel))
+                run.vec_seen.add(key)
                 if self.full and len(tgt.elems) > self.N and tgt.values is not RESAMPLE:
                     raise SelectionError(f"{len(tgt.elems)} values given to the {self.N} "
                                          f"elements of {fmt(self.generic_all(rel))}")
@@ -320,7 +320,7 @@ class PlateFrame(BatchFrame):
         n = self.n
         if len(elems) == n:  # exactly these, in order (the usual case)
             if n == 1:
-                if elems[0] == self.idx[0]:
+                if elems is self.idx or elems[0] == self.idx[0]:  # (the plan's own array)
                     return _FIRST
             elif np.array_equal(elems, self.idx):
                 return np.arange(n)
@@ -409,13 +409,15 @@ class PlateFrame(BatchFrame):
             if self.full and not stale:
                 old_lp = node.lp_sum
             else:
-                old_lp = total(node.elem_lp.take(self.idx))
+                old_lp = node.elem_lp.total_at(self.idx)
             if stale and not run.fresh_reads and len(node.stale_elements(self.idx, run.trace.mems)):
                 old_lp = math.nan  # unknown: this run can rescore, not compare
-            for st_lp, count, rel in self._check_structure(n_latent_elem):
-                self.lp_stale += st_lp
-                self.n_stale += count
-                self.note_stale(rel, count)
+            if (n_latent_elem != node.n_latent_elem or self.new_chains or node.chains
+                    or self.new.keys() != node.sites.keys()):  # (else: the same sites)
+                for st_lp, count, rel in self._check_structure(n_latent_elem):
+                    self.lp_stale += st_lp
+                    self.n_stale += count
+                    self.note_stale(rel, count)
             run.lp_old += old_lp - self.lp_stale
             update = PlateUpdate(self, node, n_latent_elem)
         if self.coupled:
@@ -436,12 +438,9 @@ class PlateFrame(BatchFrame):
         node = self.old_node
         out = []
         if n_latent_elem == node.n_latent_elem and self.new.keys() == node.sites.keys():
-            if not self.new_chains and not node.chains:
-                return out  # the usual case: the same sites
+            # (the same sites and no chain: not called — finalize checks that first)
             if self.new_chains.keys() == node.chains.keys() and all(
-                set(f.new) == set(o or ())
-                for o, f in self._frames()
-                if f is not self
+                set(f.new) == set(o or ()) for o, f in self._frames() if f is not self
             ) and all(len(s) == node.chains[k].T for k, s in self.new_chains.items()):
                 return out
         self.require_full("a change of the sites", ())
@@ -522,7 +521,7 @@ class PlateUpdate(Update):
                 if node.n_stale:  # the stale elements among these are rescored now
                     was = np.maximum(node.stamp.take(idx), node.full_clock) < node.valid_from
                     node.n_stale -= int(was.sum())
-                node.lp_sum += f.lp_total - total(node.elem_lp.take(idx))
+                node.lp_sum += f.lp_total - node.elem_lp.total_at(idx)
             node.elem_lp.put(idx, f.elem_lp)
             node.stamp.put(idx, clock)
             if node.lp_sum != node.lp_sum and not node.n_stale and not node.mem_stale:
@@ -536,7 +535,8 @@ class PlateUpdate(Update):
                 node.exec_log = ExecLog(node.exec_log, np.array(idx), f.watched, f.dirty)
         if restructured:
             node._latent = None
-        mem.write_plate_keys(node, f, idx)
+        if f.mem_keys or (f.full and node.mem_keys):  # (else: no key to write or drop)
+            mem.write_plate_keys(node, f, idx)
         if node.n_stale or node.mem_stale:
             trace.stale_nodes.add(node)
         else:

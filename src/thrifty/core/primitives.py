@@ -110,7 +110,8 @@ def observe(name, d, value) -> Any:
                          "(None is accepted only by th.predictive)")
     t = type(value)
     if t is not float and t is not int and t is not NP_F64:  # (the usual scalars: neither)
-        if _is_complex(value):
+        # (an array: its dtype's kind, without _is_complex's call)
+        if value.dtype.kind == "c" if t is np.ndarray else _is_complex(value):
             raise ModelError(f"th.observe({name!r}, ...): the observed value is complex "
                              f"({_describe_complex(value)}); thrifty's distributions are real, "
                              "so observe the real and imaginary parts (value.real, value.imag) "
@@ -193,7 +194,10 @@ def plate(name, size: int):
     >>> th.simulate(m(np.zeros(4)), seed=0).values()["data.z"].shape
     (4,)
     """
-    return _frame("plate").plate(name, size)
+    runs = EXECUTIONS.runs
+    if not runs:
+        _frame("plate")
+    return runs[-1].frame.plate(name, size)  # (``_frame``, without its call)
 
 
 def markov(name, step: Callable, length: int, init=None, *args):

@@ -33,6 +33,8 @@ lp_stale, q_fwd, q_rev``).
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from thrifty.core.address import fmt
@@ -53,6 +55,7 @@ from thrifty.core.vocab import (
     take_rows,
     total,
     weak_run,
+    written,
 )
 from thrifty.errors import ModelError, NumericalError, ThriftyError
 
@@ -150,7 +153,7 @@ class ScalarLanes:
     run = weak_run()  # (the run holds its lanes: held back weakly, no reference cycle)
 
     def __init__(self, addr, rng, strict, run):
-        self.addr, self.rng, self.strict, self.run = addr, rng, strict, run
+        self.addr, self.rng, self.strict, self._run = addr, rng, strict, weakref.ref(run)
 
     # -- observations and factors (thrifty.core.sites) ------------------------------------------
     @property
@@ -449,8 +452,7 @@ class BatchLanes:
                 )
         else:  # some members given (init of single elements): the others drawn fresh
             value, _ = self.fresh(d, acct)
-            value = holding(value, vals)
-            value[pos] = vals
+            value = written(value, pos, vals)
             check = np.asarray(pos)
         lp = self.log_prob(d, value)
         bad = check[~(lp[check] > NEG_INF)]
@@ -482,8 +484,7 @@ class BatchLanes:
     def resample(self, d, old, old_lp, hit, acct):
         lp_before = old_lp  # the old values under their old parents (see ScalarLanes)
         new = take_rows(self.draw(d), hit)
-        value = holding(old, new)
-        value[hit] = new
+        value = written(old, hit, new)
         lp = self.log_prob(d, value)
         if self.frame.proposal_terms:
             acct.q_fwd += float(lp[hit].sum())
@@ -492,8 +493,7 @@ class BatchLanes:
         return value, lp
 
     def propose(self, d, old, hit, values):
-        value = holding(old, values)
-        value[hit] = values
+        value = written(old, hit, values)
         lp = self.log_prob(d, value)
         if self.n == 1 and len(hit) == 1:  # (one member, targeted: one comparison)
             if lp.item() > NEG_INF:

@@ -137,7 +137,11 @@ class PlateView:
     def plan(self, elems) -> Plan:
         """A plan that runs the elements ``elems`` of this plate (and the markov steps that
         enclose it)."""
-        return plan_elements(self._trace, Plan(), self.addr, elems, self._steps)
+        plan = Plan()  # (plan_elements with the enclosing steps known, without its call)
+        plan.add_elements(self.addr, elems)
+        for chain, t in self._steps:
+            plan.add_step(chain, t)
+        return plan
 
     @property
     def size(self) -> int:

@@ -143,7 +143,8 @@ class Plan:
     def add_elements(self, plate_addr, elems) -> None:
         old = self.plates.get(plate_addr)
         if old is None and type(elems) is list and len(elems) == 1 and type(elems[0]) is int:
-            self.plates[plate_addr] = np.array(elems, dtype=np.int64)  # (one element)
+            one = self.plates[plate_addr] = np.empty(1, dtype=np.int64)  # (one element: as
+            one[0] = elems[0]  # np.array(elems, dtype=np.int64), without its type discovery)
             return
         elems = np.asarray(elems, dtype=np.int64).reshape(-1)
         self.plates[plate_addr] = sorted_unique(
@@ -298,6 +299,18 @@ def holding(old, new) -> np.ndarray:
         return old.copy()  # (the usual case, without dtype arithmetic)
     a, b = np.asarray(old).dtype, np.asarray(new).dtype
     return np.array(old, dtype=a if a == b else np.promote_types(a, b))
+
+
+def written(old, at, new) -> np.ndarray:
+    """:func:`holding` of ``old`` and ``new``, with ``new`` written at the members ``at``
+    (positions): for one member given its whole value, a copy of ``new`` (the same array,
+    without the copy of ``old`` and the write)."""
+    if (len(at) == 1 and type(new) is _ND and type(old) is _ND and new.shape == old.shape
+            and new.dtype is old.dtype):
+        return new.copy()
+    out = holding(old, new)
+    out[at] = new
+    return out
 
 
 def given_value(d, value):

@@ -111,7 +111,9 @@ class Normal(cumulative.NormalCDF, Distribution):
                 if not -INF < v < INF:  # (NaN too: off the support)
                     return np.array([-INF])
                 z = (v - loc) / scale
-                return np.array([z * z * -0.5 - (math.log(scale) + HALF_LOG_2PI)])
+                out = np.empty(1)  # (``np.array([lp])`` without its type discovery: half the cost)
+                out[0] = z * z * -0.5 - (math.log(scale) + HALF_LOG_2PI)
+                return out
         if takes_foreign(self, value):  # the array API (NumPy's path below: the same in place)
             xp = namespace(value, self.loc, scale)
             z = (asfloat(xp, value) - self.loc) / scale

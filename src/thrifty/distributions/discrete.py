@@ -40,6 +40,7 @@ from thrifty.distributions.xp import (
 INF = math.inf
 _INT64_MAX = int(np.iinfo(np.int64).max)
 ARRAY_PATH = object()  # sentinel of scalar_count: not a scalar, take the array path
+_ZERO_ONE = np.array([0, 1])  # (Bernoulli's support, copied for each caller)
 
 
 def log_softmax(a: np.ndarray) -> np.ndarray:
@@ -272,7 +273,9 @@ class Bernoulli(ProbsLogits):
                     k = value.item()  # one plate element: the array path's terms, on floats
                     if k != 0 and k != 1:
                         return np.array([-INF])
-                    return np.array([self._scalar_lp(k == 1)])
+                    out = np.empty(1)  # (``np.array([lp])`` without its type discovery)
+                    out[0] = self._scalar_lp(k == 1)
+                    return out
                 k = scalar_count(value) if not value.ndim else ARRAY_PATH
             else:
                 k = scalar_count(value)
@@ -313,7 +316,7 @@ class Bernoulli(ProbsLogits):
         return math.log1p(-p) if p < 1 else -INF
 
     def enumerate_support(self):
-        return np.array([0, 1])
+        return _ZERO_ONE.copy()  # (``np.array([0, 1])``, without its type discovery)
 
     def support_size(self) -> int:
         return 2

@@ -308,7 +308,10 @@ class Kernel(Configured):
         mode = kw.get("mode", DEFAULT)
         if not trace.stale_nodes or mode.lazy or mode.rescore:  # (trace.maybe_stale)
             run = Run(trace, rng, **kw).execute()  # (propose, one call less)
-            self.info.add_run(run)
+            info = self._info or self.stats  # (``self.info``, without the property's call)
+            info.runs += 1  # (``info.add_run(run)``, inline)
+            info.elements += run.work_elements
+            info.chain_steps += run.work_steps
             return run
         kw["mode"] = mode.reading_fresh
         state = _rng_state(rng)

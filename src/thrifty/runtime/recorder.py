@@ -265,6 +265,8 @@ class Recorder:
         self._fresh_generic: set = set()  # chains read in full, recorded afresh likewise
         self._generic_derived: list = []  # the chains read in full with deterministic sites
         self._mem_keys: dict = {}  # name → the memoized key recorded under it
+        # the log-joint ``_lp`` of ``_lp_trace`` at its clock ``_lp_clock`` (no stale nodes)
+        self._lp, self._lp_trace, self._lp_clock = math.nan, None, -1
         self._new()
 
     def _new(self) -> None:
@@ -313,7 +315,8 @@ class Recorder:
                 self._entries(trace, log, d)
             if self._roots_of:
                 self._roots(trace, d)
-            log.clear()
+            if log.entries or log.nodes_changed:
+                log.clear()
         if trace.changes is None or self._trace is not trace:
             trace.changes = ChangeLog()
         self._trace = trace
@@ -323,7 +326,15 @@ class Recorder:
             self._reread(trace, d)
         if pending is None and (trace.stale_nodes or self._fresh or self._fresh_generic):
             self._stale_derived(trace, d)
-        self.lp.append(trace.known_log_joint() if pending is None else pending[1])
+        if pending is not None:
+            self.lp.append(pending[1])
+        elif trace.stale_nodes or trace.clock != self._lp_clock or trace is not self._lp_trace:
+            self._lp = trace.known_log_joint()  # (NaN while elements may be stale)
+            self._lp_trace = None if trace.stale_nodes else trace
+            self._lp_clock = trace.clock
+            self.lp.append(self._lp)
+        else:  # (no commit since the last draw: every commit advances the clock)
+            self.lp.append(self._lp)
         self.n_latent.append(trace.n_latent)
         out = trace.output
         if pending is not None:
@@ -499,7 +510,8 @@ class Recorder:
         number, a few numbers as lists, or arrays."""
         one = _one(src, parts)
         if one is not None:
-            self._series(name).change_one(d, *one)
+            s = self.series.get(name)  # (``_series``, inline)
+            (self._series(name) if s is None else s).change_one(d, one[0], one[1])
             return
         few = _few(src, parts)
         if few is not None:
@@ -649,7 +661,8 @@ def _one(src, parts):
     dt = data.dtype
     if data.ndim != 1 or (dt is not _F8 and dt not in _EXACT):  # (other dtypes keep theirs as
         return None  # arrays)
-    i = int(parts[0][0])
+    members = parts[0]
+    i = members.item() if type(members) is np.ndarray else int(members[0])
     return i, col.get(i)
 
 

@@ -151,7 +151,8 @@ class Gibbs(Selecting):
     def _values(d, addr, value) -> list:
         """The values of one choice's finite support; ``value``: its current value (a plate
         element's, whose distribution may hold the other elements' entries too)."""
-        _one_number(value, addr)
+        if type(value) is not int:  # (an int: one number — the usual case, without the call)
+            _one_number(value, addr)
         return _support(d, addr).tolist()
 
     def _element(self, trace, view, rel, e: int, d, cur, rng):
@@ -177,23 +178,12 @@ class Gibbs(Selecting):
         # (a strict run draws nothing: executed again, it is the run scored; one that draws a
         # new table's parameters is kept, whatever the number of values)
         keep = len(values) <= KEPT_RUNS or mode is not STRICT
-        execute = self.execute
-
-        def run_of(v):
-            try:
-                if key is None:
-                    return execute(trace, rng, targets={addr: v}, plan=plan, mode=mode)
-                return execute(trace, rng, vec={key: VecTarget(elems, np.array([v]))},
-                               plan=plan, mode=mode)
-            except StructureChange as err:
-                raise self._structure_error(addr, v, err) from None
-
         for v in values:
             if v == cur:
                 logw.append(0.0)
                 runs.append(None)
                 continue
-            run = run_of(v)
+            run = self._run_of(trace, rng, v, plan, addr, key, elems, mode)
             logw.append(float(run.log_weight) if run.aborted is None else -math.inf)
             runs.append(run if keep else True)
         k = _gumbel_pick(logw, rng)
@@ -201,9 +191,19 @@ class Gibbs(Selecting):
         info.proposed += 1
         info.accepted += 1
         if runs[k] is True:
-            runs[k] = run_of(values[k])
+            runs[k] = self._run_of(trace, rng, values[k], plan, addr, key, elems, mode)
         if runs[k] is not None:
             runs[k].commit()
+
+    def _run_of(self, trace, rng, v, plan, addr, key, elems, mode):
+        """:meth:`_pick`'s run of the value ``v``."""
+        try:
+            if key is None:
+                return self.execute(trace, rng, targets={addr: v}, plan=plan, mode=mode)
+            return self.execute(trace, rng, vec={key: VecTarget(elems, np.array([v]))},
+                                plan=plan, mode=mode)
+        except StructureChange as err:
+            raise self._structure_error(addr, v, err) from None
 
     def _commit(self, trace, rng, addr, value, lane=None, **kw) -> None:
         """Run the drawn value (``kw``: the run's targets, plan and mode) and commit it; a
@@ -228,7 +228,7 @@ class Gibbs(Selecting):
             return
         if g.count == 1 and not view.coupled:  # one element (th.one): read from the view
             elems = g.element_array()
-            e = int(elems[0])
+            e = int(elems.item())  # (its one element)
             return self._element(trace, view, g.rel, e, view.support_of(g.rel, elems),
                                  view.value(g.rel, e), rng)
         if view.coupled:

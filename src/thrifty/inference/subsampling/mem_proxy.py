@@ -17,8 +17,11 @@ the key is first proposed and again once its readers have changed by half since 
 O(d²) per move): any centre keeps the test exact, a good one keeps the remainders small.
 
 Set-up, once per chain (O(N)): one execution of the program that captures the observations,
-giving each element's row x_i and y_i, and a second one with ``w(k)`` perturbed, which checks
-that ``w`` reaches the plate only through one glm observation whose rows are ``w(z_i)``.  The
+giving each element's row x_i and y_i, and a second one with every key perturbed, which checks
+that ``w`` reaches the plate only through one glm observation whose rows are ``w(z_i)`` itself
+for each reader (not ``2 * w(z)``, a mask, a branch on the key; a key first read later is checked
+by one run of its readers).  A function equal to the value near the values seen there
+(``np.abs(w(z))`` with w(k) > 0) is not seen: the proposals' rows are not executed.  The
 rows are computed by the plate's body, so they can change only where the engine executes an
 element (a label moved, a per-element choice changed, a value before the plate changed) or
 leaves it stale.  The proxy reads them from the plate's execution log

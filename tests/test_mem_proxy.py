@@ -315,3 +315,45 @@ def test_rows_moved_by_a_per_element_choice_match_enumeration():
     # execution log after it
     assert s["burn_in"]["setups_per_step"] * s["burn_in"]["steps"] == 1
     assert s["setups_per_step"] == 0
+
+
+def _grouped(weights):
+    """Two groups' logistic regressions, the group of each row given: the rows' weights are
+    ``weights(w(g), i, g)``."""
+
+    @th.model
+    def grouped(X, y, g):
+        w = th.mem("w", lambda k: dist.MvNormal(np.zeros(2), np.eye(2)))
+        with th.plate("data", len(y)) as i:
+            th.observe("y", glm.logistic(X[i], weights(w(g[i]), i, g[i])), y[i])
+
+    return grouped
+
+
+WEIGHTS = {
+    "scaled": lambda wz, i, g: 2.0 * wz,
+    "masked": lambda wz, i, g: wz * (np.arange(300)[i] % 7 != 0)[:, None],
+    "by key": lambda wz, i, g: np.where((g == 1)[:, None], -wz, wz),
+}
+
+
+@pytest.mark.parametrize("name", list(WEIGHTS))
+def test_rows_that_are_not_the_memoized_value_are_refused(name):
+    """The remainders are computed from the data as U(x_i·w(k)) for every reader of key k: a
+    reader whose weights are another function of w(k) had the wrong U_i, silently — with
+    ``2 * w(g)`` the posterior means of both keys came out at twice the exact ones (z > 80 at
+    N = 6000); a mask left its rows' terms in the test, a sign by key gave one key the other's
+    likelihood.  The set-up moves every key and compares each reader's row with its key."""
+    rng = np.random.default_rng(3)
+    X = np.column_stack([np.ones(300), rng.normal(size=300)])
+    g = rng.integers(0, 2, 300)
+    y = (rng.random(300) < 0.5).astype(float)
+    k = th.subsampled_mh(th.one("w"), proxy="taylor", proposal=th.drift(0.1))
+    with pytest.raises(SelectionError, match=r"proxy='taylor'\): the weights of the glm"):
+        th.infer(_grouped(WEIGHTS[name])(X, y, g), k, num_samples=5, burn_in=0, seed=0,
+                 progress=False)
+    # the memoized value itself: accepted
+    r = th.infer(_grouped(lambda wz, i, g: wz)(X, y, g), k, num_samples=5, burn_in=0, seed=0,
+                 progress=False)
+    assert r["w.0"].shape == (1, 5, 2)
+

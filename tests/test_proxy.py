@@ -163,6 +163,25 @@ def test_errors_name_the_address():
         th.subsampled_mh("w", theta_hat=np.zeros(2))
 
 
+@th.model
+def abs_weights(X, y):
+    w = th.sample("w", dist.MvNormal(np.zeros(X.shape[1]), np.eye(X.shape[1])))
+    with th.plate("data", len(y)) as i:
+        th.observe("y", glm.logistic(X[i], np.abs(w)), y[i])
+
+
+def test_weights_equal_to_w_only_where_the_sections_were_found_are_refused():
+    """The set-up sees the weights equal w at w and at a nearby point (both positive); the
+    remainders then took U(x_i·w') for U(x_i·|w'|) wherever w' < 0 — the chain never went
+    below 0, where half of the posterior is.  As for th.smh, the lazy run of every step builds
+    the GLM at w': its weights must be w'."""
+    X, y, _ = synthetic_logistic(80, 2, seed=13)
+    k = th.subsampled_mh("w", proxy="taylor", proposal=th.drift(0.5))
+    with pytest.raises(SelectionError, match=r"proxy='taylor'\): the weights of the glm"):
+        th.infer(abs_weights(X, y), k, num_samples=300, burn_in=0, seed=0,
+                 init={"w": np.array([0.5, 0.5])}, progress=False)
+
+
 # -- bias on a known posterior --------------------------------------------------------------------
 BIAS_BOUND = 0.1  # posterior sd: the documented bound on the bias of the posterior means
 

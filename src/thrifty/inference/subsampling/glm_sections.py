@@ -215,6 +215,25 @@ def skipped_terms(kernel, trace, rng, addr, theta_b, run_a, run_b, sec: float) -
     )
 
 
+def require_weights(who: str, st: Sections, captured, theta_new) -> None:
+    """Refuse a section whose GLM weights are not θ' in a lazy captured run at θ'.
+
+    The kernels compute U_i(θ') = U(x_i·θ', y_i) from the set-up's data, never by executing the
+    plate; the set-up saw the weights equal θ at two points only, and a function equal to θ
+    there (``np.abs(w)``, ``np.clip``, a branch on w) would make every U_i(θ') wrong.  The lazy
+    run of each step builds the sections' GLMs (with no rows) at θ': their weights must be θ'.
+    """
+    for caddr, dist, _, _ in captured or ():
+        if caddr in st.families and not np.array_equal(dist.theta, theta_new):
+            raise SelectionError(
+                f"{who}: the weights of the glm observation at {fmt(caddr)} are not "
+                f"{fmt(st.addr)} at {fmt(st.addr)} = {theta_new!r} (they were where the "
+                "sections were found): the model passes a function of it that equals it "
+                "only at some values (np.abs, np.clip, a branch on it); the kernel needs "
+                f"glm.<family>(X[i], {fmt(st.addr)}) with the choice itself"
+            )
+
+
 def same_sections(prev, trace, addr, run) -> list | None:
     """The GLM observations a full captured ``run`` made at the sections ``prev``'s addresses,
     when the trace's structure is theirs (else None)."""

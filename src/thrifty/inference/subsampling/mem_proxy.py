@@ -17,8 +17,11 @@ the key is first proposed and again once its readers have changed by half since 
 O(d²) per move): any centre keeps the test exact, a good one keeps the remainders small.
 
 Set-up, once per chain (O(N)): one execution of the program that captures the observations,
-giving each element's row x_i and y_i, and a second one with ``w(k)`` perturbed, which checks
-that ``w`` reaches the plate only through one glm observation whose rows are ``w(z_i)``.  The
+giving each element's row x_i and y_i, and a second one with every key perturbed, which checks
+that ``w`` reaches the plate only through one glm observation whose rows are ``w(z_i)`` itself
+for each reader (not ``2 * w(z)``, a mask, a branch on the key; a key first read later is checked
+by one run of its readers).  A function equal to the value near the values seen there
+(``np.abs(w(z))`` with w(k) > 0) is not seen: the proposals' rows are not executed.  The
 rows are computed by the plate's body, so they can change only where the engine executes an
 element (a label moved, a per-element choice changed, a value before the plate changed) or
 leaves it stale.  The proxy reads them from the plate's execution log
@@ -36,8 +39,11 @@ import numpy as np
 
 from thrifty.core.address import fmt
 from thrifty.core.engine import (
+    LAZY_CAPTURE,
     RESCORE_CAPTURE,
+    Plan,
     executions_since,
+    plan_elements,
     run_plate_lps,
     same_value,
     watch,
@@ -132,6 +138,9 @@ class MemTaylor:
         k = self.keys.get(key)
         n_now = len(table.plate_readers.get(self.plate, {}).get(key, ()))
         if k is None or k.count != n_now or k.moves > max(_MIN_MOVES, k.n_built // 2):
+            if key not in self.checked:  # a key the set-up did not see read
+                self._check_key(kernel, trace, loc, table.plate_readers[self.plate][key])
+                self.checked.add(key)
             k = self._build(table, key, np.asarray(loc.value, dtype=float))
             kernel.info.count("cluster_builds")
         theta = np.asarray(loc.value, dtype=float)
@@ -151,8 +160,14 @@ class MemTaylor:
         rng0 = np.random.default_rng(20240602)  # set-up never touches the chain's generator
         value = np.asarray(loc.value, dtype=float)
         run_a = kernel.execute(trace, rng0, mode=_FULL)
-        delta = 0.1 * (1.0 + np.abs(value)) * rng0.standard_normal(np.shape(value))
-        run_b = kernel.execute(trace, rng0, targets={addr: value + delta}, mode=_FULL)
+        table = trace.mems[loc.mem_addr]
+        moved = {}  # every key like the selected one, moved (each reader is checked)
+        for key, v in table.values.items():
+            if isinstance(v, np.ndarray) and v.shape == value.shape and v.dtype.kind == "f":
+                moved[loc.mem_addr + (key,)] = v + 0.1 * (1.0 + np.abs(v)) * rng0.standard_normal(
+                    v.shape)
+        moved[addr] = value + 0.1 * (1.0 + np.abs(value)) * rng0.standard_normal(value.shape)
+        run_b = kernel.execute(trace, rng0, targets=moved, mode=_FULL)
         b_entries = {c[0]: c for c in run_b.captured}
         found = []
         for caddr, dist, y, elems in run_a.captured:
@@ -190,14 +205,84 @@ class MemTaylor:
                 f"{name}(proxy='taylor'): {fmt(addr)} enters plate {fmt(plate)} through terms "
                 f"that are not the glm observation {fmt(caddr)} (element {j}); use proxy=None"
             )
+        self.caddr, self.plate = caddr, plate
+        self._check_rows(kernel, table, dist, dist_b, elems, moved)
+        self.checked = {k for k, es in table.plate_readers.get(plate, {}).items() if es}
         n = len(fa)
         self.X = np.empty((n, len(value)))
         self.X[elems] = dist.X
         self.y = np.empty(n, dtype=y.dtype)
         self.y[elems] = np.broadcast_to(y, (len(elems),))
         self.fam, self.fam_params = dist.family, dist.family.params()
-        self.caddr, self.plate = caddr, plate
         self.obs_rel = caddr[len(plate) + 1 :]
+
+    def _check_key(self, kernel, trace, loc, readers) -> None:
+        """Refuse a key not seen read at set-up whose readers' glm weights are not its value
+        (see :meth:`_check_rows`): one run of its readers with the key moved, O(N_k), once."""
+        value = np.asarray(loc.value, dtype=float)
+        rng0 = np.random.default_rng(20240603)  # never the chain's generator
+        moved = {loc.addr: value + 0.1 * (1.0 + np.abs(value)) * rng0.standard_normal(
+            value.shape)}
+        elems = np.sort(np.fromiter(readers, dtype=np.int64, count=len(readers)))
+        plan = plan_elements(trace, Plan(), self.plate, elems)
+        run = kernel.execute(trace, rng0, targets=moved, plan=plan, mode=LAZY_CAPTURE)
+        for caddr, dist, _, done in run.captured:
+            if caddr == self.caddr and isinstance(dist, GLM) and done is not None:
+                self._check_rows(kernel, trace.mems[loc.mem_addr], None, dist, done, moved)
+                return
+        self._check_rows(kernel, trace.mems[loc.mem_addr], None, None, np.zeros(0, int), moved)
+
+    def _check_rows(self, kernel, table, dist_a, dist_b, elems, moved) -> None:
+        """Refuse rows of the glm weights that are not the memoized value itself.
+
+        The remainders are computed from the data as U(x_i·θ, y_i) with θ = w(k) for every
+        reader i of key k: a reader whose weights are another function of w(k) (``2 * w(z)``,
+        ``w(z) * s``, a mask, a branch on the key), that reads several keys or observes no glm
+        would make its U_i(θ') wrong, and so would an element that reads no key but whose
+        weights moved with them.  ``dist_a``, ``dist_b``: the glm of the executed ``elems`` at
+        the values and with the keys in ``moved`` (targets by address) moved (``dist_a`` None:
+        only the latter is compared)."""
+        maddr = next(iter(moved))[:-1]
+        elems = np.asarray(elems, dtype=np.int64)
+        by_key = [(k, es) for k, es in table.plate_readers.get(self.plate, {}).items() if es]
+        n = max([int(elems.max(initial=-1)) + 1] + [max(es) + 1 for _, es in by_key])
+        key_ix = np.full(n, -1, dtype=np.int64)  # element → its key's index (-2: several)
+        hits = np.zeros(n, dtype=np.int64)
+        d = len(next(iter(moved.values())))
+        vals, moves = np.full((len(by_key), d), np.nan), np.full((len(by_key), d), np.nan)
+        for j, (key, es) in enumerate(by_key):
+            es = np.fromiter(es, dtype=np.int64, count=len(es))
+            key_ix[es] = j
+            hits[es] += 1
+            if maddr + (key,) in moved:
+                vals[j], moves[j] = table.values[key], moved[maddr + (key,)]
+        key_ix[hits > 1] = -2
+        ki = key_ix[elems]
+        at = np.maximum(ki, 0)
+        reader = (ki >= 0) & ~np.isnan(moves[at, 0]) if by_key else np.zeros(len(ki), bool)
+        if len(elems):
+            rows_b = np.asarray(dist_b.theta)
+            ok = np.where(reader, np.all(rows_b == moves[at], axis=-1), ki != -2)
+            if dist_a is not None:
+                rows_a = np.asarray(dist_a.theta)
+                ok &= np.where(reader, np.all(rows_a == vals[at], axis=-1),
+                               np.all(rows_a == rows_b, axis=-1))
+        else:
+            ok = reader
+        if not ok.all():
+            self._refuse(kernel, int(elems[np.flatnonzero(~ok)[0]]))
+        for j, (key, es) in enumerate(by_key):  # every reader observed its glm
+            if maddr + (key,) in moved and int(np.sum(reader & (ki == j))) != len(es):
+                self._refuse(kernel, min(set(es) - set(elems[ki == j].tolist())))
+
+    def _refuse(self, kernel, e) -> None:
+        raise SelectionError(
+            f"{kernel.name}(proxy='taylor'): the weights of the glm observation "
+            f"{fmt(self.caddr)} at element {e} of {fmt(self.plate)} are not the memoized "
+            "value it reads (a function of it: scaled, shifted, masked, chosen by a branch; "
+            "several values; or no glm observation); the proxy of a memoized choice needs "
+            "glm.<family>(X[i], w(z)) with the memoized value itself (or use proxy=None)"
+        )
 
     def _same_family(self, skeleton) -> bool:
         for caddr, dist, _, _ in skeleton.captured or ():

@@ -41,6 +41,7 @@ from thrifty.core.engine import (
     same_value,
 )
 from thrifty.errors import SelectionError
+from thrifty.inference.subsampling.glm_sections import require_weights
 from thrifty.inference.subsampling.mem_proxy import MemTaylor, proxy_sum
 
 
@@ -120,6 +121,9 @@ class TaylorProxy:
                 msg = str(e).removeprefix("smh: ").replace("smh needs", "the proxy needs")
                 raise SelectionError(f"{name}(proxy='taylor'): {msg}") from None
         st = h.sections
+        theta_new = np.asarray(targets[addr], dtype=float)
+        # the remainders are computed from the data at θ': the weights must be θ' itself
+        require_weights(f"{name}(proxy='taylor')", st, skeleton.captured, theta_new)
         theta = np.asarray(locs[0].value, dtype=float)
         far = getattr(self, "_far", None)
         if far is None:
@@ -127,7 +131,7 @@ class TaylorProxy:
 
             far = self._far = FarFromMode(f"{name}(proxy='taylor')")
         far.see(st, st.R @ (theta - st.theta_hat), addr)
-        return TaylorSections(h, st, theta, np.asarray(targets[addr], dtype=float)), fresh
+        return TaylorSections(h, st, theta, theta_new), fresh
 
     @staticmethod
     def _same_families(st, skeleton) -> bool:

@@ -117,6 +117,7 @@ from thrifty.inference.subsampling.glm_sections import (
     apply,
     derivs,
     find,
+    require_weights,
     resolve,
     still_valid,
 )
@@ -490,19 +491,10 @@ class SMH(Selecting):
                 f"smh: changing {fmt(st.addr)} changes the structure of the program; smh needs a "
                 "fixed structure"
             )
-        for caddr, dist, _, _ in run.captured:  # the sections' GLMs, with no rows
+        require_weights("smh", st, run.captured, theta_new)  # the sections' GLMs, no rows
+        for caddr, dist, _, _ in run.captured:
             want = st.families.get(caddr)
-            if want is None:
-                continue
-            if not np.array_equal(dist.theta, theta_new):
-                raise SelectionError(
-                    f"smh: the weights of the glm observation at {fmt(caddr)} are not "
-                    f"{fmt(st.addr)} at {fmt(st.addr)} = {theta_new!r} (they were where the "
-                    "sections were found): the model passes a function of it that equals it "
-                    "only at some values (np.abs, np.clip, a branch on it); smh needs "
-                    f"glm.<family>(X[i], {fmt(st.addr)}) with the choice itself"
-                )
-            if not same_value(dist.family.params(), want):
+            if want is not None and not same_value(dist.family.params(), want):
                 return False
         log_g = run.lp_new - run.lp_old
         stats.proposed += 1

@@ -33,13 +33,25 @@ supports hold more than one value: the subset holds an element that can move up,
 elements that can move down), and, with a support shared by the elements, their maximum or
 minimum over it in one of the two.
 
-Last, a top-level plate's elements are moved by the parity of their index (the even ones,
-then the odd ones; their nearest other values, the others kept): an element that scores
-otherwise when only other elements moved reads their values — through a buffer the body fills
-(``buf[i] = z`` … ``buf[i - 1]``) or a reduction over the executed elements (``z - z.mean()``)
-— and a kernel that changes one element re-executes it alone, from values the others left in
-the buffer or from itself.  Two instances an odd distance apart are told apart so; a reader at
-an even distance only (``buf[i - 2]``) is not.
+Last, the elements of each plate are checked against each other (:func:`_elements_keep`; a
+plate of the markov steps in all its instances at once, each by its own elements).  One run
+moves every element (a discrete choice to its nearest other value, a continuous one to
+a draw from its prior, those values kept from then on); then, for each bit b of the index, one
+run moves only the elements whose index has bit b set, the others at their values in the trace
+(⌈log₂ N⌉ runs).  Each element then holds the values it holds in the trace (not moved) or in
+the full run (moved), and must score as it does there: one that scores otherwise reads other
+elements — through a buffer the body fills (``buf[i] = z`` … ``buf[i - 2]``) or the vector of
+the executed elements (``z - z.mean()``, ``np.roll(z, 1)``) — and a kernel that changes one
+element re-executes it alone, from what the others left or from itself.  Two distinct elements
+differ in some bit, and in that bit's run one of them moves while the other does not: a reader
+at any distance, in either direction, is seen whenever its score changes with the moved value
+it reads.  When the full run draws choices (a mem key no element read before, a site that
+appears) a moved element's score may differ from the full run's by those draws alone: each
+bit's run is then followed by its complement, and only the elements that did not move are
+compared (2⌈log₂ N⌉ runs).  The cost is O(N log N) at set-up.  Not seen: what depends only on
+how many elements run (``np.size(z)``: every run of the check executes them all), plates with
+coupled elements (left out), and a bit whose run refuses the moved values when the full run drew
+choices (skipped).
 
 Then:
 
@@ -127,43 +139,88 @@ def probe(trace, rng) -> bool:
     for r, only in moved:
         if only is not None:
             _other_plates_keep(nodes, only, r)
+    instances: dict = {}  # (a plate of the markov steps: its instances in every step)
     for kind, addr, node, inside in nodes:
-        if kind == "plate" and not inside:
-            _elements_keep(moves, addr, node)
+        if kind == "plate":
+            instances.setdefault(_pattern(addr) if inside else addr, {})[addr] = node
+    for same in instances.values():
+        _elements_keep(moves, same)
     return any(not same_value(trace.output, r.output) for r, _ in runs)
 
 
-def _elements_keep(moves, addr, node) -> None:
-    """Raise if an element of the top-level plate ``addr`` scores otherwise when only other
-    elements of it move (the even ones, then the odd ones): its body reads their values (see the
-    module docstring).  Plates whose elements are coupled (a process's draws, collapsed
-    observations) and sites without a discrete move are left out."""
-    sites = moves.sites[addr]
-    if node.size < 2 or not sites or sites[0][1].coupled:
-        return
+def _elements_keep(moves, plates: dict) -> None:
+    """Raise if an element of a plate reads another element's values (see the module
+    docstring).  ``plates`` maps the instances of one plate to their nodes: a top-level plate,
+    or a plate of the markov steps in every step, whose instances move together, each by the
+    bits of its own elements' index.  The full run moves every element (a continuous site to a
+    draw from its prior, kept from then on), then each bit's run the elements whose index has
+    that bit set; an element that scores otherwise than with the same values of its own in the
+    trace (not moved) or in the full run (moved) reads the others.  Plates whose elements are
+    coupled (a process's draws, collapsed observations) are left out."""
+    plates = {a: node for a, node in plates.items()
+              if node.size > 1 and moves.sites[a] and not moves.sites[a][0][1].coupled}
+    sites = [s for a in plates for s in moves.sites[a]]
     new = {key: moves.moved(key, view, cur, 0) for key, view, cur in sites}
-    if all(v is None or v is RESAMPLE for v in new.values()):
-        return
-    odd = np.arange(node.size) % 2 == 1
-    for moved in (~odd, odd):
-        targets = {key: cur if new[key] is None or new[key] is RESAMPLE else np.where(
-            moved.reshape((-1,) + (1,) * (np.ndim(cur) - 1)), new[key], cur)
-            for key, _, cur in sites}  # (an element's value may hold several numbers)
-        run = _run_moved(moves.trace, targets, moves.plan, frozenset((addr,)), list(moves.sites))
-        if run is None or any(v is RESAMPLE for v in targets.values()):
-            continue  # (values refused, the sites redrawn at every element: no comparison)
-        lp = np.asarray(run.plate_frames[addr].elem_lp)
-        same = (lp == node.elem_lp.array()) | (np.isnan(lp) & np.isnan(node.elem_lp.array()))
-        bad = np.flatnonzero(~moved & ~same)
-        if len(bad):
-            raise ModelError(
-                f"the elements of the plate {fmt(addr)} read each other's values (element "
-                f"{bad[0]} scores otherwise when only other elements' values change): a kernel "
-                "that changes one element re-executes it alone, so what it reads of the others "
-                "would be stale or its own (a buffer the body fills, buf[i - 1], or a reduction "
-                "over the executed elements, z.mean()). An element may read only its own values "
-                "and what comes from outside the plate; for dependent elements use a markov "
-                "chain (th.markov), or one top-level vector choice")
+    if all(v is None for v in new.values()):
+        return  # (no plate, or no value can move)
+    targets = {key: cur if new[key] is None else new[key] for key, _, cur in sites}
+    only = frozenset(plates)
+    full = _run_moved(moves.trace, targets, moves.plan, only, list(moves.sites))
+    if full is None:
+        return  # (values refused even under draws from the priors: the empty run has checked)
+    for key, _, cur in sites:  # (the draws made there are the moved values from now on)
+        if targets[key] is RESAMPLE:
+            targets[key] = _drawn(full.plate_frames[key[0]], key[1], cur)
+    ref = {a: np.asarray(full.plate_frames[a].elem_lp) for a in plates}
+    fixed = full.n_fresh == 0  # (no choice drawn: a run's scores follow from its values)
+    for bit in range((max(node.size for node in plates.values()) - 1).bit_length()):
+        one = {a: ((np.arange(node.size) >> bit) & 1).astype(bool) for a, node in plates.items()}
+        for masks in (one,) if fixed else (one, {a: ~m for a, m in one.items()}):
+            run = _run_mask(moves, sites, targets, masks, only)
+            if run is None:  # (an element refused its values: they are its own in the trace
+                if fixed:  # or in the full run, both accepted, but the others' moved)
+                    raise _reads_elements(min(plates), None)
+                continue
+            for a, moved in masks.items():
+                lp, old = np.asarray(run.plate_frames[a].elem_lp), plates[a].elem_lp.array()
+                want = np.where(moved, ref[a], old) if fixed else old
+                bad = lp != want
+                if bad.any():  # (NaN where it was NaN is the same score)
+                    bad &= ~(np.isnan(lp) & np.isnan(want)) & (True if fixed else ~moved)
+                    if bad.any():
+                        raise _reads_elements(a, int(np.flatnonzero(bad)[0]))
+
+
+def _run_mask(moves, sites, targets, masks, only) -> Run | None:
+    """The run with the elements ``masks`` selects (per plate) at their ``targets`` and the
+    others at their values in the trace; None when a plate refused some of those values."""
+    given = {key: np.where(masks[key[0]].reshape((-1,) + (1,) * (np.ndim(cur) - 1)),
+                           targets[key], cur)
+             for key, _, cur in sites}  # (an element's value may hold several numbers)
+    run = _run_moved(moves.trace, given, moves.plan, only, list(moves.sites))
+    return None if run is None or any(v is RESAMPLE for v in given.values()) else run
+
+
+def _drawn(frame, rel, cur):
+    """The values the full run of :func:`_elements_keep` drew at the plate site ``rel`` (its
+    values in the trace, ``cur``, if it left the plate)."""
+    try:
+        got = np.asarray(frame.site_at(rel).values)
+    except KeyError:
+        return cur
+    return got if got.shape == np.shape(cur) else cur
+
+
+def _reads_elements(addr, elem) -> ModelError:
+    which = ("some element refuses its values" if elem is None else
+             f"element {elem} scores otherwise")
+    return ModelError(
+        f"the elements of the plate {fmt(addr)} read each other's values ({which} when only "
+        "other elements' values change): a kernel that changes one element re-executes it "
+        "alone, so what it reads of the others would be stale or its own (a buffer the body "
+        "fills, buf[i - 1], or a reduction over the executed elements, z.mean()). An element "
+        "may read only its own values and what comes from outside the plate; for dependent "
+        "elements use a markov chain (th.markov), or one top-level vector choice")
 
 
 def _differs(site, new) -> bool:
@@ -186,8 +243,7 @@ def _groups(plates: dict) -> list:
         return [(None, _ALL_WAYS)]
     by_pattern: dict = {}
     for addr, inside in plates.items():
-        by_pattern.setdefault(tuple(a for a in addr if not isinstance(a, int)) if inside
-                              else addr, []).append(addr)
+        by_pattern.setdefault(_pattern(addr) if inside else addr, []).append(addr)
     groups = [(frozenset(g), _ALL_WAYS) for g in by_pattern.values()]
     for same in (g for g in by_pattern.values() if len(g) > 1):
         groups += [(frozenset(a for k, a in enumerate(same) if (k >> b) & 1 == side), (1, -1))
@@ -198,6 +254,11 @@ def _groups(plates: dict) -> list:
             seen.add(g)
             out.append((g, ways))
     return out
+
+
+def _pattern(addr) -> tuple:
+    """The address of a plate inside markov steps without its steps' numbers."""
+    return tuple(a for a in addr if not isinstance(a, int))
 
 
 _ALL_WAYS = (0, 1, -1)  # each element to its nearest other value; then up; then down

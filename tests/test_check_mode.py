@@ -340,6 +340,38 @@ def test_check_errors_cross_worker_processes():
     assert str(err) == str(e.value) and err.discrepancies == e.value.discrepancies
 
 
+A_HMM = np.array([[0.8, 0.2], [0.3, 0.7]])
+
+
+@th.model
+def branch_in_a_step(ys):
+    """A step observes (and records, and weighs) more when its state is 1."""
+    def step(t, prev):
+        z = th.sample("z", dist.Categorical(A_HMM[prev]))
+        if z == 1:
+            k = th.sample("k", dist.Normal(0.0, 1.0))
+            th.observe("w", dist.Normal(k, 1.0), ys[t])
+            th.deterministic("d", k + 0.5)
+            th.factor("f", -0.1)
+        th.observe("y", dist.Normal(2.0 * z, 1.0), ys[t])
+        return z
+
+    th.markov("s", step, len(ys), 0)
+
+
+def test_a_chain_site_that_no_step_holds_any_more_is_no_discrepancy():
+    """When no step takes a branch any more, the trace keeps the branch's columns (present at
+    no step) and a full execution makes none: the same structure, not a discrepancy.  Each
+    seed's run raised a CheckError at the parent (steps 14-64); with ``check="auto"`` too."""
+    ys = np.array([0.1, 2.5, 1.8])
+    for seed in range(3):
+        r = th.infer(branch_in_a_step(ys), th.lmh(), num_samples=100, seed=seed,
+                     progress=False, workers=1, check=True)
+        z = r["s.z"][0]
+        assert (z == 0).all(axis=1).any()  # (a draw at which no step had the branch)
+        assert np.isnan(r["s.k"][0][z == 0]).all() and not np.isnan(r["s.k"][0][z == 1]).any()
+
+
 # -- checking never changes the draws -------------------------------------------------------------
 @pytest.mark.parametrize("case", ["lmh-kitchen", "subsampled-mh"])
 def test_check_mode_does_not_change_the_draws(case):

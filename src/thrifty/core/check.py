@@ -426,6 +426,10 @@ class _Comparison:
         step = lambda rel: lambda t: addr + (t,) + rel  # noqa: E731
         for name in _union(c.sites, d.sites):
             a, b = c.sites.get(name), d.sites.get(name)
+            if _at_no_step(a) or _at_no_step(b):  # (a column the trace kept, at no step now)
+                a, b = (None if _at_no_step(a) else a), (None if _at_no_step(b) else b)
+                if a is None and b is None:
+                    continue
             if not self.same_kind(addr, name, a, b):
                 continue
             pa = np.ones(T, dtype=bool) if a.present is None else _values(a.present)
@@ -497,6 +501,11 @@ class _Comparison:
             a, b = old.known_log_joint(), new.known_log_joint()
             if not _close(a, b, _scale(new)):
                 self.add((), (), "log joint", a, b, hint=TOTALS)
+
+
+def _at_no_step(s) -> bool:
+    """Whether a chain's site column exists at no step (a branch no step takes any more)."""
+    return s is not None and s.present is not None and not _values(s.present).any()
 
 
 def _there(x) -> str:

@@ -33,6 +33,11 @@ supports hold more than one value: the subset holds an element that can move up,
 elements that can move down), and, with a support shared by the elements, their maximum or
 minimum over it in one of the two.
 
+A top-level plate's first element is also moved alone (to its nearest other value, the
+others kept), as a kernel that changes one element does: moves of many elements at once can
+keep a function of them that one element's move changes (the parity of ``z.sum()`` when the
+elements that move are even in number).
+
 Last, the elements of each plate are checked against each other (:func:`_elements_keep`; a
 plate of the markov steps in all its instances at once, each by its own elements).  One run
 moves every element (a discrete choice to its nearest other value, a continuous one to
@@ -63,12 +68,12 @@ Then:
   execution whenever a draw is recorded after a partial one (O(N) per draw).
 
 A probe sees what these executions change, no more: a reader that is no monotone function of
-the values can keep its value under all of them (the parity of ``z.sum()``, ``theta[z].sum()``
-with equal gaps ``theta[z + 1] - theta[z]``), a continuous choice read through a discrete
-function (``(x > 0).sum()``) may keep it by chance, and a choice that cannot be moved so
-(a process's draws, values with an event shape), or whose value is refused under the element's
-other moved choices, is only redrawn.  The default check mode
-(a full execution compared with the trace) remains the backstop.
+the values can keep its value under all of them (the parity of ``theta[z].sum()`` with even
+gaps ``theta[z + 1] - theta[z]``), a continuous choice read through a discrete function
+(``(x > 0).sum()``) may keep it by chance, and a choice that cannot be moved so (a process's
+draws, values with an event shape), or whose value is refused under the element's other moved
+choices, is only redrawn.  The default check mode (a full execution compared with the trace)
+remains the backstop for the sites; it does not compare the program's output.
 """
 
 from __future__ import annotations
@@ -127,6 +132,7 @@ def probe(trace, rng) -> bool:
         ) from e
     moves = _Moves(trace, nodes)
     moved = [(r, only) for only, steps in _groups(plates) for r in _changed(moves, only, steps)]
+    moved += _one_element_moved(moves, nodes)
     runs = [(run, None), *moved]
     for local, site in trace.root.sites.items():
         for r, _ in runs:
@@ -221,6 +227,31 @@ def _reads_elements(addr, elem) -> ModelError:
         "fills, buf[i - 1], or a reduction over the executed elements, z.mean()). An element "
         "may read only its own values and what comes from outside the plate; for dependent "
         "elements use a markov chain (th.markov), or one top-level vector choice")
+
+
+def _one_element_moved(moves, nodes) -> list:
+    """``(run, {plate})`` for each top-level plate with a discrete latent choice: its first
+    element moved to its nearest other value, the others kept (every plate and chain run in
+    full).  Moves of every element at once can keep a function of them that one element's
+    move changes — the parity of ``z.sum()`` when as many elements move up as down, or when
+    the elements that move are even in number — as a kernel that changes one element does."""
+    out = []
+    for kind, addr, node, inside in nodes:
+        sites = moves.sites.get(addr) if kind == "plate" and not inside else None
+        if not sites or node.size < 1 or sites[0][1].coupled:
+            continue
+        new = {key: moves.moved(key, view, cur, 0) for key, view, cur in sites}
+        if all(v is None or v is RESAMPLE for v in new.values()):
+            continue
+        first = np.arange(node.size) == 0
+        targets = {key: cur if new[key] is None or new[key] is RESAMPLE else np.where(
+            first.reshape((-1,) + (1,) * (np.ndim(cur) - 1)), new[key], cur)
+            for key, _, cur in sites}
+        only = frozenset((addr,))
+        run = _run_moved(moves.trace, targets, moves.plan, only, list(moves.sites))
+        if run is not None:
+            out.append((run, only))
+    return out
 
 
 def _differs(site, new) -> bool:

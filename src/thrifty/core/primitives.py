@@ -110,7 +110,7 @@ def observe(name, d, value) -> Any:
                          "(None is accepted only by th.predictive)")
     t = type(value)
     if t is not float and t is not int and t is not NP_F64:  # (the usual scalars: neither)
-        if _is_complex(value):
+        if value.dtype.kind == "c" if t is np.ndarray else _is_complex(value):
             raise ModelError(f"th.observe({name!r}, ...): the observed value is complex "
                              f"({_describe_complex(value)}); thrifty's distributions are real, "
                              "so observe the real and imaginary parts (value.real, value.imag) "

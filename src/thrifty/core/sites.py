@@ -40,7 +40,6 @@ from __future__ import annotations
 import numpy as np
 
 from thrifty.core.replay import replay
-from thrifty.core.vocab import readonly
 
 
 def sample(frame, name, d):
@@ -56,7 +55,10 @@ def sample(frame, name, d):
     else:
         value, lp, status = replay(lanes, d, old[0], old[1], target, frame.sink, frame, local)
     if type(value) is np.ndarray:  # kept by the engine: read-only for the model (a value given
-        value = readonly(value.copy() if value is target else value)  # from outside: a copy)
+        if value is target:  # from outside: a copy); readonly's work, without its call
+            value = value.copy()
+        if value.flags.writeable:
+            value.flags.writeable = False
     return frame.keep_latent(local, lanes, d, value, lp, status, old)
 
 

@@ -260,10 +260,12 @@ def test_one_entry_of_each_family():
         for j in range(3):
             e = d.member(j)
             assert e is not None and tuple(e.batch_shape) == (), d
+            assert d.has_member(j), d
             assert e.log_prob(v[j].item()) == pytest.approx(lp[j], rel=1e-12), (d, j)
     shared = dist.Normal(0.0, 1.0)
-    assert shared.member(2) is shared
+    assert shared.member(2) is shared and shared.has_member(2)
     assert dist.MvNormal(np.zeros((3, 2)), np.eye(2)).member(0) is None
+    assert not dist.MvNormal(np.zeros((3, 2)), np.eye(2)).has_member(0)
 
 
 def test_a_subclass_that_does_not_say_how_it_is_built_has_no_entries():
@@ -275,4 +277,32 @@ def test_a_subclass_that_does_not_say_how_it_is_built_has_no_entries():
             super().__init__(mu, 1.0)
 
     assert UnitNormal(np.zeros(3)).member(1) is None
+    assert not UnitNormal(np.zeros(3)).has_member(1)
     assert UnitNormal(0.0).member(0) is not None  # (shared parameters: itself)
+    assert UnitNormal(0.0).has_member(0)
+
+
+def test_a_written_chain_makes_its_steps_distributions_when_first_read(monkeypatch):
+    """A PGAS sweep writes the drawn trajectory's distributions as a column made when first
+    read (most sweeps' are never read): unmade after the sweep, then a plain column holding
+    what an execution of the trajectory holds (``_same_chain``); pickled or copied unmade, the
+    column it would be."""
+    import copy
+    import pickle
+
+    from thrifty.core.column import Column, LazyColumn
+
+    program, chain = PROGRAMS["lds"]
+    trace = _stepped(program, chain, True, monkeypatch, steps=1)
+    col = trace.root.chains[(chain,)].sites[("z",)]
+    assert type(col.dists) is LazyColumn
+    copies = [pickle.loads(pickle.dumps(col.dists)), copy.deepcopy(col.dists)]
+    assert type(col.dists) is Column  # (made by the copies)
+    for c in copies:
+        assert type(c) is Column
+        assert [repr(d) for d in c.array()] == [repr(d) for d in col.dists.array()]
+    executed = _stepped(program, chain, False, monkeypatch, steps=1)
+    _same_chain(trace.root.chains[(chain,)], executed.root.chains[(chain,)])
+    lazy = LazyColumn(lambda: np.arange(3.0))
+    lazy.put(1, 5.0)  # (a write makes it first)
+    assert type(lazy) is Column and lazy.array().tolist() == [0.0, 5.0, 2.0]

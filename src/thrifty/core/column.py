@@ -243,6 +243,37 @@ class Column:
         self.data, self.patch, self.owned = data, None, True
 
 
+_DATA = Column.data  # (the slot that holds a column's array)
+
+
+class LazyColumn(Column):
+    """A column whose array is made when first used (``make()``: an array of its own), and
+    which is then a plain :class:`Column`: one that is written whole and seldom read — the
+    distributions of a chain's steps written from a particle's trajectory
+    (:mod:`thrifty.core.written`), which a sweep of particle Gibbs writes every time and only
+    some kernels ever read."""
+
+    __slots__ = ()
+
+    def __init__(self, make):
+        _DATA.__set__(self, make)
+        self.owned, self.patch = True, None
+
+    @property
+    def data(self) -> np.ndarray:
+        data = _DATA.__get__(self, Column)()
+        self.data = data
+        return data
+
+    @data.setter
+    def data(self, value) -> None:
+        _DATA.__set__(self, value)
+        self.__class__ = Column  # (made, or replaced: a plain column from now on)
+
+    def __reduce__(self):  # (pickled, copied: as the column it is once made)
+        return Column, (self.data,)
+
+
 class ColumnSite:
     """One site over a plate's elements: a column of values and a column of log-densities."""
 

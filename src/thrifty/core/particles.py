@@ -371,6 +371,12 @@ def take(state, idx: np.ndarray, n: int):
     and tuples (named ones too) / lists / dicts of them — a dict as the engine keeps a state,
     a read-only mapping (:func:`~thrifty.core.vocab.frozen_state`); anything else is shared by
     the particles."""
+    if type(state) is np.ndarray:  # (the usual state: take_rows' work, without its call)
+        if not (state.ndim and state.shape[0] == n):
+            return state
+        if state.ndim > 1 and type(idx) is np.ndarray and idx.dtype.kind in "iu":
+            return state.take(idx, axis=0)
+        return state[idx]
     if isinstance(state, np.ndarray):
         return take_rows(state, idx) if state.ndim and state.shape[0] == n else state
     if isinstance(state, (tuple, list, dict, MappingProxyType)):

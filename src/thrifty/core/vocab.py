@@ -364,14 +364,14 @@ def frozen_state(state, addr):
     with frozen entries (a dict as a read-only mapping).  Any other object could change in
     place unseen: an error naming the chain."""
     t = type(state)
-    if t is int or t is float:  # (the usual state: a sampled number)
-        return state
-    if isinstance(state, _IMMUTABLE) and (t in _IMMUTABLE or not _carries_attributes(state)):
+    if t is int or t is float:  # (the usual states: a sampled number, an array)
         return state
     if t is np.ndarray:
         if state.flags.writeable or state.base is not None:  # not already the engine's copy
             state = state.copy()
             state.flags.writeable = False
+        return state
+    if isinstance(state, _IMMUTABLE) and (t in _IMMUTABLE or not _carries_attributes(state)):
         return state
     if isinstance(state, tuple) and not _carries_attributes(state):
         items = [frozen_state(x, addr) for x in state]

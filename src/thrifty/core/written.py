@@ -20,10 +20,12 @@ instead (targets for every step).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from thrifty.core.chain_site import ChainSite, States
-from thrifty.core.column import Column
+from thrifty.core.column import Column, LazyColumn
 from thrifty.core.node import Update
 from thrifty.core.vocab import DETERMINISTIC, LATENT
 from thrifty.errors import ModelError
@@ -45,25 +47,27 @@ def state_sites(sites: dict, state):
     """The latent sites whose values the step returned as its state (see :class:`StepRecord`):
     the state is then each member's row of those values, as a run of that member alone returns
     it; anything else (a value computed from them, a dict) is not written from columns."""
-
-    def site_of(x):
-        if type(x) is np.ndarray:
-            for k, s in sites.items():
-                if s.kind == LATENT and s.values is x:
-                    return k
-        return None
-
     if type(state) is tuple:
-        keys = [site_of(x) for x in state]
+        keys = [_site_of(sites, x) for x in state]
         return None if any(k is None for k in keys) else (True, keys)
-    k = site_of(state)
+    k = _site_of(sites, state)
     return None if k is None else (False, k)
+
+
+def _site_of(sites: dict, x):
+    """The latent site whose values are the array ``x`` (None: none)."""
+    if type(x) is np.ndarray:
+        for k, s in sites.items():
+            if s.kind == LATENT and s.values is x:
+                return k
+    return None
 
 
 class WrittenSite:
     """One site of a written chain: values ``(T, ...)`` (latent and recorded sites),
-    log-densities ``(T,)``, each step's distribution (latent sites) and the steps that have the
-    site (``present``; None: every step)."""
+    log-densities ``(T,)``, each step's distribution (latent sites: ``(d, r)``, entry r of the
+    step's distribution d — constructed when the column is first read — or ``(d, None)``, d
+    itself) and the steps that have the site (``present``; None: every step)."""
 
     __slots__ = ("discrete", "dists", "kind", "lp", "present", "values")
 
@@ -171,21 +175,28 @@ def _column(at: list, rows: list, kind):
         return None  # (values of several shapes: an object column's)
     if kind != LATENT:
         return lp, values, None
-    dists = []
+    dists = []  # (d, r): entry r of the step's d, made when first read; (d, None): d itself
     for s, r in zip(at, rows):
         if s is None:
-            dists.append(None)
+            dists.append((None, None))
             continue
-        d = s.dist  # entry r of the step's distribution (its own, when a member's value has
-        shape = s.values.shape[1:]  # all its axes: parameters shared by the particles)
+        d = s.dist
         if d is None or d.coupled:
             return None
-        if shape != tuple(d.batch_shape) + tuple(d.event_shape):
-            d = d.member(r)
-            if d is None:
-                return None  # (a family that cannot construct its entries)
-        dists.append(d)
+        if s.values.shape[1:] == tuple(d.batch_shape) + tuple(d.event_shape):
+            dists.append((d, None))  # (a member's value has all its axes: shared parameters)
+        elif not d.has_member(r):
+            return None  # (a family that cannot construct its entries)
+        else:  # (invalid parameters: constructed now, as their error is raised now)
+            dists.append((d, r) if d._error is None else (d.member(r), None))
     return lp, values, dists
+
+
+def _entries(dists: list) -> np.ndarray:
+    """The distributions of a written site's steps from its ``(d, r)`` pairs (:func:`_column`):
+    entry r of d, d itself (r None), or None (a step without the site)."""
+    return np.fromiter((d if r is None else d.member(r) for d, r in dists), dtype=object,
+                       count=len(dists))  # (fromiter: no probe of each entry as a sequence)
 
 
 def fits(node, w: WrittenChain) -> bool:
@@ -249,8 +260,8 @@ class WrittenUpdate(Update):
         for k, col in node.sites.items():
             s = w.sites[k]
             dists = None
-            if col.dists is not None:  # (fromiter: no probe of each entry as a sequence)
-                dists = Column(np.fromiter(s.dists, dtype=object, count=T))
+            if col.dists is not None:  # (each step's, made when first read: few read them)
+                dists = LazyColumn(functools.partial(_entries, s.dists))
             node.sites[k] = ChainSite(
                 col.kind, col.discrete, None if col.values is None else Column(s.values),
                 Column(s.lp), dists, None if s.present is None else Column(s.present.copy()),

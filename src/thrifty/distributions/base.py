@@ -204,6 +204,13 @@ def all_true(cond) -> bool:
 _MIN, _MAX, _SUM = np.minimum.reduce, np.maximum.reduce, np.add.reduce
 
 
+def _says_members(cls) -> bool:
+    """Whether the family says how its entries are constructed (a subclass may construct
+    itself otherwise than its parent: it says so again)."""
+    own = cls.__dict__
+    return "_member_params" in own or "_member_others" in own or "_member_args" in own
+
+
 class Distribution:
     """Base class of thrifty's distributions (see the module docstring for the conventions)."""
 
@@ -233,6 +240,11 @@ class Distribution:
         own = cls.__dict__
         if "support_varies" not in own and ("support" in own or "enumerate_support" in own):
             cls.support_varies = True
+        cls._plain_members = _says_members(cls) and cls._member_args is Distribution._member_args
+
+    # the family's entries are built by the base :meth:`_member_args` from its own
+    # ``_member_params`` (set for each family: __init_subclass__)
+    _plain_members = False
 
     # -- validation ---------------------------------------------------------------------------
     def _fail(self, message: str) -> None:
@@ -376,13 +388,11 @@ class Distribution:
         bs = self.batch_shape
         if not bs:
             return self
-        cls = type(self)
-        own = cls.__dict__  # (a subclass may construct itself otherwise: it says so)
-        if type(bs) is not tuple or not ("_member_params" in own or "_member_others" in own
-                                         or "_member_args" in own):
+        if type(bs) is not tuple:
             return None  # (array-API parameters: not a batch of NumPy entries)
+        cls = type(self)
         k = 0 if bs[0] == 1 else j  # (an axis of 1 broadcasts)
-        if cls._member_args is Distribution._member_args:  # (its work, without two calls)
+        if cls._plain_members:  # (the base _member_args' work, without its two calls)
             args = {} if self._member_params else None
             for name in self._member_params:
                 p = getattr(self, name)
@@ -391,9 +401,10 @@ class Distribution:
                 elif type(p) is np.ndarray and p.ndim == len(bs):
                     args[name] = p[k]
                 else:
-                    return None
+                    args = None
+                    break
         else:
-            args = self._member_args(k)
+            args = self._member_args(k) if _says_members(cls) else None
         if args is None or self._error is not None:
             return None if args is None else cls(**args)
         d = cls.__new__(cls)
@@ -401,6 +412,23 @@ class Distribution:
         d.__init__(**args)
         del d._entry_of_valid
         return d
+
+    def has_member(self, j: int) -> bool:
+        """Whether :meth:`member` gives entry ``j`` (not None), known without constructing it
+        (a family with its own ``_member_args`` computes the entry's keywords)."""
+        bs = self.batch_shape
+        if not bs:
+            return True
+        if type(bs) is not tuple:
+            return False
+        if self._plain_members:  # (member's test of the parameters: floats, or arrays of bs)
+            for name in self._member_params:
+                p = getattr(self, name)
+                if not (type(p) is float or (type(p) is np.ndarray and p.ndim == len(bs))):
+                    return False
+            return bool(self._member_params)
+        return _says_members(type(self)) and self._member_args(
+            0 if bs[0] == 1 else j) is not None
 
     def _member_args(self, k: int) -> dict | None:
         """The constructor's keywords for entry ``k`` of the leading batch axis."""

@@ -23,12 +23,12 @@ from thrifty.distributions.base import (
     scalar_or_array,
 )
 from thrifty.distributions.xp import (
+    ArrayAPIShape,
     asfloat,
     finish,
     is_foreign,
     namespace,
     special,
-    takes_foreign,
 )
 
 INF = math.inf
@@ -114,7 +114,8 @@ class Normal(cumulative.NormalCDF, Distribution):
                 out = np.empty(1)  # (``np.array([lp])`` without its type discovery: half the cost)
                 out[0] = z * z * -0.5 - (math.log(scale) + HALF_LOG_2PI)
                 return out
-        if takes_foreign(self, value):  # the array API (NumPy's path below: the same in place)
+        if type(self.batch_shape) is ArrayAPIShape or (t is not np.ndarray and is_foreign(value)):
+            # the array API (takes_foreign, without its call; NumPy's path below: the same)
             xp = namespace(value, self.loc, scale)
             z = (asfloat(xp, value) - self.loc) / scale
             return finish(xp, self, -0.5 * z * z - xp.log(scale) - HALF_LOG_2PI)

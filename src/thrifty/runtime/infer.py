@@ -326,7 +326,7 @@ def infer(
         run_stats["steps_per_second"] = new_steps / wall if wall > 0 else float("nan")
         if interrupted:
             msg = _interrupt_message(records, result, ckpt, completed, parallel)
-            warnings.warn(msg, InterruptedWarning, 2)
+            warnings.warn(msg, InterruptedWarning, stacklevel=user_stacklevel())
         return result
 
 

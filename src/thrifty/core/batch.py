@@ -343,7 +343,7 @@ class BatchFrame:
     def _check_observed(self, lp, rel, d, value) -> float:
         """``lp.sum()``; NaN → error naming the member; an observation outside the family's
         domain → error naming the member."""
-        s = total(lp)
+        s = lp.item() if type(lp) is np.ndarray and lp.size == 1 else total(lp)  # (total's)
         if NEG_INF < s < INF:
             return s
         if np.isposinf(lp).any() and not np.isnan(lp).any():

@@ -162,7 +162,7 @@ class Plan:
 EMPTY_PLAN = Plan()
 
 
-@dataclass
+@dataclass(slots=True)  # (one per proposal of plate elements)
 class VecTarget:
     """Targets at plate elements: ``elems`` (sorted) and their new ``values`` (or RESAMPLE)."""
 

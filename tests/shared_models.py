@@ -98,3 +98,12 @@ class Slow(th.Kernel):
 
     def label(self):
         return self.inner.label()
+
+
+@th.model
+def abs_weights(X, y):
+    """Logistic rows whose weights are |w|: equal to the choice w only where w > 0 (the GLM
+    section check of SMH and the Taylor proxies must refuse it)."""
+    w = th.sample("w", dist.MvNormal(np.zeros(X.shape[1]), np.eye(X.shape[1])))
+    with th.plate("data", len(y)) as i:
+        th.observe("y", glm.logistic(X[i], np.abs(w)), y[i])

@@ -9,6 +9,7 @@ import pytest
 
 import thrifty as th
 from shared_models import (
+    abs_weights,
     ar_chain,
     assert_copy_replays,
     bernoulli_model,
@@ -161,13 +162,6 @@ def test_errors_name_the_address():
         th.subsampled_mh("w", proxy="linear")
     with pytest.raises(ValueError, match="theta_hat"):
         th.subsampled_mh("w", theta_hat=np.zeros(2))
-
-
-@th.model
-def abs_weights(X, y):
-    w = th.sample("w", dist.MvNormal(np.zeros(X.shape[1]), np.eye(X.shape[1])))
-    with th.plate("data", len(y)) as i:
-        th.observe("y", glm.logistic(X[i], np.abs(w)), y[i])
 
 
 def test_weights_equal_to_w_only_where_the_sections_were_found_are_refused():

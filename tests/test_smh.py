@@ -34,7 +34,13 @@ import pytest
 from scipy import stats
 
 import thrifty as th
-from shared_models import assert_copy_replays, bernoulli_model, extra_plate_term, robust_with_scale
+from shared_models import (
+    abs_weights,
+    assert_copy_replays,
+    bernoulli_model,
+    extra_plate_term,
+    robust_with_scale,
+)
 from stat_helpers import P_MIN, Z_MAX, ess, thin_independent, z_threshold
 from thrifty import dist, glm
 from thrifty.core.run import Mode, Run
@@ -538,13 +544,6 @@ def scalar_mean(y):
     mu = th.sample("mu", dist.Normal(0.0, 10.0))
     with th.plate("data", len(y)) as i:
         th.observe("y", dist.Normal(mu, 1.0), y[i])
-
-
-@th.model
-def abs_weights(X, y):
-    w = th.sample("w", dist.MvNormal(np.zeros(X.shape[1]), np.eye(X.shape[1])))
-    with th.plate("data", len(y)) as i:
-        th.observe("y", glm.logistic(X[i], np.abs(w)), y[i])
 
 
 def test_weights_equal_to_w_only_where_the_sections_were_found_are_refused():

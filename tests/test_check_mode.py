@@ -240,9 +240,10 @@ OBSERVED = np.array([0.3, -0.2, 0.5, 1.1])
 @th.model
 def leaky_plate():
     """Element j's scale counts the elements executed with it: a kernel that changes one
-    element re-executes it alone, under another scale than a full execution gives.  (A read of
-    another element's value, buf[j - 1], is refused at set-up; the set-up check executes every
-    element in each of its runs, and does not see this one: check mode does.)"""
+    element re-executes it alone, under another scale than a full execution gives.  (The set-up
+    refuses this model — it runs the plate's first and last elements alone,
+    :mod:`thrifty.core.alone`; the test below turns that off to see check mode, the backstop
+    for what the set-up cannot see, catch it too.)"""
     with th.plate("data", 6) as i:
         z = th.sample("z", dist.Normal(0.0, 1.0))
         th.observe("y", dist.Normal(z, 1.0 + 0.5 * np.size(z)), np.ones(6)[i])
@@ -293,7 +294,13 @@ def observed():
     OBSERVED[:] = saved
 
 
-def test_a_plate_whose_elements_share_a_buffer_is_caught():
+@pytest.fixture
+def set_up_blind(monkeypatch):
+    """The set-up's runs of single elements off: what check mode sees of ``leaky_plate``."""
+    monkeypatch.setattr("thrifty.core.output.elements_alone", lambda *a: None)
+
+
+def test_a_plate_whose_elements_share_a_buffer_is_caught(set_up_blind):
     with pytest.raises(CheckError, match=r"in plate \('data',\)") as e:
         th.infer(leaky_plate(), th.mh("data.z", th.drift(0.5)), num_samples=20, seed=0,
                  progress=False, workers=1, check=True)
@@ -320,7 +327,7 @@ def test_data_changed_between_steps_is_caught_at_the_step_that_changed_it(observ
     assert "('data', 2, 'y')" in str(e.value)
 
 
-def test_the_default_check_catches_a_broken_model(monkeypatch):
+def test_the_default_check_catches_a_broken_model(monkeypatch, set_up_blind):
     """``check="auto"`` checks after the first step: a model that is wrong from the start is
     caught by default.  (The check after the first step is made when it fits in
     AUTO_CHECK_FLOOR seconds, estimated from the initial execution's time, which a loaded
@@ -331,7 +338,7 @@ def test_the_default_check_catches_a_broken_model(monkeypatch):
                  progress=False, workers=1)
 
 
-def test_check_errors_cross_worker_processes():
+def test_check_errors_cross_worker_processes(set_up_blind):
     with pytest.raises(CheckError, match=r"in plate \('data',\)") as e:
         th.infer(leaky_plate(), th.mh("data.z", th.drift(0.5)), num_samples=20, chains=2,
                  seed=0, progress=False, workers=2, check=True)

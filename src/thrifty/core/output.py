@@ -54,9 +54,9 @@ it reads.  When the full run draws choices (a mem key no element read before, a 
 appears) a moved element's score may differ from the full run's by those draws alone: each
 bit's run is then followed by its complement, and only the elements that did not move are
 compared (2⌈log₂ N⌉ runs).  The cost is O(N log N) at set-up.  Not seen: what depends only on
-how many elements run (``np.size(z)``: every run of the check executes them all), plates with
-coupled elements (left out), and a bit whose run refuses the moved values when the full run drew
-choices (skipped).
+which or how many elements run (``np.size(z)``: every run of the check executes them all; see
+:mod:`thrifty.core.alone`), plates with coupled elements (left out), and a bit whose run refuses
+the moved values when the full run drew choices (skipped).
 
 Then:
 
@@ -83,6 +83,7 @@ import math
 import numpy as np
 
 from thrifty.core.address import fmt
+from thrifty.core.alone import elements_alone
 from thrifty.core.markov import ChainUpdate
 from thrifty.core.run import RESAMPLE, RESCORE, Plan, Run, VecTarget
 from thrifty.core.sections import PlateView
@@ -151,6 +152,8 @@ def probe(trace, rng) -> bool:
             instances.setdefault(_pattern(addr) if inside else addr, {})[addr] = node
     for same in instances.values():
         _elements_keep(moves, same)
+    elements_alone(trace, {a: n for k, a, n, _ in nodes if k == "plate"},
+                   lambda: _chain_steps(nodes, Plan()))
     return any(not same_value(trace.output, r.output) for r, _ in runs)
 
 

@@ -1,0 +1,85 @@
+"""The check that a plate's elements score the same whichever elements run with them.
+
+Kernels execute a plate on the elements they change: LMH and one-element Gibbs (paper 001
+§3) one element alone, subsampled MH (paper 000 §3) and SMH (paper 002 §3) a batch of data
+rows.  An element's score then has to be a function of its own values and of what comes from
+outside the plate — not of which elements, or how many, run beside it.  Code that reads the
+vector of the executed elements breaks this without reading any other element's *values*:
+
+* ``len(i)`` or ``np.size(z)`` — a likelihood scaled by ``N / len(i)``, as Pyro's subsample
+  scale does (thrifty scales a subset itself: paper 000 eq. 5);
+* ``X[i] - X[i].mean()`` — data standardised over the executed rows;
+* ``i.max()``, ``i[0]``, ``np.roll(X[i], 1)`` — positions within the executed vector.
+
+The value moves of :mod:`thrifty.core.output` cannot see these (every run of that check
+executes every element); two runs here can: the plate's first element alone, then its last
+element alone (each plate of the program at once, every markov step run), each compared with
+the element's score in the full execution, at the tolerance of the check mode
+(:mod:`thrifty.core.check`).  A reader of the executed vector's length, mean or ends scores
+otherwise on one element than on all of them.  Coupled plates (a process's draws) are left
+out: their elements' scores depend on each other by design.  The cost is two executions of
+O(1) elements per plate at initialisation.
+
+>>> import numpy as np, thrifty as th
+>>> from thrifty import dist
+>>> @th.model
+... def scaled(y):
+...     mu = th.sample("mu", dist.Normal(0.0, 1.0))
+...     with th.plate("data", len(y)) as i:
+...         th.factor("f", dist.Normal(mu, 1.0).log_prob(y[i]) * len(y) / np.size(y[i]))
+>>> th.infer(scaled(np.zeros(4)), th.mh("mu"), num_samples=2, seed=0, progress=False)
+Traceback (most recent call last):
+...
+thrifty.errors.ModelError: the element 0 of the plate ('data',) scores otherwise when it runs ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from thrifty.core.address import fmt
+from thrifty.core.check import ATOL, RTOL
+from thrifty.core.run import Plan, Run
+from thrifty.errors import ModelError
+
+
+def elements_alone(trace, plates: dict, steps: Callable[[], Plan]) -> None:
+    """Raise if an element of one of ``plates`` (address → node, the plates inside markov steps
+    at each step's address) scores otherwise when it runs alone than in the fully executed
+    ``trace``; ``steps()`` gives a plan holding every step of every chain."""
+    plates = {a: node for a, node in plates.items() if node.size > 1 and not node.procs}
+    if not plates:
+        return
+    for end in (0, -1):
+        plan = steps()
+        for addr, node in plates.items():
+            plan.add_elements(addr, [end % node.size])
+        try:  # (one row's mean or spread may divide by zero: the scores differ, quietly)
+            with np.errstate(all="ignore"):
+                run = Run(trace, np.random.default_rng(0), plan=plan).execute()
+        except Exception as e:
+            which = ", ".join(fmt(a) for a in sorted(plates, key=repr)[:3])
+            raise ModelError(
+                f"running one element of the plate(s) {which} alone failed ({type(e).__name__}: "
+                f"{e}); {_WHY}") from e
+        for addr, node in plates.items():
+            k = end % node.size
+            frame = run.plate_frames.get(addr)
+            got = np.nan if frame is None or run.aborted is not None else float(
+                np.asarray(frame.elem_lp)[0])
+            want = float(node.elem_lp.get(k))
+            if not np.isclose(got, want, rtol=RTOL, atol=ATOL, equal_nan=True) or (
+                    np.isnan(got) and run.aborted is not None):
+                raise ModelError(
+                    f"the element {k} of the plate {fmt(addr)} scores otherwise when it runs "
+                    f"alone ({got!r}) than when every element runs ({want!r}): {_WHY}")
+
+
+_WHY = (
+    "kernels run a plate on any subset of its elements (one element, a batch of data rows), "
+    "so an element may read only its own values and what comes from outside the plate — not "
+    "which or how many elements run with it (len(i), np.size(z), a scale N / len(i): thrifty "
+    "scales subsets itself; X[i].mean(), i.max(), np.roll(X[i], 1)). Compute such quantities "
+    "outside the plate, from the whole data")

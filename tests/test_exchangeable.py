@@ -115,12 +115,24 @@ def test_gibbs_and_mh_on_alpha_match_enumeration():
     assert chi2_partitions(r["data.z"][0], probs, parts) > 1e-4
 
 
-def test_lmh_on_the_labels_matches_enumeration():
-    """LMH resamples one label from its prior — the CRP predictive given the others."""
-    parts, probs = exact_dpm(X6, lambda p: log_ewens(p, 1.0), lambda: NormalGamma(*NG))
-    r = th.infer(dpm(X6, 1.0), th.lmh(), num_samples=24000, burn_in=500, seed=3,
-                 progress=False)
-    assert chi2_partitions(r["data.z"][0], probs, parts) > 1e-4
+def _labels(trace):
+    return canonical(trace.values()["data.z"].tolist())
+
+
+def test_lmh_on_the_labels_leaves_the_partition_posterior_invariant():
+    """LMH resamples one label from its prior — the CRP predictive given the others: the exact
+    transition matrix of a step (tests/exact_kernel.py: the pick, the table draw and the
+    accept test scripted) over the 52 partitions of five points, πP = π to 1e-10 and P
+    irreducible; negative control: the posterior for α = 2 is moved."""
+    from exact_kernel import assert_stationary, lmh_draws, transition_matrix
+
+    x = X6[:5]
+    parts, probs = exact_dpm(x, lambda p: log_ewens(p, 1.0), lambda: NormalGamma(*NG))
+    _, wrong = exact_dpm(x, lambda p: log_ewens(p, 2.0), lambda: NormalGamma(*NG))
+    P = transition_matrix(dpm(x, 1.0), th.lmh(), parts, lambda s: {"data.z": np.array(s)},
+                          _labels, draws=lmh_draws, check=True)
+    assert_stationary(probs, P)
+    assert np.max(np.abs(wrong @ P - wrong)) > 1e-3
 
 
 X2 = np.array([[-2.0, 0.5], [-1.7, 0.8], [0.1, -0.2], [2.0, 2.2], [2.3, 1.9]])
@@ -208,10 +220,21 @@ def test_coupled_sites_are_refused_where_they_cannot_be_exact():
 
 
 def test_elementwise_mh_on_a_coupled_plate_decides_one_element_at_a_time():
-    parts, probs = exact_dpm(X6, lambda p: log_ewens(p, 1.0), lambda: NormalGamma(*NG))
-    r = th.infer(dpm(X6, 1.0), th.mh("data.z", th.prior()), num_samples=8000, burn_in=300,
-                 seed=6, progress=False)
-    assert chi2_partitions(r["data.z"][0], probs, parts) > 1e-4
+    """th.mh("data.z", th.prior()) on CRP labels proposes each label from its predictive given
+    the labels decided before it and accepts or rejects it before the next: the exact
+    transition matrix of a step (every table draw and accept test scripted) over the five
+    partitions of three points, πP = π to 1e-10 and P irreducible, each path's trace that of
+    a full execution; negative control: the posterior for α = 2 is moved."""
+    from exact_kernel import all_draws, assert_stationary, transition_matrix
+
+    x = X6[[0, 2, 4]]
+    parts, probs = exact_dpm(x, lambda p: log_ewens(p, 1.0), lambda: NormalGamma(*NG))
+    _, wrong = exact_dpm(x, lambda p: log_ewens(p, 2.0), lambda: NormalGamma(*NG))
+    P = transition_matrix(dpm(x, 1.0), th.mh("data.z", th.prior()), parts,
+                          lambda s: {"data.z": np.array(s)}, _labels, draws=all_draws,
+                          check=True)
+    assert_stationary(probs, P)
+    assert np.max(np.abs(wrong @ P - wrong)) > 1e-3
 
 
 def test_bare_collapsed_family_in_a_plate():

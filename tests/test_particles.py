@@ -6,6 +6,7 @@ function, each p ≈ 6e-5 two-sided); fixed seeds throughout.
 
 from __future__ import annotations
 
+import functools
 from collections import namedtuple
 
 import numpy as np
@@ -551,12 +552,9 @@ def test_conditional_smc_on_a_block_of_steps_returns_the_states_of_each_particle
 
 
 # -- th.pmmh ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("proposal", ["drift", "prior"])
-def test_pmmh_matches_the_kalman_grid_posterior_of_q(proposal):
-    """q | y on a grid from the exact Kalman likelihood × Gamma(10, 100) prior; z-tests of the
-    PMMH means of q and q² with ESS-based standard errors, |z| < 3.5 (2 tests per run)."""
-    from thrifty.diagnostics._arviz import ess as az_ess
-
+@functools.cache
+def _kalman_grid_posterior_of_q():
+    """The data of the PMMH test and q | y on a grid of 1,200 values (computed once)."""
     T, r = 20, 0.5
     y, C, _ = generate_lds(T=T, D=2, r=r, seed=0)
     omega = 4 * np.pi / T
@@ -565,6 +563,19 @@ def test_pmmh_matches_the_kalman_grid_posterior_of_q(proposal):
                    + dist.Gamma(10.0, 100.0).log_prob(q) for q in qs])
     w = np.exp(lp - lp.max())
     w /= w.sum()
+    for a in (y, C, qs, w):
+        a.flags.writeable = False
+    return y, C, omega, qs, w
+
+
+@pytest.mark.parametrize("proposal", ["drift", "prior"])
+def test_pmmh_matches_the_kalman_grid_posterior_of_q(proposal):
+    """q | y on a grid from the exact Kalman likelihood × Gamma(10, 100) prior; z-tests of the
+    PMMH means of q and q² with ESS-based standard errors, |z| < 3.5 (2 tests per run)."""
+    from thrifty.diagnostics._arviz import ess as az_ess
+
+    r = 0.5
+    y, C, omega, qs, w = _kalman_grid_posterior_of_q()
     prop = th.drift(0.04) if proposal == "drift" else th.prior()
     res = th.infer(lds(y, C, r, omega=omega), th.pmmh("q", 60, prop), num_samples=2000,
                    burn_in=200, seed=11, progress=False)

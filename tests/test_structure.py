@@ -552,7 +552,8 @@ def test_a_memoized_key_the_elements_read_again_returns_to_the_trace():
     counted the new reads against the old ones: the key left the trace as soon as it was
     drawn, |x| grew by one each time (LMH then stopped with IndexError), and a full
     execution disagreed (check mode).  Now the trace after b = 1, 0, 1 is the one a fresh
-    execution gives, and LMH's draws of (b, x(2)) match enumeration (chi-square)."""
+    execution gives, and LMH's exact transition matrix on the three states of (b, x(2)) leaves
+    their posterior invariant, each path's trace that of a full execution."""
     from thrifty.core.engine import locate, plan_for, propose
 
     trace = th.initialize(key_of_the_elements(), 0, init={"b": 1, "x.2": 1})
@@ -563,14 +564,22 @@ def test_a_memoized_key_the_elements_read_again_returns_to_the_trace():
     fresh = th.initialize(key_of_the_elements(), 0, init={"b": 1, "x.2": 1})
     assert trace.values() == fresh.values() and trace.n_latent == fresh.n_latent == 2
     assert trace.log_joint() == pytest.approx(fresh.log_joint(), abs=1e-12)
-    like = [stats.norm.logpdf(KEY_Y, m, 1.0).sum() for m in (0.0, 2.0)]
-    cells = discrete_posterior({0: math.log(0.5) + like[0],
-                                1: math.log(0.5 * 0.7) + like[0],
-                                2: math.log(0.5 * 0.3) + like[1]})
-    r = th.infer(key_of_the_elements(), th.lmh(), num_samples=6000, seed=1, progress=False,
-                 check=False)
-    b, x2 = r["b"][0], r["x.2"][0]
-    check_discrete(np.where(b == 1, 1 + np.nan_to_num(x2), 0).astype(int), cells, "(b, x(2))")
+    from exact_kernel import all_draws, assert_stationary, transition_matrix
+
+    def posterior(sd):
+        like = [stats.norm.logpdf(KEY_Y, m, sd).sum() for m in (0.0, 2.0)]
+        lw = [math.log(0.5) + like[0], math.log(0.5 * 0.7) + like[0],
+              math.log(0.5 * 0.3) + like[1]]
+        return np.exp(np.array(lw) - np.logaddexp.reduce(lw))
+
+    # the states (b, x(2)): x(2) exists only for b = 1
+    P = transition_matrix(key_of_the_elements(), th.lmh(), [(0,), (1, 0), (1, 1)],
+                          lambda s: {"b": s[0], **({"x.2": s[1]} if s[0] else {})},
+                          lambda t: (int(t["b"]), int(t[("x", 2)])) if t["b"] else (0,),
+                          draws=all_draws, check=True)
+    assert_stationary(posterior(1.0), P)
+    wrong = posterior(1.3)
+    assert np.max(np.abs(wrong @ P - wrong)) > 1e-3
 
 
 @th.model

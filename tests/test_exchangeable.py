@@ -4,6 +4,8 @@ Posterior tests compare partition frequencies of a chain with exact enumeration 
 partitions.  Draws are thinned by ⌈n / ESS⌉, the ESS (ArviZ) of the indicators of the most
 probable partitions (the smallest), so that the kept draws are close to independent; then a χ²
 test over the cells with expected count ≥ 5 (the rest pooled) must have p > 1e-4, seeds fixed.
+Kernels that move the labels alone (LMH, element-wise MH) are checked instead by their exact
+transition matrices on a few points (tests/exact_kernel.py): πP = π to 1e-10.
 """
 
 from __future__ import annotations

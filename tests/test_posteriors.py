@@ -5,7 +5,9 @@ Checks (see tests/stat_helpers.py for the machinery and thresholds):
 * continuous: |z| < 4.5 for the posterior mean (SE = exact sd / sqrt(ESS)) and KS p > 1e-4
   against the exact posterior CDF on draws thinned to ≈ independence;
 * discrete: per-value z-tests of the probabilities (SE from the ESS of the indicator) under a
-  Bonferroni threshold at family-wise level 1e-5, and a chi-square p > 1e-4.
+  Bonferroni threshold at family-wise level 1e-5, and a chi-square p > 1e-4;
+* discrete, a kernel whose step has few paths: its exact transition matrix, built from its own
+  runs with every draw scripted (tests/exact_kernel.py), πP = π to 1e-10 and P irreducible.
 
 Negative controls: the same draws checked against a slightly wrong posterior must fail, and an
 MH kernel that ignores the proposal densities q (prior proposals) must be caught.

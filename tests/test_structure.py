@@ -10,7 +10,9 @@
     ``observe Poisson(geom) = 3``; the law of n against exact enumeration.
 
 Thresholds: see tests/stat_helpers.py (|z| < 4.5; Bonferroni at family-wise 1e-5 for several
-probabilities; KS / chi-square p > 1e-4).  Exact answers use scipy.integrate.quad.
+probabilities; KS / chi-square p > 1e-4).  Exact answers use scipy.integrate.quad.  LMH on small
+finite models whose supports nest or move apart: exact transition matrices (tests/exact_kernel.py),
+πP = π to 1e-10.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ Posterior tests compare partition frequencies of a chain with exact enumeration 
 partitions.  Draws are thinned by ⌈n / ESS⌉, the ESS (ArviZ) of the indicators of the most
 probable partitions (the smallest), so that the kept draws are close to independent; then a χ²
 test over the cells with expected count ≥ 5 (the rest pooled) must have p > 1e-4, seeds fixed.
+Kernels that move the labels alone (LMH, element-wise MH) are checked instead by their exact
+transition matrices on a few points (tests/exact_kernel.py): πP = π to 1e-10.
 """
 
 from __future__ import annotations
@@ -115,12 +117,24 @@ def test_gibbs_and_mh_on_alpha_match_enumeration():
     assert chi2_partitions(r["data.z"][0], probs, parts) > 1e-4
 
 
-def test_lmh_on_the_labels_matches_enumeration():
-    """LMH resamples one label from its prior — the CRP predictive given the others."""
-    parts, probs = exact_dpm(X6, lambda p: log_ewens(p, 1.0), lambda: NormalGamma(*NG))
-    r = th.infer(dpm(X6, 1.0), th.lmh(), num_samples=24000, burn_in=500, seed=3,
-                 progress=False)
-    assert chi2_partitions(r["data.z"][0], probs, parts) > 1e-4
+def _labels(trace):
+    return canonical(trace.values()["data.z"].tolist())
+
+
+def test_lmh_on_the_labels_leaves_the_partition_posterior_invariant():
+    """LMH resamples one label from its prior — the CRP predictive given the others: the exact
+    transition matrix of a step (tests/exact_kernel.py: the pick, the table draw and the
+    accept test scripted) over the 52 partitions of five points, πP = π to 1e-10 and P
+    irreducible; negative control: the posterior for α = 2 is moved."""
+    from exact_kernel import assert_stationary, lmh_draws, transition_matrix
+
+    x = X6[:5]
+    parts, probs = exact_dpm(x, lambda p: log_ewens(p, 1.0), lambda: NormalGamma(*NG))
+    _, wrong = exact_dpm(x, lambda p: log_ewens(p, 2.0), lambda: NormalGamma(*NG))
+    P = transition_matrix(dpm(x, 1.0), th.lmh(), parts, lambda s: {"data.z": np.array(s)},
+                          _labels, draws=lmh_draws, check=True)
+    assert_stationary(probs, P)
+    assert np.max(np.abs(wrong @ P - wrong)) > 1e-3
 
 
 X2 = np.array([[-2.0, 0.5], [-1.7, 0.8], [0.1, -0.2], [2.0, 2.2], [2.3, 1.9]])
@@ -208,10 +222,21 @@ def test_coupled_sites_are_refused_where_they_cannot_be_exact():
 
 
 def test_elementwise_mh_on_a_coupled_plate_decides_one_element_at_a_time():
-    parts, probs = exact_dpm(X6, lambda p: log_ewens(p, 1.0), lambda: NormalGamma(*NG))
-    r = th.infer(dpm(X6, 1.0), th.mh("data.z", th.prior()), num_samples=8000, burn_in=300,
-                 seed=6, progress=False)
-    assert chi2_partitions(r["data.z"][0], probs, parts) > 1e-4
+    """th.mh("data.z", th.prior()) on CRP labels proposes each label from its predictive given
+    the labels decided before it and accepts or rejects it before the next: the exact
+    transition matrix of a step (every table draw and accept test scripted) over the five
+    partitions of three points, πP = π to 1e-10 and P irreducible, each path's trace that of
+    a full execution; negative control: the posterior for α = 2 is moved."""
+    from exact_kernel import all_draws, assert_stationary, transition_matrix
+
+    x = X6[[0, 2, 4]]
+    parts, probs = exact_dpm(x, lambda p: log_ewens(p, 1.0), lambda: NormalGamma(*NG))
+    _, wrong = exact_dpm(x, lambda p: log_ewens(p, 2.0), lambda: NormalGamma(*NG))
+    P = transition_matrix(dpm(x, 1.0), th.mh("data.z", th.prior()), parts,
+                          lambda s: {"data.z": np.array(s)}, _labels, draws=all_draws,
+                          check=True)
+    assert_stationary(probs, P)
+    assert np.max(np.abs(wrong @ P - wrong)) > 1e-3
 
 
 def test_bare_collapsed_family_in_a_plate():
@@ -257,20 +282,23 @@ def test_docstring_examples_run():
 
 def test_checkpoint_resume_and_workers_give_the_same_draws(tmp_path, monkeypatch):
     """The seating and the clusters' statistics live in the trace: a run resumed from a
-    checkpoint, and chains in worker processes, give the draws of a straight run."""
+    checkpoint, and chains in worker processes, give the draws of a straight run.  A short run
+    suffices: every step redraws the six labels from weights computed from the seating and the
+    clusters' statistics, so a state not restored (or not sent to a worker) changes the draws
+    of the 15 steps after the interruption (step 36 of chain 0's 50), and chain 1's."""
     from test_runtime import ARMED, Interrupting, assert_same
 
     monkeypatch.setenv(ARMED, "1")  # it fires once
 
     kernel = lambda: th.cycle([th.mh("alpha", th.drift(0.8)), th.gibbs("data.z")])  # noqa: E731
-    kw = dict(num_samples=300, burn_in=10, chains=2, seed=9, progress=False)
+    kw = dict(num_samples=40, burn_in=10, chains=2, seed=9, progress=False)
     straight = th.infer(dpm(X6, None), kernel(), workers=1, **kw)
     path = tmp_path / "dpm.ckpt"
     with pytest.warns(th.InterruptedWarning):
-        part = th.infer(dpm(X6, None), Interrupting(kernel(), after=150, how="raise"),
+        part = th.infer(dpm(X6, None), Interrupting(kernel(), after=35, how="raise"),
                         checkpoint=path, checkpoint_every=0.0, workers=1, **kw)
     assert part.interrupted
-    resumed = th.infer(dpm(X6, None), Interrupting(kernel(), after=150, how="raise"),
+    resumed = th.infer(dpm(X6, None), Interrupting(kernel(), after=35, how="raise"),
                        checkpoint=path, workers=1, **kw)  # the same kernel: a resume compares it
     assert_same(resumed, straight)
     assert_same(th.infer(dpm(X6, None), kernel(), workers=2, **kw), straight)

@@ -6,6 +6,7 @@ function, each p ≈ 6e-5 two-sided); fixed seeds throughout.
 
 from __future__ import annotations
 
+import functools
 from collections import namedtuple
 
 import numpy as np
@@ -217,39 +218,53 @@ def counted_hmm(kind, start=False):
     th.markov("s", step, len(ys) + 2, init if start else None)
 
 
+@pytest.fixture(scope="module")
+def tuple_state_runs():
+    """The runs of counted_hmm with a tuple state that the dict and named-tuple runs of the
+    tests below must repeat (the same seeds), shared by their parametrizations."""
+    return {
+        "start": (th.smc(counted_hmm("tuple", True), particles=5, ess_threshold=1.0, seed=0),
+                  th.infer(counted_hmm("tuple", True), th.pgibbs("s", 3), num_samples=60,
+                           seed=2, progress=False)),
+        "smc": [th.smc(counted_hmm("tuple"), particles=5, ess_threshold=1.0, seed=s)
+                for s in range(5)],
+        "pgibbs": {AS: th.infer(counted_hmm("tuple"), th.pgibbs("s", 3, ancestor_sampling=AS),
+                                num_samples=60, seed=2, progress=False) for AS in (True, False)},
+    }
+
+
 @pytest.mark.parametrize("kind", ["dict", "named"])
-def test_a_given_initial_state_of_any_kind_reaches_every_particle(kind):
+def test_a_given_initial_state_of_any_kind_reaches_every_particle(kind, tuple_state_runs):
     """The initial state a chain is given, copied to each particle: a named tuple raised
     TypeError (``Counted.__new__() missing 1 required positional argument``: it was rebuilt
     from a generator) in th.smc and th.pgibbs, and so in th.infer's default kernel for such a
     chain (PGAS); a dict or named tuple now makes the same draws as a tuple (same seeds)."""
-    a = th.smc(counted_hmm("tuple", True), particles=5, ess_threshold=1.0, seed=0)
+    a, a_pg = tuple_state_runs["start"]
     b = th.smc(counted_hmm(kind, True), particles=5, ess_threshold=1.0, seed=0)
     assert b.log_evidence == a.log_evidence
     np.testing.assert_array_equal(b["s.z"], a["s.z"])
-    a, b = (th.infer(counted_hmm(k, True), th.pgibbs("s", 3), num_samples=60, seed=2,
-                     progress=False) for k in ("tuple", kind))
-    np.testing.assert_array_equal(b["s.z"], a["s.z"])
+    b = th.infer(counted_hmm(kind, True), th.pgibbs("s", 3), num_samples=60, seed=2,
+                 progress=False)
+    np.testing.assert_array_equal(b["s.z"], a_pg["s.z"])
     np.testing.assert_array_equal(b["s.c"], np.cumsum(b["s.z"] == 1, axis=2))
 
 
 @pytest.mark.parametrize("kind", ["dict", "named"])
-def test_dict_and_named_tuple_states_follow_each_particles_ancestry(kind):
+def test_dict_and_named_tuple_states_follow_each_particles_ancestry(kind, tuple_state_runs):
     """Resampling reindexes every entry of a tuple, named tuple or dict state (003 §3: a
     particle's state is its own history): along every stored path the count c_t is the number
     of z_s = 1 up to t, and th.smc and th.pgibbs (PGAS and CSMC) make the same draws as with a
     tuple state (same seeds).  A dict state kept its entries unresampled: Ẑ/Z averaged
     1.10 ± 0.03 (z = 3.9, 2,000 runs of 3 particles on a 5-step HMM) and CSMC's smoothing
     marginals were off by 16–20 standard errors; a named tuple raised TypeError."""
-    for s in range(5):
-        a = th.smc(counted_hmm("tuple"), particles=5, ess_threshold=1.0, seed=s)
+    for s, a in enumerate(tuple_state_runs["smc"]):
         b = th.smc(counted_hmm(kind), particles=5, ess_threshold=1.0, seed=s)
         assert b.log_evidence == a.log_evidence
         np.testing.assert_array_equal(b["s.c"], np.cumsum(b["s.z"] == 1, axis=1))
         np.testing.assert_array_equal(b["s.z"], a["s.z"])
-    for AS in (True, False):
-        a, b = (th.infer(counted_hmm(k), th.pgibbs("s", 3, ancestor_sampling=AS),
-                         num_samples=60, seed=2, progress=False) for k in ("tuple", kind))
+    for AS, a in tuple_state_runs["pgibbs"].items():
+        b = th.infer(counted_hmm(kind), th.pgibbs("s", 3, ancestor_sampling=AS), num_samples=60,
+                     seed=2, progress=False)
         np.testing.assert_array_equal(b["s.z"], a["s.z"])
         np.testing.assert_array_equal(b["s.c"], np.cumsum(b["s.z"] == 1, axis=2))
 
@@ -537,12 +552,9 @@ def test_conditional_smc_on_a_block_of_steps_returns_the_states_of_each_particle
 
 
 # -- th.pmmh ---------------------------------------------------------------------------------------
-@pytest.mark.parametrize("proposal", ["drift", "prior"])
-def test_pmmh_matches_the_kalman_grid_posterior_of_q(proposal):
-    """q | y on a grid from the exact Kalman likelihood × Gamma(10, 100) prior; z-tests of the
-    PMMH means of q and q² with ESS-based standard errors, |z| < 3.5 (2 tests per run)."""
-    from thrifty.diagnostics._arviz import ess as az_ess
-
+@functools.cache
+def _kalman_grid_posterior_of_q():
+    """The data of the PMMH test and q | y on a grid of 1,200 values (computed once)."""
     T, r = 20, 0.5
     y, C, _ = generate_lds(T=T, D=2, r=r, seed=0)
     omega = 4 * np.pi / T
@@ -551,6 +563,19 @@ def test_pmmh_matches_the_kalman_grid_posterior_of_q(proposal):
                    + dist.Gamma(10.0, 100.0).log_prob(q) for q in qs])
     w = np.exp(lp - lp.max())
     w /= w.sum()
+    for a in (y, C, qs, w):
+        a.flags.writeable = False
+    return y, C, omega, qs, w
+
+
+@pytest.mark.parametrize("proposal", ["drift", "prior"])
+def test_pmmh_matches_the_kalman_grid_posterior_of_q(proposal):
+    """q | y on a grid from the exact Kalman likelihood × Gamma(10, 100) prior; z-tests of the
+    PMMH means of q and q² with ESS-based standard errors, |z| < 3.5 (2 tests per run)."""
+    from thrifty.diagnostics._arviz import ess as az_ess
+
+    r = 0.5
+    y, C, omega, qs, w = _kalman_grid_posterior_of_q()
     prop = th.drift(0.04) if proposal == "drift" else th.prior()
     res = th.infer(lds(y, C, r, omega=omega), th.pmmh("q", 60, prop), num_samples=2000,
                    burn_in=200, seed=11, progress=False)
@@ -663,20 +688,17 @@ def branching(ys):
 
 
 def _branching_log_evidence(ys):
-    """By enumeration: the geometric truncated at 60 (tail 0.4⁶⁰), 4^K branch/increment paths."""
+    """By enumeration: the geometric truncated at 60 (tail 0.4⁶⁰), 4^K branch/increment paths
+    (all the paths' log-densities at once)."""
     import itertools
 
-    terms = []
-    for g in range(60):
-        lg = g * np.log(0.4) + np.log(0.6)
-        for opts in itertools.product([None, 0, 1, 2], repeat=len(ys)):
-            lp, x = lg, g
-            for j, o in enumerate(opts):
-                lp += np.log(0.5) + (0.0 if o is None else np.log(P_D[o]))
-                x += 0 if o is None else o
-                lp += stats.norm.logpdf(ys[j], x, 1.0)
-            terms.append(lp)
-    return float(logsumexp(terms))
+    opts = np.array(list(itertools.product([-1, 0, 1, 2], repeat=len(ys))))  # −1: no branch
+    lp_opts = len(ys) * np.log(0.5) + np.where(opts < 0, 0.0, np.log(P_D)[opts]).sum(axis=1)
+    x = np.cumsum(np.maximum(opts, 0), axis=1)  # each path's increments so far
+    g = np.arange(60)
+    lg = g * np.log(0.4) + np.log(0.6)
+    ll = stats.norm.logpdf(np.asarray(ys), g[:, None, None] + x[None], 1.0).sum(axis=2)
+    return float(logsumexp(lg[:, None] + lp_opts[None] + ll))
 
 
 def test_smc_evidence_is_unbiased_with_stochastic_control_flow():

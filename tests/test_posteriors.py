@@ -5,7 +5,9 @@ Checks (see tests/stat_helpers.py for the machinery and thresholds):
 * continuous: |z| < 4.5 for the posterior mean (SE = exact sd / sqrt(ESS)) and KS p > 1e-4
   against the exact posterior CDF on draws thinned to ≈ independence;
 * discrete: per-value z-tests of the probabilities (SE from the ESS of the indicator) under a
-  Bonferroni threshold at family-wise level 1e-5, and a chi-square p > 1e-4.
+  Bonferroni threshold at family-wise level 1e-5, and a chi-square p > 1e-4;
+* discrete, a kernel whose step has few paths: its exact transition matrix, built from its own
+  runs with every draw scripted (tests/exact_kernel.py), πP = π to 1e-10 and P irreducible.
 
 Negative controls: the same draws checked against a slightly wrong posterior must fail, and an
 MH kernel that ignores the proposal densities q (prior proposals) must be caught.
@@ -17,6 +19,8 @@ the engine raises (see ``test_drift_outside_support_is_rejected``, an expected f
 """
 
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 import pytest
@@ -34,7 +38,6 @@ from stat_helpers import (
     element_probs_z,
     ks_p,
     mean_z,
-    probs_z,
     run,
     z_threshold,
 )
@@ -315,14 +318,17 @@ def mix_p1(w=MIX_W, y=MIX_Y):
     return np.exp(l1 - np.logaddexp(l0, l1))
 
 
-# (kernel, steps): each step of gibbs / mh on "data.z" updates all 6 elements; gibbs(one),
-# mh(one) and lmh update one element per step, so they run longer.
+# (kernel, steps): each step of gibbs / mh on "data.z" updates all 6 elements.
 MIX_KERNELS = {
     "gibbs": (lambda: th.gibbs("data.z"), 6000),
-    "gibbs-one": (lambda: th.gibbs(th.one("data.z")), 20000),
     "mh-elementwise": (lambda: th.mh("data.z"), 8000),
-    "mh-one": (lambda: th.mh(th.one("data.z")), 20000),
-    "lmh": (lambda: th.lmh(), 20000),
+}
+# Kernels that update one element per step: their exact transition matrices on the 2^6 states
+# (tests/exact_kernel.py), which the chains above cannot match in power.
+MIX_ONE_KERNELS = {
+    "gibbs-one": lambda: th.gibbs(th.one("data.z")),
+    "mh-one": lambda: th.mh(th.one("data.z")),
+    "lmh": lambda: th.lmh(),
 }
 
 
@@ -355,6 +361,29 @@ def test_mixture_negative_control(mix_draws):
         assert np.max(np.abs(zs)) > thr, f"{name}: negative control passed, z = {zs}"
 
 
+@pytest.mark.parametrize("kernel", list(MIX_ONE_KERNELS))
+def test_mixture_one_element_kernels_leave_the_posterior_invariant(kernel):
+    """The exact transition matrix of one step on the 64 labellings, built from the kernel's
+    own runs with every draw scripted: πP = π to 1e-10, P irreducible, and every path's
+    trace equal to a full execution's; negative control: the posterior for a mixture weight
+    of 0.4 is moved (by ≈ 0.01)."""
+    from exact_kernel import all_draws, assert_stationary, transition_matrix
+
+    states = list(itertools.product((0, 1), repeat=len(MIX_Y)))
+
+    def posterior(w):
+        p1 = mix_p1(w)
+        return np.array([np.prod(np.where(np.array(s) == 1, p1, 1.0 - p1)) for s in states])
+
+    P = transition_matrix(mixture2(MIX_Y), MIX_ONE_KERNELS[kernel](), states,
+                          lambda s: {"data.z": np.array(s)},
+                          lambda t: tuple(int(v) for v in t.values()["data.z"]),
+                          draws=all_draws, check=True)
+    assert_stationary(posterior(MIX_W), P)
+    wrong = posterior(0.4)
+    assert np.max(np.abs(wrong @ P - wrong)) > 1e-3
+
+
 # =============================================================================================
 # Discrete latents: one Categorical choice, observations in a plate
 # =============================================================================================
@@ -382,17 +411,21 @@ CAT_KERNELS = {  # (gibbs: its exact transition matrix, in test_exact_kernels.py
 }
 
 
-@pytest.fixture(scope="module")
-def cat_draws():
-    return {
-        name: run(categorical_means(CAT_Y), make(), 15000, burn_in=200, seed=16)["k"]
-        for name, make in CAT_KERNELS.items()
-    }
-
-
 @pytest.mark.parametrize("kernel", list(CAT_KERNELS))
-def test_categorical(cat_draws, kernel):
-    check_discrete(cat_draws[kernel], cat_posterior(), f"categorical {kernel}")
+def test_categorical(kernel):
+    """One Categorical choice (three states): the exact transition matrix of a step
+    (tests/exact_kernel.py: the prior draw and the accept test scripted), πP = π to 1e-10 and
+    P irreducible; negative control: the posterior for observation sd 1.2 is moved."""
+    from exact_kernel import assert_stationary, lmh_draws, mh_draws, transition_matrix
+
+    states = [0, 1, 2]
+    pi = np.array([cat_posterior()[k] for k in states])
+    wrong = np.array([cat_posterior(sd=1.2)[k] for k in states])
+    P = transition_matrix(categorical_means(CAT_Y), CAT_KERNELS[kernel](), states,
+                          lambda k: {"k": k}, lambda t: int(t["k"]),
+                          draws=mh_draws if kernel == "mh-prior" else lmh_draws, check=True)
+    assert_stationary(pi, P)
+    assert np.max(np.abs(wrong @ P - wrong)) > 1e-3
 
 
 @th.model
@@ -419,11 +452,3 @@ def test_one_element_gibbs_over_three_values():
     pz2 = np.exp(lw2 - np.logaddexp.reduce(lw2, axis=1, keepdims=True))
     wrong = {3 * a + b: pz2[0, a] * pz2[1, b] for a in range(3) for b in range(3)}
     assert chisq_p(pair, wrong) < P_MIN
-
-
-def test_categorical_negative_control(cat_draws):
-    """Against the posterior for observation sd 1.2 instead of 1.0 every kernel fails."""
-    wrong = cat_posterior(sd=1.2)
-    for name, k in cat_draws.items():
-        zs = probs_z(k, wrong)
-        assert max(abs(v) for v in zs.values()) > z_threshold(len(zs)), f"{name}: {zs}"

@@ -10,11 +10,14 @@
     ``observe Poisson(geom) = 3``; the law of n against exact enumeration.
 
 Thresholds: see tests/stat_helpers.py (|z| < 4.5; Bonferroni at family-wise 1e-5 for several
-probabilities; KS / chi-square p > 1e-4).  Exact answers use scipy.integrate.quad.
+probabilities; KS / chi-square p > 1e-4).  Exact answers use scipy.integrate.quad.  LMH on small
+finite models whose supports nest or move apart: exact transition matrices (tests/exact_kernel.py),
+πP = π to 1e-10.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -371,23 +374,84 @@ def nested_support_plate(y):
         th.observe("y", dist.Normal(z, 1.0), y[i])
 
 
-def _nested_posterior(y) -> dict:
-    w = {n: sum(stats.norm.pdf(y, z, 1.0) / (n + 1) for z in range(n + 1)) for n in (1, 2, 3)}
-    return discrete_posterior({n: math.log(v) for n, v in w.items()})
+def _uniform_draws(mp, script):
+    """The draws of any kernel (``all_draws`` of tests/exact_kernel.py), and DiscreteUniform's
+    prior draws scripted too: each value of each entry's range with equal probability."""
+    from exact_kernel import all_draws
+
+    rng = all_draws(mp, script)
+
+    def draw(d, rng, shape=()):
+        full = tuple(shape) + tuple(d.batch_shape)
+        lo = np.broadcast_to(np.asarray(d.low, dtype=np.int64), full).ravel()
+        hi = np.broadcast_to(np.asarray(d.high, dtype=np.int64), full).ravel()
+        options = list(itertools.product(*[range(a, b + 1) for a, b in zip(lo, hi)]))
+        o = script._take(options, [1.0 / len(options)] * len(options))
+        return np.array(o, dtype=np.int64).reshape(full) if full else int(o[0])
+
+    mp.setattr(dist.DiscreteUniform, "sample", draw)
+    return rng
+
+
+def _assert_lmh_invariant(program, states, log_joint, init_of, state_of, wrong_log_joint):
+    """th.lmh()'s exact transition matrix on ``states`` (tests/exact_kernel.py: every draw
+    scripted, each path's trace that of a full execution): πP = π to 1e-10 and P irreducible
+    (a kernel rejecting every redraw of a support that moves would leave the states apart);
+    negative control: the law ``wrong_log_joint`` is moved."""
+    from exact_kernel import assert_stationary, transition_matrix
+
+    def law(f):
+        lw = np.array([f(s) for s in states])
+        return np.exp(lw - np.logaddexp.reduce(lw))
+
+    P = transition_matrix(program, th.lmh(), states, init_of, state_of, draws=_uniform_draws,
+                          check=True)
+    assert_stationary(law(log_joint), P)
+    wrong = law(wrong_log_joint)
+    assert np.max(np.abs(wrong @ P - wrong)) > 1e-3
+
+
+NESTED = [(n, z) for n in (1, 2, 3) for z in range(n + 1)]
+APART = [(k, j) for k in (1, 2, 3) for j in (2 * k, 2 * k + 1)]
+
+
+def _nested_lp(y, n, z, normalised=True):
+    """log p(n, z, y) of nested_support; without ``normalised``, z's prior 1/(n + 1) dropped
+    (a negative control)."""
+    return -math.log(3) - (math.log(n + 1) if normalised else 0.0) + stats.norm.logpdf(y, z)
+
+
+def _apart_lp(y, k, j, sd):
+    return -math.log(6) + stats.norm.logpdf(y, j, sd)
 
 
 def test_lmh_rejects_a_redraw_the_reverse_move_cannot_undo():
     """Redrawing z fresh and weighing it as a fresh/stale pair (as for a choice of another
-    shape) put P(n = 1 | y) at 0.29 instead of 0.16 (a chi-square p far below P_MIN)."""
-    r = th.infer(nested_support(2.5), th.lmh(), num_samples=20000, seed=1, progress=False)
-    check_discrete(r["n"][0], _nested_posterior(2.5), "n")
+    shape) put P(n = 1 | y) at 0.29 instead of 0.16: its exact P on the 9 states."""
+    _assert_lmh_invariant(
+        nested_support(2.5), NESTED, lambda s: _nested_lp(2.5, *s),
+        lambda s: {"n": s[0], "z": s[1]}, lambda t: (int(t["n"]), int(t["z"])),
+        lambda s: _nested_lp(2.5, *s, normalised=False))
+
+
+def _plate_state(a: str, b: str):
+    def init_of(s):
+        return {f"data.{a}": np.array([u for u, _ in s]), f"data.{b}": np.array([v for _, v in s])}
+
+    def state_of(t):
+        v = t.values()
+        return tuple(zip(map(int, v[f"data.{a}"]), map(int, v[f"data.{b}"])))
+
+    return init_of, state_of
 
 
 def test_lmh_in_a_plate_rejects_a_redraw_the_reverse_move_cannot_undo():
-    y = np.array([0.2, 2.5, 1.1])
-    r = th.infer(nested_support_plate(y), th.lmh(), num_samples=20000, seed=3, progress=False)
-    for e in range(3):
-        check_discrete(r["data.n"][0][:, e], _nested_posterior(y[e]), f"n[{e}]")
+    """The same for two plate elements (element-wise runs): exact P on the 81 states."""
+    y = np.array([0.2, 2.5])
+    _assert_lmh_invariant(
+        nested_support_plate(y), list(itertools.product(NESTED, repeat=2)),
+        lambda s: sum(_nested_lp(yi, *e) for yi, e in zip(y, s)), *_plate_state("n", "z"),
+        lambda s: sum(_nested_lp(yi, *e, normalised=False) for yi, e in zip(y, s)))
 
 
 @th.model
@@ -401,13 +465,13 @@ def apart_support_plate(y):
 
 
 def test_lmh_in_a_plate_keeps_a_redraw_the_reverse_move_makes_too():
-    """Rejecting every such redraw would leave each k where it started."""
-    y = np.array([2.5, 4.0, 6.5])
-    r = th.infer(apart_support_plate(y), th.lmh(), num_samples=20000, seed=5, progress=False)
-    for e in range(3):
-        w = {k: sum(stats.norm.pdf(y[e], j, 1.5) for j in (2 * k, 2 * k + 1)) for k in (1, 2, 3)}
-        check_discrete(r["data.k"][0][:, e], discrete_posterior(
-            {k: math.log(v) for k, v in w.items()}), f"k[{e}]")
+    """Rejecting every such redraw would leave each k where it started (P not irreducible):
+    exact P on the 36 states of two elements; negative control: the law for sd 1.3."""
+    y = np.array([2.5, 4.0])
+    _assert_lmh_invariant(
+        apart_support_plate(y), list(itertools.product(APART, repeat=2)),
+        lambda s: sum(_apart_lp(yi, *e, 1.5) for yi, e in zip(y, s)), *_plate_state("k", "j"),
+        lambda s: sum(_apart_lp(yi, *e, 1.3) for yi, e in zip(y, s)))
 
 
 @th.model
@@ -426,12 +490,16 @@ def apart_support_mem(y):
 
 def test_lmh_on_a_memoized_value_redraws_only_what_the_reverse_move_redraws():
     """The memoized key's old distribution decides, as a site's: nested supports reject the
-    redraw (P(n = 1 | y) was 0.28 for an exact 0.16), supports that move apart keep it."""
-    r = th.infer(nested_support_mem(2.5), th.lmh(), num_samples=20000, seed=1, progress=False)
-    check_discrete(r["n"][0], _nested_posterior(2.5), "n")
-    w = {k: sum(stats.norm.pdf(2.5, j, 1.0) for j in (2 * k, 2 * k + 1)) for k in (1, 2, 3)}
-    r = th.infer(apart_support_mem(2.5), th.lmh(), num_samples=20000, seed=1, progress=False)
-    check_discrete(r["k"][0], discrete_posterior({k: math.log(v) for k, v in w.items()}), "k")
+    redraw (P(n = 1 | y) was 0.28 for an exact 0.16), supports that move apart keep it —
+    exact P on the 9 and 6 states."""
+    for program, states, name, lp, wrong in (
+            (nested_support_mem(2.5), NESTED, "n", lambda s: _nested_lp(2.5, *s),
+             lambda s: _nested_lp(2.5, *s, normalised=False)),
+            (apart_support_mem(2.5), APART, "k", lambda s: _apart_lp(2.5, *s, 1.0),
+             lambda s: _apart_lp(2.5, *s, 1.3))):
+        _assert_lmh_invariant(program, states, lp,
+                              lambda s, name=name: {name: s[0], "w.0": s[1]},
+                              lambda t, name=name: (int(t[name]), int(t[("w", 0)])), wrong)
 
 
 SIZED_Y = np.array([0.9, -0.4, 1.3])
@@ -486,7 +554,8 @@ def test_a_memoized_key_the_elements_read_again_returns_to_the_trace():
     counted the new reads against the old ones: the key left the trace as soon as it was
     drawn, |x| grew by one each time (LMH then stopped with IndexError), and a full
     execution disagreed (check mode).  Now the trace after b = 1, 0, 1 is the one a fresh
-    execution gives, and LMH's draws of (b, x(2)) match enumeration (chi-square)."""
+    execution gives, and LMH's exact transition matrix on the three states of (b, x(2)) leaves
+    their posterior invariant, each path's trace that of a full execution."""
     from thrifty.core.engine import locate, plan_for, propose
 
     trace = th.initialize(key_of_the_elements(), 0, init={"b": 1, "x.2": 1})
@@ -497,14 +566,22 @@ def test_a_memoized_key_the_elements_read_again_returns_to_the_trace():
     fresh = th.initialize(key_of_the_elements(), 0, init={"b": 1, "x.2": 1})
     assert trace.values() == fresh.values() and trace.n_latent == fresh.n_latent == 2
     assert trace.log_joint() == pytest.approx(fresh.log_joint(), abs=1e-12)
-    like = [stats.norm.logpdf(KEY_Y, m, 1.0).sum() for m in (0.0, 2.0)]
-    cells = discrete_posterior({0: math.log(0.5) + like[0],
-                                1: math.log(0.5 * 0.7) + like[0],
-                                2: math.log(0.5 * 0.3) + like[1]})
-    r = th.infer(key_of_the_elements(), th.lmh(), num_samples=6000, seed=1, progress=False,
-                 check=False)
-    b, x2 = r["b"][0], r["x.2"][0]
-    check_discrete(np.where(b == 1, 1 + np.nan_to_num(x2), 0).astype(int), cells, "(b, x(2))")
+    from exact_kernel import all_draws, assert_stationary, transition_matrix
+
+    def posterior(sd):
+        like = [stats.norm.logpdf(KEY_Y, m, sd).sum() for m in (0.0, 2.0)]
+        lw = [math.log(0.5) + like[0], math.log(0.5 * 0.7) + like[0],
+              math.log(0.5 * 0.3) + like[1]]
+        return np.exp(np.array(lw) - np.logaddexp.reduce(lw))
+
+    # the states (b, x(2)): x(2) exists only for b = 1
+    P = transition_matrix(key_of_the_elements(), th.lmh(), [(0,), (1, 0), (1, 1)],
+                          lambda s: {"b": s[0], **({"x.2": s[1]} if s[0] else {})},
+                          lambda t: (int(t["b"]), int(t[("x", 2)])) if t["b"] else (0,),
+                          draws=all_draws, check=True)
+    assert_stationary(posterior(1.0), P)
+    wrong = posterior(1.3)
+    assert np.max(np.abs(wrong @ P - wrong)) > 1e-3
 
 
 @th.model

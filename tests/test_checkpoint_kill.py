@@ -3,6 +3,7 @@ during a write included — leaves a checkpoint that resumes to the draws of an 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -20,7 +21,7 @@ from thrifty.runtime.checkpoint import read_block, read_main
 from thrifty.runtime.sealed import checkpoint_key
 
 SCRIPT = Path(__file__).with_name("checkpoint_script.py")
-KW = dict(num_samples=20_000, thin=3, chains=2, workers=1, seed=3, progress=False)
+KW = dict(num_samples=5_000, thin=3, chains=2, workers=1, seed=3, progress=False)
 
 
 def test_each_write_appends_only_the_new_draws(tmp_path):
@@ -42,20 +43,47 @@ def test_each_write_appends_only_the_new_draws(tmp_path):
     assert os.path.getsize(path) < 64 * 1024  # the main file stays small
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL")
+def _runs(pid) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL, fork")
 def test_kills_during_checkpoint_writes_resume_to_the_same_draws(tmp_path):
-    """Three SIGKILLs at random moments of a run that checkpoints at every tick (so most kills
-    land in or near a write), then a resume: the draws equal an uninterrupted run's."""
+    """Three SIGKILLs of a run that checkpoints at every tick (so most kills land in or near a
+    write), each at a random moment 0–0.3 s (about three ticks) after the run has appended its
+    first draws, then a resume: the draws equal an uninterrupted run's."""
     path = tmp_path / "run.ckpt"
-    delays = np.random.default_rng(5).uniform(1.0, 2.5, size=3)
-    for d in delays:
-        p = subprocess.Popen([sys.executable, str(SCRIPT), str(path)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        assert p.stdout.readline().startswith("started")
-        time.sleep(d)
-        p.send_signal(signal.SIGKILL)
-        p.wait()
-    assert path.exists()
+    draws = Path(str(path) + ".draws")
+    delays = np.random.default_rng(5).uniform(0.0, 0.3, size=3)
+    p = subprocess.Popen([sys.executable, str(SCRIPT), str(path)], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ended = []
+    try:
+        for d in delays:
+            size = draws.stat().st_size if draws.exists() else 0
+            p.stdin.write("run\n")
+            p.stdin.flush()
+            line = p.stdout.readline()
+            assert line.startswith("started"), line
+            child = int(line.split()[1])
+            deadline = time.monotonic() + 120
+            while not (draws.exists() and draws.stat().st_size > size) and _runs(child):
+                assert time.monotonic() < deadline, "the run wrote no checkpoint"
+                time.sleep(0.005)  # until it has written
+            time.sleep(d)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)
+            ended.append(int(p.stdout.readline().split()[1]))
+    finally:
+        _, err = p.communicate(timeout=60)  # (closes its stdin: it exits)
+    # each run was killed mid-run, not ended by itself
+    assert all(os.WIFSIGNALED(s) and os.WTERMSIG(s) == signal.SIGKILL for s in ended), err
+    done = [ch["iteration"] for ch in read_main(path)["chains"]]
+    assert 0 < sum(done) < 2 * 3 * KW["num_samples"]  # the checkpoint holds a part of the run
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         resumed = th.infer(hmm(), th.lmh(), checkpoint=str(path), checkpoint_every=0.0, **KW)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -30,12 +31,53 @@ ray = pytest.importorskip("ray")
 HERE = Path(__file__).resolve().parent
 
 
+def test_ctrl_c_and_checkpoint_resume_under_ray(tmp_path):
+    # (first in the module: its own Ray instance runs before the module's starts)
+    # Ctrl-C as a terminal sends it: SIGINT to the driver's whole process group (Ray's own
+    # processes included), once both chains have run for a while
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    env = {**os.environ, "THRIFTY_TEST_MARK_DIR": str(marks)}
+    proc = subprocess.Popen(
+        [sys.executable, str(HERE / "ray_script.py"), str(tmp_path / "ck.pkl")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 180
+        while len(list(marks.iterdir())) < 2 and proc.poll() is None:
+            assert time.monotonic() < deadline, "the chains did not start under Ray"
+            time.sleep(0.1)
+        time.sleep(0.3)  # (each chain has sent ticks by its mark, at step 100)
+        os.killpg(proc.pid, signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    assert proc.returncode == 0, stderr[-3000:]
+    out = json.loads(stdout.strip().splitlines()[-1])
+    n = out["num_samples"]
+    assert out["interrupted"] and 0 < out["draws"] < n
+    assert all(0 < k < n for k in out["chain_draws"])  # each chain's draws so far
+    # both chains saw the stop request at a report (not cancelled after the grace period)
+    assert any(re.search(r"chain 0: \d+ draws \(stopped\), chain 1: \d+ draws \(stopped\)", w)
+               for w in out["warnings"]), out["warnings"]
+    assert "2 chains: " in stderr  # the progress bar ran
+    # the resumed run continues from the checkpoint (fewer steps) to the uninterrupted draws
+    assert not out["resumed_interrupted"] and out["equal"]
+    assert 0 < out["resumed_steps"] < out["straight_steps"]
+    assert out["main_equal"]  # a model and a kernel defined in the script (__main__)
+
+
 @pytest.fixture(scope="module")
 def local_ray():
-    # the workers import this test module (its models pickle by reference to it)
-    path = os.pathsep.join([str(HERE), *sys.path])
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             runtime_env={"env_vars": {"PYTHONPATH": path}})
+    # the workers import this test module (its models pickle by reference to it): Ray's
+    # processes inherit PYTHONPATH from this one (as a runtime_env, it would make Ray start
+    # workers of their own for it, beside the ones it starts at ray.init)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PYTHONPATH", os.pathsep.join([str(HERE), *sys.path]))
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
     ray.shutdown()
 
@@ -115,9 +157,9 @@ class SlowMH(th.Kernel):
         return self.inner.label()
 
 
-HANG = 600  # seconds: a hang guard, never reached by a run that returns (about 10 s alone; the
-# surviving chain's 2,000 steps take longer on a loaded machine, so no bound on the wall clock
-# of a run that does return is asserted)
+HANG = 600  # seconds: a hang guard, never reached by a run that returns (about 3 s alone; the
+# surviving chain's 1,000 steps of at least 2 ms take longer on a loaded machine, so no bound on
+# the wall clock of a run that does return is asserted)
 
 
 def test_killed_worker_gives_a_partial_result_not_a_hang(local_ray, tmp_path):
@@ -127,7 +169,7 @@ def test_killed_worker_gives_a_partial_result_not_a_hang(local_ray, tmp_path):
     def kill_first_worker():
         for _ in range(3000):
             if pid_file.exists() and pid_file.read_text():
-                time.sleep(1.0)  # let it send some draws
+                time.sleep(0.3)  # let it send some draws (ticks every 0.1 s), of 2 s at least
                 os.kill(int(pid_file.read_text()), signal.SIGKILL)
                 killed_at.append(time.perf_counter())
                 return
@@ -139,7 +181,7 @@ def test_killed_worker_gives_a_partial_result_not_a_hang(local_ray, tmp_path):
     def run():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            out["r"] = th.infer(reports_pid(str(pid_file)), SlowMH(), num_samples=2000,
+            out["r"] = th.infer(reports_pid(str(pid_file)), SlowMH(), num_samples=1000,
                                 chains=2, seed=0, progress=False, executor="ray")
 
     runner = threading.Thread(target=run, daemon=True)
@@ -151,39 +193,4 @@ def test_killed_worker_gives_a_partial_result_not_a_hang(local_ray, tmp_path):
     assert len(r.failed_chains) == 1
     (_c, why), = r.failed_chains.items()
     assert "Ray task of chain" in why
-    assert r.num_chains == 1 and r.num_draws == 2000  # the other chain's draws come back
-
-
-def test_ctrl_c_and_checkpoint_resume_under_ray(tmp_path):
-    # Ctrl-C as a terminal sends it: SIGINT to the driver's whole process group (Ray's own
-    # processes included), once both chains have run for a while
-    marks = tmp_path / "marks"
-    marks.mkdir()
-    env = {**os.environ, "THRIFTY_TEST_MARK_DIR": str(marks)}
-    proc = subprocess.Popen(
-        [sys.executable, str(HERE / "ray_script.py"), str(tmp_path / "ck.pkl")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 180
-        while len(list(marks.iterdir())) < 2 and proc.poll() is None:
-            assert time.monotonic() < deadline, "the chains did not start under Ray"
-            time.sleep(0.1)
-        time.sleep(1.0)  # some ticks (draws) reach the driver
-        os.killpg(proc.pid, signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
-    assert proc.returncode == 0, stderr[-3000:]
-    out = json.loads(stdout.strip().splitlines()[-1])
-    assert out["interrupted"] and 0 < out["draws"] < 4000
-    assert all(0 < n < 4000 for n in out["chain_draws"])  # each chain's draws so far
-    assert any("interrupted" in w for w in out["warnings"])
-    assert "chains" in stderr  # the progress bar ran
-    # the resumed run continues from the checkpoint (fewer steps) to the uninterrupted draws
-    assert not out["resumed_interrupted"] and out["equal"]
-    assert 0 < out["resumed_steps"] < out["straight_steps"]
-    assert out["main_equal"]  # a model and a kernel defined in the script (__main__)
+    assert r.num_chains == 1 and r.num_draws == 1000  # the other chain's draws come back

@@ -50,6 +50,8 @@ def after_jax():
 
     import numpy as np
 
+    # (the convergence check imports ArviZ, seconds of CPU, and bears on nothing printed here)
+    sys.modules["thrifty.runtime.infer"].check_convergence = lambda result: None
     kw = dict(num_samples=50, burn_in=50, chains=2, seed=0, progress=False)
     a = th.infer(m(), th.mh("mu", th.drift(0.5)), workers=1, **kw)
     th.infer(m(), th.nuts("mu"), num_samples=20, burn_in=20, seed=0, progress=False)

@@ -4,11 +4,13 @@ Each chain runs the same worker loop as a local worker process (:func:`parallel.
 Ray task on whatever cluster ``ray.init`` connected to — an existing one
 (``ray.init(address="auto")`` on a cluster node; ``ray.init("ray://head:10001")`` from outside,
 through Ray Client, needs ``pip install "ray[client]"``; or ``RAY_ADDRESS``), else a local
-instance started here.  Messages (draws, statistics, snapshots) come back through a
-``ray.util.queue.Queue``; Ctrl-C sets a stop flag held by a small actor, which the chains poll
-at each report (about ten times a second).  The program and kernel are pickled once with Ray's
-cloudpickle — a model or kernel class defined in the script or notebook (``__main__``) by value
-— and shared by the chains through the object store.
+instance started here.  Messages (draws, statistics, snapshots) come back through one small
+actor, a mailbox, which also holds the stop flag that Ctrl-C sets: each message a chain sends
+(about ten a second) is answered with the flag, and the driver takes all the messages waiting at
+each call.  The mailbox's class is sent to Ray by value, so its process imports Ray alone, not
+thrifty (about a second of start-up rather than three).  The program and kernel are pickled once
+with Ray's cloudpickle — a model or kernel class defined in the script or notebook
+(``__main__``) by value — and shared by the chains through the object store.
 
 Same seeds, same draws: each chain gets the seed it gets locally and limits its BLAS threads to
 ``cpu_count // chains`` of its own node, as a local worker does (on nodes with other core counts
@@ -19,7 +21,6 @@ that stops answering after a stop request is cancelled after ``STOP_GRACE`` seco
 
 from __future__ import annotations
 
-import queue as queue_mod
 from dataclasses import dataclass, field
 from time import perf_counter
 
@@ -61,29 +62,55 @@ class RayExecutor:
         return ray
 
 
-class _StopFlag:
-    """The stop request, readable by every chain (a Ray actor)."""
+def _mailbox_class():
+    """The class of the mailbox actor: the chains' messages (``put``, answered with the stop
+    flag) and the stop flag (``set_stop``); ``take(timeout)`` returns every message waiting,
+    after waiting up to ``timeout`` seconds for one.  Defined inside a function so that Ray's
+    cloudpickle sends it by value: by reference, the actor's process would import thrifty."""
+    import asyncio
 
-    def __init__(self):
-        self.value = False
+    class Mailbox:
+        def __init__(self):
+            self.items: list = []
+            self.ready = asyncio.Event()
+            self.stop = False
 
-    def set(self):
-        self.value = True
+        async def put(self, item) -> bool:  # (every method async: all run on the event loop)
+            self.items.append(item)
+            self.ready.set()
+            return self.stop
 
-    def is_set(self) -> bool:
-        return self.value
+        async def take(self, timeout: float) -> list:
+            if not self.items:
+                try:
+                    await asyncio.wait_for(self.ready.wait(), timeout)
+                except asyncio.TimeoutError:
+                    pass
+            items, self.items = self.items, []
+            self.ready.clear()
+            return items
+
+        async def set_stop(self) -> None:
+            self.stop = True
+
+    return Mailbox
 
 
-class _RemoteStop:
-    """``is_set()`` of the stop actor, for the worker loop."""
+class _Post:
+    """A chain's end of the mailbox, for the worker loop: ``put`` sends a message and keeps the
+    stop flag of the answer, which ``is_set`` returns (the loop asks right after a message)."""
 
-    def __init__(self, actor):
-        self.actor = actor
+    def __init__(self, mailbox):
+        self.mailbox = mailbox
+        self.stop = False
 
-    def is_set(self) -> bool:
+    def put(self, data: bytes) -> None:
         import ray
 
-        return ray.get(self.actor.is_set.remote())
+        self.stop = ray.get(self.mailbox.put.remote(data))
+
+    def is_set(self) -> bool:
+        return self.stop
 
 
 def _dumps_shared(obj) -> bytes:
@@ -113,7 +140,7 @@ def _dumps_shared(obj) -> bytes:
     return f.getvalue()
 
 
-def _chain_task(chain, shared, rest, q, stop_actor, every, threads):
+def _chain_task(chain, shared, rest, mailbox, every, threads):
     """One chain in a Ray worker; ``shared`` (program, kernel pickled by :func:`_dumps_shared`)
     comes from the object store."""
     from ray import cloudpickle
@@ -124,18 +151,15 @@ def _chain_task(chain, shared, rest, q, stop_actor, every, threads):
     program, kernel = cloudpickle.loads(shared)
     seed, init, cfg, snapshot = rest
     job = (program, kernel, seed, init, cfg, snapshot)
-    parallel._worker(chain, job, q, _RemoteStop(stop_actor), every, threads, None,
-                     cloudpickle.dumps)
+    post = _Post(mailbox)
+    parallel._worker(chain, job, post, post, every, threads, None, cloudpickle.dumps)
 
 
 def run_ray(executor: RayExecutor, program, kernel, seeds, inits, cfg, records, workers, stop,
             progress, checkpoint) -> bool:
     """Like :func:`parallel.run_parallel`, with the chains as Ray tasks."""
     ray = executor.connect()
-    from ray.util.queue import Queue
-
-    q = Queue()
-    flag = ray.remote(num_cpus=0)(_StopFlag).remote()
+    mailbox = ray.remote(num_cpus=0)(_mailbox_class()).remote()
     task = ray.remote(num_cpus=executor.num_cpus, max_retries=0)(_chain_task)
     every = checkpoint.every if checkpoint is not None else None
     threads = parallel.blas_threads(len(records)) if parallel.LIMIT_BLAS_THREADS else None
@@ -154,13 +178,16 @@ def run_ray(executor: RayExecutor, program, kernel, seeds, inits, cfg, records, 
         if collect.handle(msg):
             active.pop(msg[1], None)
 
+    def receive(timeout: float) -> int:
+        """Handle the messages waiting (after waiting up to ``timeout`` s for one): how many."""
+        items = ray.get(mailbox.take.remote(timeout))
+        for data in items:
+            handle(parallel._receive(data))
+        return len(items)
+
     def drain(deadline: float) -> None:
-        while perf_counter() < deadline:
-            try:
-                msg = parallel._receive(q.get(timeout=0.05))
-            except queue_mod.Empty:
-                return
-            handle(msg)
+        while perf_counter() < deadline and receive(0.05):
+            pass
 
     def check_dead() -> None:
         """A task that ended without its final message: its worker died."""
@@ -184,7 +211,7 @@ def run_ray(executor: RayExecutor, program, kernel, seeds, inits, cfg, records, 
         while True:
             if stop.requested and active:
                 if stop_seen is None:
-                    flag.set.remote()
+                    mailbox.set_stop.remote()
                     stop_seen = perf_counter()
                     drain(perf_counter() + 0.2)
                     # tasks still waiting for a worker (Ray's worker start-up takes seconds, a
@@ -203,17 +230,11 @@ def run_ray(executor: RayExecutor, program, kernel, seeds, inits, cfg, records, 
                     hung = True
             while pending and len(active) < workers and not stop.requested:
                 c = pending.pop(0)
-                active[c] = task.remote(c, shared, jobs.pop(c), q, flag, every, threads)
+                active[c] = task.remote(c, shared, jobs.pop(c), mailbox, every, threads)
                 records[c].status = "running"
             if not active:
                 break
-            try:
-                msg = parallel._receive(q.get(timeout=0.1))
-            except queue_mod.Empty:
-                msg = None
-            if msg is not None:
-                handle(msg)
-            if msg is None or perf_counter() - last_check > 1.0:
+            if not receive(0.1) or perf_counter() - last_check > 1.0:
                 check_dead()
                 last_check = perf_counter()
     except KeyboardInterrupt:  # a second Ctrl-C: cancel what runs
@@ -222,7 +243,6 @@ def run_ray(executor: RayExecutor, program, kernel, seeds, inits, cfg, records, 
             records[c].status = "interrupted"
         return False
     finally:
-        ray.kill(flag)
-        q.shutdown()
+        ray.kill(mailbox)
     collect.finish()
     return not hung

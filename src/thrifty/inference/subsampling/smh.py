@@ -129,6 +129,7 @@ _BOUNDS = ("local", "metric", "l1")
 # fallback steps, O(N) set-ups, and the Poisson rate Σ_c φ_c Ψ_c of each proposal
 _COUNTERS = ("terms", "fallbacks", "setups", "poisson_rate")
 _THRESHOLD_N = 400  # pairs (θ, θ') of the fixed-seed simulation of SMH._threshold
+_THRESHOLD_FLOOR = 100.0  # ... and the least threshold it gives (N if N is less: no simulation)
 _THRESHOLD_DRAWS: dict = {}  # (d, reversible) → its standard draws (the same at every set-up)
 
 
@@ -593,7 +594,7 @@ class SMH(Selecting):
         """
         if self.fallback != "auto":
             return min(float(self.fallback), float(st.N))
-        if not st.comps:
+        if not st.comps or st.N <= _THRESHOLD_FLOOR:  # (min(N, max(floor, ·)) is N)
             return float(st.N)
         n = _THRESHOLD_N
         prop = self.proposal
@@ -619,7 +620,7 @@ class SMH(Selecting):
             dist, rmax = np.linalg.norm(u_new - u, axis=1), np.maximum(r, r_new)
             phis = [np.minimum(r**p + r_new**p, p * dist * rmax ** (p - 1)) for p in st.powers]
         rates = sum(phi * c[3] for phi, c in zip(phis, st.comps))
-        return float(min(st.N, max(100.0, 10.0 * np.quantile(rates, 0.99))))
+        return float(min(st.N, max(_THRESHOLD_FLOOR, 10.0 * np.quantile(rates, 0.99))))
 
     def _section_delta(self, st, idx, theta, theta_new):
         """Δ_i = R_i(θ') − R_i(θ) for the sections ``idx`` (λ_i = max(Δ_i, 0))."""

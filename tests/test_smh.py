@@ -404,6 +404,27 @@ def test_stats_merge_over_chains_and_fallbacks():
     assert len(s["chains"]) == 2 and s["chains"][0]["setups_per_step"] == 1 / 50
 
 
+def test_threshold_draws_are_default_rng_7s_made_once():
+    """The fallback threshold's simulation (a set-up per step when the data change, as in the
+    Geweke tests above) reads its standard draws from a cache: they are default_rng(7)'s, in
+    the order the simulation takes them, read-only; with N ≤ 100 the threshold is N without
+    any simulation (min(N, max(100, ·)) = N)."""
+    from thrifty.inference.subsampling import smh as smh_mod
+
+    for reversible in (False, True):
+        rng = np.random.default_rng(7)
+        want = [rng.standard_normal((400, 3)), rng.standard_normal((400, 3))]
+        if reversible:
+            want += [rng.standard_normal((400, 3)), rng.random((400, 1))]
+        got = smh_mod._threshold_draws(3, reversible)
+        assert len(got) == len(want) and all(np.array_equal(a, b) for a, b in zip(got, want))
+        assert not any(a.flags.writeable for a in got)
+        assert smh_mod._threshold_draws(3, reversible) is got
+    trace = th.simulate(glm_model(G_X, G_Y), seed=1)
+    k = smh("w")
+    assert k._threshold(k.setup(trace)) == 20.0  # N = 20
+
+
 def test_setup_is_dropped_by_copies_and_redone_identically():
     X, y, _ = synthetic_logistic(3000, 3, seed=10)
     trace = th.simulate(glm_model(X, y), seed=1)

@@ -128,6 +128,27 @@ _BOUNDS = ("local", "metric", "l1")
 # per-step statistics: likelihood terms evaluated (thinning candidates, N per fallback), full-data
 # fallback steps, O(N) set-ups, and the Poisson rate Σ_c φ_c Ψ_c of each proposal
 _COUNTERS = ("terms", "fallbacks", "setups", "poisson_rate")
+_THRESHOLD_N = 400  # pairs (θ, θ') of the fixed-seed simulation of SMH._threshold
+_THRESHOLD_FLOOR = 100.0  # ... and the least threshold it gives (N if N is less: no simulation)
+_THRESHOLD_DRAWS: dict = {}  # (d, reversible) → its standard draws (the same at every set-up)
+
+
+def _threshold_draws(d: int, reversible: bool) -> tuple:
+    """The standard draws of :meth:`SMH._threshold`'s simulation with the random-walk or
+    reversible proposal, from ``default_rng(7)`` in the order it takes them: the same at every
+    set-up, so made once per ``(d, reversible)`` (a set-up per step — the data changing, as in
+    a Geweke test — spent a fifth of its time making them again)."""
+    key = (d, reversible)
+    out = _THRESHOLD_DRAWS.get(key)
+    if out is None:
+        rng0, n = np.random.default_rng(7), _THRESHOLD_N
+        out = [rng0.standard_normal((n, d)), rng0.standard_normal((n, d))]
+        if reversible:
+            out += [rng0.standard_normal((n, d)), rng0.random((n, 1))]
+        for a in out:
+            a.flags.writeable = False
+        out = _THRESHOLD_DRAWS[key] = tuple(out)
+    return out
 
 
 def positive_definite(a: np.ndarray) -> np.ndarray:
@@ -573,20 +594,22 @@ class SMH(Selecting):
         """
         if self.fallback != "auto":
             return min(float(self.fallback), float(st.N))
-        if not st.comps:
+        if not st.comps or st.N <= _THRESHOLD_FLOOR:  # (min(N, max(floor, ·)) is N)
             return float(st.N)
-        rng0 = np.random.default_rng(7)
-        n = 400
-        theta = st.m + rng0.standard_normal((n, st.d)) @ st.Rinv.T
+        n = _THRESHOLD_N
         prop = self.proposal
         if prop == "reversible" or prop == "random_walk":
-            theta_new = theta + st.n_rw * (rng0.standard_normal((n, st.d)) @ st.Rinv.T)
+            z = _threshold_draws(st.d, prop == "reversible")
+            theta = st.m + z[0] @ st.Rinv.T
+            theta_new = theta + st.n_rw * (z[1] @ st.Rinv.T)
         else:
+            rng0 = np.random.default_rng(7)
+            theta = st.m + rng0.standard_normal((n, st.d)) @ st.Rinv.T
             theta_new = np.asarray(prop.propose_many(st.addr, theta, False, rng0), dtype=float)
         if prop == "reversible":
-            xi = rng0.standard_normal((n, st.d)) @ st.Rinv.T
+            xi = z[2] @ st.Rinv.T
             pcn = st.m + self.rho * (theta - st.m) + math.sqrt(1 - self.rho**2) * xi
-            theta_new = np.where(rng0.random((n, 1)) < self.rw_mix, theta_new, pcn)
+            theta_new = np.where(z[3] < self.rw_mix, theta_new, pcn)
         dv, dv_new = theta - st.theta_hat, theta_new - st.theta_hat
         if st.bound == "l1":
             r, r_new = np.abs(dv).sum(1), np.abs(dv_new).sum(1)
@@ -597,7 +620,7 @@ class SMH(Selecting):
             dist, rmax = np.linalg.norm(u_new - u, axis=1), np.maximum(r, r_new)
             phis = [np.minimum(r**p + r_new**p, p * dist * rmax ** (p - 1)) for p in st.powers]
         rates = sum(phi * c[3] for phi, c in zip(phis, st.comps))
-        return float(min(st.N, max(100.0, 10.0 * np.quantile(rates, 0.99))))
+        return float(min(st.N, max(_THRESHOLD_FLOOR, 10.0 * np.quantile(rates, 0.99))))
 
     def _section_delta(self, st, idx, theta, theta_new):
         """Δ_i = R_i(θ') − R_i(θ) for the sections ``idx`` (λ_i = max(Δ_i, 0))."""

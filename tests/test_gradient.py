@@ -1075,7 +1075,7 @@ def test_a_checkpoint_after_nuts_read_elements_a_subsampling_kernel_left_stale(t
     at most 20 of them per decision: the elements a step does not read stay stale, so every
     NUTS step meets an unknown log-joint; a short burn-in, so the adaptation's state is in
     the pickle too — 1,000 elements and the default burn-in of 1,000 steps checked nothing
-    more, at six times the cost.)"""
+    more, at three times the cost.)"""
     y = np.random.default_rng(0).normal(1.0, 1.5, 100)
     k = th.mixture([(0.5, th.subsampled_mh("mu", batch_size=10, epsilon=0.1, max_fraction=0.2)),
                     (0.5, th.nuts("data.x"))])

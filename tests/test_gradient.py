@@ -24,6 +24,7 @@ import pytest
 from scipy import stats
 
 import thrifty as th
+from gradient_models import small  # (run by spawned workers: a module light to import)
 from stat_helpers import P_MIN, Z_MAX, check_continuous, ks_p, mean_z
 from thrifty import dist
 from thrifty.errors import DistributionError, ModelError, NotDifferentiable, SelectionError
@@ -411,12 +412,6 @@ def test_a_chain_resumed_where_nuts_compiles_anew_gives_the_same_draws(tmp_path,
     np.testing.assert_array_equal(resumed["data.z"], straight["data.z"])
 
 
-@th.model
-def small(y):
-    mu = th.sample("mu", dist.Normal(0.0, 1.0))
-    sigma = th.sample("sigma", dist.Gamma(5.0, 5.0))
-    with th.plate("data", len(y)) as i:
-        th.observe("y", dist.Normal(mu, sigma), y[i])
 
 
 def test_same_seed_same_draws_whatever_the_workers_and_stats_names():
@@ -527,7 +522,8 @@ def test_a_beta_site_where_its_log_density_is_near_zero_is_not_refused():
     from scipy.optimize import brentq
 
     x0 = brentq(stats.beta(2.4, 8.0).logpdf, 0.2, 0.9)  # log p(x0) = 0
-    r = th.infer(beta_prior(), th.nuts("p"), num_samples=3, init={"p": x0}, progress=False)
+    r = th.infer(beta_prior(), th.nuts("p"), num_samples=3, burn_in=0, init={"p": x0},
+                 progress=False)  # (checked at the first step: no burn-in needed)
     assert r["p"].shape == (1, 3)
 
 
@@ -1075,13 +1071,17 @@ def test_a_checkpoint_after_nuts_read_elements_a_subsampling_kernel_left_stale(t
     NUTS checks its compiled density against the model executed eagerly and remembers the
     compiled functions that agreed: those went into the checkpoint's pickle of the kernel,
     which failed (TypeError: can't pickle local object '_Compiled.__init__.<locals>.probe').
-    They stay behind, as the other compiled functions do."""
-    y = np.random.default_rng(0).normal(1.0, 1.5, 1000)
+    They stay behind, as the other compiled functions do.  (100 elements, batches of 10 and
+    at most 20 of them per decision: the elements a step does not read stay stale, so every
+    NUTS step meets an unknown log-joint; a short burn-in, so the adaptation's state is in
+    the pickle too — 1,000 elements and the default burn-in of 1,000 steps checked nothing
+    more, at three times the cost.)"""
+    y = np.random.default_rng(0).normal(1.0, 1.5, 100)
     k = th.mixture([(0.5, th.subsampled_mh("mu", batch_size=10, epsilon=0.1, max_fraction=0.2)),
                     (0.5, th.nuts("data.x"))])
-    r = th.infer(latent_means(y), k, num_samples=20, seed=0, progress=False,
+    r = th.infer(latent_means(y), k, num_samples=20, burn_in=20, seed=0, progress=False,
                  checkpoint=str(tmp_path / "c.ckpt"))
-    assert r["data.x"].shape == (1, 20, 1000)
+    assert r["data.x"].shape == (1, 20, 100)
 
 
 

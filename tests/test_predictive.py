@@ -2,11 +2,12 @@
 
 * Eight schools: ``az.loo`` of ``result.to_arviz(log_likelihood=True)`` against exact
   leave-one-out.  The exact elpd is Σ_i log p(y_i | y_{−i}), each term computed by refitting
-  without school i — on a 2-d grid over (μ, τ), with η_i integrated out analytically
-  (y_i | μ, τ ~ N(μ, τ² + σ_i²)), so the reference has no Monte Carlo error — and by eight
-  refits through ``th.infer`` (school i left out, its density averaged over the refit's draws;
-  each term z-tested against the grid with its Monte Carlo error).  The issue's criterion:
-  |elpd_loo − exact| below LOO's standard error, for both references.
+  without school i — exactly: on a 2-d grid over (μ, τ), with η_i integrated out analytically
+  (y_i | μ, τ ~ N(μ, τ² + σ_i²)), so the reference has no Monte Carlo error.  The criterion:
+  |elpd_loo − exact| below LOO's standard error, and each school's term within 0.15 nats.
+  (Eight Monte Carlo refits through ``th.infer`` were a second reference: two thirds of the
+  test's time for a check of the same kernel on the same model that the pointwise comparison
+  makes already.)
 * Posterior predictive of a Poisson regression with exposures (y_i ~ Poisson(λ e_i),
   λ ~ Gamma(a, b)): the mean of the simulated counts of each element against the analytic
   posterior-predictive mean e_i (a + Σy)/(b + Σe), z-tested with an ESS-based standard error,
@@ -22,7 +23,6 @@ import scipy.stats as st
 from scipy.special import logsumexp
 
 import thrifty as th
-from stat_helpers import z_threshold
 from thrifty import dist
 from thrifty.diagnostics._arviz import AZ1, az, ess
 from thrifty.errors import ModelError
@@ -75,27 +75,6 @@ def test_loo_of_eight_schools_agrees_with_exact_leave_one_out():
     # pointwise, too: each school's PSIS estimate within 0.15 nats of the exact term
     pointwise = np.asarray(loo.elpd_i if AZ1 else loo.loo_i).ravel()
     np.testing.assert_allclose(pointwise, exact_loo(Y8, S8), atol=0.15)
-    # and against eight refits through th.infer, each predicting its held-out school
-    refit, refit_se = refit_loo(Y8, S8)
-    assert abs(elpd - refit.sum()) < se, (elpd, refit.sum(), se)
-    z = (refit - exact_loo(Y8, S8)) / refit_se  # the refits themselves are right
-    assert np.all(np.abs(z) < z_threshold(8)), z
-
-
-def refit_loo(y, sigma):
-    """log p(y_i | y_{−i}) from eight refits: school i left out of the data, the held-out
-    density log mean_s N(y_i; μ_s, τ_s² + σ_i²) over the refit's draws (η_i integrated out), and
-    its Monte Carlo standard error (delta method, ESS of the density)."""
-    out, se = [], []
-    for i in range(len(y)):
-        keep = np.arange(len(y)) != i
-        r = th.infer(schools(y[keep], sigma[keep]), schools_kernel(), num_samples=2000,
-                     burn_in=500, chains=2, seed=10 + i, progress=False)
-        dens = st.norm.pdf(y[i], r["mu"], np.sqrt(r["tau"] ** 2 + sigma[i] ** 2))
-        m = dens.mean()
-        out.append(np.log(m))
-        se.append(dens.std() / np.sqrt(ess(dens)) / m)
-    return np.array(out), np.array(se)
 
 
 def test_log_likelihood_group_holds_each_observation_density():

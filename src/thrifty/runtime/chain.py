@@ -19,7 +19,7 @@ import io
 import math
 import pickle
 from dataclasses import dataclass
-from time import perf_counter
+from time import perf_counter, process_time
 
 import numpy as np
 
@@ -276,6 +276,8 @@ class ChainRun:
         tune(it < burn_in)  # kernels adapt during the burn-in only
         check_at = cfg.next_check(it)
         check_cost, step_cost = math.inf, 0.0  # seconds of a check, of a step
+        # (the schedule's costs are the process's CPU seconds: wall seconds of a step on a loaded
+        # machine hold the waits for a core, and a check's would too, but not its cheapest)
         recent: list = []  # the last checks' seconds: the cost is their minimum (one check
         # slowed by a pause of the process must not push the next checks and decades away)
         spent = 0.0  # seconds of this run's checks
@@ -284,6 +286,7 @@ class ChainRun:
         try:
             while it < total:
                 t0, it0, checking = perf_counter(), it, 0.0
+                p0, cpu_checking = process_time(), 0.0
                 end = min(total, it + chunk)
                 while it < end:
                     trace = step(trace, rng)
@@ -305,20 +308,21 @@ class ChainRun:
                                 check_at = cfg.next_check(it, check_cost, step_cost or steps)
                                 continue
                         flush(trace)  # (after the record: its timing changes no recorded value)
-                        c0 = perf_counter()
+                        c0, pc0 = perf_counter(), process_time()
                         raise_if_inconsistent(trace, f"(chain {self.chain}, after step {it})")
-                        took = perf_counter() - c0
+                        took, took_cpu = perf_counter() - c0, process_time() - pc0
                         checking += took
+                        cpu_checking += took_cpu
                         spent += took
-                        recent = [*recent[-(RECENT_CHECKS - 1):], took]
+                        recent = [*recent[-(RECENT_CHECKS - 1):], took_cpu]
                         check_cost = min(recent)
                         check_at = cfg.next_check(it, check_cost, step_cost)
                 flush(trace)
                 self.trace, self.iteration = trace, it
                 # aim at one tick per TICK seconds whatever the cost of a step
-                dt = perf_counter() - t0
-                if cfg.check_decades and check_at and dt > checking:  # (the next check, by time)
-                    step_cost = (dt - checking) / (it - it0)
+                dt, cpu = perf_counter() - t0, process_time() - p0
+                if cfg.check_decades and check_at and cpu > cpu_checking:  # (the next, by time)
+                    step_cost = (cpu - cpu_checking) / (it - it0)
                     check_at = min(check_at, cfg.next_check(it, check_cost, step_cost))
                 ratio = TICK / dt if dt > 0 else 4.0
                 chunk = max(1, int(chunk * min(max(ratio, 0.5), 4.0)))

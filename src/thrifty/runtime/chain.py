@@ -276,8 +276,9 @@ class ChainRun:
         tune(it < burn_in)  # kernels adapt during the burn-in only
         check_at = cfg.next_check(it)
         check_cost, step_cost = math.inf, 0.0  # seconds of a check, of a step
-        # (the schedule's costs are the process's CPU seconds: wall seconds of a step on a loaded
-        # machine hold the waits for a core, and a check's would too, but not its cheapest)
+        # (a cost is the lesser of wall and CPU seconds: a step's wall seconds on a loaded machine
+        # hold its waits for a core — the cheapest check's do not —, and CPU seconds count every
+        # thread of the process, those of a multi-threaded step's XLA or BLAS)
         recent: list = []  # the last checks' seconds: the cost is their minimum (one check
         # slowed by a pause of the process must not push the next checks and decades away)
         spent = 0.0  # seconds of this run's checks
@@ -314,15 +315,15 @@ class ChainRun:
                         checking += took
                         cpu_checking += took_cpu
                         spent += took
-                        recent = [*recent[-(RECENT_CHECKS - 1):], took_cpu]
+                        recent = [*recent[-(RECENT_CHECKS - 1):], min(took, took_cpu)]
                         check_cost = min(recent)
                         check_at = cfg.next_check(it, check_cost, step_cost)
                 flush(trace)
                 self.trace, self.iteration = trace, it
                 # aim at one tick per TICK seconds whatever the cost of a step
                 dt, cpu = perf_counter() - t0, process_time() - p0
-                if cfg.check_decades and check_at and cpu > cpu_checking:  # (the next, by time)
-                    step_cost = (cpu - cpu_checking) / (it - it0)
+                if cfg.check_decades and check_at and dt > checking:  # (the next check, by time)
+                    step_cost = min(dt - checking, max(cpu - cpu_checking, 0.0)) / (it - it0)
                     check_at = min(check_at, cfg.next_check(it, check_cost, step_cost))
                 ratio = TICK / dt if dt > 0 else 4.0
                 chunk = max(1, int(chunk * min(max(ratio, 0.5), 4.0)))

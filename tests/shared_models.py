@@ -1,4 +1,7 @@
-"""Small models and checks shared by several test modules (SMH, subsampled MH, proxies)."""
+"""Small models and checks shared by several test modules (SMH, subsampled MH, proxies), and
+models that worker processes unpickle by reference — a module light to import (a spawned worker
+imports the module of the model it runs; a test module would bring scipy.stats, ArviZ and
+pytest with it, about a second of each worker's start)."""
 
 import copy
 
@@ -107,3 +110,12 @@ def abs_weights(X, y):
     w = th.sample("w", dist.MvNormal(np.zeros(X.shape[1]), np.eye(X.shape[1])))
     with th.plate("data", len(y)) as i:
         th.observe("y", glm.logistic(X[i], np.abs(w)), y[i])
+
+
+@th.model
+def small(y):
+    """A normal mean and scale (NUTS across worker processes, test_gradient.py)."""
+    mu = th.sample("mu", dist.Normal(0.0, 1.0))
+    sigma = th.sample("sigma", dist.Gamma(5.0, 5.0))
+    with th.plate("data", len(y)) as i:
+        th.observe("y", dist.Normal(mu, sigma), y[i])

@@ -24,7 +24,7 @@ import pytest
 from scipy import stats
 
 import thrifty as th
-from gradient_models import small  # (run by spawned workers: a module light to import)
+from shared_models import small  # (run by spawned workers: a module light to import)
 from stat_helpers import P_MIN, Z_MAX, check_continuous, ks_p, mean_z
 from thrifty import dist
 from thrifty.errors import DistributionError, ModelError, NotDifferentiable, SelectionError

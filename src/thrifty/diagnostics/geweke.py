@@ -15,7 +15,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+from scipy.special import ndtr
 
 from thrifty._warn import user_stacklevel
 from thrifty.core.address import dotted
@@ -191,6 +191,6 @@ def geweke(
         ess = az_ess(b[None, :])
         se = np.sqrt(a.var(ddof=1) / len(a) + b.var(ddof=1) / max(ess, 1.0))
         z[name] = float((b.mean() - a.mean()) / se) if se > 0 else 0.0
-        p[name] = float(2 * stats.norm.sf(abs(z[name])))
+        p[name] = float(2 * ndtr(-abs(z[name])))
         pv[name], sv[name] = a, b
     return GewekeResult(z, p, pv, sv, divergences)

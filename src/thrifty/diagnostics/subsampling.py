@@ -58,7 +58,6 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import stats
 
 from thrifty.core.locate import locate, plan_for
 from thrifty.core.run import RESCORE, Run
@@ -237,6 +236,8 @@ def check_subsampling(
     >>> r.heavy_tails, r.wrong_decision_rate < 0.2
     (False, True)
     """
+    from scipy import stats  # (imported here: a third of `import thrifty` otherwise)
+
     from thrifty.inference.subsampling.subsampled import SubsampledMH
 
     if not isinstance(kernel, SubsampledMH):
@@ -373,6 +374,8 @@ def _proxy_would_apply(kernel, trace) -> bool:
 
 
 def _summarize(main, rows, zs, other_rows, limits, proxy_ok=False):
+    from scipy import stats
+
     tolerance, alpha, max_mean_kurtosis, max_mean_skewness, bias_alpha = limits
     arr = {k: np.asarray(v) for k, v in rows.items()}
     steps = len(arr["exact"])

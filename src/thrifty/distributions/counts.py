@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.stats as st
 from scipy.special import (
     betainc,
     betaincc,
@@ -25,7 +24,13 @@ from thrifty.distributions.base import (
     is_integral,
     scalar_or_array,
 )
-from thrifty.distributions.cumulative import Cumulative, as_counts, xp_log1mexp, xp_log_inside
+from thrifty.distributions.cumulative import (
+    Cumulative,
+    as_counts,
+    stats_module,
+    xp_log1mexp,
+    xp_log_inside,
+)
 from thrifty.distributions.discrete import (
     ARRAY_PATH,
     ProbsLogits,
@@ -194,10 +199,10 @@ class NegativeBinomial(Cumulative, ProbsLogits):
         return scalar_or_array(np.where(k < 0, 1.0, s))
 
     def icdf(self, q):
-        return as_counts(st.nbinom.ppf(q, self.total_count, self._failure_prob()))
+        return as_counts(stats_module().nbinom.ppf(q, self.total_count, self._failure_prob()))
 
     def isf(self, s):
-        return as_counts(st.nbinom.isf(s, self.total_count, self._failure_prob()))
+        return as_counts(stats_module().nbinom.isf(s, self.total_count, self._failure_prob()))
 
     # On the array API: I_q(r, k + 1) and I_p(k + 1, r), except that P(X <= 0) = q^r is taken
     # in closed form at fixed (NumPy) points k <= 0 (zero truncation): differentiable in r

@@ -33,7 +33,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.stats as st
 from scipy.special import (
     betainc,
     betaincc,
@@ -67,6 +66,14 @@ INF = math.inf
 def _quiet():
     """Silence NumPy's floating-point warnings (edge values: log 0, ±inf arguments)."""
     return np.errstate(all="ignore")
+
+
+def stats_module():
+    """``scipy.stats``, imported at the first count quantile that needs it: its import is a
+    third of ``import thrifty``'s, which every worker process pays."""
+    import scipy.stats
+
+    return scipy.stats
 
 
 def _arr(x) -> np.ndarray:
@@ -574,11 +581,11 @@ class PoissonCDF(Cumulative):
             return scalar_or_array(np.where(k < 0, 1.0, pdtrc(np.maximum(k, 0.0), self.rate)))
 
     def icdf(self, q):
-        return as_counts(st.poisson.ppf(q, self.rate))
+        return as_counts(stats_module().poisson.ppf(q, self.rate))
 
     def isf(self, s):
         with _quiet():
-            k = st.poisson.isf(s, self.rate)
+            k = stats_module().poisson.isf(s, self.rate)
         return as_counts(_upper_quantile(self.sf, s, k))
 
     array_api_cdf = True

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import arviz as az
 import numpy as np
 import pytest
 import scipy.stats as st
@@ -24,7 +25,7 @@ from scipy.special import logsumexp
 
 import thrifty as th
 from thrifty import dist
-from thrifty.diagnostics._arviz import AZ1, az, ess
+from thrifty.diagnostics._arviz import AZ1, ess
 from thrifty.errors import ModelError
 from thrifty.runtime import observations as obs
 

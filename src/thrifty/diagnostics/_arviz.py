@@ -1,4 +1,4 @@
-"""ArviZ, imported once, and the few calls whose form differs between ArviZ 1.x and 0.2x.
+"""ArviZ, imported at first use, and the few calls whose form differs between ArviZ 1.x and 0.2x.
 
 ArviZ 1.x (Python ≥ 3.12; ``arviz-base``/``arviz-stats``/``arviz-plots``, results as an
 ``xarray.DataTree``) is what ``pip install arviz`` gives today; on older Pythons pip resolves
@@ -8,16 +8,26 @@ plots goes through the functions here.
 
 from __future__ import annotations
 
+import functools
 import warnings
+from importlib.metadata import version
 
 import numpy as np
 
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore", FutureWarning)  # 0.2x's banner about the 1.0 refactor
-    import arviz as az
-
-AZ1 = int(az.__version__.split(".")[0]) >= 1
+AZ1 = int(version("arviz").split(".")[0]) >= 1
 """Whether the installed ArviZ is 1.x (DataTree-based)."""
+
+
+@functools.cache
+def _az():
+    """ArviZ, imported at its first use: its import takes seconds, which a process that never
+    summarises (a chain's worker process, one that unpickles a model and imports its module)
+    should not pay."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # 0.2x's banner about the 1.0 refactor
+        import arviz
+
+    return arviz
 
 
 def from_groups(groups: dict[str, dict], coords: dict | None = None, dims: dict | None = None):
@@ -25,8 +35,8 @@ def from_groups(groups: dict[str, dict], coords: dict | None = None, dims: dict 
     arrays of sampled groups have leading (chain, draw) axes, ``observed_data`` none."""
     groups = {g: v for g, v in groups.items() if v}
     if AZ1:
-        return az.from_dict(groups, coords=coords, dims=dims)
-    return az.from_dict(**groups, coords=coords, dims=dims)
+        return _az().from_dict(groups, coords=coords, dims=dims)
+    return _az().from_dict(**groups, coords=coords, dims=dims)
 
 
 def merge(data, other):
@@ -46,22 +56,22 @@ def ess(x: np.ndarray, method: str = "bulk") -> float:
     if x.ndim == 1:
         x = x[None]
     if AZ1:
-        return float(az.ess(x, method=method, chain_axis=0, draw_axis=1))
-    return float(az.ess(x, method=method))
+        return float(_az().ess(x, method=method, chain_axis=0, draw_axis=1))
+    return float(_az().ess(x, method=method))
 
 
 def summary(data, var_names=None, **kwargs):
     """``arviz.summary`` as a numeric DataFrame (1.x rounds for display unless told not to)."""
     if AZ1:
         kwargs.setdefault("round_to", "none")
-    return az.summary(data, var_names=var_names, **kwargs)
+    return _az().summary(data, var_names=var_names, **kwargs)
 
 
 def trace_figure(data, var_names=None, **kwargs):
     """A matplotlib figure of ``plot_trace`` (0.2x) / ``plot_trace_dist`` (1.x): per variable,
     the marginal density of each chain beside its trace."""
     if AZ1:
-        pc = az.plot_trace_dist(data, var_names=var_names, backend="matplotlib", **kwargs)
+        pc = _az().plot_trace_dist(data, var_names=var_names, backend="matplotlib", **kwargs)
         if "chain" in data["posterior"].dims and data["posterior"].sizes["chain"] > 1:
             pc.add_legend("chain", loc="outside right upper")
         fig = pc.viz["figure"].item()
@@ -69,7 +79,7 @@ def trace_figure(data, var_names=None, **kwargs):
         with warnings.catch_warnings():  # 0.2x's use of deprecated matplotlib API
             warnings.filterwarnings("ignore", category=DeprecationWarning, module="arviz")
             warnings.filterwarnings("ignore", message=".*alias_mapping.*")
-            fig = np.ravel(az.plot_trace(data, var_names=var_names, **kwargs))[0].figure
+            fig = np.ravel(_az().plot_trace(data, var_names=var_names, **kwargs))[0].figure
     fig.set_layout_engine("constrained")  # titles and tick labels without overlaps
     return fig
 
@@ -117,9 +127,9 @@ def rhat_ess(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
                               array_stats.rhat(_halves(folded) if one else folded, method=how))
             return np.asarray(rhat, float), np.asarray(array_stats.ess(z, method="mean"), float)
         how = "identity" if one else "split"
-        rhat = [max(az.rhat(a, method=how), az.rhat(b, method=how))
+        rhat = [max(_az().rhat(a, method=how), _az().rhat(b, method=how))
                 for a, b in zip(_halves(z) if one else z, _halves(folded) if one else folded)]
-        ess = [az.ess(a, method="mean") for a in z]
+        ess = [_az().ess(a, method="mean") for a in z]
         return np.asarray(rhat, float), np.asarray(ess, float)
 
 

@@ -22,7 +22,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/pytest -n 2 --dist loadfile  # two processes; a module's tests (and its module fixtures) on one
+	@# two processes, a module's tests (and its module fixtures) on one; Python's default of
+	@# caching compiled modules (__pycache__) even where the environment turns it off: the
+	@# tests start some sixty Python processes, which would each compile thrifty anew
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -n 2 --dist loadfile
 
 # The documentation site (Sphinx, pydata theme; the worked examples run during the build),
 # warnings as errors: docs/_build/html/index.html

@@ -153,6 +153,74 @@ def test_a_change_to_anything_the_model_reaches_is_refused(tmp_path, monkeypatch
         _run(_user_module(tmp_path, monkeypatch, name, **{change: value}).model(y), path, n=30)
 
 
+def _module_from(tmp_path, monkeypatch, name, source):
+    """The user's module ``name`` with ``source``, imported afresh (as by a new process)."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    (tmp_path / f"{name}.py").write_text(source)
+    sys.modules.pop(name, None)
+    importlib.invalidate_caches()
+    mod = importlib.import_module(name)
+    monkeypatch.setitem(sys.modules, name, mod)  # (importable while the test runs, only)
+    return mod
+
+
+def test_a_module_level_value_named_like_a_site_does_not_stop_a_resume(tmp_path, monkeypatch):
+    """A site's name is a string the model passes, not a name its code reads: ``mu =
+    r["mu"]`` after an interrupted run (a notebook's usual next line) used to make the resume
+    fail with "module-level value mu differs"."""
+    mod = _user_module(tmp_path, monkeypatch, "ckpt_named")
+    path = tmp_path / "run.ckpt"
+    y = np.linspace(-1.0, 1.0, 8)
+    first = _run(mod.model(y), path, n=30)
+    mod.mu = first["mu"]  # the draws, bound to the site's name after the run
+    mod.s = "the sub-model's name, rebound"
+    again = _run(mod.model(y), path, n=30)
+    assert "resumed" in again.notes[0]
+    np.testing.assert_array_equal(first["mu"], again["mu"])
+
+
+LOOKUP_SOURCE = """
+import sys
+
+import thrifty as th
+from thrifty import dist
+
+SIGMA = {sigma}
+
+
+def read(name):
+    return {lookup}
+
+
+@th.model
+def model(y):
+    mu = th.sample("mu", dist.Normal(0.0, 10.0))
+    with th.plate("data", len(y)) as i:
+        th.observe("y", dist.Normal(mu, read("SIGMA")), y[i])
+"""
+
+
+@pytest.mark.parametrize("lookup", ['globals()[name]', 'getattr(sys.modules[__name__], name)',
+                                    'vars(sys.modules[__name__])[name]'])
+def test_a_module_level_value_read_by_its_name_as_a_string_is_fingerprinted(
+        tmp_path, monkeypatch, lookup):
+    """A value the code reads by a string (``globals()["SIGMA"]``, ``getattr``, ``vars``) is
+    part of the fingerprint, even when the string is in the model and the lookup in a helper
+    walked after it: changed between two runs, the resume is refused."""
+    name = "ckpt_lookup_" + str(abs(hash(lookup)) % 10**6)
+    path = tmp_path / "run.ckpt"
+    y = np.linspace(-1.0, 1.0, 8)
+    src = LOOKUP_SOURCE.format(lookup=lookup, sigma="{sigma}")
+    _run(_module_from(tmp_path, monkeypatch, name, src.format(sigma="1.0")).model(y), path, n=30)
+    again = _run(_module_from(tmp_path, monkeypatch, name, src.format(sigma="1.0")).model(y),
+                 path, n=30)
+    assert "resumed" in again.notes[0]
+    with pytest.raises(ValueError, match=rf"module-level value {name}\.SIGMA"):
+        _run(_module_from(tmp_path, monkeypatch, name, src.format(sigma="3.0")).model(y), path,
+             n=30)
+
+
 def _closing_over(scale):
     @th.model
     def closure_model(y):

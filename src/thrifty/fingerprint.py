@@ -14,8 +14,11 @@ compares it on resume.  :class:`Walker` follows the program's model function *tr
 * modules, and functions and classes of libraries (thrifty itself, the standard library,
   installed packages), by name; a module of the user's reached by any path (a global, a
   closure cell, an argument, an attribute, a submodule) also through its attributes named in
-  the code walked — its names, and the strings that are identifiers (``getattr(m, "x")``,
-  ``globals()["x"]``);
+  the code walked — its names, and, once any code walked looks a name up at run time
+  (:data:`DYNAMIC`: ``getattr(m, "x")``, ``globals()["x"]``, ``vars``, ``eval``, …), the
+  strings of the code walked that are identifiers.  Without such a lookup a string is data,
+  not a name: a site named ``"mu"`` does not make the module-level ``mu`` (the user's draws,
+  ``mu = r["mu"]``, defined after the run) part of the fingerprint;
 * a value that cannot be hashed deterministically (a lock, an open file, a generator) is listed
   in :attr:`Walker.unhashable`, so that the caller says so (a warning at checkpoint time) rather
   than silently not noticing a change.
@@ -50,6 +53,13 @@ _SKIP_CLASS_ATTRS = frozenset({
     "__slotnames__", "_abc_impl",  # caches that pickling and abc add to a class
 })
 _MAX_DEPTH = 200
+DYNAMIC = frozenset({
+    "getattr", "hasattr", "globals", "vars", "locals", "__dict__", "__getattribute__",
+    "attrgetter", "eval", "exec", "evaluate", "query", "__import__", "import_module", "modules",
+    "_getframe", "currentframe", "f_globals", "f_locals", "f_back",
+})
+"""Names whose use in the code walked means that strings may name values: code that looks
+names up at run time (by ``getattr``, a module's or frame's namespace, an evaluated string)."""
 _BUILTINS = (types.BuiltinFunctionType, types.BuiltinMethodType, types.MethodDescriptorType,
              types.WrapperDescriptorType, types.MethodWrapperType, types.ClassMethodDescriptorType,
              np.ufunc)
@@ -104,6 +114,9 @@ class Walker:
         self._digests: dict[int, bytes] = {}  # id → digest of an array or container hashed
         self._stack: list = []  # ids of the containers being hashed (cycles)
         self._names: dict = {}  # every name the code walked uses (ordered: a set's order varies)
+        self._strings: dict = {}  # every identifier-like string constant of the code walked
+        self._dynamic = False  # whether any code walked looks names up at run time (DYNAMIC)
+        self._pending: list = []  # (globals, module, strings) of functions walked before then
         self._modules: dict = {}  # name → a user's module reached, as a value
 
     # -- entry points ------------------------------------------------------------------------------
@@ -169,7 +182,8 @@ class Walker:
                     self._walk_function(obj, key)
                 else:
                     self._walk_class(obj, key)
-            missing = [(m, n) for m in list(self._modules.values()) for n in list(self._names)
+            names = [*self._names, *(self._strings if self._dynamic else ())]
+            missing = [(m, n) for m in list(self._modules.values()) for n in names
                        if n in vars(m) and f"global:{m.__name__}.{n}" not in self.items]
             if not missing:
                 return
@@ -179,16 +193,23 @@ class Walker:
     def _walk_function(self, fn, key: str) -> None:
         h = hashlib.sha256()
         names: dict = {}
-        self._code(h, fn.__code__, names)
+        strings: dict = {}
+        self._code(h, fn.__code__, names, strings)
         self.items["code:" + key] = h.hexdigest()
         glob = getattr(fn, "__globals__", {})
         module = glob.get("__name__", fn.__module__)
         self._names.update(names)
-        for name in names:
-            if name in glob:
-                self._global(module, name, glob[name], names)
-            elif name in sys.modules and not is_library(name):  # imported in the function
-                self._modules.setdefault(name, sys.modules[name])
+        self._strings.update(strings)
+        if not self._dynamic and not DYNAMIC.isdisjoint(names):
+            self._dynamic = True  # strings are names from now on, those seen before too
+            for g, m, st in self._pending:
+                self._resolve(g, m, st, st)
+            self._pending.clear()
+        if self._dynamic:
+            self._resolve(glob, module, [*names, *strings], {**names, **strings})
+        else:
+            self._resolve(glob, module, names, names)
+            self._pending.append((glob, module, strings))
         for var, cell in zip(fn.__code__.co_freevars, fn.__closure__ or ()):
             try:
                 v = cell.cell_contents
@@ -203,6 +224,15 @@ class Walker:
             attrs = {k: v for k, v in fn.__dict__.items() if k != "__wrapped__"}
             if attrs:
                 self._add(f"attributes:{key}", attrs)
+
+    def _resolve(self, glob: dict, module: str, which, names) -> None:
+        """The module-level values (and the user's modules imported in a function) that the
+        names ``which`` of a function with globals ``glob`` resolve to."""
+        for name in which:
+            if name in glob:
+                self._global(module, name, glob[name], names)
+            elif name in sys.modules and not is_library(name):  # imported in the function
+                self._modules.setdefault(name, sys.modules[name])
 
     def _global(self, module: str, name: str, value, names) -> None:
         key = f"global:{module}.{name}"
@@ -226,9 +256,10 @@ class Walker:
             self._value(h, vars(cls)[name], f"class:{key}.{name}", 0)
         self.items["class:" + key] = h.hexdigest()
 
-    def _code(self, h, code, names: dict) -> None:
+    def _code(self, h, code, names: dict, strings: dict) -> None:
         """Bytecode, signature counts, names and constants (nested code objects recursively);
-        not line numbers, file names or the function's own name."""
+        not line numbers, file names or the function's own name.  Collects the names the code
+        uses in ``names``, its identifier-like string constants in ``strings``."""
         h.update(b"code")
         h.update(code.co_code)
         h.update(repr((code.co_argcount, code.co_posonlyargcount, code.co_kwonlyargcount,
@@ -238,10 +269,10 @@ class Walker:
             names.setdefault(n, None)
         for c in code.co_consts:
             if isinstance(c, types.CodeType):
-                self._code(h, c, names)
+                self._code(h, c, names, strings)
             else:
                 if type(c) is str and c.isidentifier():  # getattr(m, "x"), globals()["x"]
-                    names.setdefault(c, None)
+                    strings.setdefault(c, None)
                 self._value(h, c, "a constant", 0)
 
     # -- values ------------------------------------------------------------------------------------
@@ -323,7 +354,7 @@ class Walker:
             for f in (x.fget, x.fset, x.fdel):
                 self._value(h, f, where, depth)
         elif isinstance(x, types.CodeType):
-            self._code(h, x, {})
+            self._code(h, x, {}, {})
         elif isinstance(x, Model):
             h.update(b"model")
             self._value(h, x.fn, where, depth)

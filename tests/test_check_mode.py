@@ -327,6 +327,42 @@ def test_data_changed_between_steps_is_caught_at_the_step_that_changed_it(observ
     assert "('data', 2, 'y')" in str(e.value)
 
 
+SCALE = np.array([1.0])
+
+
+@th.model
+def output_reads_a_buffer():
+    mu = th.sample("mu", dist.Normal(0.0, 1.0))
+    th.observe("y", dist.Normal(mu, 1.0), 0.3)
+    return {"scaled": mu * SCALE[0], "note": "mu", "made": object()}
+
+
+class MutatesScale(MutatesData):
+    """Steps ``inner``; after step ``at`` changes the buffer the model's output reads."""
+
+    def _step(self, trace, rng):
+        trace = self.inner.step(trace, rng)
+        if self.stats.steps + 1 == self.at:
+            SCALE[0] = 3.0
+        return trace
+
+
+def test_an_output_that_reads_a_changed_buffer_is_caught():
+    """The output a trace holds is compared with a full execution's where it is data (here
+    the number; the string agrees, and the object made anew by each run is not compared)."""
+    try:
+        th.infer(output_reads_a_buffer(), th.mh("mu", th.drift(0.5)), num_samples=20, seed=0,
+                 progress=False, workers=1, check=True)  # (consistent: no error)
+        with pytest.raises(CheckError, match=r"after step 7\)(.|\n)*program output") as e:
+            th.infer(output_reads_a_buffer(), MutatesScale(th.mh("mu", th.drift(0.5)), at=7),
+                     num_samples=20, seed=0, progress=False, workers=1, check=True)
+    finally:
+        SCALE[0] = 1.0
+    d = e.value.discrepancies[0]
+    assert d.what == "program output" and d.held["scaled"] * 3.0 == pytest.approx(
+        d.full["scaled"])
+
+
 def test_the_default_check_catches_a_broken_model(monkeypatch, set_up_blind):
     """``check="auto"`` checks after the first step: a model that is wrong from the start is
     caught by default.  (The check after the first step is made when it fits in

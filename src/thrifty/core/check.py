@@ -22,7 +22,10 @@ node by node:
   and total;
 * the structure: a choice a full execution creates that the trace lacks, and the reverse;
 * the trace's number of latent choices |x| (kept as |x| + fresh − stale by the commits) and its
-  log joint.
+  log joint;
+* the program's output, when the trace holds that of a run over every plate element: where it
+  is data (numbers, strings, numeric arrays, and tuples, lists, sequences and dicts of them),
+  within the tolerance of deterministic values; other objects in it are not compared.
 
 Stale elements and steps are legitimately out of date and are not compared for log-densities;
 node totals and the log joint are compared only when nothing in them is stale.  Log-densities
@@ -55,6 +58,7 @@ program from scratch, O(size of the trace).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,6 +90,9 @@ COUPLED = "an engine bug in the running statistics of a coupled site (th.CRP, co
 STRUCTURE = ("a model whose structure depends on something other than its choices (a global, "
              "data changed between steps), or an engine bug")
 TOTALS = "an engine bug in the running totals kept by commits"
+OUTPUT = ("code after the last choice that reads something other than the choices and the "
+          "data (a global, a buffer kept between runs), or an engine bug in the output kept by "
+          "commits")
 
 
 @dataclass(frozen=True)
@@ -241,6 +248,46 @@ def _approx(a, b) -> bool:
     return False
 
 
+_DATA = (int, float, complex, bool, str, bytes, type(None), np.number, np.bool_)
+
+
+def _same_data(a, b) -> bool | None:
+    """Whether two program outputs agree within the tolerance, as data: ``None`` where one
+    holds something else (an object, a function, an array of another library), which is not
+    compared; ``False`` as soon as a part of both that is data differs."""
+    if a is b:
+        return True
+    if isinstance(a, _DATA) and isinstance(b, _DATA):
+        if isinstance(a, (str, bytes)) or isinstance(b, (str, bytes)) or a is None or b is None:
+            return a == b if type(a) is type(b) else False
+        return _approx(a, b)
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        if a.dtype.kind not in "biufc" or b.dtype.kind not in "biufc":
+            return None
+        return a.shape == b.shape and _approx(a, b)
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        if set(a) != set(b):
+            return False
+        return _all_same((a[k], b[k]) for k in a)
+    if (isinstance(a, Sequence) and isinstance(b, Sequence)
+            and not isinstance(a, (str, bytes)) and not isinstance(b, (str, bytes))):
+        if len(a) != len(b):
+            return False
+        return _all_same(zip(a, b))
+    return None
+
+
+def _all_same(pairs) -> bool | None:
+    out: bool | None = True
+    for x, y in pairs:
+        same = _same_data(x, y)
+        if same is False:
+            return False
+        if same is None:
+            out = None
+    return out
+
+
 def _union(a, b) -> list:
     return list(dict.fromkeys([*a, *b]))
 
@@ -267,7 +314,17 @@ class _Comparison:
         self.block(self.old.root, self.new.root, (), TOP)
         self.mems()
         self.totals()
+        self.output()
         return self.out
+
+    def output(self) -> None:
+        """The program's output, when the trace holds one of a run over every plate element
+        and nothing is stale: compared where it is data (numbers, strings, numeric arrays, and
+        tuples, lists, sequences and dicts of them) — what it holds besides is not compared."""
+        old, new = self.old, self.new
+        if old.output_full and new.output_full and not old.stale_nodes and (
+                _same_data(old.output, new.output) is False):
+            self.add((), (), "program output", old.output, new.output, hint=OUTPUT)
 
     # -- structure --------------------------------------------------------------------------------
     def structure(self, targets) -> None:

@@ -40,7 +40,7 @@ from collections.abc import Callable
 import numpy as np
 
 from thrifty.core.address import fmt
-from thrifty.core.check import ATOL, RTOL
+from thrifty.core.agree import ATOL, RTOL
 from thrifty.core.run import Plan, Run
 from thrifty.errors import ModelError
 

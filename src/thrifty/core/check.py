@@ -92,9 +92,9 @@ COUPLED = "an engine bug in the running statistics of a coupled site (th.CRP, co
 STRUCTURE = ("a model whose structure depends on something other than its choices (a global, "
              "data changed between steps), or an engine bug")
 TOTALS = "an engine bug in the running totals kept by commits"
-OUTPUT = ("code after the last choice that reads something other than the choices and the "
-          "data (a global, a buffer kept between runs), or an engine bug in the output kept by "
-          "commits")
+OUTPUT = ("an output computed from something other than the choices and the data (a global, "
+          "a buffer kept between runs, random numbers drawn outside th.sample), or an engine "
+          "bug in the output kept by commits")
 
 
 @dataclass(frozen=True)

@@ -499,6 +499,48 @@ def test_auto_checks_take_a_bounded_share_of_the_time(monkeypatch):
     assert {1, 10, 100, 1000, 2050} <= set(seen) and len(seen) > 500
 
 
+class SlowFirstStep(th.Kernel):
+    """``inner``, whose first step burns ``first`` CPU seconds (first calls: a JIT, caches)."""
+
+    name = "slow-first-step"
+
+    def __init__(self, inner, first):
+        super().__init__()
+        self.inner, self.first = inner, first
+
+    def _step(self, trace, rng):
+        if self.stats.steps == 0:
+            end = time.process_time() + self.first
+            while time.process_time() < end:
+                pass
+        return self.inner.step(trace, rng)
+
+    def kernels(self):
+        return [(self.label(), self), *self.inner.kernels()]
+
+
+def test_auto_checks_are_planned_again_when_a_step_costs_less_than_the_first(monkeypatch):
+    """check="auto" plans the next check from what a step costs, first known from the chunk
+    of one step after step 1: a first step slowed by first calls (40 ms of CPU here, the
+    others ~0.05 ms) planned the next check a step or two on, and a check planned too near
+    stayed planned once the steps were timed at their cost (checks after steps 1, 2, 3, 4, then
+    ~300 and ~500).  Now the plan follows what a step costs: checks of 2 ms are due every
+    ~1,400 steps at 3% of the chain's time (1, 2, then one or two, and the last: at most 7 in
+    2,050 steps, at most 2 within the first 100)."""
+    seen = []
+
+    def check(trace, where):
+        end = time.process_time() + 0.002
+        while time.process_time() < end:
+            pass
+        seen.append(int(where.split()[-1][:-1]))
+
+    monkeypatch.setattr("thrifty.runtime.chain.raise_if_inconsistent", check)
+    th.infer(reads_global(), SlowFirstStep(th.mh("mu", th.drift(0.5)), 0.04), num_samples=2000,
+             burn_in=50, seed=0, progress=False, workers=1)
+    assert sum(s < 100 for s in seen) <= 2 and len(seen) <= 7, seen
+
+
 G_MU: dict = {}
 
 

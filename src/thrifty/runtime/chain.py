@@ -275,6 +275,7 @@ class ChainRun:
         tune = getattr(self.kernel, "set_tuning", None) or (lambda on: None)
         tune(it < burn_in)  # kernels adapt during the burn-in only
         check_at = cfg.next_check(it)
+        planned = it  # the step after which the next check was planned (a check's, or the start)
         check_cost, step_cost = math.inf, 0.0  # seconds of a check, of a step
         # (a cost is the lesser of wall and CPU seconds: a step's wall seconds on a loaded machine
         # hold its waits for a core — the cheapest check's do not —, and CPU seconds count every
@@ -307,6 +308,7 @@ class ChainRun:
                             if not _affordable(spent, est, steps * total):
                                 check_cost = min(check_cost, est)  # (for the next ones)
                                 check_at = cfg.next_check(it, check_cost, step_cost or steps)
+                                planned = it
                                 continue
                         flush(trace)  # (after the record: its timing changes no recorded value)
                         c0, pc0 = perf_counter(), process_time()
@@ -317,14 +319,23 @@ class ChainRun:
                         spent += took
                         recent = [*recent[-(RECENT_CHECKS - 1):], min(took, took_cpu)]
                         check_cost = min(recent)
+                        if cfg.check_decades and it > it0:  # a step's cost in this chunk so far
+                            step_cost = min(perf_counter() - t0 - checking,
+                                            max(process_time() - p0 - cpu_checking, 0.0)) / (
+                                                it - it0)
                         check_at = cfg.next_check(it, check_cost, step_cost)
+                        planned = it
                 flush(trace)
                 self.trace, self.iteration = trace, it
                 # aim at one tick per TICK seconds whatever the cost of a step
                 dt, cpu = perf_counter() - t0, process_time() - p0
                 if cfg.check_decades and check_at and dt > checking:  # (the next check, by time)
+                    # planned again from the last check with what a step now costs: a first
+                    # step slowed by first calls (a chunk of one step) must not keep a check
+                    # planned at a few steps' cost too near
                     step_cost = min(dt - checking, max(cpu - cpu_checking, 0.0)) / (it - it0)
-                    check_at = min(check_at, cfg.next_check(it, check_cost, step_cost))
+                    nxt = cfg.next_check(planned, check_cost, step_cost)
+                    check_at = max(nxt, it + 1) if nxt else 0
                 ratio = TICK / dt if dt > 0 else 4.0
                 chunk = max(1, int(chunk * min(max(ratio, 0.5), 4.0)))
                 if tick(self):

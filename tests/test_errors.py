@@ -573,6 +573,26 @@ def test_elements_scoring_by_which_elements_run_with_them_are_refused_at_set_up(
         run(m(), th.lmh() if latent else th.mh("mu"), check=False)
 
 
+def test_an_element_scoring_by_the_parity_of_its_position_is_refused_at_set_up():
+    """An alternating design written on the positions of the executed vector, (−1)^position,
+    where the elements' indices were meant: with an odd number of elements the first and the
+    last sit at even positions both alone and among all, and the set-up's runs of one element
+    accepted the model — subsampled MH on μ then ran silently on scores that change with the
+    batch drawn.  The second element sits at position 0 in the set-up's run of the second and
+    last elements, at position 1 among all: refused, naming it."""
+    y = np.array([0.3, -1.2, 0.4, -2.0, 0.8])
+
+    @th.model
+    def m():
+        mu = th.sample("mu", dist.Normal(0.0, 2.0))
+        with th.plate("d", len(y)) as i:
+            th.observe("y", dist.Normal(mu * (-1.0) ** np.arange(len(y[i])), 1.0), y[i])
+
+    with pytest.raises(ModelError, match=r"the element 1 of the plate \('d',\) scores otherwise "
+                                         r"when it runs with the element\(s\) 4 "):
+        run(m(), th.subsampled_mh("mu", batch_size=2), check=False)
+
+
 def test_elements_of_plates_inside_markov_steps_scoring_by_their_number_are_refused():
     """The same, for a plate inside each markov step: a kernel that changes one element
     re-executes its step with the plate on that element alone."""

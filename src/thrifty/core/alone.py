@@ -12,13 +12,16 @@ vector of the executed elements breaks this without reading any other element's 
 * ``i.max()``, ``i[0]``, ``np.roll(X[i], 1)`` — positions within the executed vector.
 
 The value moves of :mod:`thrifty.core.output` cannot see these (every run of that check
-executes every element); two runs here can: the plate's first element alone, then its last
-element alone (each plate of the program at once, every markov step run), each compared with
-the element's score in the full execution, at the tolerance of the check mode
-(:mod:`thrifty.core.check`).  A reader of the executed vector's length, mean or ends scores
-otherwise on one element than on all of them.  Coupled plates (a process's draws) are left
-out: their elements' scores depend on each other by design.  The cost is two executions of
-O(1) elements per plate at initialisation.
+executes every element); three runs here can: the plate's first element alone, then its last
+element alone, then its second and last elements (each plate of the program at once, every
+markov step run), each element's score compared with its score in the full execution, at the
+tolerance of the check mode (:mod:`thrifty.core.agree`).  A reader of the executed vector's
+length, mean or ends scores otherwise on one element than on all of them; a reader of a
+position's parity (``(-1) ** np.arange(len(i))``) scores the second element otherwise at
+position 0 than at position 1, whatever the number of elements; the pair runs a subset of
+neither one nor every element.  Coupled plates (a process's draws) are left out: their
+elements' scores depend on each other by design.  The cost is three executions of O(1)
+elements per plate at initialisation.
 
 >>> import numpy as np, thrifty as th
 >>> from thrifty import dist
@@ -52,31 +55,37 @@ def elements_alone(trace, plates: dict, steps: Callable[[], Plan]) -> None:
     plates = {a: node for a, node in plates.items() if node.size > 1 and not node.procs}
     if not plates:
         return
-    for end in (0, -1):
+    for pick in _PICKS:
         plan = steps()
         for addr, node in plates.items():
-            plan.add_elements(addr, [end % node.size])
+            plan.add_elements(addr, sorted({k % node.size for k in pick}))
         try:  # (one row's mean or spread may divide by zero: the scores differ, quietly)
             with np.errstate(all="ignore"):
                 run = Run(trace, np.random.default_rng(0), plan=plan).execute()
         except Exception as e:
             which = ", ".join(fmt(a) for a in sorted(plates, key=repr)[:3])
             raise ModelError(
-                f"running one element of the plate(s) {which} alone failed ({type(e).__name__}: "
+                f"running the plate(s) {which} on {_PICKS[pick]} failed ({type(e).__name__}: "
                 f"{e}); {_WHY}") from e
         for addr, node in plates.items():
-            k = end % node.size
             frame = run.plate_frames.get(addr)
-            got = np.nan if frame is None or run.aborted is not None else float(
-                np.asarray(frame.elem_lp)[0])
-            want = float(node.elem_lp.get(k))
-            if not np.isclose(got, want, rtol=RTOL, atol=ATOL, equal_nan=True) or (
-                    np.isnan(got) and run.aborted is not None):
-                raise ModelError(
-                    f"the element {k} of the plate {fmt(addr)} scores otherwise when it runs "
-                    f"alone ({got!r}) than when every element runs ({want!r}): {_WHY}")
+            for j, k in enumerate(sorted({k % node.size for k in pick})):
+                got = np.nan if frame is None or run.aborted is not None else float(
+                    np.asarray(frame.elem_lp)[j])
+                want = float(node.elem_lp.get(k))
+                if not np.isclose(got, want, rtol=RTOL, atol=ATOL, equal_nan=True) or (
+                        np.isnan(got) and run.aborted is not None):
+                    alone = "alone" if len(pick) == 1 else "with the element(s) " + ", ".join(
+                        str(e % node.size) for e in pick if e % node.size != k)
+                    raise ModelError(
+                        f"the element {k} of the plate {fmt(addr)} scores otherwise when it "
+                        f"runs {alone} ({got!r}) than when every element runs ({want!r}): "
+                        f"{_WHY}")
 
 
+# the elements each run executes (negative: from the end), as its error names them
+_PICKS = {(0,): "the first element alone", (-1,): "the last element alone",
+          (1, -1): "the second and last elements"}
 _WHY = (
     "kernels run a plate on any subset of its elements (one element, a batch of data rows), "
     "so an element may read only its own values and what comes from outside the plate — not "

@@ -593,6 +593,28 @@ def test_an_element_scoring_by_the_parity_of_its_position_is_refused_at_set_up()
         run(m(), th.subsampled_mh("mu", batch_size=2), check=False)
 
 
+def test_a_data_only_plate_reading_a_buffer_its_elements_fill_is_refused_at_set_up():
+    """A plate with no latent choice whose elements read each other through a buffer the body
+    fills (``buf[i] = mu`` … ``np.roll(buf, 1)[i]``): its elements have no values to move, and
+    the runs of a few elements at the trace's values found the buffer as a full execution
+    left it, so the set-up accepted the model and subsampled MH on ``mu`` ran silently, each
+    batch reading what earlier batches and rejected proposals wrote.  An execution with ``mu``
+    redrawn now comes first: the first element, run alone, reads another ``mu``."""
+    y = np.random.default_rng(0).normal(1.0, 1.0, 50)
+    buf = np.zeros(len(y))
+
+    @th.model
+    def m():
+        mu = th.sample("mu", dist.Normal(0.0, 2.0))
+        with th.plate("d", len(y)) as i:
+            buf[i] = mu
+            th.observe("y", dist.Normal(0.5 * (mu + np.roll(buf, 1)[i]), 1.0), y[i])
+
+    with pytest.raises(ModelError, match=r"the element 0 of the plate \('d',\) scores otherwise "
+                                         r"when it runs alone .* left in a buffer"):
+        run(m(), th.subsampled_mh("mu", batch_size=10), check=False)
+
+
 def test_elements_of_plates_inside_markov_steps_scoring_by_their_number_are_refused():
     """The same, for a plate inside each markov step: a kernel that changes one element
     re-executes its step with the plate on that element alone."""

@@ -19,9 +19,12 @@ tolerance of the check mode (:mod:`thrifty.core.agree`).  A reader of the execut
 length, mean or ends scores otherwise on one element than on all of them; a reader of a
 position's parity (``(-1) ** np.arange(len(i))``) scores the second element otherwise at
 position 0 than at position 1, whatever the number of elements; the pair runs a subset of
-neither one nor every element.  Coupled plates (a process's draws) are left out: their
-elements' scores depend on each other by design.  The cost is three executions of O(1)
-elements per plate at initialisation.
+neither one nor every element.  Before them one execution, not committed, redraws the model
+body's latent choices (:func:`_elsewhere`): a buffer the plate fills then holds another
+execution's values wherever those runs do not write it, so an element that reads it elsewhere
+scores otherwise.  Coupled plates (a process's draws) are left out: their elements' scores
+depend on each other by design.  The cost is one full execution and three of O(1) elements
+per plate at initialisation.
 
 >>> import numpy as np, thrifty as th
 >>> from thrifty import dist
@@ -45,6 +48,7 @@ import numpy as np
 from thrifty.core.address import fmt
 from thrifty.core.agree import ATOL, RTOL
 from thrifty.core.run import Plan, Run
+from thrifty.core.vocab import LATENT, RESAMPLE
 from thrifty.errors import ModelError
 
 
@@ -55,6 +59,7 @@ def elements_alone(trace, plates: dict, steps: Callable[[], Plan]) -> None:
     plates = {a: node for a, node in plates.items() if node.size > 1 and not node.procs}
     if not plates:
         return
+    _elsewhere(trace)
     for pick in _PICKS:
         plan = steps()
         for addr, node in plates.items():
@@ -83,6 +88,25 @@ def elements_alone(trace, plates: dict, steps: Callable[[], Plan]) -> None:
                         f"{_WHY}")
 
 
+def _elsewhere(trace) -> None:
+    """One execution, never committed, with the model body's latent choices redrawn from their
+    priors (a kernel's rejected proposal): what the program keeps between its executions — a
+    buffer the plate fills, ``buf[i] = mu`` — then holds another execution's values where the
+    runs of a few elements do not write it, and an element that reads it elsewhere
+    (``np.roll(buf, 1)[i]``) scores otherwise than in the trace, even in a plate with no latent
+    choice of its own (subsampled MH on ``mu`` would read the values of earlier batches and of
+    rejected proposals).  A failure of this execution (a redrawn value the program refuses) is
+    no finding: the elements' runs then follow the trace's own executions."""
+    targets = {local: RESAMPLE for local, s in trace.root.sites.items() if s.kind == LATENT}
+    if not targets:
+        return
+    try:
+        with np.errstate(all="ignore"):
+            Run(trace, np.random.default_rng(1), targets=targets).execute()
+    except Exception:
+        pass
+
+
 # the elements each run executes (negative: from the end), as its error names them
 _PICKS = {(0,): "the first element alone", (-1,): "the last element alone",
           (1, -1): "the second and last elements"}
@@ -90,5 +114,6 @@ _WHY = (
     "kernels run a plate on any subset of its elements (one element, a batch of data rows), "
     "so an element may read only its own values and what comes from outside the plate — not "
     "which or how many elements run with it (len(i), np.size(z), a scale N / len(i): thrifty "
-    "scales subsets itself; X[i].mean(), i.max(), np.roll(X[i], 1)). Compute such quantities "
-    "outside the plate, from the whole data")
+    "scales subsets itself; X[i].mean(), i.max(), np.roll(X[i], 1)), nor what another "
+    "element's execution left in a buffer (np.roll(buf, 1)[i] after buf[i] = mu). Compute "
+    "such quantities outside the plate, from the whole data")

@@ -73,7 +73,8 @@ gaps ``theta[z + 1] - theta[z]``), a continuous choice read through a discrete f
 (``(x > 0).sum()``) may keep it by chance, and a choice that cannot be moved so (a process's
 draws, values with an event shape), or whose value is refused under the element's other moved
 choices, is only redrawn.  The default check mode (a full execution compared with the trace)
-remains the backstop for the sites; it does not compare the program's output.
+remains the backstop for the sites, and for the output where it is data and the trace holds a
+full execution's.
 """
 
 from __future__ import annotations

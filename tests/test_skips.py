@@ -361,8 +361,11 @@ def test_a_proposal_of_the_present_value_stops_at_the_choice():
     """LMH, and MH from the prior, on a choice whose redraw is its present value (a category of
     one value) run none of the model's code after the choice and commit nothing: the move
     x' = x, accepted with probability 1 (001 Eq. 4).  The code after it is counted (a list the
-    model body, or a plate's body, appends to: 200 steps appended 200 times before); the
-    posterior of the other choice under a cycle with MH on it is exact (x | y ~ N(y/2, 1/2))."""
+    model body, or a plate's body, appends to: 200 steps appended 200 times before, the
+    set-up's executions — the initial one and the checks of how plates are used — about ten);
+    the posterior of the other choice under a cycle with MH on it is exact
+    (x | y ~ N(y/2, 1/2))."""
+    SET_UP = 12  # executions of the model's code before the first step, at most
     seen = []
 
     @th.model
@@ -376,7 +379,7 @@ def test_a_proposal_of_the_present_value_stops_at_the_choice():
         seen.clear()
         r = th.infer(one_valued(0.8), kernel, num_samples=200, seed=0, progress=False,
                      check=False)
-        assert len(seen) < 10, kernel.label()
+        assert len(seen) <= SET_UP, kernel.label()
         assert r.stats[kernel.label()]["acceptance_rate"] == 1.0
     r = th.infer(one_valued(0.8), th.cycle([th.lmh("k"), th.mh("x", th.drift(1.0))]),
                  num_samples=3000, burn_in=200, seed=1, progress=False)
@@ -392,4 +395,4 @@ def test_a_proposal_of_the_present_value_stops_at_the_choice():
     seen.clear()
     r = th.infer(one_valued_elements(np.zeros(5)), th.lmh(), num_samples=200, seed=0,
                  progress=False, check=False)
-    assert len(seen) < 10 and r.stats["lmh()"]["acceptance_rate"] == 1.0
+    assert len(seen) <= SET_UP and r.stats["lmh()"]["acceptance_rate"] == 1.0

@@ -19,8 +19,8 @@ tolerance of the check mode (:mod:`thrifty.core.agree`).  A reader of the execut
 length, mean or ends scores otherwise on one element than on all of them; a reader of a
 position's parity (``(-1) ** np.arange(len(i))``) scores the second element otherwise at
 position 0 than at position 1, whatever the number of elements; the pair runs a subset of
-neither one nor every element.  Before them one execution, not committed, redraws the model
-body's latent choices (:func:`_elsewhere`): a buffer the plate fills then holds another
+neither one nor every element.  Before them the program runs once from its prior, into a trace
+of its own (:func:`_elsewhere`): a buffer the plate fills then holds another
 execution's values wherever those runs do not write it, so an element that reads it elsewhere
 scores otherwise.  Coupled plates (a process's draws) are left out: their elements' scores
 depend on each other by design.  The cost is one full execution and three of O(1) elements
@@ -48,7 +48,7 @@ import numpy as np
 from thrifty.core.address import fmt
 from thrifty.core.agree import ATOL, RTOL
 from thrifty.core.run import Plan, Run
-from thrifty.core.vocab import LATENT, RESAMPLE
+from thrifty.core.trace import Trace
 from thrifty.errors import ModelError
 
 
@@ -89,20 +89,19 @@ def elements_alone(trace, plates: dict, steps: Callable[[], Plan]) -> None:
 
 
 def _elsewhere(trace) -> None:
-    """One execution, never committed, with the model body's latent choices redrawn from their
-    priors (a kernel's rejected proposal): what the program keeps between its executions — a
-    buffer the plate fills, ``buf[i] = mu`` — then holds another execution's values where the
-    runs of a few elements do not write it, and an element that reads it elsewhere
-    (``np.roll(buf, 1)[i]``) scores otherwise than in the trace, even in a plate with no latent
-    choice of its own (subsampled MH on ``mu`` would read the values of earlier batches and of
-    rejected proposals).  A failure of this execution (a redrawn value the program refuses) is
-    no finding: the elements' runs then follow the trace's own executions."""
-    targets = {local: RESAMPLE for local, s in trace.root.sites.items() if s.kind == LATENT}
-    if not targets:
-        return
+    """One execution of the program from its prior, into a trace of its own (as a kernel's
+    rejected proposal, it leaves the trace as it is): what the program keeps between its
+    executions — a buffer the plate fills, ``buf[i] = mu`` — then holds another execution's
+    values where the runs of a few elements do not write it, and an element that reads it
+    elsewhere (``np.roll(buf, 1)[i]``) scores otherwise than in the trace, even in a plate with
+    no latent choice of its own (subsampled MH on ``mu`` would read the values of earlier
+    batches and of rejected proposals).  A failure of this execution (a prior draw the
+    program refuses) is no finding: the elements' runs then follow the trace's executions."""
+    other = Trace(trace.program)
+    other.obs_values = trace.obs_values
     try:
         with np.errstate(all="ignore"):
-            Run(trace, np.random.default_rng(1), targets=targets).execute()
+            Run(other, np.random.default_rng(1)).execute()
     except Exception:
         pass
 

@@ -615,6 +615,25 @@ def test_a_data_only_plate_reading_a_buffer_its_elements_fill_is_refused_at_set_
         run(m(), th.subsampled_mh("mu", batch_size=10), check=False)
 
 
+def test_a_scale_by_the_size_of_the_plate_index_is_refused_at_set_up():
+    """A Pyro-style scale N / np.size(i) written on the plate's index: a full execution's
+    index is a slice (np.size gives 1), one element's an array of one, so the runs of one
+    element alone scored as the full execution did — N times the element's log-density — and
+    subsampled MH ran silently on batches of two scaled by N instead of N / 2 (thrifty scales a
+    subset itself, 000 Eq. 5).  The run of the second and last elements sees it."""
+    y = np.array([0.3, -1.2, 0.4, -2.0, 0.8, 1.1])
+
+    @th.model
+    def m():
+        mu = th.sample("mu", dist.Normal(0.0, 2.0))
+        with th.plate("d", len(y)) as i:
+            th.factor("f", dist.Normal(mu, 1.0).log_prob(y[i]) * len(y) / np.size(i))
+
+    with pytest.raises(ModelError, match=r"the element 1 of the plate \('d',\) scores otherwise "
+                                         r"when it runs with the element\(s\) 5 "):
+        run(m(), th.subsampled_mh("mu", batch_size=2), check=False)
+
+
 def test_elements_of_plates_inside_markov_steps_scoring_by_their_number_are_refused():
     """The same, for a plate inside each markov step: a kernel that changes one element
     re-executes its step with the plate on that element alone."""

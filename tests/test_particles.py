@@ -953,6 +953,30 @@ def test_conditional_resampling_draws_the_free_particles_ancestors_iid():
     assert p > 1e-3, (counts / R, np.outer(w, w), p)
 
 
+@th.model
+def ar_last_level(y):
+    def step(t, prev):
+        x = th.sample("x", dist.Normal(prev, 1.0))
+        th.observe("y", dist.Normal(x, 0.3), y[t])
+        return x
+
+    xs = th.markov("s", step, len(y), 0.0)
+    return float(xs[-1])  # one trajectory's last level: one value per particle in a particle run
+
+
+def test_code_after_the_chain_reading_a_state_as_one_value_is_named_in_a_particle_run():
+    """The code after th.markov reads a state as one number: over particles the state holds
+    one value per particle, and NumPy's TypeError reached the user as it was — from th.pgibbs,
+    and from the default kernel, whose trial of PGAS on the chain did not take it as a refusal.
+    Now a ModelError says where and why, and the default kernel takes another kernel."""
+    y = np.array([0.1, 0.4, 0.2, 0.9, 1.1])
+    with pytest.raises(ModelError, match=r"raised TypeError: .* in a particle run .* outside the "
+                                         r"markov steps: .*\(float\(states\[-1\]\)"):
+        th.infer(ar_last_level(y), th.pgibbs("s"), num_samples=5, seed=0, progress=False)
+    r = th.infer(ar_last_level(y), num_samples=20, burn_in=20, seed=0, progress=False)
+    assert r["s.x"].shape == (1, 20, 5) and not any("pgibbs" in k for k in r.stats)
+
+
 def test_a_process_drawn_in_a_plate_of_a_particle_run_is_refused_naming_the_site():
     """A particle run holds the chains' choices only: a latent choice of a plate element
     outside its chain is refused naming it — a process's draw (th.CRP) as any other family."""

@@ -77,6 +77,17 @@ def run_particles(trace, rng, n: int, given, driver, proposing: bool = False) ->
     _context.EXECUTIONS.runs.append(run)
     try:
         program.fn(*program.args, **program.kwargs)
+    except WRAPPED as e:  # (errors inside a step are named by the step: ModelError)
+        if not wraps(e):
+            raise
+        raise ModelError(
+            f"the model code raised {type(e).__name__}: {e} — in a particle run (th.smc, "
+            "th.pgibbs, th.pmmh), outside the markov steps: there a chain's states hold one "
+            "value per particle (an array with a leading particle axis), so code after "
+            "th.markov that reads a state as one value (float(states[-1]), an `if` on it) "
+            "fails. Compute such values from the states as arrays (np.asarray(states[-1])), "
+            "return the states themselves, or update the chain with a kernel that executes "
+            "one trajectory (th.mh, th.lmh, th.gibbs)") from e
     finally:
         _context.EXECUTIONS.runs.pop()
         run.frame = None

@@ -363,6 +363,50 @@ def test_an_output_that_reads_a_changed_buffer_is_caught():
         d.full["scaled"])
 
 
+FITTED = np.zeros(4)
+X4 = np.array([0.0, 1.0, 2.0, 3.0])
+
+
+@th.model
+def returns_its_buffer(y):
+    a = th.sample("a", dist.Normal(0.0, 2.0))
+    FITTED[:] = a * X4  # (filled before the plate reads it: every execution writes it whole)
+    with th.plate("d", len(y)) as i:
+        th.observe("y", dist.Normal(FITTED[i], 1.0), y[i])
+    return FITTED  # (not a copy: the next execution, a rejected proposal's, writes it again)
+
+
+def test_an_output_holding_a_buffer_the_next_execution_writes_is_caught():
+    """The output the trace holds is compared as it held it before the full execution (the
+    full execution writes the buffer again at the trace's values: compared as they stand, the
+    two were one object and agreed).  Here the trace's output held a rejected proposal's
+    fitted values, and the recorded outputs with it."""
+    y = np.array([0.1, 0.9, 2.2, 2.8])
+    with pytest.raises(CheckError, match=r"program output(.|\n)*return a copy"):
+        th.infer(returns_its_buffer(y), th.mh("a", th.drift(0.5)), num_samples=50, seed=0,
+                 progress=False, workers=1, check=True)
+
+
+def test_an_output_drawn_outside_th_sample_is_not_compared():
+    """A replicated observation drawn with NumPy's generator in the return statement (Stan's
+    generated quantities): no function of the choices — two full executions give two draws —
+    so check mode does not compare it (each recorded output is a draw given that step's
+    choices)."""
+    gen = np.random.default_rng(123)
+
+    @th.model
+    def m(y):
+        mu = th.sample("mu", dist.Normal(0.0, 5.0))
+        with th.plate("d", len(y)) as i:
+            th.observe("y", dist.Normal(mu, 1.0), y[i])
+        return gen.normal(mu, 1.0)
+
+    y = np.random.default_rng(0).normal(1.0, 1.0, 20)
+    r = th.infer(m(y), th.mh("mu", th.drift(0.3)), num_samples=50, seed=0, progress=False,
+                 workers=1, check=True)
+    assert len(np.unique(r.output)) > 10
+
+
 def test_the_default_check_catches_a_broken_model(monkeypatch, set_up_blind):
     """``check="auto"`` checks after the first step: a model that is wrong from the start is
     caught by default.  (The check after the first step is made when it fits in

@@ -89,3 +89,16 @@ def _all_same(pairs) -> bool | None:
         if same is None:
             out = None
     return out
+
+
+def snapshot(value):
+    """``value`` as it is now, for a later comparison: its arrays copied (in tuples, lists and
+    dicts), so that a buffer written again afterwards is compared as it was."""
+    t = type(value)
+    if t is np.ndarray:
+        return value.copy()
+    if t is tuple or t is list:
+        return t(snapshot(x) for x in value)
+    if t is dict:
+        return {k: snapshot(v) for k, v in value.items()}
+    return value

@@ -25,7 +25,9 @@ node by node:
   log joint;
 * the program's output, when the trace holds that of a run over every plate element: where it
   is data (numbers, strings, numeric arrays, and tuples, lists, sequences and dicts of them),
-  within the tolerance of deterministic values; other objects in it are not compared.
+  within the tolerance of deterministic values, as the trace held it before the full execution;
+  other objects in it are not compared, nor is an output that a second full execution gives
+  otherwise (random numbers drawn outside ``th.sample``).
 
 Stale elements and steps are legitimately out of date and are not compared for log-densities;
 node totals and the log joint are compared only when nothing in them is stale.  Log-densities
@@ -68,6 +70,7 @@ from thrifty.core.agree import approx as _approx
 from thrifty.core.agree import bad as _bad
 from thrifty.core.agree import close as _close
 from thrifty.core.agree import same_data as _same_data
+from thrifty.core.agree import snapshot
 from thrifty.core.run import Run
 from thrifty.core.trace import Trace
 from thrifty.core.vocab import CAPTURE, DETERMINISTIC, LATENT, OBSERVED, ZeroProbability
@@ -92,9 +95,10 @@ COUPLED = "an engine bug in the running statistics of a coupled site (th.CRP, co
 STRUCTURE = ("a model whose structure depends on something other than its choices (a global, "
              "data changed between steps), or an engine bug")
 TOTALS = "an engine bug in the running totals kept by commits"
-OUTPUT = ("an output computed from something other than the choices and the data (a global, "
-          "a buffer kept between runs, random numbers drawn outside th.sample), or an engine "
-          "bug in the output kept by commits")
+OUTPUT = ("an output computed from something other than the choices and the data (a global "
+          "changed between steps), an output holding a buffer the program writes again at its "
+          "next execution — a rejected proposal's values then replace the trace's (return a "
+          "copy) —, or an engine bug in the output kept by commits")
 
 
 @dataclass(frozen=True)
@@ -141,10 +145,9 @@ def check_trace(trace: Trace) -> list[Discrepancy]:
     """Compare ``trace`` with a full execution of its program at its values (module docstring);
     returns the discrepancies found (empty: consistent)."""
     targets = _choices(trace)
-    fresh = Trace(trace.program)
-    fresh.obs_values = trace.obs_values
+    held = snapshot(trace.output)  # (before the execution: it may write a buffer the output holds)
     try:
-        run = Run(fresh, np.random.default_rng(0), targets=targets, mode=_FULL).execute()
+        fresh, run = _full_run(trace, targets, 0)
     except ThriftyError as e:
         return [Discrepancy((), (), "a full execution at the trace's values failed", None,
                             f"{type(e).__name__}: {e}", hint=STRUCTURE)]
@@ -153,7 +156,14 @@ def check_trace(trace: Trace) -> list[Discrepancy]:
         return [Discrepancy((), e.addr, "value", e.value, f"probability zero under {e.dist!r}",
                             hint=STRUCTURE)]
     run.commit()
-    return _Comparison(trace, fresh, run).compare(targets)
+    return _Comparison(trace, fresh, run, held).compare(targets)
+
+
+def _full_run(trace, targets, seed: int) -> tuple:
+    """A new trace of the program and the full execution into it at ``targets``."""
+    fresh = Trace(trace.program)
+    fresh.obs_values = trace.obs_values
+    return fresh, Run(fresh, np.random.default_rng(seed), targets=targets, mode=_FULL).execute()
 
 
 def raise_if_inconsistent(trace: Trace, where: str = "") -> None:
@@ -220,8 +230,8 @@ def _union(a, b) -> list:
 class _Comparison:
     """Walks the incremental trace and the fresh one side by side, collecting discrepancies."""
 
-    def __init__(self, old, new, run):
-        self.old, self.new, self.run = old, new, run
+    def __init__(self, old, new, run, held=None):
+        self.old, self.new, self.run, self.held = old, new, run, held
         self.out: list[Discrepancy] = []
         self.kinds: dict = {}  # node address → "plate", "markov chain" or "mem table"
         self.obs: dict = {}  # plate address → relative addresses of its observed sites
@@ -238,17 +248,27 @@ class _Comparison:
         self.block(self.old.root, self.new.root, (), TOP)
         self.mems()
         self.totals()
-        self.output()
+        self.output(targets)
         return self.out
 
-    def output(self) -> None:
+    def output(self, targets) -> None:
         """The program's output, when the trace holds one of a run over every plate element
         and nothing is stale: compared where it is data (numbers, strings, numeric arrays, and
-        tuples, lists, sequences and dicts of them) — what it holds besides is not compared."""
+        tuples, lists, sequences and dicts of them) — what it holds besides is not compared —
+        as the trace held it before the full execution.  An output that differs between two
+        full executions at the same values (random numbers drawn outside th.sample: a
+        replicated observation as Stan's generated quantities draw one) is no function of
+        the choices, and is not compared."""
         old, new = self.old, self.new
         if old.output_full and new.output_full and not old.stale_nodes and (
-                _same_data(old.output, new.output) is False):
-            self.add((), (), "program output", old.output, new.output, hint=OUTPUT)
+                _same_data(self.held, new.output) is False):
+            try:
+                again = _full_run(old, targets, 1)[1]
+            except ThriftyError:
+                again = None
+            if again is None or again.aborted is not None or _same_data(
+                    again.output, new.output) is not False:
+                self.add((), (), "program output", self.held, new.output, hint=OUTPUT)
 
     # -- structure --------------------------------------------------------------------------------
     def structure(self, targets) -> None:

@@ -74,14 +74,15 @@ def elements_alone(trace, plates: dict, steps: Callable[[], Plan]) -> None:
                 f"{e}); {_WHY}") from e
         for addr, node in plates.items():
             frame = run.plate_frames.get(addr)
-            for j, k in enumerate(sorted({k % node.size for k in pick})):
+            elems = sorted({k % node.size for k in pick})  # (a plate of two: one element)
+            for j, k in enumerate(elems):
                 got = np.nan if frame is None or run.aborted is not None else float(
                     np.asarray(frame.elem_lp)[j])
                 want = float(node.elem_lp.get(k))
                 if not np.isclose(got, want, rtol=RTOL, atol=ATOL, equal_nan=True) or (
                         np.isnan(got) and run.aborted is not None):
-                    alone = "alone" if len(pick) == 1 else "with the element(s) " + ", ".join(
-                        str(e % node.size) for e in pick if e % node.size != k)
+                    others = [str(e) for e in elems if e != k]
+                    alone = f"with the element(s) {', '.join(others)}" if others else "alone"
                     raise ModelError(
                         f"the element {k} of the plate {fmt(addr)} scores otherwise when it "
                         f"runs {alone} ({got!r}) than when every element runs ({want!r}): "

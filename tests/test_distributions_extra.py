@@ -203,6 +203,21 @@ def test_negative_binomial_large_total_count_is_exact():
                      [_nb_exact(k, r, p) for k in ks])
 
 
+
+def test_negative_binomial_tiny_total_count_scores_arrays_as_scalars():
+    """A concentration of 1e-300 (a Gamma(0.01, 0.01) prior's draw): the array path (a plate's
+    observations) evaluated the Stirling tail on the Python float and raised ZeroDivisionError,
+    and for any r below ~1e-16 scored k = 0 as +inf (log Γ(k + 1 + (r − 1)), whose argument
+    rounded to 0); it scores as the scalar path and the exact sum do."""
+    ks = [0, 3, 7]
+    for r in (1e-300, 1e-30, 0.5):
+        expected = [_nb_exact(k, r, 0.4) for k in ks]
+        assert_close([D.NegativeBinomial(r, probs=0.4).log_prob(k) for k in ks], expected)
+        assert_close(D.NegativeBinomial(r, probs=0.4).log_prob(np.array(ks, dtype=float)),
+                     expected)
+        mean = r * 0.4 / 0.6
+        assert_close(D.NegativeBinomial2(mean, r).log_prob(np.array(ks, dtype=float)), expected)
+
 def test_negative_binomial_parametrisations_agree():
     k = np.arange(20)
     mu, phi = 3.0, 2.0

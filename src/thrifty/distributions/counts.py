@@ -62,21 +62,27 @@ _STIRLING_MIN = 1e3  # from here on the Stirling series (3 terms) is exact to do
 
 
 def _stirling_tail(x):
-    """``log Γ(x) - ((x - 1/2) log x - x + log(2π)/2)`` for ``x >= 1e3`` (error < 1e-24)."""
+    """``log Γ(x) - ((x - 1/2) log x - x + log(2π)/2)`` for ``x >= 1e3`` (error < 1e-24);
+    evaluated everywhere, and kept where ``x >= 1e3`` (a Python float as a NumPy one: a tiny
+    ``x`` gives ``inf``, not ZeroDivisionError)."""
+    if type(x) is float:
+        x = np.float64(x)
     x2 = x * x
     return (1.0 / 12.0 - (1.0 / 360.0 - 1.0 / (1260.0 * x2)) / x2) / x
 
 
-def _lgamma_diff(a, b, xp=np):
+def _lgamma_diff(a, b, xp=np, x=None):
     """``log Γ(a + b) - log Γ(a)`` (``a, a + b > 0``), without the cancellation of two large
     log-gammas: for ``a, a + b >= 1e3`` the Stirling forms are subtracted analytically,
     ``(a - 1/2) log1p(b/a) + b log(a + b) - b`` plus the difference of the series tails.
-    Arrays of namespace ``xp``."""
+    ``x``: ``a + b`` computed by the caller without rounding (``k + r`` where ``b = r - 1``
+    rounds a tiny ``r`` away: ``log Γ(0)``).  Arrays of namespace ``xp``."""
     lgamma = special(xp).gammaln
-    big = xp.minimum(a, a + b) >= _STIRLING_MIN
-    with np.errstate(all="ignore"):
-        direct = lgamma(a + b) - lgamma(a)
+    if x is None:
         x = a + b
+    big = xp.minimum(a, x) >= _STIRLING_MIN
+    with np.errstate(all="ignore"):
+        direct = lgamma(x) - lgamma(a)
         stirling = (a - 0.5) * xp.log1p(b / a) + b * xp.log(x) - b
         stirling = stirling + (_stirling_tail(x) - _stirling_tail(a))
     return xp.where(big, stirling, direct)
@@ -88,7 +94,7 @@ def _nb_log_coeff(r, k, xp=np):
     lgamma = special(xp).gammaln
     with np.errstate(all="ignore"):
         from_r = _lgamma_diff(r, k, xp) - lgamma(k + 1.0)
-        from_k = _lgamma_diff(k + 1.0, r - 1.0, xp) - lgamma(r)
+        from_k = _lgamma_diff(k + 1.0, r - 1.0, xp, k + r) - lgamma(r)
     return xp.where(r >= k + 1.0, from_r, from_k)
 
 

@@ -102,3 +102,27 @@ def snapshot(value):
     if t is dict:
         return {k: snapshot(v) for k, v in value.items()}
     return value
+
+
+def first_difference(a, b) -> tuple | None:
+    """Where two values that :func:`same_data` finds different first differ: ``(path, part of
+    a, part of b)``, the path as Python indexes it (``"['trend'][3]"``); None where they do not
+    differ as data."""
+    if same_data(a, b) is not False:
+        return None
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.shape == b.shape and a.ndim:
+        with np.errstate(all="ignore"):
+            off = ~np.isclose(a, b, rtol=RTOL, atol=ATOL, equal_nan=True)
+        j = np.unravel_index(int(np.argmax(off)), a.shape)
+        return f"[{', '.join(map(str, j))}]", a[j].item(), b[j].item()
+    pairs = None
+    if isinstance(a, Mapping) and isinstance(b, Mapping) and set(a) == set(b):
+        pairs = ((f"[{k!r}]", a[k], b[k]) for k in a)
+    elif (isinstance(a, Sequence) and isinstance(b, Sequence) and len(a) == len(b)
+          and not isinstance(a, (str, bytes)) and not isinstance(b, (str, bytes))):
+        pairs = ((f"[{j}]", x, y) for j, (x, y) in enumerate(zip(a, b)))
+    for at, x, y in pairs or ():
+        inner = first_difference(x, y)
+        if inner is not None:
+            return at + inner[0], inner[1], inner[2]
+    return "", a, b

@@ -69,8 +69,8 @@ from thrifty.core.address import fmt
 from thrifty.core.agree import approx as _approx
 from thrifty.core.agree import bad as _bad
 from thrifty.core.agree import close as _close
+from thrifty.core.agree import first_difference, snapshot
 from thrifty.core.agree import same_data as _same_data
-from thrifty.core.agree import snapshot
 from thrifty.core.run import Run
 from thrifty.core.trace import Trace
 from thrifty.core.vocab import CAPTURE, DETERMINISTIC, LATENT, OBSERVED, ZeroProbability
@@ -138,7 +138,7 @@ def _show(v) -> str:
         return v
     if isinstance(v, np.ndarray) and v.size > 6:
         return f"an array of shape {v.shape}"
-    return repr(v)
+    return repr(v.item() if isinstance(v, np.generic) else v)
 
 
 def check_trace(trace: Trace) -> list[Discrepancy]:
@@ -268,7 +268,8 @@ class _Comparison:
                 again = None
             if again is None or again.aborted is not None or _same_data(
                     again.output, new.output) is not False:
-                self.add((), (), "program output", self.held, new.output, hint=OUTPUT)
+                at, held, full = first_difference(self.held, new.output)
+                self.add((), (), f"program output{at}", held, full, hint=OUTPUT)
 
     # -- structure --------------------------------------------------------------------------------
     def structure(self, targets) -> None:

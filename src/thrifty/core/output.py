@@ -107,7 +107,9 @@ def _reads_plate(addr) -> ModelError:
     return ModelError(
         f"the site at {fmt(addr)} depends on values sampled inside a plate after the "
         "plate ended; values from a plate must only be used inside it (move the site "
-        "into the plate, or use a Python loop)"
+        "into the plate, or use a Python loop; a summary of them to record, such as "
+        "np.sum(z), may be the program's return value, which is computed from the whole "
+        "plate when it is recorded)"
     )
 
 

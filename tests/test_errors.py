@@ -816,3 +816,21 @@ def test_bad_plate_size_and_name():
 
     with pytest.raises(ModelError, match=r"'a.b'.*cannot be in a name"):
         run(m2())
+
+
+def test_a_plate_body_failing_on_no_element_says_the_values_are_empty_arrays():
+    """np.vectorize refuses size-0 inputs without otypes=: the set-up's run of every plate on
+    no element failed with the hint for a run of many elements (index data with x[i], check
+    the shapes), which did not say why nothing was executed."""
+    y = np.array([0.3, -1.2, 0.4])
+    double = np.vectorize(lambda v: v * 2.0)
+
+    @th.model
+    def m():
+        mu = th.sample("mu", dist.Normal(0.0, 2.0))
+        with th.plate("d", len(y)) as i:
+            th.observe("y", dist.Normal(mu + double(y[i]), 1.0), y[i])
+
+    with pytest.raises(ModelError, match=r"\(0 element\(s\) executed\).* empty arrays.* "
+                                         r"otypes="):
+        run(m(), th.mh("mu"))

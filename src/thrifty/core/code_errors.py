@@ -152,6 +152,12 @@ def plate_code_error(frame, exc: BaseException) -> ModelError:
                 "The plate's body runs once for all its executed elements: use "
                 "np.where(cond, a, b) or a mixture distribution so that each element takes its "
                 "own branch")
+    elif frame.n == 0:  # (the set-up's run of every plate on no element, or a kernel's)
+        text = (f"in {where}: the model code raised {type(exc).__name__}: {msg}"
+                f"{_last_in_plate(frame)}. With no element executed, the per-element values "
+                "are empty arrays, and kernels run a plate on any subset of its elements, none "
+                "included: the body must work on them (np.vectorize, for one, needs otypes= "
+                "then)")
     else:
         text = (f"in {where}: the model code raised {type(exc).__name__}: {msg}"
                 f"{_last_in_plate(frame)}{_index_note(frame.run, exc)}. "

@@ -86,8 +86,9 @@ TOP = ("a model body reading a value changed between steps (a global, data mutat
 PLATE = (f"a plate element reading what another element wrote (a shared buffer), {_LEAK}, data "
          "changed between steps, or an engine bug in partial plate execution")
 CHAIN = ("a markov step passing information to the next through something other than its "
-         "returned state (a global, a buffer), data changed between steps, or an engine bug in "
-         "partial chain execution")
+         "returned state (a global, a buffer, data read in the order the steps run — next(it) "
+         "— rather than by t), data changed between steps, or an engine bug in partial chain "
+         "execution")
 MEM = ("a th.mem function whose distribution depends on something other than its key and the "
        "values before its reads, or an engine bug in the mem table")
 READERS = "an engine bug in the mem table's reference counts or reader index"

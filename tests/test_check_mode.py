@@ -23,7 +23,7 @@ from test_exchangeable import mean_dpm  # per-table means read by plate elements
 from thrifty import dist, glm
 from thrifty.core import check as check_module
 from thrifty.core.check import check_trace, raise_if_inconsistent
-from thrifty.errors import CheckError
+from thrifty.errors import CheckError, ModelError
 from thrifty.models import dense_mrf, generate_sv, joint_dpm, random_potentials, sv
 from thrifty.runtime import chain as chain_module
 from thrifty.runtime.chain import RunConfig
@@ -309,7 +309,10 @@ def test_a_plate_whose_elements_share_a_buffer_is_caught(set_up_blind):
     assert "shared buffer" in str(e.value) and "after step" in str(e.value)
 
 
-def test_a_chain_passing_information_through_a_global_is_caught():
+def test_a_chain_passing_information_through_a_global_is_caught(monkeypatch):
+    """(The set-up refuses this model — it re-executes step 0 alone after another execution,
+    :func:`thrifty.core.alone.steps_alone`; turned off here to see check mode catch it too.)"""
+    monkeypatch.setattr("thrifty.core.output.steps_alone", lambda trace: None)
     with pytest.raises(CheckError, match=r"in markov chain \('c',\)") as e:
         th.infer(leaky_chain(), th.mh(th.one("c"), th.drift(0.5)), num_samples=20, seed=0,
                  progress=False, workers=1, check=True)
@@ -317,6 +320,43 @@ def test_a_chain_passing_information_through_a_global_is_caught():
     assert d.node == ("c",) and d.site[0] == "c" and d.site[2] == "x"
     assert "returned state" in str(e.value)
 
+
+
+def test_a_chain_passing_information_through_a_global_is_refused_at_set_up():
+    """Each step reads the previous step's value from a global: the set-up re-executes step 0
+    after a simulation from the prior, which left the global holding another value."""
+    with pytest.raises(ModelError, match=r"the site at \('c', 0, 'x'\) scores otherwise when "
+                                         r"step 0 .* Pass it in the state"):
+        th.infer(leaky_chain(), th.mh(th.one("c"), th.drift(0.5)), num_samples=20, seed=0,
+                 progress=False, workers=1)
+
+
+def test_code_after_a_chain_reading_a_buffer_its_steps_fill_is_refused_at_set_up():
+    """The body after the chain sums a buffer the steps fill instead of the states: a local
+    update re-executes a step or two, and the rest of the buffer holds what other executions
+    wrote (a rejected proposal's values).  Check mode found it only after 300–540 LMH steps;
+    the set-up refuses it, naming the site; the same model written on the states runs."""
+    T = 6
+    buf = np.zeros(T)
+
+    def model(from_states):
+        @th.model
+        def m(z_obs):
+            def step(t, prev):
+                x = th.sample("x", dist.Normal(prev, 1.0))
+                buf[t] = x
+                return x
+
+            states = th.markov("s", step, T, 0.0)
+            total = float(np.sum(np.asarray(states))) if from_states else buf.sum()
+            th.observe("z", dist.Normal(total, 1.0), z_obs)
+
+        return m(3.0)
+
+    with pytest.raises(ModelError, match=r"the site at \('z',\) scores otherwise when one step "
+                                         r"of the markov chain \('s',\) re-executes"):
+        th.infer(model(False), th.lmh(), num_samples=20, seed=0, progress=False, workers=1)
+    th.infer(model(True), th.lmh(), num_samples=20, seed=0, progress=False, workers=1)
 
 def test_data_changed_between_steps_is_caught_at_the_step_that_changed_it(observed):
     with pytest.raises(CheckError, match=r"after step 7\)") as e:

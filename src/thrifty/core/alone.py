@@ -1,4 +1,5 @@
-"""The check that a plate's elements score the same whichever elements run with them.
+"""The checks that a plate's elements score the same whichever elements run with them, and
+that a markov chain's steps hand on nothing but their states (:func:`steps_alone`).
 
 Kernels execute a plate on the elements they change: LMH and one-element Gibbs (paper 001
 §3) one element alone, subsampled MH (paper 000 §3) and SMH (paper 002 §3) a batch of data
@@ -87,6 +88,57 @@ def elements_alone(trace, plates: dict, steps: Callable[[], Plan]) -> None:
                         f"the element {k} of the plate {fmt(addr)} scores otherwise when it "
                         f"runs {alone} ({got!r}) than when every element runs ({want!r}): "
                         f"{_WHY}")
+
+
+def steps_alone(trace) -> None:
+    """Raise if the program scores otherwise when one step of each of its top-level markov
+    chains re-executes (a local update, 001 §2: here one that changes nothing) after another
+    execution (:func:`_elsewhere`) than in the trace: what follows the chain then reads
+    something of its steps other than their states — a buffer the steps fill (``buf[t] = x``
+    … ``buf.sum()``), which a local update leaves holding what other executions wrote, a
+    rejected proposal's values among them (check mode saw it only hundreds of steps later)."""
+    chains = [local for local, node in trace.root.chains.items() if node.T > 1]
+    if not chains:
+        return
+    plan = Plan()
+    for local in chains:
+        plan.add_step(local, 0)
+    _elsewhere(trace)
+    try:
+        with np.errstate(all="ignore"):
+            run = Run(trace, np.random.default_rng(0), plan=plan).execute()
+    except Exception:  # (an error of the model's code: the plates' probes and the first step
+        return  # raise it, with their context)
+    w = run.log_weight
+    if run.aborted is not None or np.isclose(w, 0.0, rtol=0.0, atol=ATOL + RTOL * abs(
+            run.lp_old), equal_nan=False):
+        return
+    changed = f"(the log-density changes by {w!r} though no value changed)"
+    for local in chains:  # a step's own site: the step reads what other executions wrote
+        node = trace.root.chains[local]
+        for t, blk in run.chain_frames.get(local, {}).items():
+            for rel, site in blk.sites.items():
+                old = node.step_view(t).get_site(rel)
+                if old is not None and old.lp != site.lp:
+                    raise ModelError(
+                        f"the site at {fmt(local + (t,) + rel)} scores otherwise when step {t} "
+                        f"of the markov chain {fmt(local)} re-executes after another execution "
+                        f"of the program than in the trace {changed}: a step may read its "
+                        "choices, its previous state, the data and what precedes the chain — "
+                        "not a global or buffer that other steps or executions write "
+                        "(G['last'] = x, read by the next step): a kernel re-executes a few "
+                        "steps. Pass it in the state")
+    sites = [local for local, s in trace.root.sites.items()
+             if (new := run.root.sites.get(local)) is not None and new.lp != s.lp]
+    which = f"the site at {fmt(sites[0])}" if sites else "a site after it (in a plate)"
+    raise ModelError(
+        f"{which} scores otherwise when one step of the markov chain {fmt(chains[0])} "
+        f"re-executes than when every step runs {changed}: code after a chain may read only "
+        "what th.markov returns, its states — not what its steps leave elsewhere (a buffer "
+        "they fill, buf[t] = x … buf.sum()): a kernel re-executes a few steps, and the rest "
+        "of such a buffer holds what other executions wrote, rejected proposals among them. "
+        "Compute it from the states (np.asarray(states)), or record it with th.deterministic "
+        "inside the step")
 
 
 def _elsewhere(trace) -> None:

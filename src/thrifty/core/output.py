@@ -84,7 +84,7 @@ import math
 import numpy as np
 
 from thrifty.core.address import fmt
-from thrifty.core.alone import elements_alone
+from thrifty.core.alone import elements_alone, steps_alone
 from thrifty.core.markov import ChainUpdate
 from thrifty.core.run import RESAMPLE, RESCORE, Plan, Run, VecTarget
 from thrifty.core.sections import PlateView
@@ -116,6 +116,7 @@ def _reads_plate(addr) -> ModelError:
 def probe(trace, rng) -> bool:
     """Check plate usage on a fully executed ``trace``; return whether the output needs the
     plates' values (see the module docstring)."""
+    steps_alone(trace)
     nodes = list(_nodes(trace.root))
     plates = {addr: inside for kind, addr, _, inside in nodes if kind == "plate"}
     if not plates:

@@ -331,6 +331,33 @@ def test_a_chain_passing_information_through_a_global_is_refused_at_set_up():
                  progress=False, workers=1)
 
 
+
+BINARY = {"last": 0}
+
+
+@th.model
+def binary_leak(y):
+    """A two-state chain whose step reads the previous state from a global: a redraw of the
+    last step leaves it as it was half the time, so the set-up tries up to eight redraws."""
+
+    def step(t, prev):
+        z = th.sample("z", dist.Bernoulli(0.8 if BINARY["last"] == 1 else 0.3))
+        BINARY["last"] = z
+        th.observe("y", dist.Normal(float(z), 1.0), y[t])
+        return z
+
+    th.markov("s", step, len(y), 0)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_two_state_chain_passing_its_state_through_a_global_is_refused_at_set_up(seed):
+    """(With one redraw of the last step, three of six seeds passed the set-up; check mode
+    raised after step 20.)"""
+    y = np.array([0.2, 1.1, 0.9, -0.3, 1.2, 0.1])
+    with pytest.raises(ModelError, match=r"the site at \('s', 0, 'z'\) scores otherwise"):
+        th.infer(binary_leak(y), th.lmh(), num_samples=20, seed=seed, progress=False,
+                 workers=1)
+
 def test_code_after_a_chain_reading_a_buffer_its_steps_fill_is_refused_at_set_up():
     """The body after the chain sums a buffer the steps fill instead of the states: a local
     update re-executes a step or two, and the rest of the buffer holds what other executions

@@ -50,6 +50,7 @@ from thrifty.core.address import fmt
 from thrifty.core.agree import ATOL, RTOL
 from thrifty.core.run import Plan, Run
 from thrifty.core.trace import Trace
+from thrifty.core.vocab import RESAMPLE
 from thrifty.errors import ModelError
 
 
@@ -93,26 +94,35 @@ def elements_alone(trace, plates: dict, steps: Callable[[], Plan]) -> None:
 def steps_alone(trace) -> None:
     """Raise if the program scores otherwise when one step of each of its top-level markov
     chains re-executes (a local update, 001 §2: here one that changes nothing) after another
-    execution (:func:`_elsewhere`) than in the trace: what follows the chain then reads
-    something of its steps other than their states — a buffer the steps fill (``buf[t] = x``
-    … ``buf.sum()``), which a local update leaves holding what other executions wrote, a
-    rejected proposal's values among them (check mode saw it only hundreds of steps later)."""
+    execution than in the trace: a step that reads a global or buffer that other steps or
+    executions write, or code after the chain that reads something of its steps other than
+    their states — a buffer the steps fill (``buf[t] = x`` … ``buf.sum()``), which a local
+    update leaves holding what other executions wrote, a rejected proposal's values among them
+    (check mode saw it only hundreds of steps later).  The other execution redraws the last
+    step's choices (:func:`_last_step_elsewhere`, O(1) steps); with a state of few values the
+    redraw may leave what step 0 reads as it was, so the pair is tried with up to eight
+    draws."""
     chains = [local for local, node in trace.root.chains.items() if node.T > 1]
     if not chains:
         return
     plan = Plan()
     for local in chains:
         plan.add_step(local, 0)
-    _elsewhere(trace)
-    try:
-        with np.errstate(all="ignore"):
-            run = Run(trace, np.random.default_rng(0), plan=plan).execute()
-    except Exception:  # (an error of the model's code: the plates' probes and the first step
-        return  # raise it, with their context)
-    w = run.log_weight
-    if run.aborted is not None or np.isclose(w, 0.0, rtol=0.0, atol=ATOL + RTOL * abs(
-            run.lp_old), equal_nan=False):
-        return
+    for seed in range(1, 9):
+        if not _last_step_elsewhere(trace, chains, seed):
+            _elsewhere(trace)
+        try:
+            with np.errstate(all="ignore"):
+                run = Run(trace, np.random.default_rng(0), plan=plan).execute()
+        except Exception:  # (an error of the model's code: the plates' probes and the first
+            return  # step raise it, with their context)
+        w = run.log_weight
+        if run.aborted is None and not np.isclose(w, 0.0, rtol=0.0, atol=ATOL + RTOL * abs(
+                run.lp_old), equal_nan=False):
+            raise _steps_error(trace, run, chains, w)
+
+
+def _steps_error(trace, run, chains, w) -> ModelError:
     changed = f"(the log-density changes by {w!r} though no value changed)"
     for local in chains:  # a step's own site: the step reads what other executions wrote
         node = trace.root.chains[local]
@@ -120,7 +130,7 @@ def steps_alone(trace) -> None:
             for rel, site in blk.sites.items():
                 old = node.step_view(t).get_site(rel)
                 if old is not None and old.lp != site.lp:
-                    raise ModelError(
+                    return ModelError(
                         f"the site at {fmt(local + (t,) + rel)} scores otherwise when step {t} "
                         f"of the markov chain {fmt(local)} re-executes after another execution "
                         f"of the program than in the trace {changed}: a step may read its "
@@ -131,7 +141,7 @@ def steps_alone(trace) -> None:
     sites = [local for local, s in trace.root.sites.items()
              if (new := run.root.sites.get(local)) is not None and new.lp != s.lp]
     which = f"the site at {fmt(sites[0])}" if sites else "a site after it (in a plate)"
-    raise ModelError(
+    return ModelError(
         f"{which} scores otherwise when one step of the markov chain {fmt(chains[0])} "
         f"re-executes than when every step runs {changed}: code after a chain may read only "
         "what th.markov returns, its states — not what its steps leave elsewhere (a buffer "
@@ -139,6 +149,26 @@ def steps_alone(trace) -> None:
         "of such a buffer holds what other executions wrote, rejected proposals among them. "
         "Compute it from the states (np.asarray(states)), or record it with th.deterministic "
         "inside the step")
+
+
+def _last_step_elsewhere(trace, chains, seed: int) -> bool:
+    """One execution, never committed, with the last step's choices of each chain redrawn
+    (a kernel's rejected proposal there, O(1) steps): a global or buffer the steps write then
+    holds another value than the trace's.  False (nothing done) for a chain whose steps differ
+    in their sites."""
+    targets, plan = {}, Plan()
+    for local in chains:
+        node = trace.root.chains[local]
+        if not node.uniform() or not node.latent_sites():
+            return False
+        plan.add_step(local, node.T - 1)
+        targets.update({local + (node.T - 1,) + rel: RESAMPLE for rel in node.latent_sites()})
+    try:
+        with np.errstate(all="ignore"):
+            Run(trace, np.random.default_rng(seed), targets=targets, plan=plan).execute()
+    except Exception:
+        pass
+    return True
 
 
 def _elsewhere(trace) -> None:

@@ -116,10 +116,10 @@ def _reads_plate(addr) -> ModelError:
 def probe(trace, rng) -> bool:
     """Check plate usage on a fully executed ``trace``; return whether the output needs the
     plates' values (see the module docstring)."""
-    steps_alone(trace)
     nodes = list(_nodes(trace.root))
     plates = {addr: inside for kind, addr, _, inside in nodes if kind == "plate"}
     if not plates:
+        steps_alone(trace)
         return False
     try:  # nothing planned but the chains' steps: every plate runs zero elements
         run = Run(trace, rng, plan=_chain_steps(nodes, Plan())).execute()
@@ -158,6 +158,7 @@ def probe(trace, rng) -> bool:
         _elements_keep(moves, same)
     elements_alone(trace, {a: n for k, a, n, _ in nodes if k == "plate"},
                    lambda: _chain_steps(nodes, Plan()))
+    steps_alone(trace)  # (after the plates' checks: a step reading a plate's values is theirs)
     return any(not same_value(trace.output, r.output) for r, _ in runs)
 
 

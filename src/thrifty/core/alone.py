@@ -109,7 +109,8 @@ def steps_alone(trace) -> None:
     for local in chains:
         plan.add_step(local, 0)
     for seed in range(1, 9):
-        if not _last_step_elsewhere(trace, chains, seed):
+        local = _last_step_elsewhere(trace, chains, seed)
+        if not local:  # (steps of other sites: one simulation from the prior, O(T), once)
             _elsewhere(trace)
         try:
             with np.errstate(all="ignore"):
@@ -120,6 +121,8 @@ def steps_alone(trace) -> None:
         if run.aborted is None and not np.isclose(w, 0.0, rtol=0.0, atol=ATOL + RTOL * abs(
                 run.lp_old), equal_nan=False):
             raise _steps_error(trace, run, chains, w)
+        if not local:
+            return
 
 
 def _steps_error(trace, run, chains, w) -> ModelError:

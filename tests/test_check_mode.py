@@ -358,6 +358,35 @@ def test_a_two_state_chain_passing_its_state_through_a_global_is_refused_at_set_
         th.infer(binary_leak(y), th.lmh(), num_samples=20, seed=seed, progress=False,
                  workers=1)
 
+
+def test_a_step_reading_the_previous_step_from_a_buffer_is_refused_at_set_up():
+    """Step t ≥ 1 reads the previous step's value from a buffer (buf[t - 1]) instead of its
+    state; step 0 reads nothing of it, so re-executing step 0 cannot see it: the set-up also
+    redraws step 0 and re-executes step 1, which reads the redrawn value.  Written on the
+    state, the same model runs."""
+    T = 6
+    buf = np.zeros(T)
+    y = np.array([0.2, 1.1, 0.9, -0.3, 1.2, 0.1])
+
+    def model(use_buf):
+        @th.model
+        def m():
+            def step(t, prev):
+                mean = (buf[t - 1] if use_buf else prev) if t > 0 else 0.0
+                x = th.sample("x", dist.Normal(mean, 1.0))
+                buf[t] = x
+                th.observe("y", dist.Normal(x, 1.0), y[t])
+                return x
+
+            th.markov("s", step, T, 0.0)
+
+        return m()
+
+    with pytest.raises(ModelError, match=r"the site at \('s', 1, 'x'\) scores otherwise when "
+                                         r"step 1 "):
+        th.infer(model(True), th.lmh(), num_samples=20, seed=0, progress=False, workers=1)
+    th.infer(model(False), th.lmh(), num_samples=20, seed=0, progress=False, workers=1)
+
 def test_code_after_a_chain_reading_a_buffer_its_steps_fill_is_refused_at_set_up():
     """The body after the chain sums a buffer the steps fill instead of the states: a local
     update re-executes a step or two, and the rest of the buffer holds what other executions

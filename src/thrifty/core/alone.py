@@ -98,31 +98,34 @@ def steps_alone(trace) -> None:
     executions write, or code after the chain that reads something of its steps other than
     their states — a buffer the steps fill (``buf[t] = x`` … ``buf.sum()``), which a local
     update leaves holding what other executions wrote, a rejected proposal's values among them
-    (check mode saw it only hundreds of steps later).  The other execution redraws the last
-    step's choices (:func:`_last_step_elsewhere`, O(1) steps); with a state of few values the
-    redraw may leave what step 0 reads as it was, so the pair is tried with up to eight
-    draws."""
+    (check mode saw it only hundreds of steps later).  The other execution redraws one step's
+    choices (:func:`_step_elsewhere`, O(1) steps: a rejected proposal there): the last step's,
+    before step 0 re-executes (what a step hands to the next execution's first), then step
+    0's, before step 1 re-executes (what a step hands to the next through a buffer,
+    ``buf[t - 1]``).  With a state of few values a redraw may leave what is read as it was,
+    so each pair is tried with up to eight draws."""
     chains = [local for local, node in trace.root.chains.items() if node.T > 1]
     if not chains:
         return
-    plan = Plan()
-    for local in chains:
-        plan.add_step(local, 0)
-    for seed in range(1, 9):
-        local = _last_step_elsewhere(trace, chains, seed)
-        if not local:  # (steps of other sites: one simulation from the prior, O(T), once)
-            _elsewhere(trace)
-        try:
-            with np.errstate(all="ignore"):
-                run = Run(trace, np.random.default_rng(0), plan=plan).execute()
-        except Exception:  # (an error of the model's code: the plates' probes and the first
-            return  # step raise it, with their context)
-        w = run.log_weight
-        if run.aborted is None and not np.isclose(w, 0.0, rtol=0.0, atol=ATOL + RTOL * abs(
-                run.lp_old), equal_nan=False):
-            raise _steps_error(trace, run, chains, w)
-        if not local:
-            return
+    for dirty, checked in ((-1, 0), (0, 1)):
+        plan = Plan()
+        for local in chains:
+            plan.add_step(local, checked)
+        for seed in range(1, 9):
+            local = _step_elsewhere(trace, chains, dirty, seed)
+            if not local:  # (steps of other sites: one simulation from the prior, O(T), once)
+                _elsewhere(trace)
+            try:
+                with np.errstate(all="ignore"):
+                    run = Run(trace, np.random.default_rng(0), plan=plan).execute()
+            except Exception:  # (an error of the model's code: the plates' probes and the
+                return  # first step raise it, with their context)
+            w = run.log_weight
+            if run.aborted is None and not np.isclose(w, 0.0, rtol=0.0, atol=ATOL + RTOL * abs(
+                    run.lp_old), equal_nan=False):
+                raise _steps_error(trace, run, chains, w)
+            if not local:
+                return
 
 
 def _steps_error(trace, run, chains, w) -> ModelError:
@@ -154,18 +157,19 @@ def _steps_error(trace, run, chains, w) -> ModelError:
         "inside the step")
 
 
-def _last_step_elsewhere(trace, chains, seed: int) -> bool:
-    """One execution, never committed, with the last step's choices of each chain redrawn
-    (a kernel's rejected proposal there, O(1) steps): a global or buffer the steps write then
-    holds another value than the trace's.  False (nothing done) for a chain whose steps differ
-    in their sites."""
+def _step_elsewhere(trace, chains, t: int, seed: int) -> bool:
+    """One execution, never committed, with step ``t``'s choices of each chain redrawn (``-1``:
+    the last step's; a kernel's rejected proposal there, O(1) steps): a global or buffer the
+    steps write then holds another value than the trace's.  False (nothing done) for a chain
+    whose steps differ in their sites."""
     targets, plan = {}, Plan()
     for local in chains:
         node = trace.root.chains[local]
         if not node.uniform() or not node.latent_sites():
             return False
-        plan.add_step(local, node.T - 1)
-        targets.update({local + (node.T - 1,) + rel: RESAMPLE for rel in node.latent_sites()})
+        step = t % node.T
+        plan.add_step(local, step)
+        targets.update({local + (step,) + rel: RESAMPLE for rel in node.latent_sites()})
     try:
         with np.errstate(all="ignore"):
             Run(trace, np.random.default_rng(seed), targets=targets, plan=plan).execute()

@@ -102,16 +102,19 @@ def steps_alone(trace) -> None:
     choices (:func:`_step_elsewhere`, O(1) steps: a rejected proposal there): the last step's,
     before step 0 re-executes (what a step hands to the next execution's first), then step
     0's, before step 1 re-executes (what a step hands to the next through a buffer,
-    ``buf[t - 1]``).  With a state of few values a redraw may leave what is read as it was,
-    so each pair is tried with up to eight draws."""
+    ``buf[t - 1]``).  A continuous redraw moves what is read; with discrete choices (a state
+    of few values) a redraw may leave it as it was, so each pair is then tried with up to
+    eight draws."""
     chains = [local for local, node in trace.root.chains.items() if node.T > 1]
     if not chains:
         return
+    tries = 8 if any(s.discrete for local in chains
+                     for s in trace.root.chains[local].sites.values()) else 1
     for dirty, checked in ((-1, 0), (0, 1)):
         plan = Plan()
         for local in chains:
             plan.add_step(local, checked)
-        for seed in range(1, 9):
+        for seed in range(1, tries + 1):
             local = _step_elsewhere(trace, chains, dirty, seed)
             if not local:  # (steps of other sites: one simulation from the prior, O(T), once)
                 _elsewhere(trace)

@@ -268,23 +268,31 @@ def reads_global():
         th.observe("y", dist.Normal(mu, 1.0), OBSERVED[i])
 
 
-class MutatesData(th.Kernel):
+class Wrapping(th.Kernel):
+    """Steps the kernel ``inner`` with something of its own (a subclass's ``_step``)."""
+
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def kernels(self):
+        return [(self.label(), self), *self.inner.kernels()]
+
+
+class MutatesData(Wrapping):
     """Steps ``inner``; after step ``at`` changes an observation the model reads."""
 
     name = "mutates-data"
 
     def __init__(self, inner, at):
-        super().__init__()
-        self.inner, self.at = inner, at
+        super().__init__(inner)
+        self.at = at
 
     def _step(self, trace, rng):
         trace = self.inner.step(trace, rng)
         if self.stats.steps + 1 == self.at:
             OBSERVED[2] += 5.0
         return trace
-
-    def kernels(self):
-        return [(self.label(), self), *self.inner.kernels()]
 
 
 @pytest.fixture
@@ -638,14 +646,14 @@ def test_auto_checks_take_a_bounded_share_of_the_time(monkeypatch):
     assert {1, 10, 100, 1000, 2050} <= set(seen) and len(seen) > 500
 
 
-class SlowFirstStep(th.Kernel):
+class SlowFirstStep(Wrapping):
     """``inner``, whose first step burns ``first`` CPU seconds (first calls: a JIT, caches)."""
 
     name = "slow-first-step"
 
     def __init__(self, inner, first):
-        super().__init__()
-        self.inner, self.first = inner, first
+        super().__init__(inner)
+        self.first = first
 
     def _step(self, trace, rng):
         if self.stats.steps == 0:
@@ -653,9 +661,6 @@ class SlowFirstStep(th.Kernel):
             while time.process_time() < end:
                 pass
         return self.inner.step(trace, rng)
-
-    def kernels(self):
-        return [(self.label(), self), *self.inner.kernels()]
 
 
 def test_auto_checks_are_planned_again_when_a_step_costs_less_than_the_first(monkeypatch):

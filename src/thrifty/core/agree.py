@@ -54,43 +54,6 @@ def approx(a, b) -> bool:
 _DATA = (int, float, complex, bool, str, bytes, type(None), np.number, np.bool_)
 
 
-def same_data(a, b) -> bool | None:
-    """Whether two program outputs agree within the tolerance, as data: ``None`` where one
-    holds something else (an object, a function, an array of another library), which is not
-    compared; ``False`` as soon as a part of both that is data differs."""
-    if a is b:
-        return True
-    if isinstance(a, _DATA) and isinstance(b, _DATA):
-        if isinstance(a, (str, bytes)) or isinstance(b, (str, bytes)) or a is None or b is None:
-            return a == b if type(a) is type(b) else False
-        return approx(a, b)
-    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
-        if a.dtype.kind not in "biufc" or b.dtype.kind not in "biufc":
-            return None
-        return a.shape == b.shape and approx(a, b)
-    if isinstance(a, Mapping) and isinstance(b, Mapping):
-        if set(a) != set(b):
-            return False
-        return _all_same((a[k], b[k]) for k in a)
-    if (isinstance(a, Sequence) and isinstance(b, Sequence)
-            and not isinstance(a, (str, bytes)) and not isinstance(b, (str, bytes))):
-        if len(a) != len(b):
-            return False
-        return _all_same(zip(a, b))
-    return None
-
-
-def _all_same(pairs) -> bool | None:
-    out: bool | None = True
-    for x, y in pairs:
-        same = same_data(x, y)
-        if same is False:
-            return False
-        if same is None:
-            out = None
-    return out
-
-
 def snapshot(value):
     """``value`` as it is now, for a later comparison: its arrays copied (in tuples, lists and
     dicts), so that a buffer written again afterwards is compared as it was."""
@@ -105,24 +68,42 @@ def snapshot(value):
 
 
 def first_difference(a, b) -> tuple | None:
-    """Where two values that :func:`same_data` finds different first differ: ``(path, part of
-    a, part of b)``, the path as Python indexes it (``"['trend'][3]"``); None where they do not
-    differ as data."""
-    if same_data(a, b) is not False:
+    """Where two program outputs first differ beyond the tolerance, as data: ``(path, part of
+    a, part of b)``, the path as Python indexes it (``"['trend'][3]"``); None where they agree
+    — or where what differs is not data (an object, a function, an array of another library),
+    which is not compared."""
+    if a is b:
         return None
-    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.shape == b.shape and a.ndim:
-        with np.errstate(all="ignore"):
-            off = ~np.isclose(a, b, rtol=RTOL, atol=ATOL, equal_nan=True)
-        j = np.unravel_index(int(np.argmax(off)), a.shape)
-        return f"[{', '.join(map(str, j))}]", a[j].item(), b[j].item()
+    if isinstance(a, _DATA) and isinstance(b, _DATA):
+        if isinstance(a, (str, bytes)) or isinstance(b, (str, bytes)) or a is None or b is None:
+            same = a == b if type(a) is type(b) else False
+        else:
+            same = approx(a, b)
+        return None if same else ("", a, b)
     pairs = None
-    if isinstance(a, Mapping) and isinstance(b, Mapping) and set(a) == set(b):
+    if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+        if a.dtype.kind not in "biufc" or b.dtype.kind not in "biufc":
+            return None
+        if a.shape == b.shape and approx(a, b):
+            return None
+        if a.shape == b.shape and a.ndim:
+            with np.errstate(all="ignore"):
+                off = ~np.isclose(a, b, rtol=RTOL, atol=ATOL, equal_nan=True)
+            if off.any():
+                j = np.unravel_index(int(np.argmax(off)), a.shape)
+                return f"[{', '.join(map(str, j))}]", a[j].item(), b[j].item()
+        return "", a, b
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        if set(a) != set(b):
+            return "", a, b
         pairs = ((f"[{k!r}]", a[k], b[k]) for k in a)
-    elif (isinstance(a, Sequence) and isinstance(b, Sequence) and len(a) == len(b)
+    elif (isinstance(a, Sequence) and isinstance(b, Sequence)
           and not isinstance(a, (str, bytes)) and not isinstance(b, (str, bytes))):
+        if len(a) != len(b):
+            return "", a, b
         pairs = ((f"[{j}]", x, y) for j, (x, y) in enumerate(zip(a, b)))
     for at, x, y in pairs or ():
         inner = first_difference(x, y)
         if inner is not None:
             return at + inner[0], inner[1], inner[2]
-    return "", a, b
+    return None

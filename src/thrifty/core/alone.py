@@ -49,7 +49,6 @@ import numpy as np
 from thrifty.core.address import fmt
 from thrifty.core.agree import ATOL, RTOL
 from thrifty.core.run import Plan, Run
-from thrifty.core.trace import Trace
 from thrifty.core.vocab import RESAMPLE
 from thrifty.errors import ModelError
 
@@ -64,8 +63,10 @@ def elements_alone(trace, plates: dict, steps: Callable[[], Plan]) -> None:
     _elsewhere(trace)
     for pick in _PICKS:
         plan = steps()
-        for addr, node in plates.items():
-            plan.add_elements(addr, sorted({k % node.size for k in pick}))
+        # the elements this run executes, per plate (a plate of two: one for the pair)
+        elems = {addr: sorted({k % node.size for k in pick}) for addr, node in plates.items()}
+        for addr, es in elems.items():
+            plan.add_elements(addr, es)
         try:  # (one row's mean or spread may divide by zero: the scores differ, quietly)
             with np.errstate(all="ignore"):
                 run = Run(trace, np.random.default_rng(0), plan=plan).execute()
@@ -76,14 +77,13 @@ def elements_alone(trace, plates: dict, steps: Callable[[], Plan]) -> None:
                 f"{e}); {_WHY}") from e
         for addr, node in plates.items():
             frame = run.plate_frames.get(addr)
-            elems = sorted({k % node.size for k in pick})  # (a plate of two: one element)
-            for j, k in enumerate(elems):
+            for j, k in enumerate(elems[addr]):
                 got = np.nan if frame is None or run.aborted is not None else float(
                     np.asarray(frame.elem_lp)[j])
                 want = float(node.elem_lp.get(k))
                 if not np.isclose(got, want, rtol=RTOL, atol=ATOL, equal_nan=True) or (
                         np.isnan(got) and run.aborted is not None):
-                    others = [str(e) for e in elems if e != k]
+                    others = [str(e) for e in elems[addr] if e != k]
                     alone = f"with the element(s) {', '.join(others)}" if others else "alone"
                     raise ModelError(
                         f"the element {k} of the plate {fmt(addr)} scores otherwise when it "
@@ -115,8 +115,8 @@ def steps_alone(trace) -> None:
         for local in chains:
             plan.add_step(local, checked)
         for seed in range(1, tries + 1):
-            local = _step_elsewhere(trace, chains, dirty, seed)
-            if not local:  # (steps of other sites: one simulation from the prior, O(T), once)
+            redrawn = _step_elsewhere(trace, chains, dirty, seed)
+            if not redrawn:  # (steps of other sites: one simulation from the prior, O(T), once)
                 _elsewhere(trace)
             try:
                 with np.errstate(all="ignore"):
@@ -127,7 +127,7 @@ def steps_alone(trace) -> None:
             if run.aborted is None and not np.isclose(w, 0.0, rtol=0.0, atol=ATOL + RTOL * abs(
                     run.lp_old), equal_nan=False):
                 raise _steps_error(trace, run, chains, w)
-            if not local:
+            if not redrawn:
                 return
 
 
@@ -190,11 +190,9 @@ def _elsewhere(trace) -> None:
     no latent choice of its own (subsampled MH on ``mu`` would read the values of earlier
     batches and of rejected proposals).  A failure of this execution (a prior draw the
     program refuses) is no finding: the elements' runs then follow the trace's executions."""
-    other = Trace(trace.program)
-    other.obs_values = trace.obs_values
     try:
         with np.errstate(all="ignore"):
-            Run(other, np.random.default_rng(1)).execute()
+            Run(trace.blank(), np.random.default_rng(1)).execute()
     except Exception:
         pass
 

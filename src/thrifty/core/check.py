@@ -70,7 +70,6 @@ from thrifty.core.agree import approx as _approx
 from thrifty.core.agree import bad as _bad
 from thrifty.core.agree import close as _close
 from thrifty.core.agree import first_difference, snapshot
-from thrifty.core.agree import same_data as _same_data
 from thrifty.core.run import Run
 from thrifty.core.trace import Trace
 from thrifty.core.vocab import CAPTURE, DETERMINISTIC, LATENT, OBSERVED, ZeroProbability
@@ -162,8 +161,7 @@ def check_trace(trace: Trace) -> list[Discrepancy]:
 
 def _full_run(trace, targets, seed: int) -> tuple:
     """A new trace of the program and the full execution into it at ``targets``."""
-    fresh = Trace(trace.program)
-    fresh.obs_values = trace.obs_values
+    fresh = trace.blank()
     return fresh, Run(fresh, np.random.default_rng(seed), targets=targets, mode=_FULL).execute()
 
 
@@ -261,15 +259,17 @@ class _Comparison:
         replicated observation as Stan's generated quantities draw one) is no function of
         the choices, and is not compared."""
         old, new = self.old, self.new
-        if old.output_full and new.output_full and not old.stale_nodes and (
-                _same_data(self.held, new.output) is False):
+        if not (old.output_full and new.output_full) or old.stale_nodes:
+            return
+        found = first_difference(self.held, new.output)
+        if found is not None:
             try:
                 again = _full_run(old, targets, 1)[1]
             except ThriftyError:
                 again = None
-            if again is None or again.aborted is not None or _same_data(
-                    again.output, new.output) is not False:
-                at, held, full = first_difference(self.held, new.output)
+            if again is None or again.aborted is not None or first_difference(
+                    again.output, new.output) is None:
+                at, held, full = found
                 self.add((), (), f"program output{at}", held, full, hint=OUTPUT)
 
     # -- structure --------------------------------------------------------------------------------

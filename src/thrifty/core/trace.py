@@ -189,6 +189,13 @@ class Trace:
         self.uid = next(_UIDS)
         self._base = None  # (parent, parent tokens before the fork, after) of a fork
 
+    def blank(self) -> Trace:
+        """A new, empty trace of this trace's program, over the observed values it holds in
+        place of the data (a full execution into it rebuilds everything)."""
+        out = Trace(self.program)
+        out.obs_values = self.obs_values
+        return out
+
     # -- ownership and forks ------------------------------------------------------------------
     def owns(self, node) -> bool:
         return node.owner in self.tokens

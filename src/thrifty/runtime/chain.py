@@ -89,6 +89,13 @@ class RunConfig:
         return min(due) if due else 0
 
 
+def _step_cost(wall: float, cpu: float, checking: float, cpu_checking: float,
+               steps: int) -> float:
+    """A step's seconds in a chunk of ``steps`` that took ``wall`` and ``cpu`` seconds, its
+    checks' excluded: the lesser of wall and CPU seconds (see ``ChainRun._run``)."""
+    return min(wall - checking, max(cpu - cpu_checking, 0.0)) / steps
+
+
 def _affordable(spent: float, est: float, chain_seconds: float) -> bool:
     """check="auto": whether the check after the first or the last step keeps this chain's
     checks within max(AUTO_CHECK_FLOOR, AUTO_CHECK_SHARE of the chain's time), ``spent``
@@ -320,9 +327,8 @@ class ChainRun:
                         recent = [*recent[-(RECENT_CHECKS - 1):], min(took, took_cpu)]
                         check_cost = min(recent)
                         if cfg.check_decades and it > it0:  # a step's cost in this chunk so far
-                            step_cost = min(perf_counter() - t0 - checking,
-                                            max(process_time() - p0 - cpu_checking, 0.0)) / (
-                                                it - it0)
+                            step_cost = _step_cost(perf_counter() - t0, process_time() - p0,
+                                                   checking, cpu_checking, it - it0)
                         check_at = cfg.next_check(it, check_cost, step_cost)
                         planned = it
                 flush(trace)
@@ -333,7 +339,7 @@ class ChainRun:
                     # planned again from the last check with what a step now costs: a first
                     # step slowed by first calls (a chunk of one step) must not keep a check
                     # planned at a few steps' cost too near
-                    step_cost = min(dt - checking, max(cpu - cpu_checking, 0.0)) / (it - it0)
+                    step_cost = _step_cost(dt, cpu, checking, cpu_checking, it - it0)
                     nxt = cfg.next_check(planned, check_cost, step_cost)
                     check_at = max(nxt, it + 1) if nxt else 0
                 ratio = TICK / dt if dt > 0 else 4.0

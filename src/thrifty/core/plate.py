@@ -83,7 +83,7 @@ class PlateNode(Node):
     def has_stale(self, mems=None, exact: bool = False) -> bool:
         if not exact or self.n_stale:
             return bool(self.n_stale or self.mem_stale)
-        if self.mem_stale and not len(self.stale_elements(None, mems)):
+        if self.mem_stale and not self.any_stale(None, mems):
             self.mem_stale = False
         if not self.mem_stale and self.lp_sum != self.lp_sum:
             self.lp_sum = float(self.elem_lp.array().sum())  # every element fresh again
@@ -119,18 +119,34 @@ class PlateNode(Node):
             idx = None
         elif idx is not None and len(idx) == 1:  # one element (Gibbs, MH on one element)
             return idx if self._stale_one(int(idx[0]), mems) else _EMPTY
-        stamp = np.maximum(
-            self.stamp.array() if idx is None else self.stamp.take(idx), self.full_clock
-        )
-        bad = stamp < self.valid_from
+        where = np.flatnonzero(self._stale_mask(idx, mems))
+        return where if idx is None else np.asarray(idx)[where]
+
+    def any_stale(self, idx=None, mems=None) -> bool:
+        """Whether :meth:`stale_elements` would find any (without listing them)."""
+        if not self.n_stale and not self.mem_stale:
+            return False
+        if isinstance(idx, slice):
+            idx = None
+        elif idx is not None and len(idx) == 1:
+            return self._stale_one(int(idx[0]), mems)
+        return bool(self._stale_mask(idx, mems).any())
+
+    def _stale_mask(self, idx, mems) -> np.ndarray:
+        """Per element of ``idx`` (None: all), whether it is stale (see :meth:`stale_elements`)."""
+        stamp = self.stamp.array() if idx is None else self.stamp.take(idx)
+        if self.full_clock >= self.valid_from:  # (max(stamp, full_clock) < valid_from: none)
+            bad = np.zeros(len(stamp), dtype=bool)
+        else:
+            bad = stamp < self.valid_from
         if mems and self.mem_stale:
+            stamp = np.maximum(stamp, self.full_clock)
             for (maddr, _), keys in self.mem_keys.items():
                 table = mems.get(maddr)
                 if table is not None:
                     k = keys.array() if idx is None else keys.take(idx)
                     bad |= stamp < table.key_clocks(k)
-        where = np.flatnonzero(bad)
-        return where if idx is None else np.asarray(idx)[where]
+        return bad
 
     def _stale_one(self, e: int, mems) -> bool:
         stamp = max(self.stamp.get(e), self.full_clock)
@@ -410,7 +426,7 @@ class PlateFrame(BatchFrame):
                 old_lp = node.lp_sum
             else:
                 old_lp = node.elem_lp.total_at(self.idx)
-            if stale and not run.fresh_reads and len(node.stale_elements(self.idx, run.trace.mems)):
+            if stale and not run.fresh_reads and node.any_stale(self.idx, run.trace.mems):
                 old_lp = math.nan  # unknown: this run can rescore, not compare
             if (n_latent_elem != node.n_latent_elem or self.new_chains or node.chains
                     or self.new.keys() != node.sites.keys()):  # (else: the same sites)

@@ -120,9 +120,9 @@ class LazyPermutation:
         np.not_equal(vals[1:], vals[:-1], out=new[1:])
         vals = vals[new]
         vals = vals[~self.mask[vals]]
-        if len(vals) > m:  # a uniform m-subset of a uniform subset, still sorted
-            keep = np.zeros(len(vals), dtype=bool)
-            keep[rng.choice(len(vals), m, replace=False)] = True
+        if len(vals) > m:  # a uniform m-subset of a uniform subset, still sorted: the
+            keep = np.ones(len(vals), dtype=bool)  # complement of a uniform subset of the few
+            keep[rng.choice(len(vals), len(vals) - m, replace=False)] = False  # extra ones
             vals = vals[keep]
         return vals
 

@@ -122,19 +122,21 @@ def fixed_costs(X, y, theta, n_dirs, n_u, kernel="default", seed=0) -> dict:
     dirs = np.random.default_rng(12345).standard_normal((n_dirs, len(theta)))
     sections, seconds, accepts, exact = [], [], 0, 0
     urng = np.random.default_rng(777)
-    for z in dirs:
-        new = theta + SD * z
-        for _ in range(n_u):
-            log_u = math.log(urng.random())
-            loc = locate(trace, ("w",))
-            t0 = time.perf_counter()
-            acc = k.decide(trace, rng, [loc], {("w",): new}, 0.0, log_u)
-            seconds.append(time.perf_counter() - t0)
-            sections.append(k.last_outcome.n)
-            exact += int(k.last_outcome.exact)
-            if acc:  # back to θ (a full rescoring, not timed)
-                accepts += 1
-                Run(trace, rng, targets={("w",): theta}, mode=RESCORE).execute().commit()
+    log_us = np.log(urng.random((n_dirs, n_u)))
+    # the (θ', u) pairs in an order that mixes the directions, as a chain's proposals come:
+    # the default kernel's budget adapts to the decisions it has seen (subsampled.Budget)
+    order = np.random.default_rng(4242).permutation(n_dirs * n_u)
+    for j in order.tolist():
+        new, log_u = theta + SD * dirs[j // n_u], float(log_us[j // n_u, j % n_u])
+        loc = locate(trace, ("w",))
+        t0 = time.perf_counter()
+        acc = k.decide(trace, rng, [loc], {("w",): new}, 0.0, log_u)
+        seconds.append(time.perf_counter() - t0)
+        sections.append(k.last_outcome.n)
+        exact += int(k.last_outcome.exact)
+        if acc:  # back to θ (a full rescoring, not timed)
+            accepts += 1
+            Run(trace, rng, targets={("w",): theta}, mode=RESCORE).execute().commit()
     return {
         "sections_per_decision": float(np.mean(sections)),
         "sections_median": float(np.median(sections)),

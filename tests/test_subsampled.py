@@ -9,12 +9,14 @@ from scipy import stats
 
 import thrifty as th
 from shared_models import ar_chain
+from stat_helpers import ess
 from thrifty import dist
 from thrifty.core.locate import locate
 from thrifty.core.simulate import initialize
 from thrifty.datasets import synthetic_logistic
 from thrifty.errors import SelectionError
 from thrifty.inference.numerics.sequential import LazyPermutation, sequential_test
+from thrifty.inference.subsampling.subsampled import Budget
 from thrifty.models.logistic import logistic_regression
 
 # -- the sequential test on fixed vectors --------------------------------------------------------
@@ -313,6 +315,54 @@ def test_the_default_budget_keeps_subsampled_mh_near_exact_mh_in_work():
     r = th.infer(prog, k, num_samples=100, init=init, seed=0, progress=False)
     s = r.stats[k.label()]
     assert s["elements_per_step"] > 40_000 and s["runs_per_step"] > 10
+
+
+def test_the_budget_falls_while_few_decisions_settle_and_rises_back():
+    """Windows of decisions: fewer than a quarter settled → a quarter of the budget, down to
+    the first minibatches; more than half → four times it, up to max_fraction·N; between →
+    kept."""
+    b = Budget(1 / 32)
+    N, floor = 1_000_000, 100
+    sizes = [b.max_n(N, floor)]
+    for settled in [0] * 40 + [1] * 24:  # windows of 8: five unsettled, three settled
+        b.record(bool(settled), N, floor)
+        if b.seen == 0:
+            sizes.append(b.max_n(N, floor))
+    assert sizes == [31_250, 7_813, 1_954, 489, 123, 100, 400, 1_600, 6_400]
+    for settled in [1, 1, 0, 0, 0, 0, 0, 0] * 3:  # a quarter settled: kept
+        b.record(bool(settled), N, floor)
+    assert b.max_n(N, floor) == 6_400
+    for _ in range(80):
+        b.record(True, N, floor)
+    assert b.max_n(N, floor) == 31_250  # (never past max_fraction)
+
+
+def test_with_an_efficient_proposal_the_budget_falls_and_decisions_stay_exact_mh():
+    """A normal mean, N = 40,000, a random walk scaled to the posterior: few decisions settle
+    before exact MH would decide, so the budget falls to one minibatch and a step costs the
+    skeleton, one minibatch and one full pass (3 runs; 6 with the budget held at 1/32 of N).
+    The draws agree with the conjugate posterior (z on the mean with an ESS-based error,
+    |z| < 4)."""
+    N = 40_000
+    y = np.random.default_rng(3).normal(1.0, 1.0, N)
+
+    @th.model
+    def normal_mean(y):
+        mu = th.sample("mu", dist.Normal(0.0, 2.0))
+        with th.plate("d", len(y)) as i:
+            th.observe("y", dist.Normal(mu, 1.0), y[i])
+
+    sd = (N + 0.25) ** -0.5
+    k = th.subsampled_mh("mu", proposal=th.drift(2.38 * sd))
+    r = th.infer(normal_mean(y), k, num_samples=600, burn_in=200, seed=1, progress=False,
+                 init={"mu": float(y.mean())})
+    s = r.stats[k.label()]
+    assert s["budget_per_step"] < 110 and s["runs_per_step"] < 3.05
+    assert s["full_passes_per_step"] > 0.9
+    x = r["mu"].ravel()
+    z = (x.mean() - y.sum() / (N + 0.25)) / (x.std() / math.sqrt(ess(x)))
+    assert abs(z) < 4, z
+    assert 0.8 < x.std() / sd < 1.25
 
 
 def test_markov_steps_are_sections_with_states_held_fixed():

@@ -57,6 +57,52 @@ from thrifty.inference.subsampling.proxy import TaylorProxy
 # The sequential test draws at most this fraction of the N sections; past it exact MH's decision
 # from one full execution is cheaper (see ``max_fraction`` of :func:`subsampled_mh`).
 MAX_FRACTION = 1 / 32
+# Each execution of the test reads this many times the minibatches of the one before (1, 2, 4,
+# ... minibatches).
+GROWTH = 2.0
+
+
+class Budget:
+    """How many sections the sequential test may read before exact MH decides, adapted to how
+    often the test settles a decision: a rule of cost, not of the answer.
+
+    A section read in a random minibatch costs tens of times an element of one vectorised pass
+    over the plate (about 40× for a normal likelihood, 5× for a logistic one), and each
+    minibatch execution has a fixed cost.  With a proposal scaled to the posterior few
+    decisions settle before most of the data are read (000 §3.3), and reading up to
+    ``max_fraction``·N sections first can cost more than the exact step that follows.  So the
+    budget starts at ``max_fraction``·N and, after each window of ``WINDOW`` decisions, falls
+    fourfold when fewer than a quarter of them settled within it — down to ``k0`` minibatches,
+    with which the test still settles the proposals that one minibatch rejects — and rises
+    fourfold (up to ``max_fraction``·N) when more than half did.
+
+    The rule reads only the chain's own decisions, so the same seed gives the same budgets and
+    draws.  Whatever the budget, a decision the test settles within it is the test's (000
+    Alg. 2 on the same minibatches) and one it does not settle is exact MH's: no step errs
+    where the test alone would not, and 004 §3's bound on the test's error holds."""
+
+    WINDOW = 8
+
+    def __init__(self, top: float):
+        self.top = top  # the largest fraction (max_fraction)
+        self.fraction = top
+        self.seen = self.settled = 0
+
+    def max_n(self, N: int, floor: int) -> int:
+        """Sections the test may read of ``N``, at least ``floor`` (its first minibatches)."""
+        return min(max(math.ceil(self.fraction * N), floor), math.ceil(self.top * N))
+
+    def record(self, settled: bool, N: int, floor: int) -> None:
+        """One decision of the test: ``settled`` within the budget, or handed to exact MH."""
+        self.seen += 1
+        self.settled += settled
+        if self.seen < self.WINDOW:
+            return
+        if 4 * self.settled < self.seen and self.fraction * N > floor:
+            self.fraction = max(self.fraction / 4, floor / N)
+        elif 2 * self.settled > self.seen and self.fraction < self.top:
+            self.fraction = min(4 * self.fraction, self.top)
+        self.seen = self.settled = 0
 
 
 @dataclass
@@ -175,6 +221,7 @@ class SubsampledMH(Selecting):
                 f"sections the test may read), got {max_fraction!r}"
             )
         self.max_fraction = float(max_fraction)
+        self.budget = Budget(self.max_fraction)
         self.proposal = proposal if proposal is not None else drift()
         if not isinstance(self.proposal, Proposal):
             raise ArgumentError(f"subsampled_mh: proposal must be a proposal, got {proposal!r}")
@@ -264,10 +311,12 @@ class SubsampledMH(Selecting):
         # 2.–3. the sequential test on minibatches of sections (000 Alg. 2, 3)
         mu0 = (log_u - global_lr - scorer.offset) / scorer.N
         max_n = None
-        if scorer.full_pass:  # past max_fraction·N sections, one full pass is cheaper
-            max_n = math.ceil(self.max_fraction * scorer.N)
-            if max_n < self.batch_size * self.k0:  # too few for the test: decide exactly
+        floor = self.batch_size * self.k0  # (the minibatches before the first test)
+        if scorer.full_pass:  # past the budget, one full pass is cheaper (Budget)
+            if math.ceil(self.max_fraction * scorer.N) < floor:  # too few for the test: exact
                 return self._exact_decision(trace, rng, locs, targets, log_q, log_u, scorer.N)
+            max_n = self.budget.max_n(scorer.N, floor)
+            self.info.count("budget", max_n)
         if self._mask is None or len(self._mask) != scorer.N:
             self._mask = np.zeros(scorer.N, dtype=bool)
         out = sequential_test(
@@ -278,10 +327,12 @@ class SubsampledMH(Selecting):
             self.epsilon,
             rng,
             self.k0,
-            growth=2.0,
+            growth=GROWTH,
             mask=self._mask,
             max_n=max_n,
         )
+        if max_n is not None:
+            self.budget.record(out.decided, scorer.N, floor)
         if not out.decided:
             return self._exact_decision(trace, rng, locs, targets, log_q, log_u, scorer.N, out)
         self.info.count("full_passes", 0)
@@ -444,10 +495,13 @@ def subsampled_mh(
     counts them).  Random minibatches cost several times more per section than a full pass
     (gathers, bookkeeping, rescoring stale sections), so when the log-ratios are as noisy as the
     decision is close — an efficient proposal — reading on would cost more than exact MH; and a
-    decision on all the data has no error, so the test's error bound holds.  With fewer than
-    ``k0·batch_size`` sections within the budget every step is exact.  ``max_fraction=1``: the
-    test alone, up to all N (000 Alg. 2).  Not used with ``proxy="taylor"``, whose remainders
-    settle in a few minibatches.
+    decision on all the data has no error, so the test's error bound holds.  Within that
+    fraction the budget adapts to the chain's decisions (:class:`Budget`): it falls towards
+    ``k0`` minibatches while fewer than a quarter of the decisions settle within it, and rises
+    back while more than half do (``budget_per_step`` reports its mean).  With fewer than
+    ``k0·batch_size`` sections within ``max_fraction`` every step is exact.
+    ``max_fraction=1``: the test alone, up to all N (000 Alg. 2).  Not used with
+    ``proxy="taylor"``, whose remainders settle in a few minibatches.
 
     ``proxy="taylor"``: for GLM weights (:mod:`thrifty.distributions.glm` observations in plates),
     test the remainders of a second-order Taylor expansion at the posterior mode ``theta_hat``

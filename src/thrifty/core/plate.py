@@ -33,6 +33,7 @@ from thrifty.core.exec_log import ExecLog
 from thrifty.core.locate import addressed_target
 from thrifty.core.node import Node, Update
 from thrifty.core.plate_chain import ChainColumns
+from thrifty.core.plate_stale import StaleElements
 from thrifty.core.vocab import LATENT, RESAMPLE, StaleRead, weak_run
 from thrifty.errors import ModelError, SelectionError
 
@@ -40,7 +41,7 @@ _EMPTY = np.zeros(0, dtype=np.int64)
 _FIRST = np.zeros(1, dtype=np.int64)  # the position of the one executed element
 
 
-class PlateNode(Node):
+class PlateNode(StaleElements, Node):
     """The stored state of one plate (see the module docstring)."""
 
     def __init__(self, addr: tuple, size: int):
@@ -80,18 +81,6 @@ class PlateNode(Node):
             out += cols.latent_lp()
         return out
 
-    def has_stale(self, mems=None, exact: bool = False) -> bool:
-        if not exact or self.n_stale:
-            return bool(self.n_stale or self.mem_stale)
-        if self.mem_stale and not self.any_stale(None, mems):
-            self.mem_stale = False
-        if not self.mem_stale and self.lp_sum != self.lp_sum:
-            self.lp_sum = float(self.elem_lp.array().sum())  # every element fresh again
-        return self.mem_stale
-
-    def stale_parts(self, mems=None) -> list:
-        return [("plate", self.addr, b)] if len(b := self.stale_elements(None, mems)) else []
-
     def drop_reads(self, counts, addr) -> None:
         for (maddr, _), keys in self.mem_keys.items():
             counts.read_many(maddr, keys.array(), -1)
@@ -107,53 +96,6 @@ class PlateNode(Node):
         out.mem_keys = {k: c.share() for k, c in self.mem_keys.items()}
         out.procs = {k: p.fork() for k, p in self.procs.items()}  # (runs change copies)
         return out
-
-    # -- staleness ------------------------------------------------------------------------------
-    def stale_elements(self, idx=None, mems=None) -> np.ndarray:
-        """Indices (among ``idx``, default all) whose log-density is out of date: executed
-        before something that precedes the plate changed (``valid_from``), or before a mem
-        key they read changed (the key's clock in ``mems``)."""
-        if not self.n_stale and not self.mem_stale:
-            return _EMPTY
-        if isinstance(idx, slice):
-            idx = None
-        elif idx is not None and len(idx) == 1:  # one element (Gibbs, MH on one element)
-            return idx if self._stale_one(int(idx[0]), mems) else _EMPTY
-        where = np.flatnonzero(self._stale_mask(idx, mems))
-        return where if idx is None else np.asarray(idx)[where]
-
-    def any_stale(self, idx=None, mems=None) -> bool:
-        """Whether :meth:`stale_elements` would find any (without listing them)."""
-        if not self.n_stale and not self.mem_stale:
-            return False
-        if isinstance(idx, slice):
-            idx = None
-        elif idx is not None and len(idx) == 1:
-            return self._stale_one(int(idx[0]), mems)
-        return bool(self._stale_mask(idx, mems).any())
-
-    def _stale_mask(self, idx, mems) -> np.ndarray:
-        """Per element of ``idx`` (None: all), whether it is stale (see :meth:`stale_elements`)."""
-        stamp = self.stamp.array() if idx is None else self.stamp.take(idx)
-        if self.full_clock >= self.valid_from:  # (max(stamp, full_clock) < valid_from: none)
-            bad = np.zeros(len(stamp), dtype=bool)
-        else:
-            bad = stamp < self.valid_from
-        if mems and self.mem_stale:
-            stamp = np.maximum(stamp, self.full_clock)
-            for (maddr, _), keys in self.mem_keys.items():
-                table = mems.get(maddr)
-                if table is not None:
-                    k = keys.array() if idx is None else keys.take(idx)
-                    bad |= stamp < table.key_clocks(k)
-        return bad
-
-    def _stale_one(self, e: int, mems) -> bool:
-        stamp = max(self.stamp.get(e), self.full_clock)
-        if stamp < self.valid_from or not (mems and self.mem_stale):
-            return stamp < self.valid_from
-        return any(stamp < mems[m].clock.get(keys.get(e), 0)
-                   for (m, _), keys in self.mem_keys.items() if m in mems)
 
     # -- addresses --------------------------------------------------------------------------------
     def latent_names(self) -> list[tuple]:

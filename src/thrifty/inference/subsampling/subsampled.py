@@ -485,7 +485,8 @@ def subsampled_mh(
 
     Sections are plate elements, markov steps (with the states held
     fixed) or the readers of a memoized value; ``result.stats`` reports ``sections_per_step``
-    (sections the test used), ``sections_evaluated_per_step`` (≥ the former: minibatches are
+    (sections the test used; a decision handed to exact MH counts all N),
+    ``sections_evaluated_per_step`` (≥ the former: minibatches are
     evaluated in chunks) and ``ran_to_N_per_step`` (decisions that read every section — all of
     a small cluster's points when it holds fewer than ``batch_size``).
 
@@ -498,8 +499,10 @@ def subsampled_mh(
     decision on all the data has no error, so the test's error bound holds.  Within that
     fraction the budget adapts to the chain's decisions (:class:`Budget`): it falls towards
     ``k0`` minibatches while fewer than a quarter of the decisions settle within it, and rises
-    back while more than half do (``budget_per_step`` reports its mean).  With fewer than
-    ``k0·batch_size`` sections within ``max_fraction`` every step is exact.
+    back while more than half do (``budget_per_step``: its sum over the steps divided by their
+    number, a step that skips the test counting 0).  With fewer than ``k0·batch_size``
+    sections within ``max_fraction`` a step is exact MH's at once, without the test (under
+    ``th.one`` over memoized keys, a key read by few sections).
     ``max_fraction=1``: the test alone, up to all N (000 Alg. 2).  Not used with
     ``proxy="taylor"``, whose remainders settle in a few minibatches.
 

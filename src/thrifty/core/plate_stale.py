@@ -34,24 +34,34 @@ class StaleElements:
         """Indices (among ``idx``, default all) whose log-density is out of date: executed
         before something that precedes the plate changed (``valid_from``), or before a mem
         key they read changed (the key's clock in ``mems``)."""
-        if not self.n_stale and not self.mem_stale:
+        found = self._stale(idx, mems)
+        if found is None:
             return _EMPTY
-        if isinstance(idx, slice):
-            idx = None
-        elif idx is not None and len(idx) == 1:  # one element (Gibbs, MH on one element)
-            return idx if self._stale_one(int(idx[0]), mems) else _EMPTY
-        where = np.flatnonzero(self._stale_mask(idx, mems))
+        idx, bad = found
+        if type(bad) is bool:
+            return idx if bad else _EMPTY
+        where = np.flatnonzero(bad)
         return where if idx is None else np.asarray(idx)[where]
 
     def any_stale(self, idx=None, mems=None) -> bool:
         """Whether :meth:`stale_elements` would find any (without listing them)."""
-        if not self.n_stale and not self.mem_stale:
+        found = self._stale(idx, mems)
+        if found is None:
             return False
+        bad = found[1]
+        return bad if type(bad) is bool else bool(bad.any())
+
+    def _stale(self, idx, mems):
+        """``(idx, stale)`` for the asked elements (``idx`` None: all; a slice asks for all):
+        ``stale`` a bool for one element (Gibbs, MH on one element: no array), else a mask;
+        None when nothing in the plate is stale (O(1))."""
+        if not self.n_stale and not self.mem_stale:
+            return None
         if isinstance(idx, slice):
             idx = None
         elif idx is not None and len(idx) == 1:
-            return self._stale_one(int(idx[0]), mems)
-        return bool(self._stale_mask(idx, mems).any())
+            return idx, self._stale_one(int(idx[0]), mems)
+        return idx, self._stale_mask(idx, mems)
 
     def _stale_mask(self, idx, mems) -> np.ndarray:
         """Per element of ``idx`` (None: all), whether it is stale (see :meth:`stale_elements`)."""

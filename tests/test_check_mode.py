@@ -597,6 +597,10 @@ def test_the_schedule_of_checks():
     assert auto.next_check(200, 1e-2, 1e-3) == 533
     assert auto.next_check(400, 1e-2, 1e-3) == 1000  # 733: too near the last step's check
     assert auto.next_check(900, 1e-2, 1e-3) == 1000
+    # ... but timed once only (a pause of the process, a first call?) while another check is
+    # affordable, it decides no decade alone: the next decade is due, to be timed again
+    assert auto.next_check(1, 1e-2, 1e-3, confirm=True) == 10
+    assert auto.next_check(12, 1e-2, 1e-3, confirm=True) == 100
     # a check that costs a hundredth of a step: the decades and every step
     assert auto.next_check(9, 1e-5, 1e-3) == 10
     assert schedule(every) == [7, 14, 20]
@@ -636,11 +640,32 @@ def test_auto_checks_take_a_bounded_share_of_the_time(monkeypatch):
     times what a check takes: with free checks, nearly every step; the decades always.  (The
     check after the last step is made when all checks stay within their share or the floor:
     the floor is raised so that what some 2,000 near-free checks took on a loaded machine
-    does not decide it — it failed so under load.)"""
+    does not decide it — it failed so under load.  A first check slowed by a pause of the
+    process pushed the decades 10 and 100 away once: one timing decides no decade now.)"""
     monkeypatch.setattr("thrifty.runtime.chain.AUTO_CHECK_FLOOR", 60.0)
     seen = []
     monkeypatch.setattr("thrifty.runtime.chain.raise_if_inconsistent",
                         lambda trace, where: seen.append(int(where.split()[-1][:-1])))
+    th.infer(reads_global(), th.mh("mu", th.drift(0.5)), num_samples=2000, burn_in=50, seed=0,
+             progress=False, workers=1)
+    assert {1, 10, 100, 1000, 2050} <= set(seen) and len(seen) > 500
+
+
+def test_one_slow_check_does_not_push_the_decades_away(monkeypatch):
+    """A first check slowed by 5 ms of CPU (a garbage collection, first calls), the others
+    free: timed once, it decides no decade alone — the check after step 10 is made, is timed
+    free, and the schedule is that of free checks (with the first check's single timing
+    deciding, the checks were after steps 1 and 2,050 only)."""
+    monkeypatch.setattr("thrifty.runtime.chain.AUTO_CHECK_FLOOR", 60.0)
+    seen = []
+
+    def check(trace, where):
+        end = time.process_time() + (0.005 if not seen else 0.0)
+        while time.process_time() < end:
+            pass
+        seen.append(int(where.split()[-1][:-1]))
+
+    monkeypatch.setattr("thrifty.runtime.chain.raise_if_inconsistent", check)
     th.infer(reads_global(), th.mh("mu", th.drift(0.5)), num_samples=2000, burn_in=50, seed=0,
              progress=False, workers=1)
     assert {1, 10, 100, 1000, 2050} <= set(seen) and len(seen) > 500

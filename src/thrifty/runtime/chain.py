@@ -58,7 +58,7 @@ class RunConfig:
         return self.burn_in + self.num_samples * self.thin
 
     def next_check(self, it: int, check_seconds: float = math.inf,
-                   step_seconds: float = 0.0) -> int:
+                   step_seconds: float = 0.0, confirm: bool = False) -> int:
         """The step after which the chain next checks its trace against a full execution
         (:mod:`thrifty.core.check`), given that ``it`` steps are done; 0: never.  With check
         mode on, the last step of the chain is due.  ``check_decades`` (the ``"auto"``
@@ -67,7 +67,10 @@ class RunConfig:
         less than that further on), and after steps 10, 100, 1000, ... whose steps so far took
         that much (so that checks keep to their share of the chain's time); the chain loop
         leaves out its checks after the first and the last step when they are not
-        :func:`_affordable`."""
+        :func:`_affordable`.  With ``confirm`` (the chain loop's, when a single check is timed
+        and another would be :func:`_affordable`) the next decade is due whatever that check
+        took: one timing may hold a pause of the process (a garbage collection) or first calls,
+        and must not alone push the decades away."""
         if not (self.check_every or self.check_decades):
             return 0
         due = [self.total]
@@ -82,6 +85,8 @@ class RunConfig:
                 while d <= it or d < affordable:  # a decade no dearer than its share
                     d *= 10
                 due.append(d)
+                if confirm:  # (one timing decides no decade alone)
+                    due.append(10 ** len(str(it)))
                 nxt = it + max(1, int(affordable))
                 if self.total - nxt >= affordable:  # (else the last step's check is near)
                     due.append(nxt)
@@ -290,6 +295,10 @@ class ChainRun:
         recent: list = []  # the last checks' seconds: the cost is their minimum (one check
         # slowed by a pause of the process must not push the next checks and decades away)
         spent = 0.0  # seconds of this run's checks
+
+        def confirm(spent, check_cost, step_cost):  # a single check timed, another affordable
+            return len(recent) == 1 and _affordable(spent, check_cost, step_cost * total)
+
         chunk = 1
         t_start = perf_counter()
         try:
@@ -329,7 +338,8 @@ class ChainRun:
                         if cfg.check_decades and it > it0:  # a step's cost in this chunk so far
                             step_cost = _step_cost(perf_counter() - t0, process_time() - p0,
                                                    checking, cpu_checking, it - it0)
-                        check_at = cfg.next_check(it, check_cost, step_cost)
+                        check_at = cfg.next_check(it, check_cost, step_cost,
+                                                  confirm(spent, check_cost, step_cost))
                         planned = it
                 flush(trace)
                 self.trace, self.iteration = trace, it
@@ -340,7 +350,8 @@ class ChainRun:
                     # step slowed by first calls (a chunk of one step) must not keep a check
                     # planned at a few steps' cost too near
                     step_cost = _step_cost(dt, cpu, checking, cpu_checking, it - it0)
-                    nxt = cfg.next_check(planned, check_cost, step_cost)
+                    nxt = cfg.next_check(planned, check_cost, step_cost,
+                                         confirm(spent, check_cost, step_cost))
                     check_at = max(nxt, it + 1) if nxt else 0
                 ratio = TICK / dt if dt > 0 else 4.0
                 chunk = max(1, int(chunk * min(max(ratio, 0.5), 4.0)))

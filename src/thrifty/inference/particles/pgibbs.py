@@ -23,6 +23,7 @@ one scalar re-execution of the chain to write the new trajectory into the trace.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Mapping
 from types import MappingProxyType
 
@@ -257,9 +258,10 @@ class Conditional(Generations):
             if not m > -np.inf:
                 raise NumericalError("pgibbs: every particle of a group has weight zero, the "
                                      "reference's too (its trajectory is impossible)")
-            c = _CUMSUM(np.exp(log_w - m))  # (ufunc methods: no NumPy wrappers)
+            c = _CUMSUM(np.exp(log_w - m)).tolist()  # (ufunc methods: no NumPy wrappers)
             u = self.rng.random()  # (the same uniform as the rows' random((G, 1)))
-            return np.array([min(int(c.searchsorted(u * c[-1])), n - 1)])
+            # (searchsorted's left insertion point, on the same doubles: bisect_left)
+            return np.array([min(bisect_left(c, u * c[-1]), n - 1)])
         W = resampling.normalize_rows(log_w.reshape(G, n))
         u = self.rng.random((G, 1))
         j = np.minimum((u > np.cumsum(W, axis=1)).sum(axis=1), n - 1)

@@ -235,11 +235,23 @@ def pgas_hand(data, sweeps: int, seed: int) -> float:
     return (time.perf_counter() - t0) / sweeps
 
 
-def interleave(a, b, rounds: int) -> dict:
-    ta, tb = [], []
+def schedule(quick: bool) -> tuple[int, int]:
+    """(rounds, steps per round) of the timed updates."""
+    return (3, 2000) if quick else (7, 10_000)
+
+
+def timed_rounds(fns: dict, rounds: int) -> dict:
+    """name → its seconds per step in each round, the functions (of the round) taking turns."""
+    times: dict = {k: [] for k in fns}
     for r in range(rounds):
-        ta.append(a(r))
-        tb.append(b(r))
+        for k, fn in fns.items():
+            times[k].append(fn(r))
+    return times
+
+
+def interleave(a, b, rounds: int) -> dict:
+    t = timed_rounds({"a": a, "b": b}, rounds)
+    ta, tb = t["a"], t["b"]
     ratios = [x / y for x, y in zip(ta, tb)]
     return {
         "thrifty_seconds_per_step": statistics.median(ta),
@@ -254,8 +266,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="fewer steps and rounds")
     args = ap.parse_args()
     steady_heap()
-    rounds = 3 if args.quick else 7
-    steps = 2000 if args.quick else 10_000
+    rounds, steps = schedule(args.quick)
     t_start = time.perf_counter()
     sweeps = 50 if args.quick else 200
     y_mix, y_walk, lds_xy = mixture_data(100_000), walk_data(1000), lds_data()

@@ -21,7 +21,11 @@ in turn; reported are seconds per step and the medians over rounds of the ratios
 (the model code's share of the constant factor) and thrifty / floor (the engine's).
 
 Writes ``benchmarks/results/model_code_floor.json``.
-Run: ``python benchmarks/model_code_floor.py`` (``--quick``: fewer steps and rounds).
+With ``--check-marginals`` it also shows that the floor's LMH is MH: the largest error of its
+marginals of the HMM's states after 400,000 steps against forward–backward, beside thrifty's.
+
+Run: ``python benchmarks/model_code_floor.py`` (``--quick``: fewer steps and rounds;
+``--check-marginals``: the check above, ~20 s more).
 """
 
 from __future__ import annotations
@@ -34,9 +38,11 @@ import time
 import numpy as np
 
 import constant_factor as cf
+import thrifty as th
 from _common import machine, steady_heap, write
 from thrifty import _context
 from thrifty.models import hmm as hmm_model
+from thrifty.models.hmm import forward_backward
 
 RESAMPLE, REPLAY = 0, 1
 
@@ -49,11 +55,20 @@ class _Capture:
         return [None] * length
 
 
+class _Run:
+    """What the primitives read of an execution: its frame."""
+
+    __slots__ = ("frame",)
+
+    def __init__(self, frame):
+        self.frame = frame
+
+
 class _Floor:
     """The least a frame can do: draw (``RESAMPLE``) or replay ``value``, and keep the latent
     and observed log-densities of the step."""
 
-    __slots__ = ("frame", "lat", "mode", "obs", "rng", "value")
+    __slots__ = ("lat", "mode", "obs", "rng", "value")
 
     def sample(self, name, d):
         if self.mode == RESAMPLE:
@@ -69,9 +84,7 @@ class _Floor:
 def chain_of(program):
     """(step, T, init) of the program's one markov chain, as the program defines them."""
     cap = _Capture()
-    holder = _Floor()
-    holder.frame = cap
-    _context.EXECUTIONS.runs.append(holder)
+    _context.EXECUTIONS.runs.append(_Run(cap))
     try:
         program.fn(*program.args, **program.kwargs)
     finally:
@@ -86,8 +99,8 @@ def floor_chain_mh(program, steps: int, seed: int, drift: float | None,
     step, T, init = chain_of(program)
     rng = np.random.default_rng(seed)
     f = _Floor()
-    f.rng, f.frame, f.obs = rng, f, 0.0
-    _context.EXECUTIONS.runs.append(f)
+    f.rng, f.obs = rng, 0.0
+    _context.EXECUTIONS.runs.append(_Run(f))
     try:
         x, lat, obs = [], [], []
         prev = init
@@ -137,10 +150,7 @@ def floor_chain_mh(program, steps: int, seed: int, drift: float | None,
 
 
 def interleave3(fns: dict, rounds: int) -> dict:
-    times: dict = {k: [] for k in fns}
-    for r in range(rounds):
-        for k, fn in fns.items():
-            times[k].append(fn(r))
+    times = cf.timed_rounds(fns, rounds)
     ratio = {
         "floor_over_hand": [a / b for a, b in zip(times["floor"], times["hand"])],
         "thrifty_over_floor": [a / b for a, b in zip(times["thrifty"], times["floor"])],
@@ -149,17 +159,34 @@ def interleave3(fns: dict, rounds: int) -> dict:
     return {
         **{f"{k}_seconds_per_step": statistics.median(v) for k, v in times.items()},
         **{k: statistics.median(v) for k, v in ratio.items()},
-        "rounds": {k: v for k, v in {**times, **ratio}.items()},
+        "rounds": {**times, **ratio},
     }
+
+
+def check_marginals(steps: int = 400_000, burn_in: int = 20_000) -> dict:
+    """The floor's LMH is MH: the largest error of its marginals of the HMM's states against
+    forward–backward, beside thrifty's ``th.lmh()`` over the same number of steps."""
+    out: dict = {}
+    floor_chain_mh(hmm_model(), steps, 0, None, out)
+    r = th.infer(hmm_model(), th.lmh(), num_samples=steps - burn_in, burn_in=burn_in, seed=0,
+                 progress=False)
+    exact = forward_backward()
+    err = {}
+    for name, d in (("floor", out["draws"][burn_in:]), ("thrifty", np.asarray(r["s.z"])[0])):
+        d = d.astype(np.int64)
+        marg = np.stack([(d == k).mean(0) for k in range(exact.shape[1])], 1)
+        err[name] = float(np.abs(marg - exact).max())
+    return {"steps": steps, "burn_in": burn_in, "max_abs_error": err}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer steps and rounds")
+    ap.add_argument("--check-marginals", action="store_true",
+                    help="also check the floor's LMH against forward-backward (~20 s)")
     args = ap.parse_args()
     steady_heap()
-    rounds = 3 if args.quick else 7
-    steps = 2000 if args.quick else 10_000
+    rounds, steps = cf.schedule(args.quick)
     t_start = time.perf_counter()
     y_walk = cf.walk_data(1000)
     walk = cf.random_walk(y_walk)
@@ -184,6 +211,11 @@ def main() -> None:
             f"{r['thrifty_over_hand']:.1f}",
             flush=True,
         )
+    if args.check_marginals:
+        out["marginals"] = check_marginals()
+        e = out["marginals"]["max_abs_error"]
+        print(f"HMM marginals against forward-backward, {out['marginals']['steps']:,} LMH "
+              f"steps: floor within {e['floor']:.4f}, thrifty within {e['thrifty']:.4f}")
     res = {
         "machine": machine(),
         "settings": {"rounds": rounds, "steps_per_round": steps, "quick": args.quick,

@@ -14,6 +14,7 @@ import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -523,17 +524,13 @@ def test_the_default_check_catches_a_broken_model(monkeypatch, set_up_blind):
 
 
 CROSS_WORKERS = """
-import pickle, numpy as np, thrifty as th
-from thrifty import dist
+import pickle, sys
+sys.path.insert(0, {tests!r})
+import thrifty as th
 from thrifty.core import output
 from thrifty.errors import CheckError
-output.elements_alone = lambda *a: None  # (the set-up blind: see set_up_blind)
-
-@th.model
-def leaky_plate():
-    with th.plate("data", 6) as i:
-        z = th.sample("z", dist.Normal(0.0, 1.0))
-        th.observe("y", dist.Normal(z, 1.0 + 0.5 * np.size(z)), np.ones(6)[i])
+from test_check_mode import leaky_plate
+output.elements_alone = lambda *a: None  # (set_up_blind's patch)
 
 try:
     th.infer(leaky_plate(), th.mh("data.z", th.drift(0.5)), num_samples=20, chains=2, seed=0,
@@ -552,7 +549,8 @@ def test_check_errors_cross_worker_processes():
     discrepancies).  In a fresh interpreter: the set-up that would refuse the model first is
     turned off there, and only forked workers inherit that (a process that has started JAX's
     runtime, as an earlier test in this one may have, spawns its workers instead)."""
-    out = subprocess.run([sys.executable, "-c", CROSS_WORKERS], capture_output=True, text=True,
+    code = CROSS_WORKERS.format(tests=str(Path(__file__).resolve().parent))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0 and out.stdout.strip() == "caught", out.stderr[-2000:]
 

@@ -296,7 +296,7 @@ class ChainRun:
         # slowed by a pause of the process must not push the next checks and decades away)
         spent = 0.0  # seconds of this run's checks
 
-        def confirm(spent, check_cost, step_cost):  # a single check timed, another affordable
+        def confirm() -> bool:  # a single check timed, and another affordable
             return len(recent) == 1 and _affordable(spent, check_cost, step_cost * total)
 
         chunk = 1
@@ -338,8 +338,7 @@ class ChainRun:
                         if cfg.check_decades and it > it0:  # a step's cost in this chunk so far
                             step_cost = _step_cost(perf_counter() - t0, process_time() - p0,
                                                    checking, cpu_checking, it - it0)
-                        check_at = cfg.next_check(it, check_cost, step_cost,
-                                                  confirm(spent, check_cost, step_cost))
+                        check_at = cfg.next_check(it, check_cost, step_cost, confirm())
                         planned = it
                 flush(trace)
                 self.trace, self.iteration = trace, it
@@ -350,8 +349,7 @@ class ChainRun:
                     # step slowed by first calls (a chunk of one step) must not keep a check
                     # planned at a few steps' cost too near
                     step_cost = _step_cost(dt, cpu, checking, cpu_checking, it - it0)
-                    nxt = cfg.next_check(planned, check_cost, step_cost,
-                                         confirm(spent, check_cost, step_cost))
+                    nxt = cfg.next_check(planned, check_cost, step_cost, confirm())
                     check_at = max(nxt, it + 1) if nxt else 0
                 ratio = TICK / dt if dt > 0 else 4.0
                 chunk = max(1, int(chunk * min(max(ratio, 0.5), 4.0)))

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,18 +64,27 @@ GROWTH = 2.0
 
 
 class Budget:
-    """How many sections the sequential test may read before exact MH decides, adapted to how
-    often the test settles a decision: a rule of cost, not of the answer.
+    """How many sections the sequential test may read before exact MH decides: all of
+    ``max_fraction``·N while the test settles enough decisions within it, else ``k0``
+    minibatches.  A rule of cost, not of the answer.
 
     A section read in a random minibatch costs tens of times an element of one vectorised pass
-    over the plate (about 40× for a normal likelihood, 5× for a logistic one), and each
-    minibatch execution has a fixed cost.  With a proposal scaled to the posterior few
-    decisions settle before most of the data are read (000 §3.3), and reading up to
-    ``max_fraction``·N sections first can cost more than the exact step that follows.  So the
-    budget starts at ``max_fraction``·N and, after each window of ``WINDOW`` decisions, falls
-    fourfold when fewer than a quarter of them settled within it — down to ``k0`` minibatches,
-    with which the test still settles the proposals that one minibatch rejects — and rises
-    fourfold (up to ``max_fraction``·N) when more than half did.
+    over the plate, and each minibatch execution has a fixed cost.  With the budget at
+    ``max_fraction``·N, a share f of the decisions settle and each decision reads R sections
+    on average; one that does not settle then costs a full pass P as well.  The reads pay when
+    f·P > R, and R/P depends on the model, which the chain cannot see without timing it (and
+    a budget that depended on timings would make the draws depend on them).  Measured at
+    N = 10⁶, ``max_fraction`` = 1/32: a normal mean with a proposal scaled to the posterior,
+    f ≈ 0.25–0.35 and R ≈ 0.7 P (the reads cost more than they save); the large fixed steps of
+    000 Fig. 5 on the logistic model, f ≈ 0.65 and R ≈ 0.65 P (even on the mean, and the
+    median decision is the test's, at about 0.75 P).  The rule keeps ``max_fraction``·N
+    while more than ``SHARE`` of the last ``MEMORY`` decisions that were allowed all of it
+    settled (fewer pay for the reads only where R < ``SHARE``·P), else falls to ``k0``
+    minibatches, with which the test still settles the proposals that one minibatch rejects.
+    It starts at ``max_fraction``·N, decides first after two windows of ``WINDOW`` decisions
+    and again after each window.  While the budget is ``k0`` minibatches, every ``PROBE``-th
+    decision is still allowed ``max_fraction``·N, so the memory follows the chain and the
+    budget can come back.
 
     The rule reads only the chain's own decisions, so the same seed gives the same budgets and
     draws.  Whatever the budget, a decision the test settles within it is the test's (000
@@ -82,27 +92,31 @@ class Budget:
     where the test alone would not, and 004 §3's bound on the test's error holds."""
 
     WINDOW = 8
+    PROBE = 16
+    MEMORY = 32
+    SHARE = 0.4
 
     def __init__(self, top: float):
         self.top = top  # the largest fraction (max_fraction)
-        self.fraction = top
-        self.seen = self.settled = 0
+        self.full = True  # the budget is top·N (else the first minibatches)
+        self.decisions = 0
+        self.probing = False  # whether the coming decision is allowed top·N
+        self.settled: deque = deque(maxlen=self.MEMORY)  # of the decisions allowed top·N
 
     def max_n(self, N: int, floor: int) -> int:
-        """Sections the test may read of ``N``, at least ``floor`` (its first minibatches)."""
-        return min(max(math.ceil(self.fraction * N), floor), math.ceil(self.top * N))
+        """Sections the coming decision may read of ``N``: ``max_fraction``·N or ``floor``
+        (its first minibatches; the caller takes exact MH's decision when ``max_fraction``·N
+        is fewer)."""
+        self.probing = self.full or self.decisions % self.PROBE == 0
+        return math.ceil(self.top * N) if self.probing else floor
 
-    def record(self, settled: bool, N: int, floor: int) -> None:
-        """One decision of the test: ``settled`` within the budget, or handed to exact MH."""
-        self.seen += 1
-        self.settled += settled
-        if self.seen < self.WINDOW:
-            return
-        if 4 * self.settled < self.seen and self.fraction * N > floor:
-            self.fraction = max(self.fraction / 4, floor / N)
-        elif 2 * self.settled > self.seen and self.fraction < self.top:
-            self.fraction = min(4 * self.fraction, self.top)
-        self.seen = self.settled = 0
+    def record(self, settled: bool) -> None:
+        """The coming decision (see :meth:`max_n`) settled within its budget or not."""
+        self.decisions += 1
+        if self.probing:
+            self.settled.append(settled)
+        if self.decisions % self.WINDOW == 0 and self.decisions >= 2 * self.WINDOW:
+            self.full = sum(self.settled) > self.SHARE * len(self.settled)
 
 
 @dataclass
@@ -332,7 +346,7 @@ class SubsampledMH(Selecting):
             max_n=max_n,
         )
         if max_n is not None:
-            self.budget.record(out.decided, scorer.N, floor)
+            self.budget.record(out.decided)
         if not out.decided:
             return self._exact_decision(trace, rng, locs, targets, log_q, log_u, scorer.N, out)
         self.info.count("full_passes", 0)
@@ -497,10 +511,11 @@ def subsampled_mh(
     (gathers, bookkeeping, rescoring stale sections), so when the log-ratios are as noisy as the
     decision is close — an efficient proposal — reading on would cost more than exact MH; and a
     decision on all the data has no error, so the test's error bound holds.  Within that
-    fraction the budget adapts to the chain's decisions (:class:`Budget`): it falls towards
-    ``k0`` minibatches while fewer than a quarter of the decisions settle within it, and rises
-    back while more than half do (``budget_per_step``: its sum over the steps divided by their
-    number, a step that skips the test counting 0).  With fewer than ``k0·batch_size``
+    fraction the budget adapts to the chain's decisions (:class:`Budget`): it is the whole
+    fraction while more than 40% of the recent decisions allowed it settle, else ``k0``
+    minibatches, every 16th decision still allowed the whole fraction so that it can come back
+    (``budget_per_step``: its sum over the steps divided by their number, a step that skips the
+    test counting 0).  With fewer than ``k0·batch_size``
     sections within ``max_fraction`` a step is exact MH's at once, without the test (under
     ``th.one`` over memoized keys, a key read by few sections).
     ``max_fraction=1``: the test alone, up to all N (000 Alg. 2).  Not used with

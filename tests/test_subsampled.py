@@ -317,6 +317,33 @@ def test_the_default_budget_keeps_subsampled_mh_near_exact_mh_in_work():
     assert s["elements_per_step"] > 40_000 and s["runs_per_step"] > 10
 
 
+def test_a_probe_measures_the_test_and_exact_mh_decides():
+    """While the budget is low, a probe (every 16th decision) is allowed max_fraction·N so that
+    the budget sees how the test would do, but its decision is exact MH's for the same u (a
+    full pass, no stale element): probes add no error of the test.  A decision that is not a
+    probe is the test's when it settles within the first minibatch (log u = −∞: at once)."""
+    X, y, _ = synthetic_logistic(40_000, 2, theta=[1.0, -0.5], seed=0)
+    rng = np.random.default_rng(3)
+    start = {"w": np.array([1.0, -0.5])}
+    cases = [(16, math.log(0.5), 3.0), (16, -math.inf, 0.001), (17, -math.inf, 0.001)]
+    for decisions, log_u, far in cases:  # a probe: a clear reject, an accept; then no probe
+        trace = initialize(logistic_regression(X, y), rng, init=start)
+        k = th.subsampled_mh("w", batch_size=100, epsilon=0.01)
+        k.budget.full, k.budget.decisions = False, decisions  # (low: one minibatch)
+        loc = locate(trace, ("w",))
+        new = loc.value + np.array([far, -far])
+        log_alpha = exact_log_alpha(trace, ("w",), new).log_weight
+        accepted = k.decide(trace, rng, [loc], {("w",): new}, 0.0, log_u)
+        out = k.last_outcome
+        assert accepted == (log_u < log_alpha)
+        if decisions == 16:
+            assert list(k.budget.settled) == [True]  # the test settled, and the budget saw it
+            assert out.exact and out.n == 40_000 and not trace.has_stale()
+        else:
+            assert not k.budget.settled  # (not a probe: not remembered)
+            assert not out.exact and out.n == 100 and trace.has_stale()
+
+
 def test_the_budget_keeps_max_fraction_while_enough_settle_and_probes_when_low():
     """max_fraction·N for the first two windows of 8 decisions; then, after each window,
     max_fraction·N if more than 0.4 of the last 32 decisions allowed it settled, else one

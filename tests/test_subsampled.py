@@ -317,6 +317,38 @@ def test_the_default_budget_keeps_subsampled_mh_near_exact_mh_in_work():
     assert s["elements_per_step"] > 40_000 and s["runs_per_step"] > 10
 
 
+def test_too_few_sections_for_the_test_warn_once_that_every_step_is_exact():
+    """2,000 markov steps hold 63 within max_fraction (1/32), fewer than one minibatch of 100:
+    every decision is exact MH's, and the user is told once, with the numbers; with minibatches
+    of 20 the test runs and nothing is said."""
+    y = np.zeros(2000)
+    with pytest.warns(UserWarning, match=r"'phi': 2000 sections, of which max_fraction "
+                      r"\(0.03125\) is 63, fewer than the 100 .*every step is an exact MH step"
+                      ) as rec:
+        r = th.infer(ar_chain_of(y), th.subsampled_mh("phi", proposal=th.drift(0.02)),
+                     num_samples=30, burn_in=0, seed=0, progress=False)
+    assert sum("sections, of which" in str(w.message) for w in rec) == 1
+    s = next(iter(r.stats.values()))
+    assert s["full_passes_per_step"] == 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        warnings.filterwarnings("ignore", category=th.ConvergenceWarning)
+        r = th.infer(ar_chain_of(y), th.subsampled_mh("phi", batch_size=20,
+                                                       proposal=th.drift(0.02)), num_samples=30,
+                     burn_in=0, seed=0, progress=False)
+    assert next(iter(r.stats.values()))["budget_per_step"] > 0
+
+
+@th.model
+def ar_chain_of(y):
+    phi = th.sample("phi", dist.Uniform(-1.0, 1.0))
+
+    def step(t, prev):
+        return th.sample("x", dist.Normal(phi * prev, 1.0))
+
+    th.markov("s", step, len(y), 0.0)
+
+
 def test_a_probe_measures_the_test_and_exact_mh_decides():
     """While the budget is low, a probe (every 16th decision) is allowed max_fraction·N so that
     the budget sees how the test would do, but its decision is exact MH's for the same u (a

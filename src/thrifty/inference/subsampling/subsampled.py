@@ -333,6 +333,7 @@ class SubsampledMH(Selecting):
         floor = self.batch_size * self.k0  # (the minibatches before the first test)
         if scorer.full_pass:  # past the budget, one full pass is cheaper (Budget)
             if math.ceil(self.max_fraction * scorer.N) < floor:  # too few for the test: exact
+                self._warn_too_few(scorer.N, floor)
                 return self._exact_decision(trace, rng, locs, targets, log_q, log_u, scorer.N)
             max_n = self.budget.max_n(scorer.N, floor)
             measuring = self.budget.measuring
@@ -467,6 +468,21 @@ class SubsampledMH(Selecting):
                 "section (a hyperparameter of memoized values); use th.mh"
             )
 
+    def _warn_too_few(self, N: int, floor: int) -> None:
+        """Once: the choice's N sections hold fewer than the test's first minibatches within
+        ``max_fraction`` (not under ``th.one``, whose blocks differ in N: a memoized key read
+        by few sections is one block among many)."""
+        if not self._warned and not isinstance(self.selection, One):
+            self._warned = True
+            warnings.warn(
+                f"subsampled_mh on {self.selection!r}: {N} sections, of which max_fraction "
+                f"({self.max_fraction:g}) is {math.ceil(self.max_fraction * N)}, fewer than the "
+                f"{floor} of the test's first minibatches (k0={self.k0}, "
+                f"batch_size={self.batch_size}): every step is an exact MH step; lower batch_size "
+                "or raise max_fraction to subsample, or use th.mh",
+                stacklevel=user_stacklevel(),
+            )
+
     def _warn_exact(self) -> None:
         if not self._warned:
             self._warned = True
@@ -523,7 +539,8 @@ def subsampled_mh(
     it can come back (``budget_per_step``: its sum over the steps divided by their number, a
     step that skips the test counting 0).  With fewer than ``k0·batch_size``
     sections within ``max_fraction`` a step is exact MH's at once, without the test (under
-    ``th.one`` over memoized keys, a key read by few sections).
+    ``th.one`` over memoized keys, a key read by few sections; otherwise a warning says so
+    once, since every step is then exact).
     ``max_fraction=1``: the test alone, up to all N (000 Alg. 2).  Not used with
     ``proxy="taylor"``, whose remainders settle in a few minibatches.
 

@@ -75,9 +75,10 @@ class Budget:
     f·P > R, and R/P depends on the model, which the chain cannot see without timing it (and
     a budget that depended on timings would make the draws depend on them).  Measured at
     N = 10⁶, ``max_fraction`` = 1/32: a normal mean with a proposal scaled to the posterior,
-    f ≈ 0.25–0.35 and R ≈ 0.7 P (the reads cost more than they save); the large fixed steps of
-    000 Fig. 5 on the logistic model, f ≈ 0.65 and R ≈ 0.65 P (even on the mean, and the
-    median decision is the test's, at about 0.75 P).  The rule keeps ``max_fraction``·N
+    f ≈ 0.16 and R ≈ 1.3 P (``benchmarks/budget_economics.py``: the reads cost more than they
+    save); the large fixed steps of 000 Fig. 5 on the logistic model, f ≈ 0.65 and
+    R ≈ 0.5–0.65 P (``benchmarks/sublinearity.py``: they pay, and the median decision is the
+    test's).  The rule keeps ``max_fraction``·N
     while more than ``SHARE`` of the last ``MEMORY`` decisions that were allowed all of it
     settled (fewer pay for the reads only where R < ``SHARE``·P), else falls to ``k0``
     minibatches, with which the test still settles the proposals that one minibatch rejects.
@@ -469,28 +470,29 @@ class SubsampledMH(Selecting):
             )
 
     def _warn_too_few(self, N: int, floor: int) -> None:
-        """Once: the choice's N sections hold fewer than the test's first minibatches within
+        """The choice's N sections hold fewer than the test's first minibatches within
         ``max_fraction`` (not under ``th.one``, whose blocks differ in N: a memoized key read
         by few sections is one block among many)."""
-        if not self._warned and not isinstance(self.selection, One):
-            self._warned = True
-            warnings.warn(
-                f"subsampled_mh on {self.selection!r}: {N} sections, of which max_fraction "
-                f"({self.max_fraction:g}) is {math.ceil(self.max_fraction * N)}, fewer than the "
-                f"{floor} of the test's first minibatches (k0={self.k0}, "
-                f"batch_size={self.batch_size}): every step is an exact MH step; lower batch_size "
-                "or raise max_fraction to subsample, or use th.mh",
-                stacklevel=user_stacklevel(),
+        if not isinstance(self.selection, One):
+            self._warn_once(
+                f"{N} sections, of which max_fraction ({self.max_fraction:g}) is "
+                f"{math.ceil(self.max_fraction * N)}, fewer than the {floor} of the test's first "
+                f"minibatches (k0={self.k0}, batch_size={self.batch_size}): every step is an "
+                "exact MH step; lower batch_size or raise max_fraction to subsample, or use th.mh"
             )
 
     def _warn_exact(self) -> None:
+        self._warn_once(
+            "what depends on it does not split into plate elements, markov steps or mem "
+            "readers; every step is an exact MH step"
+        )
+
+    def _warn_once(self, what: str) -> None:
+        """Once per kernel: why its steps are exact MH steps."""
         if not self._warned:
             self._warned = True
-            warnings.warn(
-                f"subsampled_mh on {self.selection!r}: what depends on it does not split into "
-                "plate elements, markov steps or mem readers; every step is an exact MH step",
-                stacklevel=user_stacklevel(),
-            )
+            warnings.warn(f"subsampled_mh on {self.selection!r}: {what}",
+                          stacklevel=user_stacklevel())
 
 
 @checked_keywords

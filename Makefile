@@ -11,14 +11,18 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test docs lint bench clean
 
+# pip --no-compile: byte-compiling every installed module (JAX, Ray, SciPy, ...) is two thirds
+# of the install's CPU time; Python compiles what is imported, once, on first import instead
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e ".[dev,ray,docs,jax]"
+	$(BIN)/pip install -q --no-compile -e ".[dev,ray,docs,jax]"
 	touch $(STAMP)
 
+# (Python's default of caching compiled modules, even where the environment turns it off: see
+# --no-compile above)
 demo: $(STAMP)
-	$(BIN)/thrifty demo
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/thrifty demo
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

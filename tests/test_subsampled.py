@@ -330,6 +330,7 @@ def test_too_few_sections_for_the_test_warn_once_that_every_step_is_exact():
     assert sum("sections, of which" in str(w.message) for w in rec) == 1
     s = next(iter(r.stats.values()))
     assert s["full_passes_per_step"] == 1.0
+    assert s["budget_per_step"] == 0  # (no step ran the test: reported, as 0)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         warnings.filterwarnings("ignore", category=th.ConvergenceWarning)

@@ -323,6 +323,8 @@ class SubsampledMH(Selecting):
         scorer = self.scorer(trace, rng, skeleton, locs, targets)
         if scorer.N == 0:
             self._warn_exact()
+            if scorer.full_pass:  # (a step without the test: its budget counts 0)
+                self.info.count("budget", 0)
             if log_u < global_lr:
                 skeleton.commit()
                 return True
@@ -335,6 +337,7 @@ class SubsampledMH(Selecting):
         if scorer.full_pass:  # past the budget, one full pass is cheaper (Budget)
             if math.ceil(self.max_fraction * scorer.N) < floor:  # too few for the test: exact
                 self._warn_too_few(scorer.N, floor)
+                self.info.count("budget", 0)
                 return self._exact_decision(trace, rng, locs, targets, log_q, log_u, scorer.N)
             max_n = self.budget.max_n(scorer.N, floor)
             measuring = self.budget.measuring

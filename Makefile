@@ -19,8 +19,8 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --no-compile -e ".[dev,ray,docs,jax]"
 	touch $(STAMP)
 
-# (Python's default of caching compiled modules, even where the environment turns it off: see
-# --no-compile above)
+# (demo, docs, bench and test: Python's default of caching compiled modules, even where the
+# environment turns it off — see --no-compile above)
 demo: $(STAMP)
 	env -u PYTHONDONTWRITEBYTECODE $(BIN)/thrifty demo
 
@@ -34,10 +34,10 @@ test: $(STAMP)
 # The documentation site (Sphinx, pydata theme; the worked examples run during the build),
 # warnings as errors: docs/_build/html/index.html
 docs: $(STAMP)
-	$(BIN)/python -m sphinx -E -W --keep-going -b html docs docs/_build/html
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m sphinx -E -W --keep-going -b html docs docs/_build/html
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/core_overhead.py
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python benchmarks/core_overhead.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info

@@ -195,7 +195,8 @@ def summarize(out: dict) -> None:
     for r in res:
         print(f"{r['name']:>38}: final accuracy {r['accuracy'][-1]:.3f}, "
               f"{r['clusters'][-1]} clusters (mean {np.mean(r['clusters']):.1f}), step_w "
-              f"{r['step_w']}, {r['draws']} cycles in {r['wall_seconds']:.0f} s, w step "
+              f"{r['step_w']}, {r['draws'] * r.get('thin', 1)} cycles in "
+              f"{r['wall_seconds']:.0f} s, w step "
               f"{1e3 * r['w_seconds_per_step']:.2f} ms (acceptance {r['w_acceptance']:.2f}), "
               f"z step {1e3 * r['z_seconds_per_step']:.2f} ms, alpha step "
               f"{1e3 * r['alpha_seconds_per_step']:.2f} ms")

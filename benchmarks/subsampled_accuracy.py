@@ -31,17 +31,10 @@ import numpy as np
 
 import thrifty as th
 from _common import write
-from thrifty import dist
+from plain_vs_exact import normal_mean  # (μ ~ N(0, 2²), y_i ~ N(μ, 1))
 from thrifty.diagnostics._arviz import ess
 
 N = 200_000
-
-
-@th.model
-def normal_mean(y):
-    mu = th.sample("mu", dist.Normal(0.0, 2.0))
-    with th.plate("data", len(y)) as i:
-        th.observe("y", dist.Normal(mu, 1.0), y[i])
 
 
 KERNELS = {

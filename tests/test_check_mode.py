@@ -735,6 +735,47 @@ def test_auto_checks_are_planned_again_when_a_step_costs_less_than_the_first(mon
     assert sum(s < 100 for s in seen) <= 2 and len(seen) <= 7, seen
 
 
+class SlowStepAt(Wrapping):
+    """``inner``, whose step ``at`` burns ``seconds`` CPU seconds once (a one-off in the middle
+    of a chunk of steps: the first record, a garbage collection)."""
+
+    name = "slow-step-at"
+
+    def __init__(self, inner, at, seconds):
+        super().__init__(inner)
+        self.at, self.seconds = at, seconds
+
+    def _step(self, trace, rng):
+        if self.stats.steps == self.at:
+            end = time.process_time() + self.seconds
+            while time.process_time() < end:
+                pass
+        return self.inner.step(trace, rng)
+
+
+def test_a_one_off_slow_step_does_not_plan_the_next_auto_check_near():
+    """A step's cost is the cheapest of the last chunks' (as a check's is the cheapest of the
+    last checks'): a chunk holding one slow step (30 ms of CPU at step 20, the others ~0.1 ms)
+    planned the next check at that chunk's mean cost, a few dozen steps on (checks after steps
+    1, 10, 44, 334, 1000); at the steps' cost a 2 ms check is due ~700 steps after the one
+    after step 10 (which one timing's confirmation makes)."""
+    seen = []
+
+    def check(trace, where):
+        end = time.process_time() + 0.002
+        while time.process_time() < end:
+            pass
+        seen.append(int(where.split()[-1][:-1]))
+
+    import thrifty.runtime.chain as chain_module
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(chain_module, "raise_if_inconsistent", check)
+        th.infer(reads_global(), SlowStepAt(th.mh("mu", th.drift(0.5)), 20, 0.03),
+                 num_samples=2000, burn_in=50, seed=0, progress=False, workers=1)
+    assert not [s for s in seen if 10 < s < 200], seen
+
+
 G_MU: dict = {}
 
 

@@ -294,6 +294,9 @@ class ChainRun:
         # thread of the process, those of a multi-threaded step's XLA or BLAS)
         recent: list = []  # the last checks' seconds: the cost is their minimum (one check
         # slowed by a pause of the process must not push the next checks and decades away)
+        chunk_costs: list = []  # a step's seconds in the last chunks: the cost is their minimum
+        # (a chunk holding a one-off — the first record at the end of the burn-in, a garbage
+        # collection — must not plan the next check at that chunk's cost, too near)
         spent = 0.0  # seconds of this run's checks
 
         def confirm() -> bool:  # a single check timed, and another affordable
@@ -336,8 +339,9 @@ class ChainRun:
                         recent = [*recent[-(RECENT_CHECKS - 1):], min(took, took_cpu)]
                         check_cost = min(recent)
                         if cfg.check_decades and it > it0:  # a step's cost in this chunk so far
-                            step_cost = _step_cost(perf_counter() - t0, process_time() - p0,
-                                                   checking, cpu_checking, it - it0)
+                            step_cost = min(chunk_costs[-RECENT_CHECKS:] + [_step_cost(
+                                perf_counter() - t0, process_time() - p0, checking,
+                                cpu_checking, it - it0)])
                         check_at = cfg.next_check(it, check_cost, step_cost, confirm())
                         planned = it
                 flush(trace)
@@ -348,7 +352,9 @@ class ChainRun:
                     # planned again from the last check with what a step now costs: a first
                     # step slowed by first calls (a chunk of one step) must not keep a check
                     # planned at a few steps' cost too near
-                    step_cost = _step_cost(dt, cpu, checking, cpu_checking, it - it0)
+                    chunk_costs = [*chunk_costs[-(RECENT_CHECKS - 1):],
+                                   _step_cost(dt, cpu, checking, cpu_checking, it - it0)]
+                    step_cost = min(chunk_costs)
                     nxt = cfg.next_check(planned, check_cost, step_cost, confirm())
                     check_at = max(nxt, it + 1) if nxt else 0
                 ratio = TICK / dt if dt > 0 else 4.0

@@ -737,7 +737,7 @@ def test_auto_checks_are_planned_again_when_a_step_costs_less_than_the_first(mon
 
 class SlowStepAt(Wrapping):
     """``inner``, whose step ``at`` burns ``seconds`` CPU seconds once (a one-off in the middle
-    of a chunk of steps: the first record, a garbage collection)."""
+    of a chunk of steps: a full garbage collection, first calls)."""
 
     name = "slow-step-at"
 

@@ -295,8 +295,8 @@ class ChainRun:
         recent: list = []  # the last checks' seconds: the cost is their minimum (one check
         # slowed by a pause of the process must not push the next checks and decades away)
         chunk_costs: list = []  # a step's seconds in the last chunks: the cost is their minimum
-        # (a chunk holding a one-off — the first record at the end of the burn-in, a garbage
-        # collection — must not plan the next check at that chunk's cost, too near)
+        # (a chunk holding a one-off — a full garbage collection, first calls — must not plan
+        # the next check at that chunk's cost, too near)
         spent = 0.0  # seconds of this run's checks
 
         def confirm() -> bool:  # a single check timed, and another affordable

@@ -649,9 +649,7 @@ def test_th_infer_checks_when_asked(monkeypatch, kw, want):
     def check(trace, where):
         # 20 ms of CPU (what the schedule counts) for the first five checks: whatever the
         # schedule learns of their cost is learnt by then; check=True's 245 others are free
-        end = time.process_time() + (0.02 if len(seen) < 5 else 0.0)
-        while time.process_time() < end:
-            pass
+        burn_cpu(0.02 if len(seen) < 5 else 0.0)
         seen.append(int(where.split()[-1][:-1]))
 
     monkeypatch.setattr("thrifty.runtime.chain.raise_if_inconsistent", check)
@@ -685,9 +683,7 @@ def test_one_slow_check_does_not_push_the_decades_away(monkeypatch):
     seen = []
 
     def check(trace, where):
-        end = time.process_time() + (0.005 if not seen else 0.0)
-        while time.process_time() < end:
-            pass
+        burn_cpu(0.005 if not seen else 0.0)
         seen.append(int(where.split()[-1][:-1]))
 
     monkeypatch.setattr("thrifty.runtime.chain.raise_if_inconsistent", check)
@@ -696,20 +692,37 @@ def test_one_slow_check_does_not_push_the_decades_away(monkeypatch):
     assert {1, 10, 100, 1000, 2050} <= set(seen) and len(seen) > 500
 
 
-class SlowFirstStep(Wrapping):
-    """``inner``, whose first step burns ``first`` CPU seconds (first calls: a JIT, caches)."""
+def burn_cpu(seconds: float) -> None:
+    """Spend ``seconds`` of this process's CPU time (what the auto schedule counts)."""
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
 
-    name = "slow-first-step"
 
-    def __init__(self, inner, first):
+def checks_costing(seconds: float, seen: list):
+    """A check that costs ``seconds`` of CPU and notes the step it was made after."""
+
+    def check(trace, where):
+        burn_cpu(seconds)
+        seen.append(int(where.split()[-1][:-1]))
+
+    return check
+
+
+class SlowStepAt(Wrapping):
+    """``inner``, whose step ``at`` burns ``seconds`` CPU seconds once: the first step's first
+    calls (a JIT, caches), or a one-off in the middle of a chunk of steps (a full garbage
+    collection)."""
+
+    name = "slow-step-at"
+
+    def __init__(self, inner, at, seconds):
         super().__init__(inner)
-        self.first = first
+        self.at, self.seconds = at, seconds
 
     def _step(self, trace, rng):
-        if self.stats.steps == 0:
-            end = time.process_time() + self.first
-            while time.process_time() < end:
-                pass
+        if self.stats.steps == self.at:
+            burn_cpu(self.seconds)
         return self.inner.step(trace, rng)
 
 
@@ -722,57 +735,22 @@ def test_auto_checks_are_planned_again_when_a_step_costs_less_than_the_first(mon
     ~1,400 steps at 3% of the chain's time (1, 2, then one or two, and the last: at most 7 in
     2,050 steps, at most 2 within the first 100)."""
     seen = []
-
-    def check(trace, where):
-        end = time.process_time() + 0.002
-        while time.process_time() < end:
-            pass
-        seen.append(int(where.split()[-1][:-1]))
-
-    monkeypatch.setattr("thrifty.runtime.chain.raise_if_inconsistent", check)
-    th.infer(reads_global(), SlowFirstStep(th.mh("mu", th.drift(0.5)), 0.04), num_samples=2000,
+    monkeypatch.setattr(chain_module, "raise_if_inconsistent", checks_costing(0.002, seen))
+    th.infer(reads_global(), SlowStepAt(th.mh("mu", th.drift(0.5)), 0, 0.04), num_samples=2000,
              burn_in=50, seed=0, progress=False, workers=1)
     assert sum(s < 100 for s in seen) <= 2 and len(seen) <= 7, seen
 
 
-class SlowStepAt(Wrapping):
-    """``inner``, whose step ``at`` burns ``seconds`` CPU seconds once (a one-off in the middle
-    of a chunk of steps: a full garbage collection, first calls)."""
-
-    name = "slow-step-at"
-
-    def __init__(self, inner, at, seconds):
-        super().__init__(inner)
-        self.at, self.seconds = at, seconds
-
-    def _step(self, trace, rng):
-        if self.stats.steps == self.at:
-            end = time.process_time() + self.seconds
-            while time.process_time() < end:
-                pass
-        return self.inner.step(trace, rng)
-
-
-def test_a_one_off_slow_step_does_not_plan_the_next_auto_check_near():
+def test_a_one_off_slow_step_does_not_plan_the_next_auto_check_near(monkeypatch):
     """A step's cost is the cheapest of the last chunks' (as a check's is the cheapest of the
     last checks'): a chunk holding one slow step (30 ms of CPU at step 20, the others ~0.1 ms)
     planned the next check at that chunk's mean cost, a few dozen steps on (checks after steps
     1, 10, 44, 334, 1000); at the steps' cost a 2 ms check is due ~700 steps after the one
     after step 10 (which one timing's confirmation makes)."""
     seen = []
-
-    def check(trace, where):
-        end = time.process_time() + 0.002
-        while time.process_time() < end:
-            pass
-        seen.append(int(where.split()[-1][:-1]))
-
-    import thrifty.runtime.chain as chain_module
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(chain_module, "raise_if_inconsistent", check)
-        th.infer(reads_global(), SlowStepAt(th.mh("mu", th.drift(0.5)), 20, 0.03),
-                 num_samples=2000, burn_in=50, seed=0, progress=False, workers=1)
+    monkeypatch.setattr(chain_module, "raise_if_inconsistent", checks_costing(0.002, seen))
+    th.infer(reads_global(), SlowStepAt(th.mh("mu", th.drift(0.5)), 20, 0.03), num_samples=2000,
+             burn_in=50, seed=0, progress=False, workers=1)
     assert not [s for s in seen if 10 < s < 200], seen
 
 

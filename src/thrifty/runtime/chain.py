@@ -339,7 +339,7 @@ class ChainRun:
                         recent = [*recent[-(RECENT_CHECKS - 1):], min(took, took_cpu)]
                         check_cost = min(recent)
                         if cfg.check_decades and it > it0:  # a step's cost in this chunk so far
-                            step_cost = min(chunk_costs[-RECENT_CHECKS:] + [_step_cost(
+                            step_cost = min([*chunk_costs, _step_cost(
                                 perf_counter() - t0, process_time() - p0, checking,
                                 cpu_checking, it - it0)])
                         check_at = cfg.next_check(it, check_cost, step_cost, confirm())

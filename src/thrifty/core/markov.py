@@ -168,7 +168,9 @@ class ChainNode(Node):
         self._shape = None
         self.T = T
 
-    def write_step(self, t: int, blk, clock: int) -> None:
+    def write_step(self, t: int, blk, clock: int) -> bool:
+        """Write step ``t``'s executed block; returns whether the step's nested plates or
+        chains are others than before (a change of the trace's layout)."""
         sites, bsites, owned = self.sites, blk.sites, self._owned
         for local, site in bsites.items():
             col = sites.get(local)
@@ -193,15 +195,20 @@ class ChainNode(Node):
                     col.absent(t)
                     if col.kind == LATENT:
                         self._shape = None
+        reshaped = False  # (the step's plates or chains are not those it held)
         if blk.plates or blk.chains:
             if not self.nested:
                 self._shape = None
+            was = self.nested.get(t)
+            reshaped = (was is None or was[0].keys() != blk.plates.keys()
+                        or was[1].keys() != blk.chains.keys())
             self.nested[t] = (blk.plates, blk.chains, blk.lp)  # and the step's own sites' lp
             total = blk.total_lp()
             c = blk.total_latent()
         else:
             if t in self.nested:
                 del self.nested[t]
+                reshaped = True
                 if not self.nested:
                     self._shape = None
             total = blk.lp
@@ -232,6 +239,7 @@ class ChainNode(Node):
         if self._updates >= self.T:  # keep the running total exact (rounding does not pile up)
             self._lp = float(st.array().sum())
             self._updates = 0
+        return reshaped
 
 
 
@@ -357,8 +365,12 @@ class ChainUpdate(Update):
         if node.n_stale and not self.dirty and executed:
             steps = np.fromiter(executed, dtype=np.int64, count=len(executed))
             was_stale = int((node.stamp.take(steps) < node.valid_from).sum())
+        names = len(node.sites)
         for t, blk in executed.items():
-            node.write_step(t, blk, clock)
+            if node.write_step(t, blk, clock):
+                trace.layout += 1
+        if len(node.sites) != names:  # (a site of a new name: a column)
+            trace.layout += 1
         if self.fresh or len(self.states) == T:
             node.states = States.of(self.states[t] for t in range(T))
         else:

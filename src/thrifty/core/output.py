@@ -2,9 +2,12 @@
 
 Kernels execute plates on subsets of their elements, so the code after a ``with th.plate``
 block sees the values of the executed elements only.  That is harmless when the code after the
-plate does not read them — the rule of plates — and :func:`probe` checks it once, at
-initialisation, by a few executions of the program compared with the full one (neither
-committed; O(N) each):
+plate does not read them — the rule of plates — and :func:`probe` checks it by a few
+executions of the program compared with the full one (neither committed; O(N) each): at
+initialisation, and again when a chain first reaches a trace of another layout
+(:func:`~thrifty.core.layout.layout_key`: sites, plates, chains or mem tables of names it had
+not held — a site in a branch taken only there is read by none of the initial trace's
+executions; once per layout):
 
 * every plate empty (what a kernel's run of no element gives the code after it), every step of
   every chain run (a step from its stored previous state: the plates inside it empty too);
@@ -85,22 +88,12 @@ import numpy as np
 
 from thrifty.core.address import fmt
 from thrifty.core.alone import elements_alone, steps_alone
+from thrifty.core.layout import nodes_of, pattern_of
 from thrifty.core.markov import ChainUpdate
 from thrifty.core.run import RESAMPLE, RESCORE, Plan, Run, VecTarget
 from thrifty.core.sections import PlateView
 from thrifty.core.vocab import OBSERVED, same_value
 from thrifty.errors import ModelError
-
-
-def _nodes(block, prefix: tuple = (), inside: bool = False):
-    """(kind, address, node, whether inside a markov step) of every plate and chain of
-    ``block``, those inside markov steps included (at their addresses ``chain + (t,) + ...``)."""
-    for local, node in block.plates.items():
-        yield "plate", prefix + local, node, inside
-    for local, node in block.chains.items():
-        yield "chain", prefix + local, node, inside
-        for t in sorted(node.nested):
-            yield from _nodes(node.step_view(t), prefix + local + (t,), True)
 
 
 def _reads_plate(addr) -> ModelError:
@@ -116,7 +109,7 @@ def _reads_plate(addr) -> ModelError:
 def probe(trace, rng) -> bool:
     """Check plate usage on a fully executed ``trace``; return whether the output needs the
     plates' values (see the module docstring)."""
-    nodes = list(_nodes(trace.root))
+    nodes = list(nodes_of(trace.root))
     plates = {addr: inside for kind, addr, _, inside in nodes if kind == "plate"}
     if not plates:
         steps_alone(trace)
@@ -153,7 +146,7 @@ def probe(trace, rng) -> bool:
     instances: dict = {}  # (a plate of the markov steps: its instances in every step)
     for kind, addr, node, inside in nodes:
         if kind == "plate":
-            instances.setdefault(_pattern(addr) if inside else addr, {})[addr] = node
+            instances.setdefault(pattern_of(addr) if inside else addr, {})[addr] = node
     for same in instances.values():
         _elements_keep(moves, same)
     elements_alone(trace, {a: n for k, a, n, _ in nodes if k == "plate"},
@@ -282,7 +275,7 @@ def _groups(plates: dict) -> list:
         return [(None, _ALL_WAYS)]
     by_pattern: dict = {}
     for addr, inside in plates.items():
-        by_pattern.setdefault(_pattern(addr) if inside else addr, []).append(addr)
+        by_pattern.setdefault(pattern_of(addr) if inside else addr, []).append(addr)
     groups = [(frozenset(g), _ALL_WAYS) for g in by_pattern.values()]
     for same in (g for g in by_pattern.values() if len(g) > 1):
         groups += [(frozenset(a for k, a in enumerate(same) if (k >> b) & 1 == side), (1, -1))
@@ -293,11 +286,6 @@ def _groups(plates: dict) -> list:
             seen.add(g)
             out.append((g, ways))
     return out
-
-
-def _pattern(addr) -> tuple:
-    """The address of a plate inside markov steps without its steps' numbers."""
-    return tuple(a for a in addr if not isinstance(a, int))
 
 
 _ALL_WAYS = (0, 1, -1)  # each element to its nearest other value; then up; then down

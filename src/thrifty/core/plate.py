@@ -450,7 +450,10 @@ class PlateUpdate(Update):
         idx = f.idx
         restructured = (self.n_latent_elem != node.n_latent_elem
                         or f.new_chains.keys() != node.chains.keys())
+        names = tuple(node.sites)
         write_sites(node.sites, f, idx, node.size, f.full)
+        if restructured or tuple(node.sites) != names:
+            trace.layout += 1
         if f.coupled or (f.full and node.procs):
             coupled.install(node, f)
         for local, steps in f.new_chains.items():

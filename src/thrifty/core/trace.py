@@ -179,7 +179,10 @@ class Trace:
         self.output_full = True
         self._n_latent: int | None = None
         self.clock = 0
-        self.structure = 0
+        self.structure = 0  # counts the commits that created or dropped latent choices
+        # counts the commits that changed the trace's layout: which sites exist (of any kind:
+        # an observation that appears with a branch too), nodes, columns of nodes
+        self.layout = 0
         self.obs_values: dict | None = None  # observed values replayed instead of the data
         self.stale_nodes: set = set()  # nodes that may hold stale elements or steps
         # mem addresses whose function gives collapsed families → the site observing them
@@ -315,5 +318,6 @@ class Trace:
 
     def __setstate__(self, state):
         state["collapsed_mems"] = dict.fromkeys(state.get("collapsed_mems", ()))
+        state.setdefault("layout", 0)
         self.__dict__.update(state)
         self.uid = next(_UIDS)

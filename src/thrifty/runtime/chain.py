@@ -25,8 +25,11 @@ import numpy as np
 
 from thrifty._context import float64
 from thrifty.core.check import raise_if_inconsistent
+from thrifty.core.engine import RESCORE, Run
+from thrifty.core.layout import layout_key
 from thrifty.core.output import probe
 from thrifty.core.simulate import initialize, simulate
+from thrifty.errors import ModelError
 from thrifty.inference.configured import restore_state
 from thrifty.runtime.draws import DrawStore
 from thrifty.runtime.recorder import Recorder, Selector
@@ -227,6 +230,8 @@ class ChainRun:
             self.needs_plates = snapshot["needs_plates"]
             self.iteration = snapshot["iteration"]
             self.n_recorded = snapshot["n_recorded"]
+        # the layouts probed (a snapshot's trace is of a layout its run probed)
+        self._layouts = {layout_key(self.trace)}
         self.init_seconds = perf_counter() - t0
         self.seconds = 0.0  # wall time in the sampling loop
         self.consistent = True  # False after an exception inside a step
@@ -303,6 +308,7 @@ class ChainRun:
             return len(recent) == 1 and _affordable(spent, check_cost, step_cost * total)
 
         chunk = 1
+        layout = (trace.uid, trace.layout)  # (the layout of the trace last probed)
         t_start = perf_counter()
         try:
             while it < total:
@@ -312,6 +318,9 @@ class ChainRun:
                 while it < end:
                     trace = step(trace, rng)
                     it += 1
+                    if trace.layout != layout[1] or trace.uid != layout[0]:
+                        layout = (trace.uid, trace.layout)
+                        self._new_layout(trace, flush, it)
                     if it == burn_in:
                         flush(trace)
                         tune(False)
@@ -369,6 +378,26 @@ class ChainRun:
             self.trace, self.iteration = trace, it
             self.seconds += perf_counter() - t_start
 
+    def _new_layout(self, trace, flush, it: int) -> None:
+        """A commit changed the layout of the trace (sites, nodes or columns that exist): a
+        layout not probed before is probed now (:func:`probe_layout`),
+        whose error names the step that reached it; the output may need the plates' values
+        from now on."""
+        key = layout_key(trace)
+        if key in self._layouts:
+            return
+        flush(trace)
+        try:
+            needs = probe_layout(trace)
+        except ModelError as e:
+            raise ModelError(f"{e} (seen at step {it} of chain {self.chain}, the first trace of "
+                             "its layout: thrifty checks each layout of the program — which "
+                             "sites, plates and chains exist — when a chain first reaches "
+                             "it)") from e
+        self._layouts.add(key)
+        if needs and not self.needs_plates:
+            self.needs_plates = self.recorder.needs_plates = True
+
     def _check_estimate(self, check_cost: float) -> float:
         """What a check costs: the cheapest of the last ones, else CHECK_PER_EXECUTION full
         executions (timed by ``initialize``), else 0 (unknown: a resumed chain)."""
@@ -416,6 +445,21 @@ class ChainRun:
             "recorded": sorted(self.recorder.live_names()),  # (what a resume must see go)
             "stats": self.stats(),
         }
+
+
+def probe_layout(trace) -> bool:
+    """:func:`~thrifty.core.output.probe` of a trace a chain reached (not its initial one): on
+    a fork of it executed in full — every element and step rescored, the output the
+    program's — with a generator of its own, so that the chain's trace and generator are
+    untouched (the model's own buffers hold what the probe's executions left, as after any
+    run)."""
+    fork = trace.fork()
+    try:
+        rng = np.random.default_rng(0)
+        Run(fork, rng, mode=RESCORE).execute().commit()
+        return probe(fork, rng)
+    finally:
+        trace.revert(fork)
 
 
 class ChainRecord:

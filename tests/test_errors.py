@@ -326,13 +326,16 @@ _BUF = np.zeros(4)
 
 
 @th.model
-def _branch_reads_plate_buffer(read_plate: bool):
+def _branch_reads_plate_buffer(read: str):
     flag = th.sample("flag", dist.Bernoulli(0.5))
     mu = th.sample("mu", dist.Normal(0.0, 1.0))
     with th.plate("d", 4) as i:
         _BUF[i] = th.sample("theta", dist.Normal(0.0, 1.0))
-    if flag == 1:
-        th.observe("s", dist.Normal(_BUF.sum() if read_plate else mu, 1.0), 3.0)
+    if flag == 1 and read == "plate":  # (a plate of the branch, reading the buffer)
+        with th.plate("e", 2) as j:
+            th.observe("s", dist.Normal(_BUF.sum() + np.zeros(2)[j], 1.0), np.array([3.0, 2.0])[j])
+    elif flag == 1:
+        th.observe("s", dist.Normal(_BUF.sum() if read == "site" else mu, 1.0), 3.0)
 
 
 @pytest.mark.parametrize("kernel", [None, th.cycle([th.gibbs("flag"), th.mh("mu"),
@@ -347,9 +350,17 @@ def test_plate_values_read_after_it_in_a_branch_the_initial_trace_did_not_take(k
     init = {"flag": 0}
     with pytest.raises(ModelError, match=r"\('s',\) depends on values sampled inside a plate"
                                          r"(.|\n)*the first trace of its layout"):
-        run(_branch_reads_plate_buffer(True), kernel, num_samples=3000, init=init, check=False)
-    r = run(_branch_reads_plate_buffer(False), kernel, num_samples=300, init=init, check=False)
+        run(_branch_reads_plate_buffer("site"), kernel, num_samples=3000, init=init, check=False)
+    r = run(_branch_reads_plate_buffer("mu"), kernel, num_samples=300, init=init, check=False)
     assert 0 < r["flag"].mean() < 1  # (both layouts reached)
+
+
+def test_a_plate_of_a_branch_the_initial_trace_did_not_take_reading_another_plate():
+    """As above, the reader a plate that appears with the branch (a new node: its layout is
+    new)."""
+    with pytest.raises(ModelError, match=r"the plate \('e',\) reads values sampled in the plate"
+                                         r" \('d',\)(.|\n)*the first trace of its layout"):
+        run(_branch_reads_plate_buffer("plate"), num_samples=3000, init={"flag": 0}, check=False)
 
 
 @th.model

@@ -428,6 +428,7 @@ class NewPlate(Update):
         node.owner = trace.tokens[0]
         node.full_clock = node.exec_clock = clock
         node.valid_from = clock
+        trace.layout += 1  # (a new plate, or one of a new size: its sites may be new)
         if trace.changes is not None:
             trace.changes.nodes_changed = True
 
@@ -450,9 +451,9 @@ class PlateUpdate(Update):
         idx = f.idx
         restructured = (self.n_latent_elem != node.n_latent_elem
                         or f.new_chains.keys() != node.chains.keys())
-        names = tuple(node.sites)
-        write_sites(node.sites, f, idx, node.size, f.full)
-        if restructured or tuple(node.sites) != names:
+        n, names = len(node.sites), tuple(node.sites) if f.full else None
+        write_sites(node.sites, f, idx, node.size, f.full)  # (a full run may also drop columns)
+        if restructured or len(node.sites) != n or (f.full and tuple(node.sites) != names):
             trace.layout += 1
         if f.coupled or (f.full and node.procs):
             coupled.install(node, f)

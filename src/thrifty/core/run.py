@@ -387,11 +387,8 @@ class Run:
         trace = self.trace if trace is None else trace
         trace.clock += 1
         clock = trace.clock
-        old, new = trace.root, self.root
-        if (self.n_fresh or self.n_stale or new.sites.keys() != old.sites.keys()
-                or new.plates.keys() != old.plates.keys()
-                or new.chains.keys() != old.chains.keys()):
-            trace.layout += 1  # (nodes' new columns: their updates count them)
+        if self.n_fresh or self.n_stale or self.root.sites.keys() != trace.root.sites.keys():
+            trace.layout += 1  # (a node's new columns, a new node's too: its update counts them)
         if self.n_fresh or self.n_stale:
             trace.structure += 1
             if trace._n_latent is not None:

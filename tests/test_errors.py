@@ -5,6 +5,7 @@ import pytest
 
 import thrifty as th
 from thrifty import dist
+from thrifty.core.engine import propose
 from thrifty.errors import (
     DistributionError,
     InitializationError,
@@ -12,6 +13,7 @@ from thrifty.errors import (
     NumericalError,
     SelectionError,
 )
+from thrifty.inference.kernel import Kernel
 
 
 def run(program, kernel=None, **kw):
@@ -353,6 +355,70 @@ def test_plate_values_read_after_it_in_a_branch_the_initial_trace_did_not_take(k
         run(_branch_reads_plate_buffer("site"), kernel, num_samples=3000, init=init, check=False)
     r = run(_branch_reads_plate_buffer("mu"), kernel, num_samples=300, init=init, check=False)
     assert 0 < r["flag"].mean() < 1  # (both layouts reached)
+
+
+class _SetFlag(Kernel):
+    """Sets flag (not an MCMC kernel: a part of a cycle that moves the trace into a layout and,
+    as the cycle's last part, back out of it within one step)."""
+
+    def __init__(self, value: int):
+        super().__init__()
+        self.value = value
+
+    def _step(self, trace, rng):
+        propose(trace, rng, targets={("flag",): self.value}).commit()
+        return trace
+
+
+def test_a_layout_a_composite_kernel_enters_and_leaves_within_a_step_is_checked():
+    """Every step of the cycle ends at flag = 0, the initial layout; its second part runs with
+    flag = 1, where s reads the plate's buffer: checked when the first part reaches it."""
+    kernel = th.cycle([_SetFlag(1), th.mh("d.theta", th.drift(0.5)), _SetFlag(0)])
+    with pytest.raises(ModelError, match=r"\('s',\) depends on values sampled inside a plate"
+                                         r"(.|\n)*step 1 of chain 0"):
+        run(_branch_reads_plate_buffer("site"), kernel, num_samples=20, init={"flag": 0},
+            check=False)
+
+
+@th.model
+def _plate_observation_in_a_branch():
+    flag = th.sample("flag", dist.Bernoulli(0.5))
+    with th.plate("d", 4) as i:
+        _BUF[i] = th.sample("theta", dist.Normal(0.0, 1.0))
+    with th.plate("e", 2) as j:  # (in every trace; its observation only where flag = 1)
+        th.sample("u", dist.Normal(0.0, 1.0))
+        if flag == 1:
+            th.observe("o", dist.Normal(_BUF.sum() + np.zeros(2)[j], 1.0), np.array([3.0, 2.0])[j])
+
+
+def test_an_observation_of_a_branch_in_a_plate_every_trace_holds():
+    """A plate keeps no column of its observations: their names, once executed, are part of
+    its layout — the plate 'e' below holds the same columns with and without 'o'."""
+    with pytest.raises(ModelError, match=r"the plate \('e',\) reads values sampled in the plate"
+                                         r" \('d',\)(.|\n)*the first trace of its layout"):
+        run(_plate_observation_in_a_branch(), num_samples=3000, init={"flag": 0}, check=False)
+
+
+@th.model
+def _branch_by_a_started_choice(y):
+    mu = th.sample("mu", dist.Normal(-3.0, 1.0))  # (the initial draw: below 0, all but surely)
+    with th.plate("d", 4) as i:
+        _BUF[i] = th.sample("theta", dist.Normal(0.0, 1.0))
+    with th.plate("obs", len(y)) as k:
+        th.observe("y", dist.Normal(mu, 1.0), y[k])
+    if mu > 0:
+        th.observe("s", dist.Normal(_BUF.sum(), 1.0), 1.0)
+
+
+def test_a_layout_a_kernels_start_moves_the_trace_to_is_checked():
+    """th.drift() (adapted) starts its block at the Laplace approximation's draw: from mu < 0
+    (no site s) to mu ≈ 1.7, where s reads the plate's buffer.  That trace is checked before
+    the first step."""
+    y = np.full(20, 2.0)
+    kernel = th.cycle([th.mh("mu", th.drift()), th.mh("d.theta", th.drift(0.5))])
+    with pytest.raises(ModelError, match=r"\('s',\) depends on values sampled inside a plate"
+                                         r"(.|\n)*the kernels' start"):
+        run(_branch_by_a_started_choice(y), kernel, num_samples=10, check=False)
 
 
 def test_a_plate_of_a_branch_the_initial_trace_did_not_take_reading_another_plate():

@@ -17,10 +17,13 @@ import threading
 
 
 class _Executions(threading.local):
-    """Per thread: ``runs``, the stack of active executions."""
+    """Per thread: ``runs``, the stack of active executions, and ``layout_watch``: while a
+    chain steps, what a composite kernel calls with the trace when one of its parts changed the
+    trace's layout (``thrifty.runtime.chain``), else None."""
 
     def __init__(self):
         self.runs: list = []
+        self.layout_watch = None
 
 
 EXECUTIONS = _Executions()

@@ -75,6 +75,7 @@ class BatchFrame:
     fresh_node = False  # a plate's first execution (every element, none stored yet)
     watch: frozenset | None = None  # a plate's watched observations (thrifty.core.exec_log)
     keeps_observed = False  # observations are sites of ``new`` too (a chain step's members)
+    obs_names: set | None = None  # the accumulating frame's observations (``rel``), by name
     # the run is an MH proposal: a resampled member's prior densities are its q terms (a
     # particle run weighs its members by their observations instead, and keeps none)
     proposal_terms = True
@@ -447,6 +448,11 @@ class BatchFrame:
                 acc.obs_lp = lp if lp.flags.writeable and lp.base is None else lp.copy()
             else:
                 acc.obs_lp += lp
+            names = acc.obs_names  # (names only: the layout, thrifty.core.layout)
+            if names is None:
+                acc.obs_names = {lanes.rel}
+            else:
+                names.add(lanes.rel)
         if d is not None and acc.watch and lanes.rel in acc.watch:  # a watched observation
             acc.watched[lanes.rel] = (d, value)
 

@@ -31,7 +31,8 @@ def pattern_of(addr) -> tuple:
 def layout_key(trace) -> frozenset:
     """What :func:`~thrifty.core.output.probe`'s checks are about in ``trace``: the names of its
     top-level sites, of its plates and chains (those of the markov steps once, without the
-    steps' numbers) and of their sites, and its mem tables.  A trace of another layout holds
+    steps' numbers) and of their sites (a plate's observations: every name it has executed),
+    and its mem tables.  A trace of another layout holds
     sites that a probe of this one did not run (an observation in a branch taken only there).
 
     >>> import thrifty as th
@@ -49,7 +50,8 @@ def layout_key(trace) -> frozenset:
         key = pattern_of(addr) if inside else addr
         out.add((kind, key))
         out.update((kind, key, local) for local in node.sites)
-        if kind == "plate":  # (its elements' chains)
+        if kind == "plate":  # (its observations, not kept as columns; its elements' chains)
+            out.update(("plate observation", key, rel) for rel in node.obs_names)
             for local, cols in node.chains.items():
                 out.update(("plate chain", key, local, rel) for rel in cols.sites)
     out.update(("mem", addr) for addr in trace.mems)

@@ -44,6 +44,8 @@ _FIRST = np.zeros(1, dtype=np.int64)  # the position of the one executed element
 class PlateNode(StaleElements, Node):
     """The stored state of one plate (see the module docstring)."""
 
+    obs_names: frozenset = frozenset()  # (a node pickled before it held them)
+
     def __init__(self, addr: tuple, size: int):
         self.addr = addr
         self.size = size
@@ -60,6 +62,7 @@ class PlateNode(StaleElements, Node):
         self.exec_clock = 0  # clock of the newest execution of any element (O(1) "since?")
         self.exec_log: ExecLog | None = None  # executions, newest first, once watched
         self.watch_obs: frozenset = frozenset()  # observations whose distributions they carry
+        self.obs_names: frozenset = frozenset()  # observations executed so far, by name
         self.mem_stale = False  # some elements may have read a mem key changed since
         self.procs: dict = {}  # coupled sites (process draws, collapsed observations) → state
         self._latent: list | None = None
@@ -350,6 +353,8 @@ class PlateFrame(BatchFrame):
         if self.fresh_node:
             node = PlateNode(self.addr, self.N)
             write_sites(node.sites, self, self.idx, self.N, True)
+            if self.obs_names:
+                node.obs_names = frozenset(self.obs_names)
             for local, steps in self.new_chains.items():
                 node.chains[local] = ChainColumns.build(steps, self.N)
             node.elem_lp = Column(self.elem_lp)
@@ -454,6 +459,9 @@ class PlateUpdate(Update):
         n, names = len(node.sites), tuple(node.sites) if f.full else None
         write_sites(node.sites, f, idx, node.size, f.full)  # (a full run may also drop columns)
         if restructured or len(node.sites) != n or (f.full and tuple(node.sites) != names):
+            trace.layout += 1
+        if f.obs_names and not f.obs_names <= node.obs_names:  # (an observation of a new name;
+            node.obs_names = node.obs_names | f.obs_names  # names are kept once seen)
             trace.layout += 1
         if f.coupled or (f.full and node.procs):
             coupled.install(node, f)

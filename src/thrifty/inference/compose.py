@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from thrifty._args import checked_keywords
+from thrifty._context import EXECUTIONS
 from thrifty.errors import ArgumentError
 from thrifty.inference.kernel import Kernel
 
@@ -20,8 +21,13 @@ class _Composite(Kernel):
         self.stats.composite = True
 
     def _part(self, k, trace, rng):
+        layout = trace.layout
         trace, info = k.update(trace, rng)
         self.info.absorb(info)
+        if trace.layout != layout:  # (a layout the next parts may run in: checked before them)
+            watch = EXECUTIONS.layout_watch
+            if watch is not None:
+                watch(trace)
         return trace
 
     def kernels(self):

@@ -23,7 +23,7 @@ from time import perf_counter, process_time
 
 import numpy as np
 
-from thrifty._context import float64
+from thrifty._context import EXECUTIONS, float64
 from thrifty.core.check import raise_if_inconsistent
 from thrifty.core.engine import RESCORE, Run
 from thrifty.core.layout import layout_key
@@ -230,7 +230,8 @@ class ChainRun:
             self.needs_plates = snapshot["needs_plates"]
             self.iteration = snapshot["iteration"]
             self.n_recorded = snapshot["n_recorded"]
-        # the layouts probed (a snapshot's trace is of a layout its run probed)
+        # the layouts probed (a snapshot's trace is of a layout its run probed: each layout
+        # is probed before a draw is recorded in it, a kernel's start's too)
         self._layouts = {layout_key(self.trace)}
         self.init_seconds = perf_counter() - t0
         self.seconds = 0.0  # wall time in the sampling loop
@@ -250,6 +251,7 @@ class ChainRun:
                 t1 = perf_counter()
                 start(self.trace, self.rng, init)
                 self.init_seconds += perf_counter() - t1
+                self._new_layout(self.trace, lambda trace: None, 0)  # (a start may move it)
         keep = cfg.keep or Selector()
         if snapshot is None and not keep.everything:
             from thrifty.runtime.recorder import sources
@@ -310,6 +312,10 @@ class ChainRun:
         chunk = 1
         layout = (trace.uid, trace.layout)  # (the layout of the trace last probed)
         t_start = perf_counter()
+        watching = EXECUTIONS.layout_watch  # (a chain run inside another's step: restored)
+        # a composite kernel's parts may run in a layout that its later parts leave: checked
+        # when a part reaches it, as the chain checks what a step leaves
+        EXECUTIONS.layout_watch = lambda tr: self._new_layout(tr, flush, it + 1)
         try:
             while it < total:
                 t0, it0, checking = perf_counter(), it, 0.0
@@ -375,6 +381,7 @@ class ChainRun:
             self.consistent = False
             raise
         finally:
+            EXECUTIONS.layout_watch = watching
             self.trace, self.iteration = trace, it
             self.seconds += perf_counter() - t_start
 
@@ -390,7 +397,8 @@ class ChainRun:
         try:
             needs = probe_layout(trace)
         except ModelError as e:
-            raise ModelError(f"{e} (seen at step {it} of chain {self.chain}, the first trace of "
+            where = f"step {it}" if it else "the kernels' start"
+            raise ModelError(f"{e} (seen at {where} of chain {self.chain}, the first trace of "
                              "its layout: thrifty checks each layout of the program — which "
                              "sites, plates and chains exist — when a chain first reaches "
                              "it)") from e

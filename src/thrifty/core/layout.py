@@ -32,8 +32,9 @@ def layout_key(trace) -> frozenset:
     """What :func:`~thrifty.core.output.probe`'s checks are about in ``trace``: the names of its
     top-level sites, of its plates and chains (those of the markov steps once, without the
     steps' numbers) and of their sites (a plate's observations: every name it has executed),
-    and its mem tables.  A trace of another layout holds
-    sites that a probe of this one did not run (an observation in a branch taken only there).
+    and its mem tables.  A trace of another layout holds sites that a probe of this one did not
+    run (an observation in a branch taken only there).  O(top-level sites + nodes, the nested
+    nodes of every markov step included): computed only after a commit that counted a change.
 
     >>> import thrifty as th
     >>> from thrifty import dist

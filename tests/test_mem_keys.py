@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import thrifty as th
+from stat_helpers import mean_z, z_threshold
 from thrifty import dist
 from thrifty.core.column import Column
 from thrifty.errors import ModelError
@@ -166,3 +167,29 @@ def test_a_traces_values_refuse_two_choices_of_one_name():
         th.simulate(at_key(), seed=0).values()
     with pytest.raises(ModelError, match=r"two choices would both be named 'w\.1'"):
         th.simulate(int_and_str(), seed=0).values()
+
+
+Y6 = np.array([2.5, -0.3, 1.3, 0.2, -1.1, 0.7])
+
+
+@th.model
+def one_key_per_element(y):
+    """w(i) with the plate's index: each element reads the key of its own position — slice(0, 6)
+    when every element runs is the positions 0..5, as the integer array of a subset is."""
+    w = th.mem("w", lambda k: dist.Normal(0.0, 1.0))
+    with th.plate("data", len(y)) as i:
+        th.observe("y", dist.Normal(w(i), 1.0), y[i])
+
+
+def test_a_mem_read_with_the_plate_index_reads_one_key_per_element():
+    """The keys are the positions whether the index is a slice or an array; the posterior of
+    each w_k is N(y_k / 2, 1/2): z-tests of the six means with ESS-based standard errors,
+    Bonferroni threshold (stat_helpers.z_threshold).  (A slice is hashable: read as one key, it
+    gave every element one shared value.)"""
+    tr = th.simulate(one_key_per_element(Y6), seed=0)
+    values = tr.values()
+    assert sorted(k for k in values if k.startswith("w.")) == [f"w.{k}" for k in range(6)]
+    assert len({values[f"w.{k}"] for k in range(6)}) == 6
+    r = th.infer(one_key_per_element(Y6), num_samples=3000, burn_in=500, seed=2, progress=False)
+    zs = [mean_z(r[f"w.{k}"], Y6[k] / 2, np.sqrt(0.5)) for k in range(6)]
+    assert max(map(abs, zs)) < z_threshold(6), zs

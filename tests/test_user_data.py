@@ -216,3 +216,19 @@ def test_a_range_argument_is_read_as_its_numbers():
     r = th.infer(means(range(4)), kernel, num_samples=30, seed=0, progress=False)
     expected = th.infer(means([0, 1, 2, 3]), kernel, num_samples=30, seed=0, progress=False)
     np.testing.assert_array_equal(r["data.mu"], expected["data.mu"])
+
+
+def test_a_list_in_a_dict_indexed_by_the_plate_index_names_the_list():
+    """A list takes the plate's index when every element runs (a slice) but not a subset's
+    integer array: the error says so, rather than blaming the run of no element where it shows
+    first."""
+
+    @th.model
+    def m(d):
+        mu = th.sample("mu", dist.Normal(0.0, 3.0))
+        with th.plate("data", len(d["y"])) as i:
+            th.observe("y", dist.Normal(mu, 1.0), d["y"][i])
+
+    with pytest.raises(ModelError, match=r"a Python list or tuple indexed by the plate's index"
+                       r"(.|\n)*np\.asarray"):
+        th.infer(m({"y": [0.1, 0.5, -0.2]}), th.mh("mu"), num_samples=5, progress=False)

@@ -86,6 +86,12 @@ def _indexed_a_dict(exc: BaseException) -> bool:
     return isinstance(exc, TypeError) and "unhashable type: 'numpy.ndarray'" in str(exc)
 
 
+def _indexed_a_sequence(exc: BaseException) -> bool:
+    """Whether ``exc`` is what indexing a Python list or tuple with an integer array (a plate's
+    index over a subset of its elements) raises."""
+    return isinstance(exc, TypeError) and "only integer scalar arrays can be converted" in str(exc)
+
+
 def _index_note(run, exc) -> str:
     """:func:`converted_note` for an array indexed by a label (``df["x"]``)."""
     return converted_note(run.trace.program) if isinstance(exc, IndexError) else ""
@@ -145,6 +151,14 @@ def plate_code_error(frame, exc: BaseException) -> ModelError:
                 f"{msg}){data_arguments_note(program)}. The plate's index is a slice or an "
                 f"array of positions, and {READ_BY_POSITION} (np.asarray(list(d.values())) "
                 "for a dict d whose values are in element order)")
+    elif _indexed_a_sequence(exc):
+        text = (f"in {where}: the model code raised {type(exc).__name__}: {msg}"
+                f"{_last_in_plate(frame)} — a Python list or tuple indexed by the plate's index"
+                "? The index is slice(0, size) when every element runs, which a list takes, "
+                "and an integer array of positions when kernels run a subset of the elements, "
+                "which it does not: index a NumPy array (np.asarray(...)) instead. A program's "
+                "list arguments of numbers reach the model as NumPy arrays; lists inside a "
+                "dict or another container stay lists")
     elif "truth value of an array" in msg:
         text = (f"in {where}: a Python `if`, `and`, `or` or `while` tested a value with one "
                 "entry per executed element (NumPy: truth value of an array is ambiguous)"

@@ -410,6 +410,11 @@ FEW_KEYS = 16  # up to this many keys, distinct keys are found in Python (no sor
 def read_batch(frame, mem, keys):
     """A read of one key per member, from a batch (plate body)."""
     acc, run = frame.acc, frame.run
+    if type(keys) is slice:  # the plate's index over a range of elements (every element's
+        # is slice(0, size)): the elements' positions, one key each — as an integer array index
+        # of a subset gives them; the slice object itself is a key too (hashable), which would
+        # give every element one shared value
+        keys = np.arange(keys.start or 0, keys.stop, keys.step or 1)
     keys = np.asarray(keys)
     n = acc.n
     if keys.ndim == 0:

@@ -227,7 +227,8 @@ def mem(name, fn: Callable) -> Mem:
     """A memoized random function: ``f = th.mem("w", lambda k: dist.Normal(0, 1))``.
 
     ``fn(key)`` must return a distribution; ``f(key)`` draws at address ``(name, key)`` once
-    per trace.  Inside a plate, ``f`` accepts an array of keys (one per element).
+    per trace.  Inside a plate, ``f`` accepts an array of keys (one per element), and
+    ``f(i)`` with the plate's index ``i`` reads each element's own key, its position.
 
     >>> import thrifty as th
     >>> from thrifty import dist

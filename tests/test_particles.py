@@ -485,6 +485,33 @@ def test_pgibbs_composes_with_mh_and_names_its_errors():
                        match=r"chain 'x' its site 'x.e' is not present in every step"):
         th.infer(sometimes(), th.pgibbs("x", 5), num_samples=5, seed=0, progress=False)
 
+    @th.model
+    def plate_in_step():  # the same choices in every step, and a plate in each
+        def step(t, prev):
+            z = th.sample("z", dist.Normal(prev, 1.0))
+            with th.plate("obs", 3) as i:
+                th.observe("y", dist.Normal(z, 1.0), np.full(3, 0.5)[i])
+            return z
+
+        th.markov("x", step, 4, 0.0)
+
+    with pytest.raises(th.errors.SelectionError,
+                       match=r"step 0 of the chain 'x' holds a plate of its own \(x\.0\.obs\)"
+                             r".*trailing axis"):
+        th.infer(plate_in_step(), th.pgibbs("x", 5), num_samples=5, seed=0, progress=False)
+
+    @th.model
+    def plate_after_the_chain(y):  # the states read by a plate after the chain
+        xs = th.markov("x", lambda t, prev: th.sample("z", dist.Normal(prev, 1.0)), len(y), 0.0)
+        xs = np.asarray(list(xs))
+        with th.plate("data", len(y)) as i:
+            th.observe("y", dist.Normal(xs[i], 1.0), y[i])
+
+    with pytest.raises(ModelError, match=r"code after a chain once for all 5 particles.*"
+                                         r"inside the chain's step"):
+        th.infer(plate_after_the_chain(np.zeros(4)), th.pgibbs("x", 5), num_samples=5, seed=0,
+                 progress=False)
+
 
 @th.model
 def observed_after_the_chain(t_read):

@@ -283,6 +283,10 @@ class BatchFrame:
     def where(self) -> str:
         return "a batch"
 
+    def shape_note(self) -> str:
+        """What a shape error in this batch should add about how it runs (nothing here)."""
+        return ""
+
     def check_observed_shape(self, rel, d, value) -> None:
         """An observed value has one entry per member (plates: data indexed by the plate's
         index), each of the shape of one of the distribution's values: an observed value
@@ -298,7 +302,7 @@ class BatchFrame:
             raise ModelError(
                 f"shape mismatch in {self.where()} at observation {fmt(self.generic(rel))}: "
                 f"observed value of shape {shape} for {self.n} executed element(s); index the "
-                "data with the plate's index"
+                f"data with the plate's index{self.shape_note()}"
             )
         if len(shape) == 1 and len(d.batch_shape) <= 1 and not d.event_shape:
             return  # (one number per member, of a distribution of numbers: the usual case)
@@ -318,7 +322,7 @@ class BatchFrame:
             f"element(s) of {self.where()}), but {d!r} draws values of shape {per} per element "
             f"(batch shape {bs}, event shape {es}). To observe values of shape {shape[1:]} per "
             "element, give the distribution parameters with those axes (e.g. mu * "
-            "np.ones(y[i].shape)) or a distribution with that event shape"
+            f"np.ones(y[i].shape)) or a distribution with that event shape{self.shape_note()}"
         )
 
     def check_data_length(self, rel, value) -> None:

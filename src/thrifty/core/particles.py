@@ -201,6 +201,15 @@ class PlateParticles(BatchFrame):
     def where(self) -> str:
         return f"plate {fmt(self.plate_addr)} of a particle batch"
 
+    def shape_note(self) -> str:
+        return (f". (The particle methods — th.pgibbs, th.smc, th.pmmh — run the code after a "
+                f"chain once for all {self.per} particles: this plate's body over its elements × "
+                f"{self.per} particles, its index repeating each element per particle, and "
+                "values computed from the chain's states hold one entry per particle — "
+                "list(states) gives arrays of particles. Observe data that depend on the "
+                "states inside the chain's step, y[t] at step t, where each particle reads its "
+                "own state)")
+
     sample_process = None  # (a latent choice here is refused by site_lanes, whatever its family)
 
     def site_lanes(self, local, d, what):

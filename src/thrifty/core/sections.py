@@ -330,11 +330,20 @@ def chain_references(trace, chain: tuple, who: str):
         if not node.uniform():
             partial = [".".join(map(str, chain + k)) for k, s in node.sites.items()
                        if s.present is not None and not s.present.array().all()]
-            what = (f"its site {partial[0]!r} is not present in every step" if partial
-                    else "it has steps with nested plates or chains")
+            if partial:
+                raise SelectionError(
+                    f"{who}: in the chain {name!r} its site {partial[0]!r} is not present in "
+                    "every step; particle Gibbs needs the same choices in every step"
+                )
+            t, (in_plates, in_chains, _) = next(iter(node.nested.items()))
+            inner = [*in_plates, *in_chains]
+            what = "plate" if in_plates else "chain"
             raise SelectionError(
-                f"{who}: in the chain {name!r} {what}; particle Gibbs needs the same choices "
-                "in every step"
+                f"{who}: step {t} of the chain {name!r} holds a {what} of its own "
+                f"({'.'.join(map(str, chain + (t,) + tuple(inner[0])))}); particle Gibbs runs "
+                "a step once over all its particles and does not run plates or chains nested "
+                "in a step: give the step's observations a trailing axis instead of a plate "
+                "(one th.observe of a vector y[t] with parameters of that shape)"
             )
         cols = {k: node.sites[k].values.array() for k in node.latent_sites()}
         return None, chain, node.T, [{k: v[t][None] for k, v in cols.items()}

@@ -700,6 +700,31 @@ def test_an_element_scoring_by_the_parity_of_its_position_is_refused_at_set_up()
         run(m(), th.subsampled_mh("mu", batch_size=2), check=False)
 
 
+def test_a_pandas_series_read_by_label_in_a_plate_is_refused_at_set_up():
+    """A covariate Series kept outside the program's arguments (here a global), whose labels
+    differ from their positions only in the middle (rows 2 and 3 swapped, after a sort):
+    X[i] reads positions under the slice of every element and labels under a subset's integer
+    array.  The runs of the first, the last, and the second and last elements saw nothing;
+    with check=False LMH then ran on covariates swapped between rows 2 and 3 in every one-element
+    update (a wrong posterior, silently).  The run of the odd elements sees row 3: refused, the
+    error naming label reads."""
+    import pandas as pd
+
+    y = np.array([1.0, -2.0, 3.0, 0.5, 2.5])
+    x = pd.Series([0.0, 4.0, -4.0, 2.0, 8.0], index=[0, 1, 3, 2, 4])
+
+    @th.model
+    def m():
+        with th.plate("data", len(y)) as i:
+            w = th.sample("w", dist.Normal(0.0, 1.0))
+            th.observe("y", dist.Normal(w + x[i], 1.0), y[i])
+
+    with pytest.raises(ModelError, match=r"the element 3 of the plate \('data',\) scores "
+                                         r"otherwise when it runs with the element\(s\) 1 .*"
+                                         r"by label"):
+        run(m(), th.lmh(), check=False)
+
+
 def test_a_data_only_plate_reading_a_buffer_its_elements_fill_is_refused_at_set_up():
     """A plate with no latent choice whose elements read each other through a buffer the body
     fills (``buf[i] = mu`` … ``np.roll(buf, 1)[i]``): its elements have no values to move, and

@@ -12,11 +12,18 @@ vector of the executed elements breaks this without reading any other element's 
 * ``X[i] - X[i].mean()`` — data standardised over the executed rows;
 * ``i.max()``, ``i[0]``, ``np.roll(X[i], 1)`` — positions within the executed vector.
 
+* ``X[i]`` of a pandas Series or DataFrame that is not an argument of the program (a global,
+  an attribute): it reads positions when ``i`` is the slice of every element and labels when
+  it is the integer array of a subset (thrifty reads the program's arguments by position).
+
 The value moves of :mod:`thrifty.core.output` cannot see these (every run of that check
-executes every element); three runs here can: the plate's first element alone, then its last
-element alone, then its second and last elements (each plate of the program at once, every
-markov step run), each element's score compared with its score in the full execution, at the
-tolerance of the check mode (:mod:`thrifty.core.agree`).  A reader of the executed vector's
+executes every element); five runs here can: the plate's first element alone, then its last
+element alone, then its second and last elements, then its elements of odd position, then
+those of even position after the first (each plate of the program at once, every markov step
+run), each element's score compared with its score in the full execution, at the tolerance of
+the check mode (:mod:`thrifty.core.agree`).  The last two run every element but the first in
+a subset of about half the plate, so a reader by label is seen wherever a label differs from
+its position.  A reader of the executed vector's
 length, mean or ends scores otherwise on one element than on all of them; a reader of a
 position's parity (``(-1) ** np.arange(len(i))``) scores the second element otherwise at
 position 0 than at position 1, whatever the number of elements; the pair runs a subset of
@@ -24,8 +31,8 @@ neither one nor every element.  Before them the program runs once from its prior
 of its own (:func:`_elsewhere`): a buffer the plate fills then holds another
 execution's values wherever those runs do not write it, so an element that reads it elsewhere
 scores otherwise.  Coupled plates (a process's draws) are left out: their elements' scores
-depend on each other by design.  The cost is one full execution and three of O(1) elements
-per plate at initialisation.
+depend on each other by design.  The cost is one full execution, three of O(1) elements
+and two of half the elements per plate at initialisation (about two full executions).
 
 >>> import numpy as np, thrifty as th
 >>> from thrifty import dist
@@ -61,10 +68,10 @@ def elements_alone(trace, plates: dict, steps: Callable[[], Plan]) -> None:
     if not plates:
         return
     _elsewhere(trace)
-    for pick in _PICKS:
+    for what, pick in _PICKS:
         plan = steps()
         # the elements this run executes, per plate (a plate of two: one for the pair)
-        elems = {addr: sorted({k % node.size for k in pick}) for addr, node in plates.items()}
+        elems = {addr: pick(node.size) for addr, node in plates.items()}
         for addr, es in elems.items():
             plan.add_elements(addr, es)
         try:  # (one row's mean or spread may divide by zero: the scores differ, quietly)
@@ -73,22 +80,28 @@ def elements_alone(trace, plates: dict, steps: Callable[[], Plan]) -> None:
         except Exception as e:
             which = ", ".join(fmt(a) for a in sorted(plates, key=repr)[:3])
             raise ModelError(
-                f"running the plate(s) {which} on {_PICKS[pick]} failed ({type(e).__name__}: "
+                f"running the plate(s) {which} on {what} failed ({type(e).__name__}: "
                 f"{e}); {_WHY}") from e
         for addr, node in plates.items():
+            es = elems[addr]
             frame = run.plate_frames.get(addr)
-            for j, k in enumerate(elems[addr]):
-                got = np.nan if frame is None or run.aborted is not None else float(
-                    np.asarray(frame.elem_lp)[j])
-                want = float(node.elem_lp.get(k))
-                if not np.isclose(got, want, rtol=RTOL, atol=ATOL, equal_nan=True) or (
-                        np.isnan(got) and run.aborted is not None):
-                    others = [str(e) for e in elems[addr] if e != k]
-                    alone = f"with the element(s) {', '.join(others)}" if others else "alone"
-                    raise ModelError(
-                        f"the element {k} of the plate {fmt(addr)} scores otherwise when it "
-                        f"runs {alone} ({got!r}) than when every element runs ({want!r}): "
-                        f"{_WHY}")
+            want = node.elem_lp.array()[es]
+            if frame is None or run.aborted is not None:
+                got = np.full(len(es), np.nan)
+                bad = np.ones(len(es), dtype=bool)
+            else:
+                got = np.asarray(frame.elem_lp, dtype=float)
+                bad = ~np.isclose(got, want, rtol=RTOL, atol=ATOL, equal_nan=True)
+            if bad.any():
+                j = int(np.flatnonzero(bad)[0])
+                k = int(es[j])
+                others = [str(e) for e in es if e != k]
+                alone = (f"among {what} ({len(es)} elements)" if len(others) > 2 else
+                         f"with the element(s) {', '.join(others)}" if others else "alone")
+                raise ModelError(
+                    f"the element {k} of the plate {fmt(addr)} scores otherwise when it runs "
+                    f"{alone} ({float(got[j])!r}) than when every element runs "
+                    f"({float(want[j])!r}): {_WHY}")
 
 
 def steps_alone(trace) -> None:
@@ -197,13 +210,22 @@ def _elsewhere(trace) -> None:
         pass
 
 
-# the elements each run executes (negative: from the end), as its error names them
-_PICKS = {(0,): "the first element alone", (-1,): "the last element alone",
-          (1, -1): "the second and last elements"}
+# the elements each run executes (of a plate of ``n`` > 1), as its error names them
+_PICKS = (
+    ("the first element alone", lambda n: np.array([0])),
+    ("the last element alone", lambda n: np.array([n - 1])),
+    ("the second and last elements", lambda n: np.unique([1, n - 1])),
+    ("the elements of odd position", lambda n: np.arange(1, n, 2)),
+    ("the elements of even position after the first", lambda n: np.arange(2, n, 2)),
+)
 _WHY = (
     "kernels run a plate on any subset of its elements (one element, a batch of data rows), "
     "so an element may read only its own values and what comes from outside the plate — not "
     "which or how many elements run with it (len(i), np.size(z), a scale N / len(i): thrifty "
     "scales subsets itself; X[i].mean(), i.max(), np.roll(X[i], 1)), nor what another "
-    "element's execution left in a buffer (np.roll(buf, 1)[i] after buf[i] = mu). Compute "
-    "such quantities outside the plate, from the whole data")
+    "element's execution left in a buffer (np.roll(buf, 1)[i] after buf[i] = mu), nor read "
+    "its data by label (a pandas Series or DataFrame kept outside the program's arguments, a "
+    "global or an attribute, reads X[i] by label when i is the integer array of a subset and "
+    "by position when it is the slice of every element: pass it as an argument, which thrifty "
+    "reads by position, or use X.to_numpy()). Compute quantities of the whole data outside the "
+    "plate")

@@ -410,20 +410,15 @@ FEW_KEYS = 16  # up to this many keys, distinct keys are found in Python (no sor
 def read_batch(frame, mem, keys):
     """A read of one key per member, from a batch (plate body)."""
     acc, run = frame.acc, frame.run
-    if type(keys) is slice:  # the plate's index over a range of elements (every element's
-        # is slice(0, size)): the elements' positions, one key each — as an integer array index
-        # of a subset gives them; the slice object itself is a key too (hashable), which would
-        # give every element one shared value
+    if type(keys) is slice:  # the plate's index, slice(0, size): its positions (not one key)
         keys = np.arange(keys.start or 0, keys.stop, keys.step or 1)
     keys = np.asarray(keys)
     n = acc.n
     if keys.ndim == 0:
         keys = np.broadcast_to(keys, (n,))
     if keys.shape[0] != n:
-        raise ValueError(
-            f"mem {fmt(mem.addr)} read in {acc.where()} with keys of shape {keys.shape} "
-            f"for {n} executed element(s)"
-        )
+        raise ValueError(f"mem {fmt(mem.addr)} read in {acc.where()} with keys of shape "
+                         f"{keys.shape} for {n} executed element(s)")
     if n == 1:  # one element (Gibbs, MH on one element): no sort
         uniq, inv = keys.reshape(1), np.zeros(1, dtype=np.intp)
     elif n <= FEW_KEYS and keys.ndim == 1 and keys.dtype.kind in "iu":

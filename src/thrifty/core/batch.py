@@ -529,4 +529,6 @@ def check_data_rows(data_rows: dict) -> None:
             raise ModelError(
                 f"{where} has {n} element(s), but its observation {obs} {what}. Give the "
                 "plate the data's length (th.plate(name, len(data))), or pass only the rows "
-                f"to observe as the argument (data[:n]).{also}")
+                "to observe as the program's argument (data[:n]); rows selected in the model "
+                "(a split, th.call(..., y[:n])) are views of the argument's memory, which this "
+                f"check reads: observe a copy of them (y[:n].copy()).{also}")

@@ -31,6 +31,7 @@ from thrifty.core.output import probe
 from thrifty.core.simulate import initialize, simulate
 from thrifty.errors import ModelError
 from thrifty.inference.configured import restore_state
+from thrifty.runtime.arguments import argument_digests, raise_if_written
 from thrifty.runtime.draws import DrawStore
 from thrifty.runtime.recorder import Recorder, Selector
 
@@ -216,9 +217,15 @@ class ChainRun:
         if snapshot is None:
             self.rng = np.random.default_rng(seed)
             self.kernel = copy.deepcopy(kernel)
-            self.trace = initialize(program, self.rng, init)
-            self.execution_seconds = perf_counter() - t0
-            self.needs_plates = probe(self.trace, self.rng)
+            before = argument_digests(program)
+            try:
+                self.trace = initialize(program, self.rng, init)
+                self.execution_seconds = perf_counter() - t0
+                self.needs_plates = probe(self.trace, self.rng)
+            except Exception as e:  # (an argument the program wrote into: the cause)
+                raise_if_written(program, before, e)
+                raise
+            raise_if_written(program, before)
             self.iteration = 0
             self.n_recorded = 0
         else:

@@ -1,5 +1,7 @@
-"""A program that changes its own arguments in place while it runs is refused at set-up, naming
-the argument (:mod:`thrifty.runtime.arguments`): every execution must read the same data."""
+"""A program that changes its own arguments in place so that its next execution reads other data
+is refused at set-up, naming the argument (:mod:`thrifty.runtime.arguments`); an argument used as
+a scratch buffer every execution refills is a rewrite of the model (``tests/test_rewrites.py``,
+"argument buffer": the exact posterior)."""
 
 from __future__ import annotations
 
@@ -23,8 +25,8 @@ def test_a_write_through_the_view_of_every_element_is_refused_naming_the_argumen
     """``xi = x[i]; xi -= 0.1``: under the slice of every element x[i] is a view of the
     argument, under a subset's integer array a copy — the set-up's runs of single elements
     then scored otherwise, and the error blamed elements reading each other's values while
-    the caller's x had been shifted four times.  The error now names the write (raised from
-    the error it led to)."""
+    the caller's x had been shifted four times.  The error now names the write as the likely
+    cause (raised from the error it led to)."""
     y = np.array([0.5, -0.2, 1.1, 0.3, -0.7])
 
     @th.model

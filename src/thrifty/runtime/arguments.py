@@ -1,17 +1,21 @@
-"""Whether the program changed its own arguments in place while it ran.
+"""Whether the program changed its own arguments in place while it ran, and whether that matters.
 
 thrifty executes a program many times — in full, and in part: some plate elements, some markov
-steps — and every execution must read the same data.  One that changes an argument in place
-(``x *= 2``, or ``xi = x[i]; xi -= c``, where ``x[i]`` is a view of the argument when ``i`` is
-the slice of every element and a copy when it is a subset's integer array) leaves the next
-execution other data: the posterior of a model that changes as it is sampled, and the caller's
-data changed behind their back.  A chain's set-up takes a digest of each argument
+steps — and every execution must read the same data.  One that changes an argument in place so
+that the next execution reads other data (``x *= 2``, or ``xi = x[i]; xi -= c``, where ``x[i]``
+is a view of the argument when ``i`` is the slice of every element and a copy when it is a
+subset's integer array) samples a model that changes as it is sampled, and changes the
+caller's data.  An argument used as a scratch buffer — filled before it is read, in every
+execution (``buf[0] = mu`` … ``buf[0]``) — is another matter: a rewrite of the model that gives
+its posterior.  A chain's set-up takes a digest of each argument
 (:func:`thrifty.fingerprint.value_digest`: values, arrays by their bytes) before the program's
 first execution and compares it after the set-up's executions (the first one, and the checks of
-how plates are used, :mod:`thrifty.core.output`), or when one of them fails: a change is a
-:class:`~thrifty.errors.ModelError` naming the argument.  O(size of the data), twice per chain,
-at set-up only; a change made only by later, partial executions is not seen (check mode,
-:mod:`thrifty.core.check`, is the backstop there).
+how plates are used, :mod:`thrifty.core.output`): when an argument changed, one more full
+execution at the trace's values (:func:`thrifty.core.check.check_trace`) decides — one that
+disagrees with the trace is a :class:`~thrifty.errors.ModelError` naming the argument; when a
+set-up execution fails, its error names the argument that changed as the likely cause.
+O(size of the data), twice per chain, at set-up only; a change only later, partial executions
+make is check mode's to find (:mod:`thrifty.core.check`).
 
 >>> import numpy as np, thrifty as th
 >>> from thrifty import dist
@@ -23,11 +27,12 @@ at set-up only; a change made only by later, partial executions is not seen (che
 ...          seed=0, progress=False)
 Traceback (most recent call last):
 ...
-thrifty.errors.ModelError: the program changed its argument 'x' in place while it ran: ...
+thrifty.errors.ModelError: the program changed its argument 'x' in place while it ran, ...
 """
 
 from __future__ import annotations
 
+from thrifty.core.check import check_trace
 from thrifty.core.code_errors import arguments
 from thrifty.errors import ModelError
 from thrifty.fingerprint import value_digest
@@ -43,20 +48,43 @@ def argument_digests(program) -> dict[str, str]:
     return out
 
 
-def raise_if_written(program, before: dict, cause: BaseException | None = None) -> None:
-    """A :class:`ModelError` naming the arguments whose digest differs from ``before``'s (raised
-    from ``cause``, the error the change led to); nothing when none changed."""
+def raise_if_written(program, before: dict, trace) -> None:
+    """A :class:`ModelError` naming the arguments whose digest differs from ``before``'s, when a
+    full execution at the values of ``trace`` (the chain's initial trace) disagrees with it;
+    nothing when none changed, or the change is a buffer's that every execution refills."""
+    changed = written(program, before)
+    if changed and check_trace(trace):
+        raise ModelError(f"the program changed {_which(changed)} in place while it ran, and the "
+                         f"next execution read other data: {_WHY}")
+
+
+def note_written(program, before: dict, error: BaseException) -> BaseException:
+    """``error`` (a set-up execution's), with a note naming the arguments that changed since
+    ``before`` as its likely cause; ``error`` itself when none did."""
+    changed = written(program, before)
+    if not changed or not isinstance(error, ModelError):
+        return error
+    out = ModelError(f"{error} (The program also changed {_which(changed)} in place while it "
+                     f"ran: unless that is a buffer every execution fills before reading it, it is "
+                     f"the cause. {_WHY})")
+    out.__cause__ = error
+    return out
+
+
+def written(program, before: dict) -> list[str]:
+    """The names of the arguments whose digest differs from ``before``'s."""
     if not before:
-        return
+        return []
     now = argument_digests(program)
-    changed = [name for name, d in before.items() if now.get(name, d) != d]
-    if not changed:
-        return
-    names = ", ".join(repr(n) for n in changed)
-    raise ModelError(
-        f"the program changed its argument{'s' if len(changed) > 1 else ''} {names} in place "
-        "while it ran: thrifty executes a program many times, in full and on subsets of its "
-        "plates' elements, and each execution must read the same data (the caller's array is "
-        "changed too). Compute into new arrays instead — x = x * 2, not x *= 2; x[i] - c, not "
-        "xi = x[i]; xi -= c (with the slice of every element as the plate's index, x[i] is a "
-        "view of the argument)") from cause
+    return [name for name, d in before.items() if now.get(name, d) != d]
+
+
+def _which(names: list[str]) -> str:
+    return f"its argument{'s' if len(names) > 1 else ''} {', '.join(repr(n) for n in names)}"
+
+
+_WHY = ("thrifty executes a program many times, in full and on subsets of its plates' elements, "
+        "and each execution must read the same data (the caller's array is changed too). "
+        "Compute into new arrays instead — x = x * 2, not x *= 2; x[i] - c, not xi = x[i]; "
+        "xi -= c (with the slice of every element as the plate's index, x[i] is a view of the "
+        "argument)")

@@ -31,7 +31,7 @@ from thrifty.core.output import probe
 from thrifty.core.simulate import initialize, simulate
 from thrifty.errors import ModelError
 from thrifty.inference.configured import restore_state
-from thrifty.runtime.arguments import argument_digests, raise_if_written
+from thrifty.runtime.arguments import argument_digests, note_written, raise_if_written
 from thrifty.runtime.draws import DrawStore
 from thrifty.runtime.recorder import Recorder, Selector
 
@@ -222,10 +222,12 @@ class ChainRun:
                 self.trace = initialize(program, self.rng, init)
                 self.execution_seconds = perf_counter() - t0
                 self.needs_plates = probe(self.trace, self.rng)
-            except Exception as e:  # (an argument the program wrote into: the cause)
-                raise_if_written(program, before, e)
-                raise
-            raise_if_written(program, before)
+            except Exception as e:  # (an argument the program wrote into: the likely cause)
+                noted = note_written(program, before, e)
+                if noted is e:
+                    raise
+                raise noted from e
+            raise_if_written(program, before, self.trace)
             self.iteration = 0
             self.n_recorded = 0
         else:

@@ -14,8 +14,10 @@ how plates are used, :mod:`thrifty.core.output`): when an argument changed, one 
 execution at the trace's values (:func:`thrifty.core.check.check_trace`) decides — one that
 disagrees with the trace is a :class:`~thrifty.errors.ModelError` naming the argument; when a
 set-up execution fails, its error names the argument that changed as the likely cause.
-O(size of the data), twice per chain, at set-up only; a change only later, partial executions
-make is check mode's to find (:mod:`thrifty.core.check`).
+O(size of the data), twice per chain, at set-up only.  Not seen: a change only later, partial
+executions make (check mode's to find, :mod:`thrifty.core.check`); a write that undoes itself
+over the set-up's executions (``x *= -1``, run an even number of times); an argument that cannot
+be fingerprinted (an object holding a lock); ``th.simulate`` and ``th.predictive``.
 
 >>> import numpy as np, thrifty as th
 >>> from thrifty import dist

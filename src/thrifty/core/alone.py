@@ -10,8 +10,7 @@ vector of the executed elements breaks this without reading any other element's 
 * ``len(i)`` or ``np.size(z)`` — a likelihood scaled by ``N / len(i)``, as Pyro's subsample
   scale does (thrifty scales a subset itself: paper 000 eq. 5);
 * ``X[i] - X[i].mean()`` — data standardised over the executed rows;
-* ``i.max()``, ``i[0]``, ``np.roll(X[i], 1)`` — positions within the executed vector.
-
+* ``i.max()``, ``i[0]``, ``np.roll(X[i], 1)`` — positions within the executed vector;
 * ``X[i]`` of a pandas Series or DataFrame that is not an argument of the program (a global,
   an attribute): it reads positions when ``i`` is the slice of every element and labels when
   it is the integer array of a subset (thrifty reads the program's arguments by position).

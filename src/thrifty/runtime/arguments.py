@@ -62,15 +62,14 @@ def raise_if_written(program, before: dict, trace) -> None:
 
 def note_written(program, before: dict, error: BaseException) -> BaseException:
     """``error`` (a set-up execution's), with a note naming the arguments that changed since
-    ``before`` as its likely cause; ``error`` itself when none did."""
+    ``before`` as its likely cause (the caller raises it from ``error``); ``error`` itself when
+    none did."""
     changed = written(program, before)
     if not changed or not isinstance(error, ModelError):
         return error
-    out = ModelError(f"{error} (The program also changed {_which(changed)} in place while it "
-                     f"ran: unless that is a buffer every execution fills before reading it, it is "
-                     f"the cause. {_WHY})")
-    out.__cause__ = error
-    return out
+    return ModelError(f"{error} (The program also changed {_which(changed)} in place while it "
+                      f"ran: unless that is a buffer every execution fills before reading it, it "
+                      f"is the cause. {_WHY})")
 
 
 def written(program, before: dict) -> list[str]:
